@@ -1,0 +1,121 @@
+/* smelt — a deep-learning compiler.  Public compiler API.
+ *
+ * Every fallible call returns a smelt_status; on failure the context holds a
+ * message (smelt_ctx_message) that names the node, the op and the problem.
+ * The first error wins: later errors do not overwrite it until the context is
+ * cleared with smelt_ctx_clear.
+ */
+#ifndef SMELT_H
+#define SMELT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum smelt_status {
+    SMELT_OK = 0,
+    SMELT_ERR_IO,          /* a file could not be read or written */
+    SMELT_ERR_PARSE,       /* malformed protobuf / npy / text */
+    SMELT_ERR_MODEL,       /* well-formed file, invalid model (dangling edge, cycle...) */
+    SMELT_ERR_UNSUPPORTED, /* valid model using something smelt does not implement */
+    SMELT_ERR_SHAPE,       /* shapes or dtypes that do not fit an op */
+    SMELT_ERR_ATTR,        /* bad or missing attribute */
+    SMELT_ERR_LIMIT,       /* a size or count cap was hit */
+    SMELT_ERR_NOMEM,       /* allocation failed */
+    SMELT_ERR_ARG,         /* bad argument to an API call (wrong input name, NULL...) */
+    SMELT_ERR_RUNTIME,     /* failure while executing (e.g. index out of range) */
+    SMELT_ERR_INTERNAL,    /* a compiler bug */
+    SMELT_STATUS_COUNT_
+} smelt_status;
+
+/* Element types; values equal ONNX's TensorProto.DataType. */
+typedef enum smelt_dtype {
+    SMELT_DT_UNDEFINED = 0,
+    SMELT_DT_FLOAT32 = 1,
+    SMELT_DT_UINT8 = 2,
+    SMELT_DT_INT8 = 3,
+    SMELT_DT_UINT16 = 4,
+    SMELT_DT_INT16 = 5,
+    SMELT_DT_INT32 = 6,
+    SMELT_DT_INT64 = 7,
+    SMELT_DT_STRING = 8,
+    SMELT_DT_BOOL = 9,
+    SMELT_DT_FLOAT16 = 10,
+    SMELT_DT_FLOAT64 = 11,
+    SMELT_DT_UINT32 = 12,
+    SMELT_DT_UINT64 = 13,
+    SMELT_DT_COMPLEX64 = 14,
+    SMELT_DT_COMPLEX128 = 15,
+    SMELT_DT_BFLOAT16 = 16,
+    SMELT_DT_COUNT_
+} smelt_dtype;
+
+#define SMELT_MAX_RANK 8
+
+typedef struct smelt_ctx smelt_ctx;
+
+smelt_ctx *smelt_ctx_new(void);
+void smelt_ctx_free(smelt_ctx *ctx);
+smelt_status smelt_ctx_status(const smelt_ctx *ctx);
+const char *smelt_ctx_message(const smelt_ctx *ctx);
+void smelt_ctx_clear(smelt_ctx *ctx);
+
+const char *smelt_status_name(smelt_status s);
+const char *smelt_dtype_name(smelt_dtype dt);
+size_t smelt_dtype_size(smelt_dtype dt);
+
+/* A dense tensor.  `data` is owned by whoever created the tensor; tensors
+ * returned by smelt are freed with smelt_tensor_free. */
+typedef struct smelt_tensor {
+    smelt_dtype dtype;
+    int rank;
+    int64_t dims[SMELT_MAX_RANK];
+    void *data;
+    char *name; /* optional; owned */
+} smelt_tensor;
+
+int64_t smelt_tensor_numel(const smelt_tensor *t);
+size_t smelt_tensor_nbytes(const smelt_tensor *t);
+void smelt_tensor_free(smelt_tensor *t);    /* data, name and the struct */
+void smelt_tensor_release(smelt_tensor *t); /* data and name; the struct stays */
+
+/* Allocator hook for weights and long-lived data (tests inject failures). */
+typedef struct smelt_allocator {
+    void *(*alloc)(void *user, size_t size);
+    void (*release)(void *user, void *ptr);
+    void *user;
+} smelt_allocator;
+void smelt_set_allocator(const smelt_allocator *a); /* NULL restores malloc */
+
+/* ---- Models ---------------------------------------------------------- */
+
+typedef struct smelt_model smelt_model;
+
+/* Load and import an ONNX model; shapes are inferred.  Returns NULL on
+ * failure with the reason in ctx. */
+smelt_model *smelt_model_load(smelt_ctx *ctx, const char *path);
+smelt_model *smelt_model_load_bytes(smelt_ctx *ctx, const void *bytes, size_t size,
+                                    const char *base_dir);
+void smelt_model_free(smelt_model *m);
+
+int smelt_model_num_inputs(const smelt_model *m);
+int smelt_model_num_outputs(const smelt_model *m);
+/* Describe input/output i: name, dtype, rank, dims (-1 for a symbolic dim). */
+void smelt_model_input_info(const smelt_model *m, int i, const char **name, smelt_dtype *dt,
+                            int *rank, int64_t dims[SMELT_MAX_RANK]);
+void smelt_model_output_info(const smelt_model *m, int i, const char **name,
+                             smelt_dtype *dt, int *rank, int64_t dims[SMELT_MAX_RANK]);
+
+/* Execute with the reference kernels.  inputs[i] binds graph input i (in
+ * model order).  outputs receives num_outputs freshly allocated tensors. */
+smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
+                                       const smelt_tensor *inputs, int num_inputs,
+                                       smelt_tensor *outputs, int num_outputs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,96 @@
+/* Public model API: load, describe, run with the reference kernels. */
+#include <libgen.h>
+#include <limits.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "frontend/onnx.h"
+#include "passes/passes.h"
+#include "smelt_internal.h"
+
+smelt_model *smelt_model_load_bytes(smelt_ctx *ctx, const void *bytes, size_t size,
+                                    const char *base_dir)
+{
+    gr_graph *g;
+    if (onnx_import(ctx, bytes, size, base_dir, &g) != SMELT_OK) return NULL;
+    if (pass_infer_shapes(ctx, g) != SMELT_OK || gr_graph_verify(ctx, g) != SMELT_OK) {
+        gr_graph_free(g);
+        return NULL;
+    }
+    smelt_model *m = smelt_calloc(1, sizeof *m);
+    if (!m) {
+        gr_graph_free(g);
+        smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    m->graph = g;
+    return m;
+}
+
+smelt_model *smelt_model_load(smelt_ctx *ctx, const char *path)
+{
+    void *bytes;
+    size_t size;
+    if (smelt_read_file(ctx, path, SMELT_LIMIT_MODEL_BYTES, &bytes, &size) != SMELT_OK)
+        return NULL;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    smelt_model *m = smelt_model_load_bytes(ctx, bytes, size, dirname(dir));
+    smelt_free(bytes);
+    return m;
+}
+
+void smelt_model_free(smelt_model *m)
+{
+    if (!m) return;
+    gr_graph_free(m->graph);
+    smelt_free(m);
+}
+
+int smelt_model_num_inputs(const smelt_model *m) { return m->graph->inputs.len; }
+int smelt_model_num_outputs(const smelt_model *m) { return m->graph->outputs.len; }
+
+static void value_info(const gr_value *v, const char **name, smelt_dtype *dt, int *rank,
+                       int64_t dims[SMELT_MAX_RANK])
+{
+    if (name) *name = v->name;
+    if (dt) *dt = v->dtype;
+    if (rank) *rank = v->rank;
+    for (int i = 0; dims && i < v->rank; i++) dims[i] = v->dims[i] >= 0 ? v->dims[i] : -1;
+}
+
+void smelt_model_input_info(const smelt_model *m, int i, const char **name, smelt_dtype *dt,
+                            int *rank, int64_t dims[SMELT_MAX_RANK])
+{
+    value_info(m->graph->inputs.items[i], name, dt, rank, dims);
+}
+
+void smelt_model_output_info(const smelt_model *m, int i, const char **name,
+                             smelt_dtype *dt, int *rank, int64_t dims[SMELT_MAX_RANK])
+{
+    value_info(m->graph->outputs.items[i], name, dt, rank, dims);
+}
+
+smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
+                                       const smelt_tensor *inputs, int num_inputs,
+                                       smelt_tensor *outputs, int num_outputs)
+{
+    const gr_graph *g = m->graph;
+    if (num_inputs != g->inputs.len)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs, %d given",
+                          g->inputs.len, num_inputs);
+    if (num_outputs != g->outputs.len)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "the model has %d outputs, room for %d given",
+                          g->outputs.len, num_outputs);
+    if ((num_inputs && !inputs) || !outputs)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "NULL input or output array");
+    memset(outputs, 0, sizeof *outputs * (size_t)num_outputs);
+    SMELT_TRY(exec_graph(ctx, g, inputs, outputs));
+    for (int i = 0; i < num_outputs; i++) {
+        const gr_value *v = g->outputs.items[i];
+        outputs[i].name = smelt_strdup(v->name);
+    }
+    return SMELT_OK;
+}
+
+gr_graph *smelt_model_graph(smelt_model *m) { return m->graph; }

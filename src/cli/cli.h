@@ -1,0 +1,18 @@
+/* Subcommands of the smelt CLI; each returns the process exit code. */
+#ifndef SMELT_CLI_H
+#define SMELT_CLI_H
+
+#include "base/base.h"
+
+int cli_run(int argc, char **argv);
+int cli_check(int argc, char **argv);
+int cli_compile(int argc, char **argv);
+int cli_graph(int argc, char **argv);
+
+/* Print "smelt: <status>: <message>" for a failed ctx; returns 1. */
+int cli_fail(const smelt_ctx *ctx);
+/* Option parsing helper: if argv[*i] is "--name VALUE" or "--name=VALUE",
+ * set *val and advance; returns true on a match. */
+bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+
+#endif

@@ -1,0 +1,63 @@
+/* smelt: command-line entry point. */
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char usage[] =
+    "usage: smelt <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run MODEL [--reference] [--input FILE]... [--seed N] [--output-dir DIR]\n"
+    "      execute a model on inputs from .pb/.npy files (in model input order, or\n"
+    "      NAME=FILE) or on seeded random data; print a summary of each output\n"
+    "  check [--reference] [--rtol R] [--atol A] [--expected-failures FILE] DIR...\n"
+    "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
+    "      test_data_set_*/) and compare with the expected outputs\n"
+    "  compile MODEL [--dump-ir=graph]\n"
+    "      import, verify and infer shapes; print the graph IR\n"
+    "  graph MODEL -o FILE.dot|.svg|.png\n"
+    "      draw the graph with op, dtype and shape on every edge\n"
+    "\n"
+    "environment: SMELT_DEBUG=1..4 for more logging\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "run") == 0) return cli_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "check") == 0) return cli_check(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0) return cli_compile(argc - 2, argv + 2);
+    if (strcmp(cmd, "graph") == 0) return cli_graph(argc - 2, argv + 2);
+    fprintf(stderr, "smelt: unknown command '%s'\n\n%s", cmd, usage);
+    return 2;
+}
+
+int cli_fail(const smelt_ctx *ctx)
+{
+    fprintf(stderr, "smelt: %s: %s\n", smelt_status_name(smelt_ctx_status(ctx)),
+            smelt_ctx_message(ctx));
+    return 1;
+}
+
+bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return false;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return true;
+    }
+    if (a[n] != '\0') return false;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "smelt: option %s needs a value\n", name);
+        *val = NULL;
+        return true;
+    }
+    *val = argv[++*i];
+    return true;
+}

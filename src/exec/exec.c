@@ -1,0 +1,207 @@
+/* The reference executor: the test oracle for the compiled path. */
+#include <string.h>
+
+#include "exec/exec.h"
+#include "ops/op.h"
+
+static void free_outputs(smelt_tensor *out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        smelt_free(out[i].data);
+        out[i].data = NULL;
+    }
+}
+
+static smelt_status alloc_output(smelt_ctx *ctx, const gr_node *node, int i, smelt_tensor *t)
+{
+    int64_t numel = 1;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->dims[d] < 0)
+            return op_errf(ctx, node, SMELT_ERR_INTERNAL,
+                           "output %d has an unresolved dim after inference", i);
+        if (smelt_mul_overflow_i64(numel, t->dims[d], &numel) ||
+            numel > SMELT_LIMIT_TENSOR_ELEMS)
+            return op_errf(ctx, node, SMELT_ERR_LIMIT,
+                           "output %d has more than %lld elements (SMELT_LIMIT_TENSOR_ELEMS)", i,
+                           (long long)SMELT_LIMIT_TENSOR_ELEMS);
+    }
+    size_t es = smelt_dtype_size(t->dtype);
+    if (!es) return op_errf(ctx, node, SMELT_ERR_INTERNAL, "output %d has no dtype", i);
+    t->data = smelt_calloc(numel ? (size_t)numel : 1, es);
+    if (!t->data)
+        return op_errf(ctx, node, SMELT_ERR_NOMEM, "out of memory for output %d (%lld bytes)",
+                       i, (long long)numel * (long long)es);
+    return SMELT_OK;
+}
+
+smelt_status exec_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                       smelt_tensor *out)
+{
+    const op_def *d = op_get(node->op)->def;
+    if (!d || !d->infer || !d->eval)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no reference kernel");
+    memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
+    SMELT_TRY(d->infer(ctx, node, in, out));
+    smelt_status s = SMELT_OK;
+    for (int i = 0; i < node->n_outputs && s == SMELT_OK; i++)
+        if (node->outputs[i]) s = alloc_output(ctx, node, i, &out[i]);
+    if (s == SMELT_OK) s = d->eval(ctx, node, in, out);
+    if (s != SMELT_OK) free_outputs(out, node->n_outputs);
+    return s;
+}
+
+smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
+                              const smelt_tensor *t)
+{
+    if (!t->data && smelt_tensor_numel(t) != 0)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': no data", v->name);
+    if (t->dtype != v->dtype)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': dtype %s, expected %s", v->name,
+                          smelt_dtype_name(t->dtype), smelt_dtype_name(v->dtype));
+    if (v->rank < 0) return SMELT_OK;
+    smelt_strbuf want;
+    smelt_strbuf_init(&want);
+    gr_value_print_type(g, v, &want);
+    smelt_status s = SMELT_OK;
+    if (t->rank != v->rank) {
+        s = smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': rank %d, expected %s", v->name, t->rank,
+                       smelt_strbuf_cstr(&want));
+    } else {
+        for (int i = 0; i < t->rank && s == SMELT_OK; i++)
+            if (t->dims[i] < 0 || (v->dims[i] >= 0 && t->dims[i] != v->dims[i]))
+                s = smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': dim %d is %lld, expected %s",
+                               v->name, i, (long long)t->dims[i], smelt_strbuf_cstr(&want));
+    }
+    smelt_strbuf_fini(&want);
+    return s;
+}
+
+/* Runtime values by id; `owned` marks intermediates to free after last use. */
+typedef struct exec_state {
+    const gr_graph *g;
+    smelt_tensor *vals;
+    bool *owned;
+    int *last_use; /* node index of the last consumer, or INT_MAX for outputs */
+} exec_state;
+
+static void compute_last_use(exec_state *es)
+{
+    const gr_graph *g = es->g;
+    for (int i = 0; i < g->values.len; i++) es->last_use[i] = -1;
+    for (int n = 0; n < g->nodes.len; n++) {
+        const gr_node *node = g->nodes.items[n];
+        for (int k = 0; k < node->n_inputs; k++)
+            if (node->inputs[k]) es->last_use[node->inputs[k]->id] = n;
+    }
+    for (int i = 0; i < g->outputs.len; i++)
+        es->last_use[((gr_value *)g->outputs.items[i])->id] = g->nodes.len;
+}
+
+static smelt_status run_node(smelt_ctx *ctx, exec_state *es, int n)
+{
+    const gr_node *node = es->g->nodes.items[n];
+    const smelt_tensor *in[64];
+    const smelt_tensor **inp = node->n_inputs <= 64 ? in : smelt_calloc((size_t)node->n_inputs, sizeof *inp);
+    smelt_tensor outbuf[8];
+    smelt_tensor *out = node->n_outputs <= 8 ? outbuf : smelt_calloc((size_t)node->n_outputs, sizeof *out);
+    smelt_status s = SMELT_OK;
+    if (!inp || !out) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int k = 0; s == SMELT_OK && k < node->n_inputs; k++)
+        inp[k] = node->inputs[k] ? &es->vals[node->inputs[k]->id] : NULL;
+    if (s == SMELT_OK) s = exec_node(ctx, node, inp, out);
+    for (int k = 0; s == SMELT_OK && k < node->n_outputs; k++) {
+        const gr_value *v = node->outputs[k];
+        if (!v) continue;
+        es->vals[v->id] = out[k];
+        es->owned[v->id] = true;
+    }
+    if (inp != in) smelt_free(inp);
+    if (out != outbuf) smelt_free(out);
+    return s;
+}
+
+static void release_dead(exec_state *es, int n)
+{
+    const gr_node *node = es->g->nodes.items[n];
+    for (int k = 0; k < node->n_inputs; k++) {
+        const gr_value *v = node->inputs[k];
+        if (v && es->owned[v->id] && es->last_use[v->id] == n) {
+            smelt_free(es->vals[v->id].data);
+            es->vals[v->id].data = NULL;
+            es->owned[v->id] = false;
+        }
+    }
+    /* outputs never read by anyone */
+    for (int k = 0; k < node->n_outputs; k++) {
+        const gr_value *v = node->outputs[k];
+        if (v && es->owned[v->id] && es->last_use[v->id] < n) {
+            smelt_free(es->vals[v->id].data);
+            es->vals[v->id].data = NULL;
+            es->owned[v->id] = false;
+        }
+    }
+}
+
+static smelt_status bind_inputs(smelt_ctx *ctx, exec_state *es, const smelt_tensor *inputs)
+{
+    const gr_graph *g = es->g;
+    for (int i = 0; i < g->values.len; i++) {
+        const gr_value *v = g->values.items[i];
+        if (v->constant) es->vals[i] = *v->constant;
+    }
+    for (int i = 0; i < g->inputs.len; i++) {
+        const gr_value *v = g->inputs.items[i];
+        SMELT_TRY(exec_check_input(ctx, g, v, &inputs[i]));
+        es->vals[v->id] = inputs[i];
+    }
+    return SMELT_OK;
+}
+
+/* Copy an output out of the value table (it may be a constant, an input,
+ * or listed twice, so it is copied rather than moved). */
+static smelt_status take_output(smelt_ctx *ctx, exec_state *es, const gr_value *v,
+                                smelt_tensor *dst)
+{
+    const smelt_tensor *src = &es->vals[v->id];
+    *dst = *src;
+    dst->name = NULL;
+    size_t nb = smelt_tensor_nbytes(src);
+    dst->data = smelt_alloc(nb ? nb : 1);
+    if (!dst->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (nb) memcpy(dst->data, src->data, nb);
+    return SMELT_OK;
+}
+
+smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, const smelt_tensor *inputs,
+                        smelt_tensor *outputs)
+{
+    exec_state es = {g, NULL, NULL, NULL};
+    int nv = g->values.len;
+    es.vals = smelt_calloc((size_t)nv + 1, sizeof *es.vals);
+    es.owned = smelt_calloc((size_t)nv + 1, sizeof *es.owned);
+    es.last_use = smelt_calloc((size_t)nv + 1, sizeof *es.last_use);
+    smelt_status s = SMELT_OK;
+    if (!es.vals || !es.owned || !es.last_use) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s == SMELT_OK) {
+        compute_last_use(&es);
+        s = bind_inputs(ctx, &es, inputs);
+    }
+    for (int n = 0; s == SMELT_OK && n < g->nodes.len; n++) {
+        s = run_node(ctx, &es, n);
+        if (s == SMELT_OK) release_dead(&es, n);
+    }
+    int taken = 0;
+    for (; s == SMELT_OK && taken < g->outputs.len; taken++)
+        s = take_output(ctx, &es, g->outputs.items[taken], &outputs[taken]);
+    if (s != SMELT_OK)
+        for (int i = 0; i < taken; i++) {
+            smelt_free(outputs[i].data);
+            outputs[i].data = NULL;
+        }
+    for (int i = 0; es.owned && i < nv; i++)
+        if (es.owned[i]) smelt_free(es.vals[i].data);
+    smelt_free(es.vals);
+    smelt_free(es.owned);
+    smelt_free(es.last_use);
+    return s;
+}

@@ -1,0 +1,123 @@
+/* Graph IR: typed SSA values and op nodes in topological order.
+ *
+ * A value is produced by exactly one node, or is a graph input, or is a
+ * constant (initializer, Constant node, or folded).  Dims are int64: >= 0 is a
+ * static size, < 0 is a symbolic dim (GR_DIM_SYM(id), named in graph->syms).
+ * Everything here lives in the graph's arena except constant tensor data,
+ * which goes through the allocator hook and is released by gr_graph_free.
+ */
+#ifndef SMELT_GRAPH_H
+#define SMELT_GRAPH_H
+
+#include "base/base.h"
+#include "ops/op_kind.h"
+
+typedef int64_t gr_dim;
+#define GR_DIM_SYM(id) (-(int64_t)(id)-1)
+#define GR_DIM_SYM_ID(d) ((int)(-(d)-1))
+#define GR_DIM_IS_STATIC(d) ((d) >= 0)
+
+typedef struct gr_node gr_node;
+typedef struct gr_graph gr_graph;
+
+typedef struct gr_value {
+    const char *name;
+    int id;
+    smelt_dtype dtype;
+    int rank; /* -1 until shape inference has run */
+    gr_dim dims[SMELT_MAX_RANK];
+    gr_node *producer; /* NULL for graph inputs and constants */
+    int producer_output;
+    smelt_tensor *constant; /* non-NULL: compile-time known contents */
+    bool is_input, is_output;
+} gr_value;
+
+/* Raw ONNX attribute, kept for printing and read by each op's import. */
+typedef enum gr_attr_type {
+    GR_ATTR_FLOAT,
+    GR_ATTR_INT,
+    GR_ATTR_STRING,
+    GR_ATTR_TENSOR,
+    GR_ATTR_FLOATS,
+    GR_ATTR_INTS,
+    GR_ATTR_STRINGS,
+    GR_ATTR_GRAPH, /* subgraphs: recorded, not supported */
+} gr_attr_type;
+
+typedef struct gr_attr {
+    const char *name;
+    gr_attr_type type;
+    float f;
+    int64_t i;
+    const char *s; /* NUL-terminated copy; s_len excludes the NUL */
+    size_t s_len;
+    smelt_tensor *t; /* owned by the graph */
+    int n;           /* element count of floats/ints/strings */
+    float *floats;
+    int64_t *ints;
+    const char **strings;
+} gr_attr;
+
+struct gr_node {
+    const char *name;    /* unique within the graph (the importer names unnamed nodes) */
+    const char *op_type; /* as in the model, e.g. "Conv" */
+    op_kind op;
+    int id;
+    int n_inputs, n_outputs;
+    gr_value **inputs;  /* NULL entries are omitted optional inputs */
+    gr_value **outputs; /* NULL entries are omitted optional outputs */
+    int n_attrs;
+    gr_attr *attrs;
+    void *op_attrs; /* typed attribute struct of the op, set by its import */
+};
+
+struct gr_graph {
+    smelt_arena arena;
+    smelt_ptrvec nodes; /* gr_node*, topological order once sorted */
+    smelt_ptrvec values; /* gr_value*, all values */
+    smelt_ptrvec inputs; /* gr_value*, runtime inputs in model order */
+    smelt_ptrvec outputs; /* gr_value*, in model order */
+    smelt_ptrvec syms; /* char*, names of symbolic dims */
+    smelt_ptrvec owned_tensors; /* smelt_tensor* freed with the graph */
+    const char *name;
+    int64_t opset; /* default-domain opset */
+};
+
+gr_graph *gr_graph_new(void);
+void gr_graph_free(gr_graph *g);
+
+/* Values.  Names are copied.  Returns NULL on allocation failure. */
+gr_value *gr_value_new(gr_graph *g, const char *name);
+gr_value *gr_graph_find_value(const gr_graph *g, const char *name);
+int gr_graph_sym(gr_graph *g, const char *name); /* find or add; -1 on OOM */
+int gr_graph_new_sym(gr_graph *g);               /* fresh anonymous symbol */
+
+/* Take ownership of t (allocated with smelt_alloc) as v's constant contents;
+ * sets dtype/rank/dims of v from it. */
+smelt_status gr_value_set_constant(smelt_ctx *ctx, gr_graph *g, gr_value *v, smelt_tensor *t);
+/* New constant value holding t (owned from now on). */
+gr_value *gr_graph_add_constant(smelt_ctx *ctx, gr_graph *g, const char *name_hint,
+                                smelt_tensor *t);
+
+/* Nodes.  Inputs/outputs arrays are allocated with the given counts. */
+gr_node *gr_node_new(gr_graph *g, const char *name, const char *op_type, op_kind op,
+                     int n_inputs, int n_outputs);
+const gr_attr *gr_node_attr(const gr_node *n, const char *name);
+/* Replace input i by v, growing the input list if needed. */
+smelt_status gr_node_set_input(smelt_ctx *ctx, gr_graph *g, gr_node *n, int i, gr_value *v);
+
+/* A tensor describing v: dtype, rank, dims, and data if constant, else NULL. */
+smelt_tensor gr_value_info(const gr_value *v);
+int64_t gr_value_numel(const gr_value *v); /* -1 if any dim is symbolic or rank unknown */
+
+/* Topologically sort g->nodes; error names a node on a cycle. */
+smelt_status gr_graph_toposort(smelt_ctx *ctx, gr_graph *g);
+/* Check structural invariants; error describes the first violation. */
+smelt_status gr_graph_verify(smelt_ctx *ctx, const gr_graph *g);
+
+/* Deterministic text form, and Graphviz DOT. */
+void gr_graph_print(const gr_graph *g, smelt_strbuf *out);
+void gr_graph_print_dot(const gr_graph *g, smelt_strbuf *out);
+void gr_value_print_type(const gr_graph *g, const gr_value *v, smelt_strbuf *out);
+
+#endif

@@ -1,0 +1,141 @@
+/* Op registry interface and helpers shared by the op family files.
+ *
+ * Each op provides three functions (its op_def, defined in the family file
+ * named in ops.def):
+ *
+ *   import  reads node->attrs (raw ONNX attributes, opset-specific forms) and
+ *           stores a typed struct in node->op_attrs.  Where an older opset
+ *           gave as an attribute what a newer one takes as an input (Clip
+ *           min/max, Reduce axes, Split/Squeeze/Unsqueeze/Pad/Slice...), import
+ *           normalises to the newest form by adding a constant input, so infer
+ *           and eval see one form only.  Optional; NULL means "no attributes".
+ *
+ *   infer   computes each output's dtype, rank and dims from the inputs.
+ *           Inputs are described as smelt_tensor: dims may be symbolic (< 0)
+ *           during compile-time inference; `data` is non-NULL when the
+ *           contents are known (always at run time).  in[i] is NULL for an
+ *           omitted optional input.  Output data is never set by infer.
+ *           Use GR_DIM_UNKNOWN for a dim that cannot be known yet.
+ *
+ *   eval    the reference kernel: straightforward, obviously correct code
+ *           (the test oracle and the constant folder).  Output tensors come
+ *           with dtype/rank/dims from infer and zeroed, allocated data.
+ *
+ * All three report errors through op_errf so messages name node and op.
+ */
+#ifndef SMELT_OP_H
+#define SMELT_OP_H
+
+#include "graph/graph.h"
+
+typedef enum op_pattern {
+    OP_PATTERN_ELEMWISE,    /* out[i] = f(in[i]) */
+    OP_PATTERN_BROADCAST,   /* elementwise with broadcasting */
+    OP_PATTERN_INJECTIVE,   /* each output element reads a computable input index */
+    OP_PATTERN_REDUCTION,   /* reduces over some axes */
+    OP_PATTERN_OUT_FUSABLE, /* conv/matmul: elementwise epilogues fuse into it */
+    OP_PATTERN_OPAQUE,      /* anything else */
+} op_pattern;
+
+/* A dim that infer cannot know (data-dependent); becomes a fresh symbol. */
+#define GR_DIM_UNKNOWN INT64_MIN
+
+enum {
+    OP_FLAG_SHAPE_ONLY = 1 << 0, /* eval reads only input shapes (Shape, Size) */
+    OP_FLAG_NO_FOLD = 1 << 1,    /* never constant-fold (e.g. huge outputs) */
+};
+
+typedef struct op_def {
+    smelt_status (*import)(smelt_ctx *ctx, gr_graph *g, gr_node *node);
+    smelt_status (*infer)(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                          smelt_tensor *out);
+    smelt_status (*eval)(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                         smelt_tensor *out);
+    int min_inputs, max_inputs;   /* max -1: variadic */
+    int min_outputs, max_outputs;
+    unsigned flags;
+} op_def;
+
+typedef struct op_info {
+    op_kind kind;
+    const char *name;   /* ONNX op_type */
+    const char *family; /* file in src/ops */
+    op_pattern pattern;
+    const op_def *def;  /* NULL if the family file does not define it (yet) */
+} op_info;
+
+const op_info *op_get(op_kind kind);
+const op_info *op_lookup(const char *onnx_name); /* default domain; NULL if unknown */
+const char *op_pattern_name(op_pattern p);
+
+/* ---- Errors ----------------------------------------------------------------- */
+/* Formats "node 'NAME' (OpType): MESSAGE". */
+smelt_status op_errf(smelt_ctx *ctx, const gr_node *node, smelt_status code, const char *fmt,
+                     ...) SMELT_PRINTF(4, 5);
+
+/* ---- Attributes (import) -------------------------------------------------------
+ * Each returns SMELT_OK and the default when the attribute is absent, and an
+ * error naming the attribute when it is present with the wrong type. */
+smelt_status op_attr_int(smelt_ctx *ctx, const gr_node *n, const char *name, int64_t def,
+                         int64_t *out);
+smelt_status op_attr_float(smelt_ctx *ctx, const gr_node *n, const char *name, float def,
+                           float *out);
+smelt_status op_attr_string(smelt_ctx *ctx, const gr_node *n, const char *name,
+                            const char *def, const char **out);
+/* *out points into the graph (do not free); *count = -1 when absent. */
+smelt_status op_attr_ints(smelt_ctx *ctx, const gr_node *n, const char *name, int *count,
+                          const int64_t **out);
+smelt_status op_attr_floats(smelt_ctx *ctx, const gr_node *n, const char *name, int *count,
+                            const float **out);
+smelt_status op_attr_tensor(smelt_ctx *ctx, const gr_node *n, const char *name,
+                            const smelt_tensor **out); /* *out NULL when absent */
+/* Allocate the typed attribute struct in the graph arena and set node->op_attrs. */
+void *op_attrs_new(smelt_ctx *ctx, gr_graph *g, gr_node *n, size_t size);
+
+/* Normalise an attribute into constant input `index` (newest-opset form):
+ * makes a 1-D int64 constant of `count` values.  Pads missing inputs in
+ * between with NULL. */
+smelt_status op_set_input_ints(smelt_ctx *ctx, gr_graph *g, gr_node *n, int index,
+                               const int64_t *vals, int count);
+/* Same, for a float32 scalar (rank 0) constant. */
+smelt_status op_set_input_float_scalar(smelt_ctx *ctx, gr_graph *g, gr_node *n, int index,
+                                       float v);
+
+/* ---- Shapes (infer) --------------------------------------------------------- */
+/* in[i] if present (i < node->n_inputs and not omitted), else NULL. */
+const smelt_tensor *op_input(const gr_node *node, const smelt_tensor *const *in, int i);
+/* Normalise a possibly negative axis into [0, rank); error if out of range. */
+smelt_status op_norm_axis(smelt_ctx *ctx, const gr_node *n, int64_t axis, int rank, int *out);
+/* Multidirectional (numpy) broadcast of inputs a and b into out's rank/dims. */
+smelt_status op_broadcast(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *a,
+                          const smelt_tensor *b, smelt_tensor *out);
+/* Copy dtype, rank, dims of src into dst (no data). */
+void op_copy_shape(smelt_tensor *dst, const smelt_tensor *src);
+/* Read the known contents of an integer tensor (int64/int32...) as int64.
+ * Error naming the input if the contents are unknown at compile time or the
+ * element count exceeds max.  Returns the count in *count. */
+smelt_status op_read_ints(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t,
+                          const char *what, int64_t *vals, int max, int *count);
+/* Check that an input has a known (non-NULL) dtype among `allowed` (a
+ * SMELT_DT_UNDEFINED-terminated list). */
+smelt_status op_check_dtype(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t,
+                            const char *what, const smelt_dtype *allowed);
+bool op_dims_static(const smelt_tensor *t);
+
+/* ---- Tensor element access (eval) ---------------------------------------------
+ * Generic accessors convert to/from double or int64; fine for reference code. */
+int64_t op_numel(const smelt_tensor *t);
+double op_get_f64(const smelt_tensor *t, int64_t i);
+void op_set_f64(smelt_tensor *t, int64_t i, double v);
+int64_t op_get_i64(const smelt_tensor *t, int64_t i);
+void op_set_i64(smelt_tensor *t, int64_t i, int64_t v);
+bool op_dtype_is_float(smelt_dtype dt); /* f16, bf16, f32, f64 */
+bool op_dtype_is_int(smelt_dtype dt);   /* signed or unsigned integer, not bool */
+/* Row-major strides of t in elements. */
+void op_strides(const smelt_tensor *t, int64_t strides[SMELT_MAX_RANK]);
+/* Offset into `in` (broadcast to out's rank, numpy rules) for out multi-index idx. */
+int64_t op_broadcast_offset(const smelt_tensor *in, const smelt_tensor *out, const int64_t *idx);
+/* Advance a multi-index over dims; returns false after the last one. */
+bool op_next_index(int64_t *idx, const int64_t *dims, int rank);
+
+#endif
