@@ -8,3 +8,27 @@ foreach(src ${SMELT_UNIT_TESTS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   add_test(NAME unit/${name} COMMAND ${name})
 endforeach()
+
+# ---- Conformance: ONNX backend node tests (Debian's libonnx-testdata, onnx 1.12) ----
+set(ONNX_NODE_TESTS /usr/include/onnx/backend/test/data/node)
+if(EXISTS ${ONNX_NODE_TESTS})
+  add_test(NAME conformance/onnx_node_reference
+    COMMAND smelt_cli check --reference
+            --expected-failures ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures.txt
+            ${ONNX_NODE_TESTS})
+endif()
+
+# ---- Models: real architectures exported by torch.onnx, checked against torch ----
+set(SMELT_MODEL_DIR ${CMAKE_BINARY_DIR}/models)
+add_test(NAME models/generate
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/gen_models.py --out ${SMELT_MODEL_DIR})
+set_tests_properties(models/generate PROPERTIES FIXTURES_SETUP torch_models TIMEOUT 900)
+set(SMELT_TEST_MODELS resnet50 resnet18 mobilenet_v2 mobilenet_v3_small efficientnet_b0
+    densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like)
+foreach(m ${SMELT_TEST_MODELS})
+  add_test(NAME models/${m}_reference
+    COMMAND smelt_cli check --reference --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+  set_tests_properties(models/${m}_reference PROPERTIES FIXTURES_REQUIRED torch_models)
+endforeach()
+add_test(NAME models/tiny_cnn_reference
+  COMMAND smelt_cli check --reference --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)

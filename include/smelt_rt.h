@@ -1,0 +1,95 @@
+/* smelt runtime (libsmelt_rt): the only header a deployed model needs.
+ *
+ * Generated model code calls the thread pool through this ABI; applications
+ * load a compiled model (a shared library from `smelt compile`, or the JIT's
+ * in-memory build), bind inputs, run and read outputs.  C99, no dependencies
+ * beyond libc, libm and pthreads.
+ */
+#ifndef SMELT_RT_H
+#define SMELT_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMELT_RT_ABI_VERSION 1
+
+typedef enum smelt_rt_status {
+    SMELT_RT_OK = 0,
+    SMELT_RT_ERR_ARG = 1,      /* wrong input count/name/dtype/shape, NULL or short buffer */
+    SMELT_RT_ERR_NOMEM = 2,
+    SMELT_RT_ERR_IO = 3,       /* a weights file or library could not be read */
+    SMELT_RT_ERR_INVALID = 4,  /* a module that is not a smelt module, or of another ABI */
+    SMELT_RT_ERR_INTERNAL = 5,
+} smelt_rt_status;
+
+/* ---- Thread pool (used by generated code) ------------------------------------- */
+typedef struct smelt_rt_pool smelt_rt_pool;
+
+/* Body of a parallel loop: runs iterations [begin, end) of a loop of n. */
+typedef void (*smelt_rt_task_fn)(void *closure, int64_t begin, int64_t end);
+
+/* num_threads <= 0: the number of cores available to the process. */
+smelt_rt_pool *smelt_rt_pool_new(int num_threads);
+void smelt_rt_pool_free(smelt_rt_pool *pool);
+int smelt_rt_pool_size(const smelt_rt_pool *pool);
+/* Split [0, n) into contiguous chunks, one per thread, run fn on each and
+ * wait for all.  pool may be NULL (runs inline).  Nested calls run inline. */
+void smelt_rt_parallel_for(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *closure);
+
+/* ---- What a generated module exports ------------------------------------------ */
+typedef struct smelt_rt_io_info {
+    const char *name;  /* the model's input/output name (C string literal, escaped) */
+    int dtype;         /* smelt_dtype / ONNX TensorProto.DataType value */
+    int rank;
+    int64_t dims[8];
+} smelt_rt_io_info;
+
+typedef struct smelt_rt_module_info {
+    int abi_version;         /* SMELT_RT_ABI_VERSION */
+    int num_inputs, num_outputs;
+    const smelt_rt_io_info *inputs, *outputs;
+    int64_t arena_bytes;     /* scratch the entry needs, 64-byte aligned */
+    int64_t weight_bytes;    /* size of the weight blob the entry reads */
+    const unsigned char *embedded_weights; /* non-NULL when built with --embed-weights */
+    /* Run the model: inputs/outputs in model order; arena has arena_bytes,
+     * 64-byte aligned; returns 0. */
+    int (*run)(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
+               const void *const *inputs, void *const *outputs);
+} smelt_rt_module_info;
+
+/* Every generated module defines this symbol. */
+#define SMELT_RT_MODULE_SYMBOL "smelt_module_info"
+
+/* ---- Loading and running a compiled model ---------------------------------------- */
+typedef struct smelt_rt_model smelt_rt_model;
+
+/* Load a compiled module (.so) and its weight blob (NULL when embedded).
+ * On failure returns NULL and, if err is not NULL, a message in err. */
+smelt_rt_model *smelt_rt_model_load(const char *library_path, const char *weights_path,
+                                    int num_threads, char *err, size_t err_size);
+/* Wrap a module already in memory (e.g. linked statically in an AOT build). */
+smelt_rt_model *smelt_rt_model_from_info(const smelt_rt_module_info *info,
+                                         const unsigned char *weights, int num_threads,
+                                         char *err, size_t err_size);
+void smelt_rt_model_free(smelt_rt_model *m);
+
+const smelt_rt_module_info *smelt_rt_model_info(const smelt_rt_model *m);
+
+/* Checks count, dtype, shape and sizes of every buffer against the module's
+ * description, then runs.  inputs[i]/outputs[i] point to dense row-major data
+ * with the byte sizes given.  On error nothing is written to the outputs and
+ * smelt_rt_model_error(m) says what was expected. */
+smelt_rt_status smelt_rt_model_run(smelt_rt_model *m, const void *const *inputs,
+                                   const size_t *input_bytes, int num_inputs,
+                                   void *const *outputs, const size_t *output_bytes,
+                                   int num_outputs);
+const char *smelt_rt_model_error(const smelt_rt_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything smelt needs to build, test and benchmark, from Debian's
+# packages.  Idempotent: packages already present are not reinstalled.
+set -euo pipefail
+
+DEBIAN_PACKAGES=(
+    build-essential cmake pkg-config
+    protobuf-c-compiler libprotobuf-c-dev   # ONNX decoding
+    libonnx-dev                             # onnx.proto, compiled at build time
+    libonnx-testdata                        # ONNX backend node tests (pinned: onnx 1.12)
+    python3 python3-numpy python3-onnx      # test-model generation
+    python3-torch python3-torchvision       # real architectures exported by torch.onnx
+    graphviz                                # smelt graph -o x.svg
+    clang libclang-rt-14-dev                # libFuzzer, sanitizers
+    valgrind
+)
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+    echo "setup: all Debian packages present"
+fi

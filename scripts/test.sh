@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds with AddressSanitizer + UBSan into build-test/ and runs every test
+# with ctest (unit, conformance, model, error tests).  Ends with ctest's summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_SANITIZE=ON >/dev/null
+cmake --build build-test -j"$(nproc)"
+cd build-test
+ctest --output-on-failure -j"$(nproc)" --timeout 1500 "$@"
