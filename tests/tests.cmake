@@ -3,7 +3,7 @@ file(GLOB SMELT_UNIT_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test
 foreach(src ${SMELT_UNIT_TESTS})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
-  target_link_libraries(${name} PRIVATE smelt)
+  target_link_libraries(${name} PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   add_test(NAME unit/${name} COMMAND ${name})
@@ -32,3 +32,20 @@ foreach(m ${SMELT_TEST_MODELS})
 endforeach()
 add_test(NAME models/tiny_cnn_reference
   COMMAND smelt_cli check --reference --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+
+# ---- Errors: bad and hostile models give a clean error, never a crash ----
+# gen_bad_models.py writes the cases (Debian's python3 has onnx); the driver
+# checks exit status 1 and the expected message of each.
+set(SMELT_BAD_MODEL_DIR ${CMAKE_BINARY_DIR}/tests/bad_models)
+add_test(NAME errors/generate
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/errors/gen_bad_models.py
+          --out ${SMELT_BAD_MODEL_DIR})
+set_tests_properties(errors/generate PROPERTIES FIXTURES_SETUP bad_models TIMEOUT 120)
+add_test(NAME errors/bad_models
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/errors/check_bad_models.sh $<TARGET_FILE:smelt_cli>
+          ${SMELT_BAD_MODEL_DIR})
+set_tests_properties(errors/bad_models PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
+# Mutation and allocation-failure tests start from the checked-in tiny CNN.
+target_compile_definitions(test_frontend_fuzz PRIVATE
+  SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
+set_tests_properties(unit/test_frontend_fuzz PROPERTIES TIMEOUT 300)

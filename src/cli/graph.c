@@ -1,5 +1,6 @@
 /* smelt graph: Graphviz rendering of a model's graph. */
 #include <spawn.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>

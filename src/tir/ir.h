@@ -67,7 +67,8 @@ typedef enum ir_kind {
     IR_AND,
     IR_OR,
     IR_NOT,
-    IR_SELECT, /* cond ? t : f (both branches may be evaluated) */
+    IR_SELECT, /* cond ? t : f; only the chosen branch is evaluated, so a
+                * branch may hold a load that is in bounds only under cond */
     IR_CAST,   /* to the node's dtype */
     IR_CALL,   /* pure math function, see ir_call_op */
     IR_LOAD,   /* buffer[index...] */

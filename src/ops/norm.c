@@ -1,0 +1,596 @@
+/* Normalization and softmax: BatchNormalization, InstanceNormalization,
+ * LayerNormalization, Softmax, LogSoftmax.
+ *
+ * The kernels compute in double.  Softmax, LayerNorm and InstanceNorm load
+ * the input into a double scratch buffer with a typed loop (so float32 never
+ * goes through the per-element generic accessors) and store it back the same
+ * way; BatchNorm, the hottest of them in CNNs, streams float32 directly. */
+#include <math.h>
+#include <string.h>
+
+#include "ops/norm.h"
+#include "ops/op.h"
+
+static const smelt_dtype k_float_types[] = {SMELT_DT_FLOAT16, SMELT_DT_FLOAT32,
+                                            SMELT_DT_FLOAT64, SMELT_DT_BFLOAT16,
+                                            SMELT_DT_UNDEFINED};
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static double *f64_scratch(smelt_ctx *ctx, const gr_node *n, int64_t count)
+{
+    double *p = smelt_alloc((size_t)(count > 0 ? count : 1) * sizeof(double));
+    if (!p)
+        op_errf(ctx, n, SMELT_ERR_NOMEM, "out of memory for a scratch buffer of %lld values",
+                (long long)count);
+    return p;
+}
+
+static void load_f64(const smelt_tensor *t, double *dst)
+{
+    int64_t n = op_numel(t);
+    if (t->dtype == SMELT_DT_FLOAT32) {
+        const float *src = t->data;
+        for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+    } else if (t->dtype == SMELT_DT_FLOAT64) {
+        if (n > 0) memcpy(dst, t->data, (size_t)n * sizeof *dst);
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i] = op_get_f64(t, i);
+    }
+}
+
+static void store_f64(smelt_tensor *t, const double *src)
+{
+    int64_t n = op_numel(t);
+    if (t->dtype == SMELT_DT_FLOAT32) {
+        float *dst = t->data;
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)src[i];
+    } else if (t->dtype == SMELT_DT_FLOAT64) {
+        if (n > 0) memcpy(t->data, src, (size_t)n * sizeof *src);
+    } else {
+        for (int64_t i = 0; i < n; i++) op_set_f64(t, i, src[i]);
+    }
+}
+
+/* "(2, 3, ?)" for messages; symbolic dims print as '?'. */
+static const char *dims_str(const smelt_tensor *t, char *buf, size_t size)
+{
+    size_t len = 0;
+    len += (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < t->rank && len < size; i++) {
+        const char *sep = i ? ", " : "";
+        if (t->dims[i] >= 0)
+            len += (size_t)snprintf(buf + len, size - len, "%s%lld", sep, (long long)t->dims[i]);
+        else
+            len += (size_t)snprintf(buf + len, size - len, "%s?", sep);
+    }
+    if (len < size) snprintf(buf + len, size - len, ")");
+    return buf;
+}
+
+static const char *input_name(const gr_node *n, int i)
+{
+    return i < n->n_inputs && n->inputs[i] ? n->inputs[i]->name : "?";
+}
+
+static bool dims_conflict(int64_t a, int64_t b)
+{
+    return a >= 0 && b >= 0 && a != b;
+}
+
+static int64_t dims_product(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= dims[i];
+    return p;
+}
+
+static smelt_status check_float_input(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t,
+                                      int i)
+{
+    char what[160];
+    snprintf(what, sizeof what, "input '%s'", input_name(n, i));
+    return op_check_dtype(ctx, n, t, what, k_float_types);
+}
+
+/* A per-channel parameter: 1-D with C elements. */
+static smelt_status check_channel_param(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *p,
+                                        int i, int64_t channels)
+{
+    SMELT_TRY(check_float_input(ctx, n, p, i));
+    if (p->rank != 1)
+        return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                       "input '%s' has rank %d, expected 1 (one value per channel)",
+                       input_name(n, i), p->rank);
+    if (dims_conflict(p->dims[0], channels))
+        return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                       "input '%s' has %lld elements, expected %lld (the channels of X)",
+                       input_name(n, i), (long long)p->dims[0], (long long)channels);
+    return SMELT_OK;
+}
+
+static smelt_status check_rank_at_least(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *x,
+                                        int min_rank, const char *layout)
+{
+    if (x->rank < min_rank)
+        return op_errf(ctx, n, SMELT_ERR_SHAPE, "input '%s' has rank %d, expected at least %d (%s)",
+                       input_name(n, 0), x->rank, min_rank, layout);
+    return SMELT_OK;
+}
+
+/* ---- BatchNormalization -------------------------------------------------------- */
+
+static bool has_output(const gr_node *n, int i)
+{
+    return i < n->n_outputs && n->outputs[i] != NULL;
+}
+
+static smelt_status batchnorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_batchnorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    SMELT_TRY(op_attr_float(ctx, node, "epsilon", 1e-5f, &a->epsilon));
+    SMELT_TRY(op_attr_float(ctx, node, "momentum", 0.9f, &a->momentum));
+    bool extra_outputs = false;
+    for (int i = 1; i < node->n_outputs; i++) extra_outputs |= has_output(node, i);
+    if (g->opset < 9) {
+        int64_t spatial;
+        SMELT_TRY(op_attr_int(ctx, node, "spatial", 1, &spatial));
+        a->per_activation = spatial == 0;
+    }
+    if (g->opset < 14) {
+        /* Older forms signal training through their extra outputs. */
+        if (extra_outputs)
+            return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                           "training outputs (mean, var, saved_mean, saved_var) of opset %lld "
+                           "are not supported; only the inference output Y",
+                           (long long)g->opset);
+        return SMELT_OK;
+    }
+    if (node->n_outputs > 3)
+        return op_errf(ctx, node, SMELT_ERR_MODEL, "has %d outputs; opset %lld allows at most 3",
+                       node->n_outputs, (long long)g->opset);
+    int64_t training;
+    SMELT_TRY(op_attr_int(ctx, node, "training_mode", 0, &training));
+    if (training != 0 && training != 1)
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "training_mode must be 0 or 1, got %lld",
+                       (long long)training);
+    a->training = training == 1;
+    if (!a->training && extra_outputs)
+        return op_errf(ctx, node, SMELT_ERR_MODEL,
+                       "outputs running_mean and running_var exist only with training_mode=1");
+    return SMELT_OK;
+}
+
+/* The old spatial=0 form takes parameters shaped like one sample: (C, D1..Dn). */
+static smelt_status check_per_activation_param(smelt_ctx *ctx, const gr_node *n,
+                                               const smelt_tensor *p, int i,
+                                               const smelt_tensor *x)
+{
+    SMELT_TRY(check_float_input(ctx, n, p, i));
+    bool ok = p->rank == x->rank - 1;
+    for (int d = 0; ok && d < p->rank; d++) ok = !dims_conflict(p->dims[d], x->dims[d + 1]);
+    if (ok) return SMELT_OK;
+    char pb[160], xb[160];
+    return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                   "input '%s' has shape %s, expected (C) or the shape of one sample of '%s' "
+                   "%s (spatial=0)",
+                   input_name(n, i), dims_str(p, pb, sizeof pb), input_name(n, 0),
+                   dims_str(x, xb, sizeof xb));
+}
+
+static smelt_status batchnorm_infer(smelt_ctx *ctx, const gr_node *node,
+                                    const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_batchnorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    SMELT_TRY(check_float_input(ctx, node, x, 0));
+    SMELT_TRY(check_rank_at_least(ctx, node, x, 2, "N x C x D1 x ..."));
+    for (int i = 1; i < 5; i++) {
+        const smelt_tensor *p = in[i];
+        if (a->per_activation && p->rank != 1)
+            SMELT_TRY(check_per_activation_param(ctx, node, p, i, x));
+        else
+            SMELT_TRY(check_channel_param(ctx, node, p, i, x->dims[1]));
+    }
+    op_copy_shape(&out[0], x);
+    for (int i = 1; i < node->n_outputs && i < 3; i++) {
+        op_copy_shape(&out[i], in[i + 2]); /* running mean/var: like the given ones */
+        out[i].rank = 1;
+        out[i].dims[0] = x->dims[1];
+    }
+    return SMELT_OK;
+}
+
+/* Mean and (population) variance per channel over all axes but 1. */
+static void batch_stats(const smelt_tensor *x, int64_t n, int64_t c, int64_t inner, double *mean,
+                        double *var)
+{
+    int64_t count = n * inner;
+    for (int64_t ci = 0; ci < c; ci++) {
+        double sum = 0, sq = 0;
+        for (int64_t ni = 0; ni < n; ni++)
+            for (int64_t s = 0; s < inner; s++) sum += op_get_f64(x, (ni * c + ci) * inner + s);
+        double m = count > 0 ? sum / (double)count : 0.0;
+        for (int64_t ni = 0; ni < n; ni++)
+            for (int64_t s = 0; s < inner; s++) {
+                double d = op_get_f64(x, (ni * c + ci) * inner + s) - m;
+                sq += d * d;
+            }
+        mean[ci] = m;
+        var[ci] = count > 0 ? sq / (double)count : 0.0;
+    }
+}
+
+static void write_running_stat(smelt_tensor *out, const smelt_tensor *given, const double *batch,
+                               double momentum, int64_t c)
+{
+    if (!out->data) return;
+    for (int64_t ci = 0; ci < c; ci++)
+        op_set_f64(out, ci, op_get_f64(given, ci) * momentum + batch[ci] * (1.0 - momentum));
+}
+
+/* y = (x - mean[k]) * gain[k] + bias[k], k = channel or channel*inner + s. */
+static void batchnorm_apply(const smelt_tensor *x, smelt_tensor *y, int64_t n, int64_t c,
+                            int64_t inner, bool per_act, const double *mean, const double *gain,
+                            const double *bias)
+{
+    if (x->dtype == SMELT_DT_FLOAT32 && !per_act) {
+        const float *xs = x->data;
+        float *ys = y->data;
+        for (int64_t ni = 0; ni < n; ni++)
+            for (int64_t ci = 0; ci < c; ci++) {
+                const float *xp = xs + (ni * c + ci) * inner;
+                float *yp = ys + (ni * c + ci) * inner;
+                double m = mean[ci], g = gain[ci], b = bias[ci];
+                for (int64_t s = 0; s < inner; s++) yp[s] = (float)((xp[s] - m) * g + b);
+            }
+        return;
+    }
+    for (int64_t ni = 0; ni < n; ni++)
+        for (int64_t ci = 0; ci < c; ci++)
+            for (int64_t s = 0; s < inner; s++) {
+                int64_t i = (ni * c + ci) * inner + s, k = per_act ? ci * inner + s : ci;
+                op_set_f64(y, i, (op_get_f64(x, i) - mean[k]) * gain[k] + bias[k]);
+            }
+}
+
+static smelt_status batchnorm_eval(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_batchnorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int64_t n = x->dims[0], c = x->dims[1], inner = dims_product(x->dims, 2, x->rank);
+    int64_t p = op_numel(in[1]);
+    bool per_act = a->per_activation && p == c * inner && inner != 1;
+    for (int i = 1; i < 5; i++)
+        if (op_numel(in[i]) != (per_act ? c * inner : c))
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "input '%s' has %lld elements, expected %lld", input_name(node, i),
+                           (long long)op_numel(in[i]), (long long)(per_act ? c * inner : c));
+    double *buf = f64_scratch(ctx, node, 4 * p);
+    if (!buf) return SMELT_ERR_NOMEM;
+    double *gain = buf, *bias = buf + p, *mean = buf + 2 * p, *var = buf + 3 * p;
+    load_f64(in[1], gain);
+    load_f64(in[2], bias);
+    if (a->training) {
+        batch_stats(x, n, c, inner, mean, var);
+        if (node->n_outputs > 1) write_running_stat(&out[1], in[3], mean, a->momentum, c);
+        if (node->n_outputs > 2) write_running_stat(&out[2], in[4], var, a->momentum, c);
+    } else {
+        load_f64(in[3], mean);
+        load_f64(in[4], var);
+    }
+    for (int64_t k = 0; k < p; k++) gain[k] /= sqrt(var[k] + a->epsilon);
+    batchnorm_apply(x, &out[0], n, c, inner, per_act, mean, gain, bias);
+    smelt_free(buf);
+    return SMELT_OK;
+}
+
+const op_def op_def_BATCH_NORMALIZATION = {
+    .import = batchnorm_import,
+    .infer = batchnorm_infer,
+    .eval = batchnorm_eval,
+    .min_inputs = 5,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 5,
+};
+
+/* ---- InstanceNormalization ------------------------------------------------------ */
+
+static smelt_status instancenorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_instancenorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    return op_attr_float(ctx, node, "epsilon", 1e-5f, &a->epsilon);
+}
+
+static smelt_status instancenorm_infer(smelt_ctx *ctx, const gr_node *node,
+                                       const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0];
+    SMELT_TRY(check_float_input(ctx, node, x, 0));
+    SMELT_TRY(check_rank_at_least(ctx, node, x, 3, "N x C x D1 x ..."));
+    SMELT_TRY(check_channel_param(ctx, node, in[1], 1, x->dims[1]));
+    SMELT_TRY(check_channel_param(ctx, node, in[2], 2, x->dims[1]));
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+/* Normalise row[0..len) in place to zero mean, unit variance; returns the
+ * mean and 1/sqrt(var + eps). */
+static void standardize(double *row, int64_t len, double eps, double *mean_out, double *inv_out)
+{
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < len; j++) sum += row[j];
+    double mean = len > 0 ? sum / (double)len : 0.0;
+    for (int64_t j = 0; j < len; j++) {
+        row[j] -= mean;
+        sq += row[j] * row[j];
+    }
+    double inv = 1.0 / sqrt((len > 0 ? sq / (double)len : 0.0) + eps);
+    for (int64_t j = 0; j < len; j++) row[j] *= inv;
+    *mean_out = mean;
+    *inv_out = inv;
+}
+
+static smelt_status instancenorm_eval(smelt_ctx *ctx, const gr_node *node,
+                                      const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_instancenorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int64_t n = x->dims[0], c = x->dims[1], inner = dims_product(x->dims, 2, x->rank);
+    double *xd = f64_scratch(ctx, node, op_numel(x));
+    if (!xd) return SMELT_ERR_NOMEM;
+    load_f64(x, xd);
+    for (int64_t ni = 0; ni < n; ni++)
+        for (int64_t ci = 0; ci < c; ci++) {
+            double *row = xd + (ni * c + ci) * inner, mean, inv;
+            standardize(row, inner, a->epsilon, &mean, &inv);
+            double scale = op_get_f64(in[1], ci), bias = op_get_f64(in[2], ci);
+            for (int64_t s = 0; s < inner; s++) row[s] = row[s] * scale + bias;
+        }
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    return SMELT_OK;
+}
+
+const op_def op_def_INSTANCE_NORMALIZATION = {
+    .import = instancenorm_import,
+    .infer = instancenorm_infer,
+    .eval = instancenorm_eval,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+/* ---- LayerNormalization --------------------------------------------------------- */
+
+static smelt_status layernorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_layernorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    int64_t stash;
+    SMELT_TRY(op_attr_int(ctx, node, "axis", -1, &a->axis));
+    SMELT_TRY(op_attr_float(ctx, node, "epsilon", 1e-5f, &a->epsilon));
+    SMELT_TRY(op_attr_int(ctx, node, "stash_type", SMELT_DT_FLOAT32, &stash));
+    if (stash != SMELT_DT_FLOAT32 && stash != SMELT_DT_FLOAT64 && stash != SMELT_DT_FLOAT16 &&
+        stash != SMELT_DT_BFLOAT16)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "stash_type %lld is not a floating-point type (expected 1 = float, "
+                       "16 = bfloat16, ...)",
+                       (long long)stash);
+    a->stash_type = (smelt_dtype)stash;
+    return SMELT_OK;
+}
+
+/* Scale and B broadcast unidirectionally to X.dims[axis:]. */
+static smelt_status check_layernorm_param(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *p,
+                                          int i, const smelt_tensor *x, int axis)
+{
+    SMELT_TRY(check_float_input(ctx, n, p, i));
+    int norm_rank = x->rank - axis;
+    bool ok = p->rank <= norm_rank;
+    for (int d = 0; ok && d < p->rank; d++) {
+        int64_t pd = p->dims[d], xd = x->dims[x->rank - p->rank + d];
+        ok = pd == 1 || !dims_conflict(pd, xd);
+    }
+    if (ok) return SMELT_OK;
+    char pb[160], xb[160];
+    smelt_tensor norm = {.rank = norm_rank};
+    memcpy(norm.dims, x->dims + axis, sizeof(int64_t) * (size_t)norm_rank);
+    return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                   "input '%s' of shape %s does not broadcast to the normalized shape %s",
+                   input_name(n, i), dims_str(p, pb, sizeof pb), dims_str(&norm, xb, sizeof xb));
+}
+
+static smelt_status layernorm_infer(smelt_ctx *ctx, const gr_node *node,
+                                    const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_layernorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(check_float_input(ctx, node, x, 0));
+    SMELT_TRY(check_rank_at_least(ctx, node, x, 1, "the normalized axes must exist"));
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    SMELT_TRY(check_layernorm_param(ctx, node, in[1], 1, x, axis));
+    const smelt_tensor *bias = op_input(node, in, 2);
+    if (bias) SMELT_TRY(check_layernorm_param(ctx, node, bias, 2, x, axis));
+    op_copy_shape(&out[0], x);
+    for (int i = 1; i < node->n_outputs && i < 3; i++) {
+        op_copy_shape(&out[i], x);
+        out[i].dtype = a->stash_type;
+        for (int d = axis; d < x->rank; d++) out[i].dims[d] = 1;
+    }
+    return SMELT_OK;
+}
+
+/* The values of p broadcast to the normalized shape X.dims[axis:], row-major. */
+static void expand_param(const smelt_tensor *p, const smelt_tensor *x, int axis, double *dst)
+{
+    smelt_tensor norm = {.rank = x->rank - axis};
+    memcpy(norm.dims, x->dims + axis, sizeof(int64_t) * (size_t)norm.rank);
+    int64_t idx[SMELT_MAX_RANK] = {0}, count = op_numel(&norm);
+    for (int64_t j = 0; j < count; j++) {
+        dst[j] = op_get_f64(p, op_broadcast_offset(p, &norm, idx));
+        op_next_index(idx, norm.dims, norm.rank);
+    }
+}
+
+static smelt_status layernorm_eval(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_layernorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *bias = op_input(node, in, 2);
+    int axis;
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    SMELT_TRY(check_layernorm_param(ctx, node, in[1], 1, x, axis));
+    if (bias) SMELT_TRY(check_layernorm_param(ctx, node, bias, 2, x, axis));
+    int64_t rows = dims_product(x->dims, 0, axis), cols = dims_product(x->dims, axis, x->rank);
+    double *xd = f64_scratch(ctx, node, op_numel(x)), *wb = f64_scratch(ctx, node, 2 * cols);
+    if (!xd || !wb) {
+        smelt_free(xd);
+        smelt_free(wb);
+        return SMELT_ERR_NOMEM;
+    }
+    double *w = wb, *b = wb + cols;
+    load_f64(x, xd);
+    expand_param(in[1], x, axis, w);
+    if (bias) expand_param(bias, x, axis, b);
+    else memset(b, 0, (size_t)cols * sizeof *b);
+    smelt_tensor *mean_out = node->n_outputs > 1 && out[1].data ? &out[1] : NULL;
+    smelt_tensor *inv_out = node->n_outputs > 2 && out[2].data ? &out[2] : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        double *row = xd + r * cols, mean, inv;
+        standardize(row, cols, a->epsilon, &mean, &inv);
+        for (int64_t j = 0; j < cols; j++) row[j] = row[j] * w[j] + b[j];
+        if (mean_out) op_set_f64(mean_out, r, mean);
+        if (inv_out) op_set_f64(inv_out, r, inv);
+    }
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    smelt_free(wb);
+    return SMELT_OK;
+}
+
+const op_def op_def_LAYER_NORMALIZATION = {
+    .import = layernorm_import,
+    .infer = layernorm_infer,
+    .eval = layernorm_eval,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 3,
+};
+
+/* ---- Softmax, LogSoftmax ---------------------------------------------------------- */
+
+static smelt_status softmax_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_softmax_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    a->coerce_2d = g->opset < 13;
+    return op_attr_int(ctx, node, "axis", a->coerce_2d ? 1 : -1, &a->axis);
+}
+
+/* The axis in [0, rank); in the 2-D form also rank itself (nothing to the right). */
+static smelt_status softmax_axis(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *x,
+                                 int *axis)
+{
+    const op_softmax_attrs *a = node->op_attrs;
+    if (a->coerce_2d && (a->axis == x->rank || (x->rank == 0 && a->axis == -1))) {
+        *axis = x->rank;
+        return SMELT_OK;
+    }
+    if (x->rank == 0)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "input '%s' is a scalar; expected rank >= 1",
+                       input_name(node, 0));
+    return op_norm_axis(ctx, node, a->axis, x->rank, axis);
+}
+
+static smelt_status softmax_infer(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    int axis;
+    SMELT_TRY(check_float_input(ctx, node, in[0], 0));
+    SMELT_TRY(softmax_axis(ctx, node, in[0], &axis));
+    op_copy_shape(&out[0], in[0]);
+    return SMELT_OK;
+}
+
+/* Softmax of the n values x[0], x[stride], ...; exp(x - max) / sum for stability. */
+static void softmax_line(double *x, int64_t n, int64_t stride, bool log_form)
+{
+    double max = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < n; k++)
+        if (x[k * stride] > max) max = x[k * stride];
+    for (int64_t k = 0; k < n; k++) {
+        double e = exp(x[k * stride] - max);
+        sum += e;
+        if (!log_form) x[k * stride] = e;
+    }
+    double log_sum = log(sum);
+    for (int64_t k = 0; k < n; k++) {
+        double *v = &x[k * stride];
+        *v = log_form ? *v - max - log_sum : *v / sum;
+    }
+}
+
+static smelt_status softmax_common_eval(smelt_ctx *ctx, const gr_node *node,
+                                        const smelt_tensor *x, smelt_tensor *y, bool log_form)
+{
+    const op_softmax_attrs *a = node->op_attrs;
+    int axis;
+    SMELT_TRY(softmax_axis(ctx, node, x, &axis));
+    int64_t outer = dims_product(x->dims, 0, axis), n, inner;
+    if (a->coerce_2d) {
+        n = dims_product(x->dims, axis, x->rank);
+        inner = 1;
+    } else {
+        n = x->dims[axis];
+        inner = dims_product(x->dims, axis + 1, x->rank);
+    }
+    double *xd = f64_scratch(ctx, node, op_numel(x));
+    if (!xd) return SMELT_ERR_NOMEM;
+    load_f64(x, xd);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++)
+            softmax_line(xd + o * n * inner + i, n, inner, log_form);
+    store_f64(y, xd);
+    smelt_free(xd);
+    return SMELT_OK;
+}
+
+static smelt_status softmax_eval(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    return softmax_common_eval(ctx, node, in[0], &out[0], false);
+}
+
+static smelt_status log_softmax_eval(smelt_ctx *ctx, const gr_node *node,
+                                     const smelt_tensor *const *in, smelt_tensor *out)
+{
+    return softmax_common_eval(ctx, node, in[0], &out[0], true);
+}
+
+const op_def op_def_SOFTMAX = {
+    .import = softmax_import,
+    .infer = softmax_infer,
+    .eval = softmax_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+const op_def op_def_LOG_SOFTMAX = {
+    .import = softmax_import,
+    .infer = softmax_infer,
+    .eval = log_softmax_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};

@@ -1,0 +1,138 @@
+/* Schedules as data.
+ *
+ * A schedule is an ordered list of steps (primitives with arguments) over the
+ * stages of a te_graph.  It can be printed, parsed, stored and replayed; the
+ * tuner mutates it.  Replaying it on a te_graph gives a sch_state: per stage,
+ * its iteration variables (roots, split/fuse results), their leaf order and
+ * annotations, and where the stage is computed (root, inline, or at a loop of
+ * a consumer).  Lowering turns a sch_state into loop IR.
+ *
+ * Text form, one step per line (iter names: roots are the te axis order
+ * i0, i1, ... then reduce axes by their te names; split makes NAME.o/NAME.i;
+ * fuse makes A.B):
+ *   split C i1 16          fuse C i0 i1         reorder C i0 i1.o k i1.i
+ *   vectorize C i1.i       unroll C k           parallel C i0.i1
+ *   compute_inline T       compute_at T C i0.o  cache_write C
+ *   tile C i0 i1 8 16      (= split i0 8, split i1 16, reorder i0.o i1.o i0.i i1.i)
+ * Illegal steps (unknown names, vectorizing a reduction, inlining a
+ * reduction, compute_at a loop that does not enclose the consumer...) fail
+ * with SMELT_ERR_ARG and a message naming the step, never wrong code.
+ */
+#ifndef SMELT_SCHED_H
+#define SMELT_SCHED_H
+
+#include "te/te.h"
+
+typedef enum sch_kind {
+    SCH_SPLIT,
+    SCH_FUSE,
+    SCH_REORDER,
+    SCH_VECTORIZE,
+    SCH_UNROLL,
+    SCH_PARALLEL,
+    SCH_COMPUTE_INLINE,
+    SCH_COMPUTE_AT,
+    SCH_CACHE_WRITE,
+    SCH_KIND_COUNT_
+} sch_kind;
+
+#define SCH_MAX_STEP_ITERS 16
+
+typedef struct sch_step {
+    sch_kind kind;
+    const char *stage;                       /* tensor (stage) name */
+    int n_iters;
+    const char *iters[SCH_MAX_STEP_ITERS];   /* iter names the step refers to */
+    const char *target;                      /* compute_at: the consumer stage */
+    int64_t factor;                          /* split factor */
+} sch_step;
+
+typedef struct sch_schedule {
+    smelt_arena arena; /* step strings */
+    int n, cap;
+    sch_step *steps;
+} sch_schedule;
+
+void sch_schedule_init(sch_schedule *s);
+void sch_schedule_fini(sch_schedule *s);
+/* Append a step (strings are copied). */
+smelt_status sch_add(smelt_ctx *ctx, sch_schedule *s, const sch_step *step);
+smelt_status sch_split(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
+                       int64_t factor);
+smelt_status sch_fuse(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *outer,
+                      const char *inner);
+smelt_status sch_reorder(smelt_ctx *ctx, sch_schedule *s, const char *stage, int n,
+                         const char *const *iters);
+smelt_status sch_annotate(smelt_ctx *ctx, sch_schedule *s, sch_kind kind, const char *stage,
+                          const char *iter);
+smelt_status sch_compute_inline(smelt_ctx *ctx, sch_schedule *s, const char *stage);
+smelt_status sch_compute_at(smelt_ctx *ctx, sch_schedule *s, const char *stage,
+                            const char *consumer, const char *iter);
+smelt_status sch_cache_write(smelt_ctx *ctx, sch_schedule *s, const char *stage);
+/* split, split, reorder: outer0 outer1 inner0 inner1 */
+smelt_status sch_tile(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *i0,
+                      const char *i1, int64_t f0, int64_t f1);
+
+void sch_schedule_print(const sch_schedule *s, smelt_strbuf *out);
+smelt_status sch_schedule_parse(smelt_ctx *ctx, const char *text, sch_schedule *out);
+
+/* ---- The applied state ------------------------------------------------------- */
+
+#define SCH_MAX_ITERS 64
+
+typedef enum sch_rel {
+    SCH_REL_ROOT,        /* a te axis (data or reduce) */
+    SCH_REL_SPLIT_OUTER, /* parent = outer * factor + inner */
+    SCH_REL_SPLIT_INNER,
+    SCH_REL_FUSED,       /* fused = outer_parent * extent(inner_parent) + inner_parent */
+} sch_rel;
+
+typedef struct sch_iter {
+    const char *name;
+    int64_t extent;
+    bool reduce;
+    sch_rel rel;
+    int parent;             /* split children: the split iter */
+    int64_t factor;         /* split children: the split factor */
+    int split_outer, split_inner; /* set on an iter that was split */
+    int fuse_outer, fuse_inner;   /* set on a fused iter: its two parents */
+    int fused_into;               /* set on an iter that was fused: the result */
+    ir_for_kind annot;
+    ir_var *var;            /* loop variable, for leaves */
+} sch_iter;
+
+typedef struct sch_stage {
+    ir_buffer *buf;        /* where the stage's values are stored */
+    ir_expr *body;         /* over root axes vars; may be rewritten by inline/cache_write */
+    int n_axes;            /* data-parallel root axes (== buf->rank) */
+    ir_axis axes[SMELT_MAX_RANK];
+    int n_reduce;          /* reduce root axes (from the body's IR_REDUCE) */
+    ir_axis reduce_axes[SMELT_MAX_RANK];
+    bool is_placeholder;
+    bool is_output;        /* a te_graph output: storage is a function parameter */
+    bool inlined;
+    int attach_stage;      /* -1: computed at root */
+    int attach_iter;
+    int n_iters;
+    sch_iter iters[SCH_MAX_ITERS];
+    int n_leaves;
+    int leaves[SCH_MAX_ITERS]; /* loop order, outermost first */
+    const char *tag;
+} sch_stage;
+
+typedef struct sch_state {
+    smelt_arena arena;
+    ir_builder b;
+    const te_graph *te;
+    int n_stages;
+    sch_stage *stages; /* te tensors in order, then stages made by cache_write */
+} sch_state;
+
+/* Replay `s` on `te`.  *out is freed with sch_state_free. */
+smelt_status sch_state_build(smelt_ctx *ctx, const te_graph *te, const sch_schedule *s,
+                             sch_state **out);
+void sch_state_free(sch_state *st);
+int sch_stage_index(const sch_state *st, const char *name); /* -1 if absent */
+int sch_iter_index(const sch_stage *sg, const char *name);  /* -1 if absent */
+
+#endif

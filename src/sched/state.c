@@ -1,0 +1,402 @@
+/* Replaying a schedule on a te_graph: the applied state lowering reads. */
+#include <string.h>
+
+#include "sched/sched.h"
+
+static smelt_status step_err(smelt_ctx *ctx, const sch_step *st, const char *fmt, const char *a)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, a ? a : "");
+    return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': %s", st->stage, msg);
+}
+
+int sch_stage_index(const sch_state *st, const char *name)
+{
+    for (int i = 0; i < st->n_stages; i++)
+        if (strcmp(st->stages[i].buf->name, name) == 0) return i;
+    return -1;
+}
+
+int sch_iter_index(const sch_stage *sg, const char *name)
+{
+    for (int i = 0; i < sg->n_iters; i++)
+        if (strcmp(sg->iters[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int leaf_position(const sch_stage *sg, int iter)
+{
+    for (int i = 0; i < sg->n_leaves; i++)
+        if (sg->leaves[i] == iter) return i;
+    return -1;
+}
+
+static int add_iter(sch_state *st, sch_stage *sg, const char *name, int64_t extent, bool reduce,
+                    sch_rel rel)
+{
+    if (sg->n_iters == SCH_MAX_ITERS) return -1;
+    sch_iter *it = &sg->iters[sg->n_iters];
+    memset(it, 0, sizeof *it);
+    it->name = smelt_arena_strdup(&st->arena, name);
+    it->extent = extent;
+    it->reduce = reduce;
+    it->rel = rel;
+    it->parent = it->split_outer = it->split_inner = -1;
+    it->fuse_outer = it->fuse_inner = it->fused_into = -1;
+    it->annot = IR_FOR_SERIAL;
+    return it->name ? sg->n_iters++ : -1;
+}
+
+/* Root iters: data axes, then the reduce axes of a top-level reduction. */
+static smelt_status init_iters(smelt_ctx *ctx, sch_state *st, sch_stage *sg)
+{
+    sg->n_iters = sg->n_leaves = 0;
+    for (int i = 0; i < sg->n_axes; i++) {
+        int k = add_iter(st, sg, sg->axes[i].var->name, sg->axes[i].extent, false, SCH_REL_ROOT);
+        if (k < 0) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        sg->leaves[sg->n_leaves++] = k;
+    }
+    for (int i = 0; i < sg->n_reduce; i++) {
+        const char *name = sg->reduce_axes[i].var->name;
+        if (sch_iter_index(sg, name) >= 0)
+            return smelt_errf(ctx, SMELT_ERR_INTERNAL, "te: stage '%s' has two axes named '%s'",
+                              sg->buf->name, name);
+        int k = add_iter(st, sg, name, sg->reduce_axes[i].extent, true, SCH_REL_ROOT);
+        if (k < 0) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        sg->leaves[sg->n_leaves++] = k;
+    }
+    return SMELT_OK;
+}
+
+static void stage_set_body(sch_stage *sg, ir_expr *body)
+{
+    sg->body = body;
+    sg->n_reduce = 0;
+    if (body && body->kind == IR_REDUCE) {
+        sg->n_reduce = body->reduce.n_axes;
+        for (int i = 0; i < sg->n_reduce; i++) sg->reduce_axes[i] = body->reduce.axes[i];
+    }
+}
+
+static smelt_status init_stage(smelt_ctx *ctx, sch_state *st, sch_stage *sg, const te_tensor *t)
+{
+    memset(sg, 0, sizeof *sg);
+    sg->buf = t->buf;
+    sg->is_placeholder = t->kind == TE_PLACEHOLDER;
+    sg->attach_stage = sg->attach_iter = -1;
+    sg->tag = t->tag;
+    sg->n_axes = t->n_axes;
+    for (int i = 0; i < t->n_axes; i++) sg->axes[i] = t->axes[i];
+    for (int i = 0; i < st->te->outputs.len; i++)
+        if (st->te->outputs.items[i] == t) sg->is_output = true;
+    if (sg->is_placeholder) return SMELT_OK;
+    stage_set_body(sg, t->body);
+    return init_iters(ctx, st, sg);
+}
+
+/* ---- steps ---- */
+
+static smelt_status find_leaf(smelt_ctx *ctx, const sch_step *step, sch_stage *sg,
+                              const char *name, int *iter, int *pos)
+{
+    *iter = sch_iter_index(sg, name);
+    if (*iter < 0) return step_err(ctx, step, "no iteration variable named '%s'", name);
+    *pos = leaf_position(sg, *iter);
+    if (*pos < 0) return step_err(ctx, step, "'%s' was already split or fused", name);
+    return SMELT_OK;
+}
+
+static smelt_status apply_split(smelt_ctx *ctx, sch_state *st, const sch_step *step, sch_stage *sg)
+{
+    int it, pos;
+    SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &it, &pos));
+    if (step->factor <= 0) return step_err(ctx, step, "split factor must be positive%s", NULL);
+    int64_t ext = sg->iters[it].extent, f = step->factor < ext ? step->factor : ext;
+    if (f < 1) f = 1;
+    char name[256];
+    snprintf(name, sizeof name, "%s.o", sg->iters[it].name);
+    int o = add_iter(st, sg, name, (ext + f - 1) / f, sg->iters[it].reduce, SCH_REL_SPLIT_OUTER);
+    snprintf(name, sizeof name, "%s.i", sg->iters[it].name);
+    int in = add_iter(st, sg, name, f, sg->iters[it].reduce, SCH_REL_SPLIT_INNER);
+    if (o < 0 || in < 0) return step_err(ctx, step, "too many iteration variables%s", NULL);
+    sg->iters[o].parent = sg->iters[in].parent = it;
+    sg->iters[o].factor = sg->iters[in].factor = f;
+    sg->iters[it].split_outer = o;
+    sg->iters[it].split_inner = in;
+    memmove(&sg->leaves[pos + 2], &sg->leaves[pos + 1], sizeof(int) * (size_t)(sg->n_leaves - pos - 1));
+    sg->leaves[pos] = o;
+    sg->leaves[pos + 1] = in;
+    sg->n_leaves++;
+    return SMELT_OK;
+}
+
+static smelt_status apply_fuse(smelt_ctx *ctx, sch_state *st, const sch_step *step, sch_stage *sg)
+{
+    int a, pa, c, pc;
+    if (step->n_iters != 2) return step_err(ctx, step, "fuse takes two iteration variables%s", NULL);
+    SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &a, &pa));
+    SMELT_TRY(find_leaf(ctx, step, sg, step->iters[1], &c, &pc));
+    if (pc != pa + 1) return step_err(ctx, step, "fused loops must be adjacent, outer first%s", NULL);
+    if (sg->iters[a].reduce != sg->iters[c].reduce)
+        return step_err(ctx, step, "cannot fuse a reduction loop with a data-parallel loop%s", NULL);
+    int64_t ext;
+    if (smelt_mul_overflow_i64(sg->iters[a].extent, sg->iters[c].extent, &ext))
+        return step_err(ctx, step, "fused extent overflows%s", NULL);
+    char name[256];
+    snprintf(name, sizeof name, "%s.%s", sg->iters[a].name, sg->iters[c].name);
+    int f = add_iter(st, sg, name, ext, sg->iters[a].reduce, SCH_REL_FUSED);
+    if (f < 0) return step_err(ctx, step, "too many iteration variables%s", NULL);
+    sg->iters[f].fuse_outer = a;
+    sg->iters[f].fuse_inner = c;
+    sg->iters[a].fused_into = sg->iters[c].fused_into = f;
+    sg->leaves[pa] = f;
+    memmove(&sg->leaves[pc], &sg->leaves[pc + 1], sizeof(int) * (size_t)(sg->n_leaves - pc - 1));
+    sg->n_leaves--;
+    return SMELT_OK;
+}
+
+static smelt_status apply_reorder(smelt_ctx *ctx, const sch_step *step, sch_stage *sg)
+{
+    int pos[SCH_MAX_STEP_ITERS], its[SCH_MAX_STEP_ITERS];
+    for (int i = 0; i < step->n_iters; i++) {
+        SMELT_TRY(find_leaf(ctx, step, sg, step->iters[i], &its[i], &pos[i]));
+        for (int k = 0; k < i; k++)
+            if (its[k] == its[i]) return step_err(ctx, step, "'%s' listed twice", step->iters[i]);
+    }
+    /* the listed leaves keep the set of positions they occupy, in the new order */
+    int sorted[SCH_MAX_STEP_ITERS];
+    memcpy(sorted, pos, sizeof(int) * (size_t)step->n_iters);
+    for (int i = 1; i < step->n_iters; i++)
+        for (int k = i; k > 0 && sorted[k - 1] > sorted[k]; k--) {
+            int t = sorted[k];
+            sorted[k] = sorted[k - 1];
+            sorted[k - 1] = t;
+        }
+    for (int i = 0; i < step->n_iters; i++) sg->leaves[sorted[i]] = its[i];
+    return SMELT_OK;
+}
+
+static smelt_status apply_annotate(smelt_ctx *ctx, const sch_step *step, sch_stage *sg)
+{
+    int it, pos;
+    SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &it, &pos));
+    if (sg->iters[it].reduce && step->kind != SCH_UNROLL)
+        return step_err(ctx, step, "cannot vectorize or parallelize reduction loop '%s' "
+                                   "(iterations would race on the accumulator)", step->iters[0]);
+    sg->iters[it].annot = step->kind == SCH_VECTORIZE ? IR_FOR_VECTORIZED
+                          : step->kind == SCH_UNROLL  ? IR_FOR_UNROLLED
+                                                      : IR_FOR_PARALLEL;
+    return SMELT_OK;
+}
+
+/* Does `e` load from buf? */
+static bool expr_reads(const ir_expr *e, const ir_buffer *buf)
+{
+    if (!e) return false;
+    switch (e->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return false;
+    case IR_NOT:
+    case IR_CAST: return expr_reads(e->bin.a, buf);
+    case IR_SELECT:
+        return expr_reads(e->select.cond, buf) || expr_reads(e->select.t, buf) ||
+               expr_reads(e->select.f, buf);
+    case IR_CALL:
+        for (int i = 0; i < e->call.n; i++)
+            if (expr_reads(e->call.args[i], buf)) return true;
+        return false;
+    case IR_LOAD:
+        if (e->load.buf == buf) return true;
+        for (int i = 0; i < e->load.n; i++)
+            if (expr_reads(e->load.idx[i], buf)) return true;
+        return false;
+    case IR_REDUCE: return expr_reads(e->reduce.src, buf);
+    default: return expr_reads(e->bin.a, buf) || expr_reads(e->bin.b, buf);
+    }
+}
+
+/* Replace loads of `prod` inside e by prod's body with its axes bound to the
+ * load's indices. */
+static ir_expr *inline_loads(ir_builder *b, ir_expr *e, const sch_stage *prod)
+{
+    if (!e) return NULL;
+    switch (e->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return e;
+    case IR_NOT:
+    case IR_CAST: {
+        ir_expr *a = inline_loads(b, e->bin.a, prod);
+        if (a == e->bin.a) return e;
+        return e->kind == IR_NOT ? ir_not(b, a) : ir_cast(b, e->dtype, a);
+    }
+    case IR_SELECT: {
+        ir_expr *c = inline_loads(b, e->select.cond, prod), *t = inline_loads(b, e->select.t, prod),
+                *f = inline_loads(b, e->select.f, prod);
+        if (c == e->select.cond && t == e->select.t && f == e->select.f) return e;
+        return ir_select(b, c, t, f);
+    }
+    case IR_CALL: {
+        ir_expr *args[3];
+        bool changed = false;
+        for (int i = 0; i < e->call.n; i++) {
+            args[i] = inline_loads(b, e->call.args[i], prod);
+            changed |= args[i] != e->call.args[i];
+        }
+        return changed ? ir_call(b, e->call.op, e->dtype, e->call.n, args) : e;
+    }
+    case IR_LOAD: {
+        ir_expr *idx[SMELT_MAX_RANK * 2];
+        bool changed = false;
+        for (int i = 0; i < e->load.n; i++) {
+            idx[i] = inline_loads(b, e->load.idx[i], prod);
+            changed |= idx[i] != e->load.idx[i];
+        }
+        if (e->load.buf == prod->buf) {
+            ir_subst map[SMELT_MAX_RANK];
+            for (int i = 0; i < prod->n_axes; i++) map[i] = (ir_subst){prod->axes[i].var, idx[i]};
+            return ir_expr_substitute(b, prod->body, map, prod->n_axes);
+        }
+        return changed ? ir_load(b, e->load.buf, e->load.n, idx) : e;
+    }
+    case IR_REDUCE: {
+        ir_expr *src = inline_loads(b, e->reduce.src, prod);
+        return src == e->reduce.src ? e : ir_reduce(b, e->reduce.op, src, e->reduce.n_axes, e->reduce.axes);
+    }
+    default: {
+        ir_expr *a = inline_loads(b, e->bin.a, prod), *c = inline_loads(b, e->bin.b, prod);
+        if (a == e->bin.a && c == e->bin.b) return e;
+        ir_expr *r = ir_binary(b, e->kind, a, c);
+        if (r) r->dtype = e->dtype;
+        return r;
+    }
+    }
+}
+
+static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
+{
+    sch_stage *sg = &st->stages[si];
+    if (sg->is_placeholder || sg->is_output)
+        return step_err(ctx, step, "only intermediate computes can be inlined%s", NULL);
+    if (sg->n_reduce) return step_err(ctx, step, "a reduction cannot be inlined%s", NULL);
+    if (sg->attach_stage >= 0) return step_err(ctx, step, "stage is already computed at a loop%s", NULL);
+    for (int i = 0; i < st->n_stages; i++) {
+        sch_stage *c = &st->stages[i];
+        if (i == si || c->is_placeholder || !expr_reads(c->body, sg->buf)) continue;
+        ir_expr *nb = inline_loads(&st->b, c->body, sg);
+        if (!nb) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        stage_set_body(c, nb);
+    }
+    sg->inlined = true;
+    return SMELT_OK;
+}
+
+static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
+{
+    sch_stage *sg = &st->stages[si];
+    int ci = sch_stage_index(st, step->target);
+    if (ci < 0) return step_err(ctx, step, "no stage named '%s'", step->target);
+    sch_stage *c = &st->stages[ci];
+    if (sg->is_placeholder || sg->is_output || sg->inlined)
+        return step_err(ctx, step, "only intermediate, non-inlined computes can be computed at a "
+                                   "loop%s", NULL);
+    if (c->is_placeholder || c->inlined || !expr_reads(c->body, sg->buf))
+        return step_err(ctx, step, "'%s' does not read this stage", step->target);
+    for (int i = 0; i < st->n_stages; i++)
+        if (i != si && i != ci && !st->stages[i].is_placeholder && !st->stages[i].inlined &&
+            expr_reads(st->stages[i].body, sg->buf))
+            return step_err(ctx, step, "stage has another consumer, '%s'", st->stages[i].buf->name);
+    int it, pos;
+    sch_step at = *step;
+    at.stage = step->target;
+    SMELT_TRY(find_leaf(ctx, &at, c, step->iters[0], &it, &pos));
+    sg->attach_stage = ci;
+    sg->attach_iter = it;
+    return SMELT_OK;
+}
+
+/* C.local computes the values; C becomes a copy of C.local. */
+static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
+{
+    sch_stage *sg = &st->stages[si];
+    if (sg->is_placeholder || sg->inlined || sg->attach_stage >= 0)
+        return step_err(ctx, step, "cache_write needs a compute at root%s", NULL);
+    if (sg->n_iters != sg->n_axes + sg->n_reduce)
+        return step_err(ctx, step, "cache_write must come before other steps on the stage%s", NULL);
+    char name[256];
+    snprintf(name, sizeof name, "%s.local", sg->buf->name);
+    if (sch_stage_index(st, name) >= 0) return step_err(ctx, step, "already cached%s", NULL);
+    sch_stage *grown = smelt_arena_alloc(&st->arena, sizeof *grown * (size_t)(st->n_stages + 1));
+    if (!grown) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    memcpy(grown, st->stages, sizeof *grown * (size_t)st->n_stages);
+    st->stages = grown;
+    sg = &st->stages[si];
+    sch_stage *local = &st->stages[st->n_stages++];
+    *local = *sg;
+    local->is_output = false;
+    local->buf = ir_buffer_new(&st->b, name, sg->buf->dtype, sg->buf->rank, sg->buf->shape,
+                               IR_BUF_TEMP);
+    if (!local->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    ir_expr *idx[SMELT_MAX_RANK];
+    for (int i = 0; i < sg->n_axes; i++) idx[i] = ir_var_ref(&st->b, sg->axes[i].var);
+    stage_set_body(sg, ir_load(&st->b, local->buf, sg->n_axes, idx));
+    if (!sg->body) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    sg->tag = "injective";
+    return init_iters(ctx, st, sg);
+}
+
+static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *step)
+{
+    int si = sch_stage_index(st, step->stage);
+    if (si < 0) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule: no stage named '%s'", step->stage);
+    sch_stage *sg = &st->stages[si];
+    if (sg->is_placeholder) return step_err(ctx, step, "placeholders have no loops%s", NULL);
+    if (step->n_iters > 0 && step->kind != SCH_REORDER && step->kind != SCH_FUSE &&
+        step->kind != SCH_COMPUTE_AT && step->n_iters != 1)
+        return step_err(ctx, step, "expects one iteration variable%s", NULL);
+    switch (step->kind) {
+    case SCH_SPLIT: return apply_split(ctx, st, step, sg);
+    case SCH_FUSE: return apply_fuse(ctx, st, step, sg);
+    case SCH_REORDER: return apply_reorder(ctx, step, sg);
+    case SCH_VECTORIZE:
+    case SCH_UNROLL:
+    case SCH_PARALLEL: return apply_annotate(ctx, step, sg);
+    case SCH_COMPUTE_INLINE: return apply_inline(ctx, st, step, si);
+    case SCH_COMPUTE_AT: return apply_compute_at(ctx, st, step, si);
+    case SCH_CACHE_WRITE: return apply_cache_write(ctx, st, step, si);
+    default: return step_err(ctx, step, "unknown step%s", NULL);
+    }
+}
+
+smelt_status sch_state_build(smelt_ctx *ctx, const te_graph *te, const sch_schedule *s,
+                             sch_state **out)
+{
+    *out = NULL;
+    sch_state *st = smelt_calloc(1, sizeof *st);
+    if (!st) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_arena_init(&st->arena);
+    ir_builder_init(&st->b, &st->arena);
+    st->b.next_id = 1 << 20; /* keep var ids distinct from the te graph's */
+    st->te = te;
+    st->n_stages = te->tensors.len;
+    st->stages = smelt_arena_alloc(&st->arena, sizeof *st->stages * (size_t)(st->n_stages + 1));
+    smelt_status r = st->stages ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = 0; r == SMELT_OK && i < te->tensors.len; i++)
+        r = init_stage(ctx, st, &st->stages[i], te->tensors.items[i]);
+    for (int i = 0; r == SMELT_OK && s && i < s->n; i++) r = apply_step(ctx, st, &s->steps[i]);
+    if (r == SMELT_OK && st->b.failed) r = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (r != SMELT_OK) {
+        sch_state_free(st);
+        return r;
+    }
+    *out = st;
+    return SMELT_OK;
+}
+
+void sch_state_free(sch_state *st)
+{
+    if (!st) return;
+    smelt_arena_fini(&st->arena);
+    smelt_free(st);
+}

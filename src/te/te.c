@@ -1,0 +1,178 @@
+/* Tensor expression graphs: placeholders, computes, reductions. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "te/te.h"
+
+te_graph *te_graph_new(smelt_ctx *ctx)
+{
+    te_graph *g = smelt_calloc(1, sizeof *g);
+    if (!g) return NULL;
+    smelt_arena_init(&g->arena);
+    ir_builder_init(&g->b, &g->arena);
+    g->ctx = ctx;
+    return g;
+}
+
+void te_graph_free(te_graph *g)
+{
+    if (!g) return;
+    smelt_ptrvec_fini(&g->tensors);
+    smelt_ptrvec_fini(&g->outputs);
+    smelt_arena_fini(&g->arena);
+    smelt_free(g);
+}
+
+static te_tensor *tensor_new(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                             const int64_t *shape, te_kind kind)
+{
+    if (rank < 0 || rank > SMELT_MAX_RANK) {
+        smelt_errf(g->ctx, SMELT_ERR_INTERNAL, "te: tensor '%s' has rank %d", name, rank);
+        return NULL;
+    }
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0) {
+            smelt_errf(g->ctx, SMELT_ERR_UNSUPPORTED,
+                       "te: tensor '%s' has a dynamic dim; compiled code needs static shapes",
+                       name);
+            return NULL;
+        }
+    te_tensor *t = smelt_arena_alloc(&g->arena, sizeof *t);
+    ir_buffer_kind bk = kind == TE_PLACEHOLDER ? IR_BUF_INPUT : IR_BUF_TEMP;
+    ir_buffer *buf = ir_buffer_new(&g->b, name, dt, rank, shape, bk);
+    if (!t || !buf || !smelt_ptrvec_push(&g->tensors, t)) {
+        smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    t->buf = buf;
+    t->kind = kind;
+    t->n_axes = rank;
+    t->index = g->tensors.len - 1;
+    return t;
+}
+
+te_tensor *te_placeholder(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                          const int64_t *shape)
+{
+    return tensor_new(g, name, dt, rank, shape, TE_PLACEHOLDER);
+}
+
+te_tensor *te_compute(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                      const int64_t *shape, te_body_fn body, void *user, const char *tag)
+{
+    te_tensor *t = tensor_new(g, name, dt, rank, shape, TE_COMPUTE);
+    if (!t) return NULL;
+    ir_expr *idx[SMELT_MAX_RANK];
+    for (int i = 0; i < rank; i++) {
+        char vname[32];
+        snprintf(vname, sizeof vname, "i%d", i);
+        t->axes[i].var = ir_var_new(&g->b, vname, SMELT_DT_INT64);
+        t->axes[i].extent = shape[i];
+        idx[i] = ir_var_ref(&g->b, t->axes[i].var);
+    }
+    t->tag = tag ? tag : "injective";
+    t->body = body(g, idx, user);
+    if (!t->body || g->b.failed) {
+        if (smelt_ctx_status(g->ctx) == SMELT_OK)
+            smelt_errf(g->ctx, SMELT_ERR_NOMEM, "te: building the body of '%s' failed", name);
+        return NULL;
+    }
+    if (t->body->dtype != dt) t->body = ir_cast(&g->b, dt, t->body);
+    return t;
+}
+
+ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent)
+{
+    ir_axis a = {ir_var_new(&g->b, name, SMELT_DT_INT64), extent};
+    return a;
+}
+
+ir_expr *te_reduce(te_graph *g, ir_reduce_op op, ir_expr *src, int n, const ir_axis *axes)
+{
+    return ir_reduce(&g->b, op, src, n, axes);
+}
+
+ir_expr *te_read(te_graph *g, const te_tensor *t, ir_expr *const *idx)
+{
+    if (!t) return g->b.failed = true, NULL;
+    return ir_load(&g->b, t->buf, t->buf->rank, idx);
+}
+
+te_tensor *te_tensor_of(const te_graph *g, const ir_buffer *buf)
+{
+    for (int i = 0; i < g->tensors.len; i++) {
+        te_tensor *t = g->tensors.items[i];
+        if (t->buf == buf) return t;
+    }
+    return NULL;
+}
+
+te_tensor *te_tensor_named(const te_graph *g, const char *name)
+{
+    for (int i = 0; i < g->tensors.len; i++) {
+        te_tensor *t = g->tensors.items[i];
+        if (strcmp(t->buf->name, name) == 0) return t;
+    }
+    return NULL;
+}
+
+bool te_mark_output(te_graph *g, te_tensor *t)
+{
+    if (!t || !smelt_ptrvec_push(&g->outputs, t)) return false;
+    return true;
+}
+
+ir_expr *te_reduce_identity(te_graph *g, ir_reduce_op op, smelt_dtype dt)
+{
+    bool fl = dt == SMELT_DT_FLOAT32 || dt == SMELT_DT_FLOAT64 || dt == SMELT_DT_FLOAT16 ||
+              dt == SMELT_DT_BFLOAT16;
+    switch (op) {
+    case IR_REDUCE_SUM: return fl ? ir_const_float(&g->b, dt, 0.0) : ir_const_int(&g->b, dt, 0);
+    case IR_REDUCE_PROD: return fl ? ir_const_float(&g->b, dt, 1.0) : ir_const_int(&g->b, dt, 1);
+    case IR_REDUCE_MAX:
+        if (fl) return ir_const_float(&g->b, dt, -INFINITY);
+        switch (dt) {
+        case SMELT_DT_INT8: return ir_const_int(&g->b, dt, INT8_MIN);
+        case SMELT_DT_INT16: return ir_const_int(&g->b, dt, INT16_MIN);
+        case SMELT_DT_INT32: return ir_const_int(&g->b, dt, INT32_MIN);
+        case SMELT_DT_INT64: return ir_const_int(&g->b, dt, INT64_MIN);
+        default: return ir_const_int(&g->b, dt, 0); /* unsigned, bool */
+        }
+    case IR_REDUCE_MIN:
+        if (fl) return ir_const_float(&g->b, dt, INFINITY);
+        switch (dt) {
+        case SMELT_DT_INT8: return ir_const_int(&g->b, dt, INT8_MAX);
+        case SMELT_DT_INT16: return ir_const_int(&g->b, dt, INT16_MAX);
+        case SMELT_DT_INT32: return ir_const_int(&g->b, dt, INT32_MAX);
+        case SMELT_DT_INT64: return ir_const_int(&g->b, dt, INT64_MAX);
+        case SMELT_DT_UINT8: return ir_const_int(&g->b, dt, UINT8_MAX);
+        case SMELT_DT_UINT16: return ir_const_int(&g->b, dt, UINT16_MAX);
+        case SMELT_DT_UINT32: return ir_const_int(&g->b, dt, UINT32_MAX);
+        case SMELT_DT_BOOL: return ir_const_int(&g->b, dt, 1);
+        default: return ir_const_int(&g->b, dt, -1); /* uint64 all ones */
+        }
+    }
+    return NULL;
+}
+
+void te_graph_print(const te_graph *g, smelt_strbuf *out)
+{
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        smelt_strbuf_printf(out, "%s %s: %s[", t->kind == TE_PLACEHOLDER ? "placeholder" : "compute",
+                            t->buf->name, smelt_dtype_name(t->buf->dtype));
+        for (int d = 0; d < t->buf->rank; d++)
+            smelt_strbuf_printf(out, "%s%lld", d ? "," : "", (long long)t->buf->shape[d]);
+        smelt_strbuf_append(out, "]");
+        if (t->kind == TE_COMPUTE) {
+            smelt_strbuf_append(out, " (");
+            for (int d = 0; d < t->n_axes; d++)
+                smelt_strbuf_printf(out, "%s%s", d ? ", " : "", t->axes[d].var->name);
+            smelt_strbuf_printf(out, ") = ");
+            ir_expr_print(t->body, out);
+            smelt_strbuf_printf(out, "  # %s", t->tag);
+        }
+        smelt_strbuf_append(out, "\n");
+    }
+}

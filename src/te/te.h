@@ -1,0 +1,66 @@
+/* Tensor expressions: what is computed, declared apart from how.
+ *
+ * A te_graph holds the tensors of one fused group: placeholders (inputs,
+ * weights) and computes.  A compute has one data-parallel axis per output dim
+ * and a body over those axes; a body whose root is an IR_REDUCE reduces over
+ * its reduce axes (sum/prod/max/min with the op's identity).  Loads inside a
+ * body read other tensors of the same graph through their ir_buffer.
+ *
+ *   C = te_compute(g, "C", F32, 2, {M, N}, matmul_body, &args);
+ *   // matmul_body: k = te_reduce_axis(g, "k", K);
+ *   //              return te_sum(g, A[i,k] * B[k,j], 1, &k);
+ */
+#ifndef SMELT_TE_H
+#define SMELT_TE_H
+
+#include "tir/ir.h"
+
+typedef enum te_kind { TE_PLACEHOLDER, TE_COMPUTE } te_kind;
+
+typedef struct te_tensor {
+    ir_buffer *buf; /* name, dtype, shape; loads of this tensor reference buf */
+    te_kind kind;
+    int n_axes;     /* == buf->rank */
+    ir_axis axes[SMELT_MAX_RANK];
+    ir_expr *body;  /* compute only */
+    const char *tag; /* pattern hint for default schedules ("injective", "reduce", ...) */
+    int index;      /* position in te_graph.tensors */
+} te_tensor;
+
+typedef struct te_graph {
+    smelt_arena arena;
+    ir_builder b;
+    smelt_ptrvec tensors; /* te_tensor*, producers before consumers */
+    smelt_ptrvec outputs; /* te_tensor*, the group's results */
+    smelt_ctx *ctx;       /* errors (e.g. shape mistakes in compute definitions) */
+} te_graph;
+
+te_graph *te_graph_new(smelt_ctx *ctx);
+void te_graph_free(te_graph *g);
+
+te_tensor *te_placeholder(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                          const int64_t *shape);
+
+/* The body function receives one index expression per output dim. */
+typedef ir_expr *(*te_body_fn)(te_graph *g, ir_expr *const *idx, void *user);
+te_tensor *te_compute(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                      const int64_t *shape, te_body_fn body, void *user, const char *tag);
+
+/* A new reduce axis [0, extent) for use in te_reduce inside a body. */
+ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent);
+ir_expr *te_reduce(te_graph *g, ir_reduce_op op, ir_expr *src, int n, const ir_axis *axes);
+
+/* t[idx...]; n must equal t's rank. */
+ir_expr *te_read(te_graph *g, const te_tensor *t, ir_expr *const *idx);
+/* Lookup by buffer (for loads met while walking bodies). */
+te_tensor *te_tensor_of(const te_graph *g, const ir_buffer *buf);
+te_tensor *te_tensor_named(const te_graph *g, const char *name);
+bool te_mark_output(te_graph *g, te_tensor *t);
+
+/* The identity of a reduction for a dtype (0, 1, -inf/min, +inf/max). */
+ir_expr *te_reduce_identity(te_graph *g, ir_reduce_op op, smelt_dtype dt);
+
+/* Human-readable listing of the graph's tensors and bodies. */
+void te_graph_print(const te_graph *g, smelt_strbuf *out);
+
+#endif
