@@ -71,9 +71,9 @@ void smelt_model_output_info(const smelt_model *m, int i, const char **name,
     value_info(m->graph->outputs.items[i], name, dt, rank, dims);
 }
 
-smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
-                                       const smelt_tensor *inputs, int num_inputs,
-                                       smelt_tensor *outputs, int num_outputs)
+static smelt_status run_interpreted(smelt_ctx *ctx, smelt_model *m, exec_mode mode,
+                                    const smelt_tensor *inputs, int num_inputs,
+                                    smelt_tensor *outputs, int num_outputs)
 {
     const gr_graph *g = m->graph;
     if (num_inputs != g->inputs.len)
@@ -85,12 +85,25 @@ smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
     if ((num_inputs && !inputs) || !outputs)
         return smelt_errf(ctx, SMELT_ERR_ARG, "NULL input or output array");
     memset(outputs, 0, sizeof *outputs * (size_t)num_outputs);
-    SMELT_TRY(exec_graph(ctx, g, inputs, outputs));
+    SMELT_TRY(exec_graph(ctx, g, mode, inputs, outputs));
     for (int i = 0; i < num_outputs; i++) {
         const gr_value *v = g->outputs.items[i];
         outputs[i].name = smelt_strdup(v->name);
     }
     return SMELT_OK;
+}
+
+smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
+                                       const smelt_tensor *inputs, int num_inputs,
+                                       smelt_tensor *outputs, int num_outputs)
+{
+    return run_interpreted(ctx, m, EXEC_REFERENCE, inputs, num_inputs, outputs, num_outputs);
+}
+
+smelt_status smelt_model_run_te(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                int num_inputs, smelt_tensor *outputs, int num_outputs)
+{
+    return run_interpreted(ctx, m, EXEC_TE, inputs, num_inputs, outputs, num_outputs);
 }
 
 gr_graph *smelt_model_graph(smelt_model *m) { return m->graph; }

@@ -9,5 +9,9 @@ struct smelt_model {
 };
 
 gr_graph *smelt_model_graph(smelt_model *m);
+/* Run every node through its compute definition with the te interpreter
+ * (slow; checks compute definitions independently of code generation). */
+smelt_status smelt_model_run_te(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                int num_inputs, smelt_tensor *outputs, int num_outputs);
 
 #endif

@@ -10,8 +10,11 @@
 #include "frontend/onnx.h"
 #include "ops/op.h"
 
+typedef enum check_mode { MODE_REFERENCE, MODE_TE, MODE_COMPILED } check_mode;
+
 typedef struct check_opts {
     double rtol, atol;
+    check_mode mode;
     const char *xfail_file;
     bool verbose;
 } check_opts;
@@ -125,6 +128,15 @@ static check_result compare_output(const smelt_tensor *got, const smelt_tensor *
 
 /* ---- running one data set ---- */
 
+static smelt_status run_model(smelt_ctx *ctx, smelt_model *m, check_mode mode,
+                              const smelt_tensor *in, int ni, smelt_tensor *out, int no)
+{
+    switch (mode) {
+    case MODE_TE: return smelt_model_run_te(ctx, m, in, ni, out, no);
+    default: return smelt_model_run_reference(ctx, m, in, ni, out, no);
+    }
+}
+
 static smelt_status load_numbered(smelt_ctx *ctx, const char *dir, const char *prefix,
                                   smelt_tensor **out, int max, int *count)
 {
@@ -157,8 +169,7 @@ static check_result run_data_set(smelt_ctx *ctx, smelt_model *m, const char *set
         r = CHECK_FAIL;
     }
     for (int i = 0; i < ni; i++) in_vals[i] = *ins[i];
-    if (r == CHECK_PASS &&
-        smelt_model_run_reference(ctx, m, in_vals, ni, gots, no) != SMELT_OK) {
+    if (r == CHECK_PASS && run_model(ctx, m, o->mode, in_vals, ni, gots, no) != SMELT_OK) {
         snprintf(why, cap, "%s", smelt_ctx_message(ctx));
         r = smelt_ctx_status(ctx) == SMELT_ERR_UNSUPPORTED ? CHECK_UNSUPPORTED : CHECK_FAIL;
     }
@@ -276,7 +287,7 @@ static void check_tree(const char *dir, const check_opts *o, check_totals *t, in
 
 int cli_check(int argc, char **argv)
 {
-    check_opts o = {1e-3, 1e-7, NULL, false};
+    check_opts o = {1e-3, 1e-7, MODE_REFERENCE, NULL, false};
     check_totals t;
     memset(&t, 0, sizeof t);
     const char *dirs[256];
@@ -284,10 +295,11 @@ int cli_check(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *v;
         if (strcmp(argv[i], "--reference") == 0) {
-            continue; /* the only executor so far */
+            o.mode = MODE_REFERENCE;
         } else if (strcmp(argv[i], "--compiled") == 0) {
-            fprintf(stderr, "smelt check: the compiled path is not available yet\n");
-            return 2;
+            o.mode = MODE_COMPILED;
+        } else if (strcmp(argv[i], "--te") == 0) {
+            o.mode = MODE_TE;
         } else if (cli_opt(argc, argv, &i, "--rtol", &v)) {
             if (!v) return 2;
             o.rtol = atof(v);

@@ -1,5 +1,6 @@
 /* smelt run: execute a model and summarise (or save) its outputs. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>

@@ -3,6 +3,7 @@
 
 #include "exec/exec.h"
 #include "ops/op.h"
+#include "te/te.h"
 
 static void free_outputs(smelt_tensor *out, int n)
 {
@@ -15,6 +16,8 @@ static void free_outputs(smelt_tensor *out, int n)
 static smelt_status alloc_output(smelt_ctx *ctx, const gr_node *node, int i, smelt_tensor *t)
 {
     int64_t numel = 1;
+    if (t->rank < 0 || t->rank > SMELT_MAX_RANK)
+        return op_errf(ctx, node, SMELT_ERR_INTERNAL, "output %d has rank %d", i, t->rank);
     for (int d = 0; d < t->rank; d++) {
         if (t->dims[d] < 0)
             return op_errf(ctx, node, SMELT_ERR_INTERNAL,
@@ -50,6 +53,44 @@ smelt_status exec_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *
     return s;
 }
 
+smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                          smelt_tensor *out)
+{
+    const op_def *d = op_get(node->op)->def;
+    if (!d || !d->infer) return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no definition");
+    if (node->n_inputs > 64) return op_errf(ctx, node, SMELT_ERR_LIMIT, "too many inputs");
+    memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
+    SMELT_TRY(d->infer(ctx, node, in, out));
+    /* only graph constants count as compile-time known */
+    smelt_tensor types[64];
+    const smelt_tensor *tin[64];
+    for (int i = 0; i < node->n_inputs; i++) {
+        tin[i] = in[i] ? &types[i] : NULL;
+        if (!in[i]) continue;
+        types[i] = *in[i];
+        if (!node->inputs[i]->constant) types[i].data = NULL;
+    }
+    te_graph *g;
+    SMELT_TRY(te_from_node(ctx, node, tin, out, &g));
+    smelt_tensor *data = smelt_calloc((size_t)g->tensors.len + 1, sizeof *data);
+    smelt_status s = data ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = 0, k = 0; s == SMELT_OK && i < node->n_inputs; i++)
+        if (in[i]) data[k++] = *in[i]; /* placeholders come first, in input order */
+    if (s == SMELT_OK) s = te_eval_graph(ctx, g, data);
+    for (int o = 0, k = 0; s == SMELT_OK && o < node->n_outputs; o++) {
+        if (!node->outputs[o]) continue;
+        const te_tensor *t = g->outputs.items[k++];
+        out[o].data = data[t->index].data;
+        data[t->index].data = NULL;
+    }
+    for (int i = 0; data && i < g->tensors.len; i++)
+        if (((te_tensor *)g->tensors.items[i])->kind == TE_COMPUTE) smelt_free(data[i].data);
+    smelt_free(data);
+    te_graph_free(g);
+    if (s != SMELT_OK) free_outputs(out, node->n_outputs);
+    return s;
+}
+
 smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
                               const smelt_tensor *t)
 {
@@ -79,6 +120,7 @@ smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value 
 /* Runtime values by id; `owned` marks intermediates to free after last use. */
 typedef struct exec_state {
     const gr_graph *g;
+    exec_mode mode;
     smelt_tensor *vals;
     bool *owned;
     int *last_use; /* node index of the last consumer, or INT_MAX for outputs */
@@ -108,7 +150,8 @@ static smelt_status run_node(smelt_ctx *ctx, exec_state *es, int n)
     if (!inp || !out) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     for (int k = 0; s == SMELT_OK && k < node->n_inputs; k++)
         inp[k] = node->inputs[k] ? &es->vals[node->inputs[k]->id] : NULL;
-    if (s == SMELT_OK) s = exec_node(ctx, node, inp, out);
+    if (s == SMELT_OK)
+        s = es->mode == EXEC_TE ? exec_node_te(ctx, node, inp, out) : exec_node(ctx, node, inp, out);
     for (int k = 0; s == SMELT_OK && k < node->n_outputs; k++) {
         const gr_value *v = node->outputs[k];
         if (!v) continue;
@@ -172,10 +215,10 @@ static smelt_status take_output(smelt_ctx *ctx, exec_state *es, const gr_value *
     return SMELT_OK;
 }
 
-smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, const smelt_tensor *inputs,
-                        smelt_tensor *outputs)
+smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
+                        const smelt_tensor *inputs, smelt_tensor *outputs)
 {
-    exec_state es = {g, NULL, NULL, NULL};
+    exec_state es = {g, mode, NULL, NULL, NULL};
     int nv = g->values.len;
     es.vals = smelt_calloc((size_t)nv + 1, sizeof *es.vals);
     es.owned = smelt_calloc((size_t)nv + 1, sizeof *es.owned);

@@ -11,10 +11,17 @@
 smelt_status exec_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                        smelt_tensor *out);
 
+/* Same contract as exec_node, but computes through the op's tensor
+ * expressions with the te interpreter (checks compute definitions). */
+smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                          smelt_tensor *out);
+
+typedef enum exec_mode { EXEC_REFERENCE, EXEC_TE } exec_mode;
+
 /* Run the whole graph.  inputs[i] binds g->inputs[i]; outputs receive
  * g->outputs.len fresh tensors (free with smelt_free on .data). */
-smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, const smelt_tensor *inputs,
-                        smelt_tensor *outputs);
+smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
+                        const smelt_tensor *inputs, smelt_tensor *outputs);
 
 /* Check a runtime tensor against a graph input's declared dtype and static dims. */
 smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,

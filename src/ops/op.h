@@ -17,6 +17,10 @@
  *           omitted optional input.  Output data is never set by infer.
  *           Use GR_DIM_UNKNOWN for a dim that cannot be known yet.
  *
+ *   compute (compiled path) declares the outputs as tensor expressions over
+ *           the inputs' placeholders: arithmetic only, no loop structure
+ *           (that is the schedule's job).  Optional while being written.
+ *
  *   eval    the reference kernel: straightforward, obviously correct code
  *           (the test oracle and the constant folder).  Output tensors come
  *           with dtype/rank/dims from infer and zeroed, allocated data.
@@ -45,7 +49,26 @@ enum {
     OP_FLAG_NO_FOLD = 1 << 1,    /* never constant-fold (e.g. huge outputs) */
 };
 
+/* Compiled path: the op's arithmetic as tensor expressions (see op_compute). */
+struct te_graph;
+struct te_tensor;
+typedef struct op_compute_args {
+    smelt_ctx *ctx;
+    struct te_graph *te;
+    const gr_node *node;
+    /* per node input (NULL when omitted): its te placeholder, and its
+     * contents when known at compile time (constants), else NULL */
+    struct te_tensor *const *in;
+    const smelt_tensor *const *in_const;
+    /* per node output: the static type infer gave (dims all >= 0) */
+    const smelt_tensor *out_type;
+    /* to fill: one te tensor per present output */
+    struct te_tensor **out;
+} op_compute_args;
+
 typedef struct op_def {
+    /* te definition of the outputs; NULL: no compiled form yet */
+    smelt_status (*compute)(op_compute_args *a);
     smelt_status (*import)(smelt_ctx *ctx, gr_graph *g, gr_node *node);
     smelt_status (*infer)(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                           smelt_tensor *out);

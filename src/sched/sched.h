@@ -132,6 +132,11 @@ typedef struct sch_state {
 smelt_status sch_state_build(smelt_ctx *ctx, const te_graph *te, const sch_schedule *s,
                              sch_state **out);
 void sch_state_free(sch_state *st);
+
+/* Default schedule for a te graph (inline elementwise intermediates; data
+ * axes parallel, reductions inside, innermost axis vectorised by
+ * vector_width lanes; 1 disables vectorisation). */
+smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s);
 int sch_stage_index(const sch_state *st, const char *name); /* -1 if absent */
 int sch_iter_index(const sch_stage *sg, const char *name);  /* -1 if absent */
 

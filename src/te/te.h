@@ -60,6 +60,21 @@ bool te_mark_output(te_graph *g, te_tensor *t);
 /* The identity of a reduction for a dtype (0, 1, -inf/min, +inf/max). */
 ir_expr *te_reduce_identity(te_graph *g, ir_reduce_op op, smelt_dtype dt);
 
+/* Interpret every compute of g (testing oracle for compute definitions).
+ * data has one entry per te tensor (te_tensor.index): placeholders' entries
+ * filled by the caller; computes' entries are allocated here (the caller
+ * frees .data with smelt_free, also on error). */
+smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data);
+
+/* The te graph of one graph node: a placeholder per present input ("x0",
+ * "x1", ...; constants' buffers are IR_BUF_CONST) and the op's computes,
+ * marked as outputs.  in[i]: the input's type (static dims), with data when
+ * it is a compile-time constant; out_types from infer. */
+struct gr_node;
+smelt_status te_from_node(smelt_ctx *ctx, const struct gr_node *node,
+                          const smelt_tensor *const *in, const smelt_tensor *out_types,
+                          te_graph **out);
+
 /* Human-readable listing of the graph's tensors and bodies. */
 void te_graph_print(const te_graph *g, smelt_strbuf *out);
 

@@ -1,0 +1,321 @@
+/* A direct interpreter for tensor expressions.
+ *
+ * Evaluates every compute of a te graph element by element, without any
+ * schedule.  It checks compute definitions against the reference kernels
+ * independently of lowering and code generation (smelt check --te), so a
+ * mismatch there is a compute bug, not a schedule or codegen bug.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/op.h"
+#include "te/te.h"
+
+typedef struct ev_val {
+    double f;
+    int64_t i;
+} ev_val;
+
+typedef struct ev_env {
+    const ir_var *vars[64];
+    int64_t vals[64];
+    int n;
+} ev_env;
+
+typedef struct ev_ctx {
+    smelt_ctx *ctx;
+    const te_graph *g;
+    smelt_tensor *data; /* one per te tensor */
+    bool failed;
+} ev_ctx;
+
+static bool is_float(smelt_dtype dt) { return op_dtype_is_float(dt); }
+
+static int64_t wrap_int(smelt_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case SMELT_DT_INT8: return (int8_t)v;
+    case SMELT_DT_INT16: return (int16_t)v;
+    case SMELT_DT_INT32: return (int32_t)v;
+    case SMELT_DT_UINT8: return (uint8_t)v;
+    case SMELT_DT_UINT16: return (uint16_t)v;
+    case SMELT_DT_UINT32: return (uint32_t)v;
+    case SMELT_DT_BOOL: return v != 0;
+    default: return v;
+    }
+}
+
+/* Round a double result to the precision of dt, as C code would. */
+static double round_float(smelt_dtype dt, double v)
+{
+    switch (dt) {
+    case SMELT_DT_FLOAT32: return (float)v;
+    case SMELT_DT_FLOAT16: return smelt_f16_to_f32(smelt_f32_to_f16((float)v));
+    case SMELT_DT_BFLOAT16: return smelt_bf16_to_f32(smelt_f32_to_bf16((float)v));
+    default: return v;
+    }
+}
+
+static ev_val mk(smelt_dtype dt, double f, int64_t i)
+{
+    ev_val v;
+    if (is_float(dt)) {
+        v.f = round_float(dt, f);
+        v.i = 0;
+    } else {
+        v.i = wrap_int(dt, i);
+        v.f = 0;
+    }
+    return v;
+}
+
+static ev_val eval(ev_ctx *ec, const ir_expr *e, ev_env *env);
+
+static double as_f(const ir_expr *e, ev_val v) { return is_float(e->dtype) ? v.f : (double)v.i; }
+
+static int64_t floordiv_i(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static ev_val eval_arith(ev_ctx *ec, const ir_expr *e, ev_val a, ev_val b)
+{
+    smelt_dtype dt = e->dtype;
+    bool fl = is_float(dt);
+    uint64_t ua = (uint64_t)a.i, ub = (uint64_t)b.i;
+    switch (e->kind) {
+    case IR_ADD: return mk(dt, a.f + b.f, (int64_t)(ua + ub));
+    case IR_SUB: return mk(dt, a.f - b.f, (int64_t)(ua - ub));
+    case IR_MUL: return mk(dt, a.f * b.f, (int64_t)(ua * ub));
+    case IR_MIN: return fl ? mk(dt, a.f < b.f ? a.f : b.f, 0) : mk(dt, 0, a.i < b.i ? a.i : b.i);
+    case IR_MAX: return fl ? mk(dt, a.f > b.f ? a.f : b.f, 0) : mk(dt, 0, a.i > b.i ? a.i : b.i);
+    default: break;
+    }
+    if (fl) {
+        if (e->kind == IR_DIV) return mk(dt, a.f / b.f, 0);
+        return mk(dt, fmod(a.f, b.f), 0);
+    }
+    if (b.i == 0 || (b.i == -1 && a.i == INT64_MIN)) {
+        smelt_errf(ec->ctx, SMELT_ERR_RUNTIME, "te eval: integer division by zero");
+        ec->failed = true;
+        return mk(dt, 0, 0);
+    }
+    switch (e->kind) {
+    case IR_DIV: return mk(dt, 0, a.i / b.i);
+    case IR_MOD: return mk(dt, 0, a.i % b.i);
+    case IR_FLOORDIV: return mk(dt, 0, floordiv_i(a.i, b.i));
+    default: return mk(dt, 0, a.i - floordiv_i(a.i, b.i) * b.i);
+    }
+}
+
+static ev_val eval_compare(const ir_expr *e, ev_val a, ev_val b)
+{
+    const ir_expr *x = e->bin.a;
+    bool fl = is_float(x->dtype), r = false;
+    double fa = a.f, fb = b.f;
+    int64_t ia = a.i, ib = b.i;
+    switch (e->kind) {
+    case IR_EQ: r = fl ? fa == fb : ia == ib; break;
+    case IR_NE: r = fl ? fa != fb : ia != ib; break;
+    case IR_LT: r = fl ? fa < fb : ia < ib; break;
+    case IR_LE: r = fl ? fa <= fb : ia <= ib; break;
+    case IR_GT: r = fl ? fa > fb : ia > ib; break;
+    case IR_GE: r = fl ? fa >= fb : ia >= ib; break;
+    case IR_AND: r = ia && ib; break;
+    case IR_OR: r = ia || ib; break;
+    default: break;
+    }
+    return mk(SMELT_DT_BOOL, 0, r);
+}
+
+static double call_f(ir_call_op op, double x, double y)
+{
+    switch (op) {
+    case IR_CALL_EXP: return exp(x);
+    case IR_CALL_LOG: return log(x);
+    case IR_CALL_SQRT: return sqrt(x);
+    case IR_CALL_TANH: return tanh(x);
+    case IR_CALL_ERF: return erf(x);
+    case IR_CALL_POW: return pow(x, y);
+    case IR_CALL_ABS: return fabs(x);
+    case IR_CALL_FLOOR: return floor(x);
+    case IR_CALL_CEIL: return ceil(x);
+    case IR_CALL_ROUND: return nearbyint(x);
+    case IR_CALL_SIN: return sin(x);
+    case IR_CALL_COS: return cos(x);
+    case IR_CALL_FMOD: return fmod(x, y);
+    case IR_CALL_ISNAN: return isnan(x) ? 1 : 0;
+    case IR_CALL_ISINF: return isinf(x) ? 1 : 0;
+    case IR_CALL_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    default: return NAN;
+    }
+}
+
+static ev_val eval_call(ev_ctx *ec, const ir_expr *e, ev_env *env)
+{
+    ev_val a = e->call.n > 0 ? eval(ec, e->call.args[0], env) : mk(SMELT_DT_FLOAT64, 0, 0);
+    ev_val b = e->call.n > 1 ? eval(ec, e->call.args[1], env) : mk(SMELT_DT_FLOAT64, 0, 0);
+    double x = e->call.n > 0 ? as_f(e->call.args[0], a) : 0;
+    double y = e->call.n > 1 ? as_f(e->call.args[1], b) : 0;
+    if (!is_float(e->dtype)) {
+        if (e->call.op == IR_CALL_ABS) return mk(e->dtype, 0, a.i < 0 ? -a.i : a.i);
+        double r = call_f(e->call.op, x, y);
+        return mk(e->dtype, 0, r != r ? 0 : (int64_t)r);
+    }
+    return mk(e->dtype, call_f(e->call.op, x, y), 0);
+}
+
+static ev_val eval_cast(const ir_expr *e, ev_val a)
+{
+    smelt_dtype from = e->bin.a->dtype, to = e->dtype;
+    if (is_float(to)) return mk(to, is_float(from) ? a.f : (double)a.i, 0);
+    if (to == SMELT_DT_BOOL) return mk(to, 0, is_float(from) ? a.f != 0 : a.i != 0);
+    if (!is_float(from)) return mk(to, 0, a.i);
+    double f = a.f;
+    int64_t i = f != f ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
+    return mk(to, 0, i);
+}
+
+static ev_val eval_load(ev_ctx *ec, const ir_expr *e, ev_env *env)
+{
+    const te_tensor *t = te_tensor_of(ec->g, e->load.buf);
+    if (!t) {
+        smelt_errf(ec->ctx, SMELT_ERR_INTERNAL, "te eval: load of unknown tensor '%s'",
+                   e->load.buf->name);
+        ec->failed = true;
+        return mk(e->dtype, 0, 0);
+    }
+    int64_t off = 0;
+    for (int d = 0; d < e->load.n; d++) {
+        int64_t i = eval(ec, e->load.idx[d], env).i;
+        if (i < 0 || i >= t->buf->shape[d]) {
+            smelt_errf(ec->ctx, SMELT_ERR_RUNTIME,
+                       "te eval: index %lld out of range [0, %lld) in dim %d of '%s'",
+                       (long long)i, (long long)t->buf->shape[d], d, t->buf->name);
+            ec->failed = true;
+            return mk(e->dtype, 0, 0);
+        }
+        off = off * t->buf->shape[d] + i;
+    }
+    const smelt_tensor *data = &ec->data[t->index];
+    if (is_float(e->dtype)) return mk(e->dtype, op_get_f64(data, off), 0);
+    return mk(e->dtype, 0, op_get_i64(data, off));
+}
+
+static ev_val eval_reduce(ev_ctx *ec, const ir_expr *e, ev_env *env);
+
+static ev_val eval(ev_ctx *ec, const ir_expr *e, ev_env *env)
+{
+    if (ec->failed) return mk(e->dtype, 0, 0);
+    switch (e->kind) {
+    case IR_INT: return mk(e->dtype, (double)e->i, e->i);
+    case IR_FLOAT: return mk(e->dtype, e->f, (int64_t)0);
+    case IR_VAR:
+        for (int i = env->n - 1; i >= 0; i--)
+            if (env->vars[i] == e->var) return mk(e->dtype, (double)env->vals[i], env->vals[i]);
+        smelt_errf(ec->ctx, SMELT_ERR_INTERNAL, "te eval: unbound variable '%s'", e->var->name);
+        ec->failed = true;
+        return mk(e->dtype, 0, 0);
+    case IR_NOT: return mk(SMELT_DT_BOOL, 0, !eval(ec, e->bin.a, env).i);
+    case IR_CAST: return eval_cast(e, eval(ec, e->bin.a, env));
+    case IR_SELECT:
+        return eval(ec, e->select.cond, env).i ? eval(ec, e->select.t, env)
+                                               : eval(ec, e->select.f, env);
+    case IR_CALL: return eval_call(ec, e, env);
+    case IR_LOAD: return eval_load(ec, e, env);
+    case IR_REDUCE: return eval_reduce(ec, e, env);
+    case IR_EQ:
+    case IR_NE:
+    case IR_LT:
+    case IR_LE:
+    case IR_GT:
+    case IR_GE:
+    case IR_AND:
+    case IR_OR: return eval_compare(e, eval(ec, e->bin.a, env), eval(ec, e->bin.b, env));
+    default: return eval_arith(ec, e, eval(ec, e->bin.a, env), eval(ec, e->bin.b, env));
+    }
+}
+
+static ev_val reduce_combine(const ir_expr *e, ev_val acc, ev_val v)
+{
+    smelt_dtype dt = e->dtype;
+    bool fl = is_float(dt);
+    switch (e->reduce.op) {
+    case IR_REDUCE_SUM: return fl ? mk(dt, acc.f + v.f, 0) : mk(dt, 0, (int64_t)((uint64_t)acc.i + (uint64_t)v.i));
+    case IR_REDUCE_PROD: return fl ? mk(dt, acc.f * v.f, 0) : mk(dt, 0, (int64_t)((uint64_t)acc.i * (uint64_t)v.i));
+    case IR_REDUCE_MAX: return fl ? (v.f > acc.f ? v : acc) : (v.i > acc.i ? v : acc);
+    case IR_REDUCE_MIN: return fl ? (v.f < acc.f ? v : acc) : (v.i < acc.i ? v : acc);
+    }
+    return acc;
+}
+
+static ev_val eval_reduce(ev_ctx *ec, const ir_expr *e, ev_env *env)
+{
+    ir_expr *id = te_reduce_identity((te_graph *)ec->g, e->reduce.op, e->dtype);
+    ev_val acc = id ? eval(ec, id, env) : mk(e->dtype, 0, 0);
+    int n = e->reduce.n_axes, base = env->n;
+    if (base + n > 64) {
+        smelt_errf(ec->ctx, SMELT_ERR_INTERNAL, "te eval: too many nested axes");
+        ec->failed = true;
+        return acc;
+    }
+    int64_t idx[SMELT_MAX_RANK] = {0};
+    for (int a = 0; a < n; a++) {
+        if (e->reduce.axes[a].extent == 0) return acc;
+        env->vars[base + a] = e->reduce.axes[a].var;
+    }
+    env->n = base + n;
+    for (;;) {
+        for (int a = 0; a < n; a++) env->vals[base + a] = idx[a];
+        acc = reduce_combine(e, acc, eval(ec, e->reduce.src, env));
+        if (ec->failed) break;
+        int a = n - 1;
+        while (a >= 0 && ++idx[a] == e->reduce.axes[a].extent) idx[a--] = 0;
+        if (a < 0) break;
+    }
+    env->n = base;
+    return acc;
+}
+
+static void store(smelt_tensor *t, int64_t off, const ir_expr *body, ev_val v)
+{
+    if (is_float(t->dtype)) {
+        op_set_f64(t, off, is_float(body->dtype) ? v.f : (double)v.i);
+    } else {
+        op_set_i64(t, off, is_float(body->dtype) ? (int64_t)v.f : v.i);
+    }
+}
+
+static smelt_status eval_compute(ev_ctx *ec, const te_tensor *t)
+{
+    smelt_tensor *out = &ec->data[t->index];
+    int64_t numel = op_numel(out);
+    ev_env env = {.n = t->n_axes};
+    for (int d = 0; d < t->n_axes; d++) env.vars[d] = t->axes[d].var;
+    int64_t idx[SMELT_MAX_RANK] = {0};
+    for (int64_t off = 0; off < numel && !ec->failed; off++) {
+        for (int d = 0; d < t->n_axes; d++) env.vals[d] = idx[d];
+        store(out, off, t->body, eval(ec, t->body, &env));
+        op_next_index(idx, out->dims, out->rank);
+    }
+    return ec->failed ? smelt_ctx_status(ec->ctx) : SMELT_OK;
+}
+
+smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data)
+{
+    ev_ctx ec = {ctx, g, data, false};
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind == TE_PLACEHOLDER) continue;
+        smelt_tensor *out = &data[i];
+        out->dtype = t->buf->dtype;
+        out->rank = t->buf->rank;
+        for (int d = 0; d < out->rank; d++) out->dims[d] = t->buf->shape[d];
+        int64_t numel = op_numel(out);
+        out->data = smelt_calloc(numel ? (size_t)numel : 1, smelt_dtype_size(out->dtype));
+        if (!out->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        SMELT_TRY(eval_compute(&ec, t));
+    }
+    return SMELT_OK;
+}
