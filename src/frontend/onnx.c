@@ -37,6 +37,7 @@ typedef struct import_state {
     unsupported_op unsupported[32];
     int n_unsupported, n_unsupported_total;
     int n_nodes;
+    int n_renamed; /* suffix counter for duplicate node names */
 } import_state;
 
 /* ---- names ---- */
@@ -77,8 +78,11 @@ static const char *unique_node_name(import_state *st, const import_scope *sc,
     }
     const char *name = sc ? smelt_arena_printf(&st->g->arena, "%s%s", sc->prefix, base)
                           : smelt_arena_strdup(&st->g->arena, base);
-    for (int k = 1; name && smelt_strmap_get(&st->node_names, name); k++)
-        name = smelt_arena_printf(&st->g->arena, "%s_%d", base, k);
+    /* one counter for the whole import, so n nodes sharing a name cost O(n)
+     * lookups in total, not O(n^2) */
+    const char *stem = name;
+    while (name && smelt_strmap_get(&st->node_names, name))
+        name = smelt_arena_printf(&st->g->arena, "%s_%d", stem, ++st->n_renamed);
     if (!name || !smelt_strmap_put(&st->node_names, name, (void *)name)) {
         smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
         return NULL;
@@ -186,6 +190,7 @@ static smelt_status node_attrs(import_state *st, gr_node *n, const Onnx__NodePro
             n->attrs[k].name = smelt_arena_strdup(&st->g->arena, np->attribute[i]->name
                                                                      ? np->attribute[i]->name
                                                                      : "");
+            if (!n->attrs[k].name) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
         } else {
             SMELT_TRY(attr_convert(st, n->name, n->op_type, ap, &n->attrs[k]));
         }
@@ -297,8 +302,8 @@ static void note_unsupported(import_state *st, const Onnx__NodeProto *np, const 
     }
     if (st->n_unsupported == (int)SMELT_ARRAY_LEN(st->unsupported)) return;
     unsupported_op *u = &st->unsupported[st->n_unsupported++];
-    u->op_type = smelt_arena_strdup(&st->g->arena, np->op_type);
-    u->domain = smelt_arena_strdup(&st->g->arena, domain);
+    u->op_type = np->op_type; /* the decoded model outlives the import */
+    u->domain = domain;
     u->count = 1;
     u->first_nodes[0] = node_name;
 }
@@ -385,6 +390,10 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
     const Onnx__FunctionProto *f = find_function(st, np);
     if (f) return inline_function(st, np, f, name, sc, depth);
 
+    if (default_domain(np->domain) && st->g->opset == 0)
+        return smelt_errf(st->ctx, SMELT_ERR_MODEL,
+                          "node '%s' (%s): the model uses ai.onnx ops but imports no ai.onnx "
+                          "opset", name, np->op_type);
     const op_info *info = default_domain(np->domain) ? op_lookup(np->op_type) : NULL;
     bool is_constant = default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0;
     if (!is_constant && (!info || !info->def)) {
@@ -425,8 +434,11 @@ static smelt_status report_unsupported(import_state *st)
     for (int i = 0; i < st->n_unsupported; i++) {
         const unsupported_op *u = &st->unsupported[i];
         if (i) smelt_strbuf_append(&sb, "; ");
-        smelt_strbuf_printf(&sb, "%s (%s, opset %lld) at ", u->op_type,
-                            *u->domain ? u->domain : "ai.onnx", (long long)st->g->opset);
+        if (*u->domain && strcmp(u->domain, "ai.onnx") != 0)
+            smelt_strbuf_printf(&sb, "%s (domain %s) at ", u->op_type, u->domain);
+        else
+            smelt_strbuf_printf(&sb, "%s (ai.onnx, opset %lld) at ", u->op_type,
+                                (long long)st->g->opset);
         for (int k = 0; k < u->count && k < 3; k++)
             smelt_strbuf_printf(&sb, "%s'%s'", k ? ", " : "", u->first_nodes[k]);
         if (u->count > 3) smelt_strbuf_printf(&sb, " and %d more", u->count - 3);
@@ -519,11 +531,10 @@ static smelt_status read_opset(import_state *st)
         if (default_domain(o->domain)) st->g->opset = o->version;
     }
     if (st->g->opset < 0) {
-        if (m->n_opset_import == 0 && m->has_ir_version && m->ir_version < 3) {
-            st->g->opset = 1; /* IR v2 models carry no opset_import */
-            return SMELT_OK;
-        }
-        return smelt_errf(st->ctx, SMELT_ERR_MODEL, "the model imports no ai.onnx opset");
+        /* IR v2 models carry no opset_import; others may use only other
+         * domains, whose ops are then reported as unsupported */
+        st->g->opset = m->n_opset_import == 0 ? 1 : 0;
+        return SMELT_OK;
     }
     if (st->g->opset < 1 || st->g->opset > 1000)
         return smelt_errf(st->ctx, SMELT_ERR_MODEL, "invalid ai.onnx opset %lld",
@@ -586,6 +597,7 @@ static smelt_status import_model(import_state *st)
     const Onnx__GraphProto *gp = st->model->graph;
     if (!gp) return smelt_errf(st->ctx, SMELT_ERR_MODEL, "the model has no graph");
     st->g->name = smelt_arena_strdup(&st->g->arena, gp->name ? gp->name : "");
+    if (!st->g->name) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
     SMELT_TRY(read_opset(st));
     SMELT_TRY(import_initializers(st, gp));
     SMELT_TRY(import_graph_io(st, gp));
@@ -604,7 +616,12 @@ smelt_status onnx_import(smelt_ctx *ctx, const void *bytes, size_t size, const c
     if (size > SMELT_LIMIT_MODEL_BYTES)
         return smelt_errf(ctx, SMELT_ERR_LIMIT, "the model is larger than %zu bytes",
                           SMELT_LIMIT_MODEL_BYTES);
-    Onnx__ModelProto *model = onnx__model_proto__unpack(&onnx_pb_allocator, size, bytes);
+    bool oom = false;
+    ProtobufCAllocator pba = onnx_pb_allocator;
+    pba.allocator_data = &oom; /* tells running out of memory from a bad file */
+    Onnx__ModelProto *model = onnx__model_proto__unpack(&pba, size, bytes);
+    if (!model && oom)
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory decoding the model");
     if (!model)
         return smelt_errf(ctx, SMELT_ERR_PARSE,
                           "not a valid ONNX model: the protobuf could not be decoded "
@@ -620,7 +637,7 @@ smelt_status onnx_import(smelt_ctx *ctx, const void *bytes, size_t size, const c
     smelt_status s = st.g ? import_model(&st) : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_strmap_fini(&st.values);
     smelt_strmap_fini(&st.node_names);
-    onnx__model_proto__free_unpacked(model, &onnx_pb_allocator);
+    onnx__model_proto__free_unpacked(model, &pba);
     if (s != SMELT_OK) {
         gr_graph_free(st.g);
         return s;
