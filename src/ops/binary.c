@@ -1,0 +1,863 @@
+/* Broadcasting binary and variadic ops: arithmetic, Min/Max/Sum/Mean,
+ * comparisons, logic, PRelu and Where.
+ *
+ * All kernels walk the output through a broadcast plan: dims of size 1 are
+ * dropped and adjacent dims that are contiguous for every input are merged,
+ * so the same-shape case is one flat loop and a bias add is long rows.  Each
+ * row is handed to a typed row function: f32 has direct loops, other floats
+ * compute in double, integers compute exactly in int64/uint64 with wrapping
+ * (two's complement) arithmetic and runtime errors for division by zero.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/binary.h"
+
+/* ---- dtype sets ---------------------------------------------------------- */
+
+#define FLOAT_TYPES SMELT_DT_FLOAT16, SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_BFLOAT16
+#define INT_TYPES                                                                           \
+    SMELT_DT_INT8, SMELT_DT_INT16, SMELT_DT_INT32, SMELT_DT_INT64, SMELT_DT_UINT8,         \
+        SMELT_DT_UINT16, SMELT_DT_UINT32, SMELT_DT_UINT64
+
+static const smelt_dtype k_floats[] = {FLOAT_TYPES, SMELT_DT_UNDEFINED};
+static const smelt_dtype k_numeric[] = {FLOAT_TYPES, INT_TYPES, SMELT_DT_UNDEFINED};
+static const smelt_dtype k_numeric_or_bool[] = {FLOAT_TYPES, INT_TYPES, SMELT_DT_BOOL,
+                                                SMELT_DT_UNDEFINED};
+static const smelt_dtype k_bool[] = {SMELT_DT_BOOL, SMELT_DT_UNDEFINED};
+static const smelt_dtype k_where_values[] = {FLOAT_TYPES, INT_TYPES, SMELT_DT_BOOL,
+                                             SMELT_DT_COMPLEX64, SMELT_DT_COMPLEX128,
+                                             SMELT_DT_UNDEFINED};
+
+static bool dtype_is_unsigned(smelt_dtype dt)
+{
+    return dt == SMELT_DT_UINT8 || dt == SMELT_DT_UINT16 || dt == SMELT_DT_UINT32 ||
+           dt == SMELT_DT_UINT64;
+}
+
+/* ---- the operations ----------------------------------------------------------- */
+
+typedef enum bin_kind {
+    BIN_ADD,
+    BIN_SUB,
+    BIN_MUL,
+    BIN_DIV,
+    BIN_MOD,  /* result has the sign of the divisor (Python %) */
+    BIN_FMOD, /* result has the sign of the dividend (C fmod / %) */
+    BIN_POW,
+    BIN_PRELU,
+    BIN_MIN,
+    BIN_MAX,
+    BIN_EQ,
+    BIN_LT,
+    BIN_LE,
+    BIN_GT,
+    BIN_GE,
+    BIN_AND,
+    BIN_OR,
+    BIN_XOR,
+} bin_kind;
+
+static const op_binary_attrs k_default_attrs;
+
+static const op_binary_attrs *attrs_of(const gr_node *n)
+{
+    return n->op_attrs ? n->op_attrs : &k_default_attrs;
+}
+
+static bin_kind kind_of(const gr_node *n)
+{
+    switch (n->op) {
+    case OP_ADD:
+    case OP_SUM:
+    case OP_MEAN: return BIN_ADD;
+    case OP_SUB: return BIN_SUB;
+    case OP_MUL: return BIN_MUL;
+    case OP_DIV: return BIN_DIV;
+    case OP_MOD: return attrs_of(n)->fmod ? BIN_FMOD : BIN_MOD;
+    case OP_POW: return BIN_POW;
+    case OP_PRELU: return BIN_PRELU;
+    case OP_MIN: return BIN_MIN;
+    case OP_MAX: return BIN_MAX;
+    case OP_EQUAL: return BIN_EQ;
+    case OP_LESS: return BIN_LT;
+    case OP_LESS_OR_EQUAL: return BIN_LE;
+    case OP_GREATER: return BIN_GT;
+    case OP_GREATER_OR_EQUAL: return BIN_GE;
+    case OP_AND: return BIN_AND;
+    case OP_OR: return BIN_OR;
+    default: return BIN_XOR;
+    }
+}
+
+static bool kind_is_compare(bin_kind k) { return k >= BIN_EQ && k <= BIN_GE; }
+static bool kind_is_logic(bin_kind k) { return k >= BIN_AND; }
+
+/* NaN propagates through Min/Max, as numpy's minimum/maximum do. */
+static double float_op(bin_kind k, double a, double b)
+{
+    switch (k) {
+    case BIN_ADD: return a + b;
+    case BIN_SUB: return a - b;
+    case BIN_MUL: return a * b;
+    case BIN_DIV: return a / b;
+    case BIN_FMOD: return fmod(a, b);
+    case BIN_MOD: {
+        double r = fmod(a, b);
+        return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
+    case BIN_POW: return pow(a, b);
+    case BIN_PRELU: return a < 0 ? a * b : a;
+    case BIN_MIN: return isnan(a) ? a : isnan(b) ? b : a < b ? a : b;
+    case BIN_MAX: return isnan(a) ? a : isnan(b) ? b : a > b ? a : b;
+    default: return 0.0;
+    }
+}
+
+static bool float_cmp(bin_kind k, double a, double b)
+{
+    switch (k) {
+    case BIN_EQ: return a == b;
+    case BIN_LT: return a < b;
+    case BIN_LE: return a <= b;
+    case BIN_GT: return a > b;
+    default: return a >= b;
+    }
+}
+
+static bool int_cmp(bin_kind k, int64_t a, int64_t b)
+{
+    switch (k) {
+    case BIN_EQ: return a == b;
+    case BIN_LT: return a < b;
+    case BIN_LE: return a <= b;
+    case BIN_GT: return a > b;
+    default: return a >= b;
+    }
+}
+
+static bool uint_cmp(bin_kind k, uint64_t a, uint64_t b)
+{
+    switch (k) {
+    case BIN_EQ: return a == b;
+    case BIN_LT: return a < b;
+    case BIN_LE: return a <= b;
+    case BIN_GT: return a > b;
+    default: return a >= b;
+    }
+}
+
+static bool logic_op(bin_kind k, bool a, bool b)
+{
+    return k == BIN_AND ? a && b : k == BIN_OR ? a || b : a != b;
+}
+
+/* Exponentiation by squaring modulo 2^64: truncated to the dtype later,
+ * this is the wrapped integer power. */
+static uint64_t uint_pow(uint64_t base, uint64_t e)
+{
+    uint64_t r = 1;
+    while (e) {
+        if (e & 1) r *= base;
+        base *= base;
+        e >>= 1;
+    }
+    return r;
+}
+
+/* Errors found inside the row loops; reported once the loop is done. */
+static const char *const k_err_div_zero = "integer division by zero";
+static const char *const k_err_div_overflow =
+    "integer division overflow (the minimum value divided by -1)";
+
+/* Wrapping arithmetic goes through uint64 so signed overflow is never UB;
+ * bits is the dtype width, to detect MIN / -1 of that dtype. */
+static int64_t signed_op(bin_kind k, int64_t a, int64_t b, int bits, const char **err)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch (k) {
+    case BIN_ADD: return (int64_t)(ua + ub);
+    case BIN_SUB: return (int64_t)(ua - ub);
+    case BIN_MUL: return (int64_t)(ua * ub);
+    case BIN_DIV:
+        if (b == 0) *err = k_err_div_zero;
+        else if (b == -1 && a == (int64_t)(UINT64_MAX << (bits - 1))) *err = k_err_div_overflow;
+        return *err ? 0 : a / b;
+    case BIN_MOD:
+    case BIN_FMOD: {
+        if (b == 0) {
+            *err = k_err_div_zero;
+            return 0;
+        }
+        int64_t r = b == -1 ? 0 : a % b; /* INT64_MIN % -1 is UB in C */
+        if (k == BIN_MOD && r != 0 && (r < 0) != (b < 0)) r += b;
+        return r;
+    }
+    case BIN_PRELU: return a < 0 ? (int64_t)(ua * ub) : a;
+    case BIN_MIN: return a < b ? a : b;
+    case BIN_MAX: return a > b ? a : b;
+    default: return 0;
+    }
+}
+
+static uint64_t unsigned_op(bin_kind k, uint64_t a, uint64_t b, const char **err)
+{
+    switch (k) {
+    case BIN_ADD: return a + b;
+    case BIN_SUB: return a - b;
+    case BIN_MUL: return a * b;
+    case BIN_DIV:
+    case BIN_MOD:
+    case BIN_FMOD:
+        if (b == 0) {
+            *err = k_err_div_zero;
+            return 0;
+        }
+        return k == BIN_DIV ? a / b : a % b;
+    case BIN_PRELU: return a;
+    case BIN_MIN: return a < b ? a : b;
+    case BIN_MAX: return a > b ? a : b;
+    default: return 0;
+    }
+}
+
+/* ---- half-precision stores with a single rounding --------------------------------- */
+
+/* Round to float with round-to-odd, so that rounding again to f16/bf16 gives
+ * the correctly rounded double (no double rounding). */
+static float f64_to_f32_round_odd(double d)
+{
+    float f = (float)d;
+    if (!isfinite(f) || (double)f == d) return f;
+    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    bits |= 1;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void store_f64(smelt_tensor *t, int64_t i, double v)
+{
+    if (t->dtype == SMELT_DT_FLOAT16)
+        ((uint16_t *)t->data)[i] = smelt_f32_to_f16(f64_to_f32_round_odd(v));
+    else if (t->dtype == SMELT_DT_BFLOAT16)
+        ((uint16_t *)t->data)[i] = smelt_f32_to_bf16(f64_to_f32_round_odd(v));
+    else
+        op_set_f64(t, i, v);
+}
+
+/* ---- broadcast plan ------------------------------------------------------------------ */
+
+#define BC_MAX_INPUTS 3
+
+typedef struct bc_plan {
+    int rank, n_in;
+    int64_t dims[SMELT_MAX_RANK];
+    int64_t strides[BC_MAX_INPUTS][SMELT_MAX_RANK]; /* 0 along broadcast dims */
+} bc_plan;
+
+/* One innermost run: n elements, input k at off[k] advancing by step[k],
+ * output contiguous from out. */
+typedef struct bc_row {
+    int64_t n, out;
+    int64_t off[BC_MAX_INPUTS], step[BC_MAX_INPUTS];
+} bc_row;
+
+typedef void (*bc_row_fn)(void *job, const bc_row *row);
+
+static bool bc_mergeable(const bc_plan *p, const int64_t *s, int64_t dim)
+{
+    for (int k = 0; k < p->n_in; k++)
+        if (p->strides[k][p->rank - 1] != s[k] * dim) return false;
+    return true;
+}
+
+/* False if an input does not broadcast to out (infer should have caught it). */
+static bool bc_plan_init(bc_plan *p, const smelt_tensor *out, const smelt_tensor *const *ins,
+                         int n_in)
+{
+    int64_t in_strides[BC_MAX_INPUTS][SMELT_MAX_RANK];
+    p->rank = 0;
+    p->n_in = n_in;
+    for (int k = 0; k < n_in; k++) {
+        if (ins[k]->rank > out->rank) return false;
+        op_strides(ins[k], in_strides[k]);
+    }
+    for (int d = 0; d < out->rank; d++) {
+        int64_t dim = out->dims[d], s[BC_MAX_INPUTS];
+        for (int k = 0; k < n_in; k++) {
+            int id = d - (out->rank - ins[k]->rank);
+            int64_t in_dim = id < 0 ? 1 : ins[k]->dims[id];
+            if (in_dim != 1 && in_dim != dim) return false;
+            s[k] = in_dim == 1 ? 0 : in_strides[k][id];
+        }
+        if (dim == 1) continue; /* moves no offset */
+        if (p->rank > 0 && bc_mergeable(p, s, dim)) {
+            p->dims[p->rank - 1] *= dim;
+            for (int k = 0; k < n_in; k++) p->strides[k][p->rank - 1] = s[k];
+        } else {
+            p->dims[p->rank] = dim;
+            for (int k = 0; k < n_in; k++) p->strides[k][p->rank] = s[k];
+            p->rank++;
+        }
+    }
+    return true;
+}
+
+/* Calls fn once per innermost row, in output order.  Output must be non-empty. */
+static void bc_for_each_row(const bc_plan *p, bc_row_fn fn, void *job)
+{
+    int outer = p->rank > 0 ? p->rank - 1 : 0;
+    int64_t idx[SMELT_MAX_RANK] = {0};
+    bc_row r;
+    memset(&r, 0, sizeof r);
+    r.n = p->rank > 0 ? p->dims[p->rank - 1] : 1;
+    for (int k = 0; k < p->n_in; k++) r.step[k] = p->rank > 0 ? p->strides[k][p->rank - 1] : 0;
+    for (;;) {
+        fn(job, &r);
+        r.out += r.n;
+        int d = outer - 1;
+        for (; d >= 0; d--) {
+            for (int k = 0; k < p->n_in; k++) r.off[k] += p->strides[k][d];
+            if (++idx[d] < p->dims[d]) break;
+            for (int k = 0; k < p->n_in; k++) r.off[k] -= p->strides[k][d] * p->dims[d];
+            idx[d] = 0;
+        }
+        if (d < 0) return;
+    }
+}
+
+/* ---- row kernels -------------------------------------------------------------------- */
+
+typedef struct bin_job {
+    bin_kind kind;
+    const smelt_tensor *a, *b;
+    smelt_tensor *out; /* may alias a (variadic ops accumulate in place) */
+    int bits;          /* width of a signed integer dtype */
+    const char *err;
+} bin_job;
+
+static void row_f32_arith(void *job, const bc_row *r)
+{
+    const bin_job *j = job;
+    const float *a = (const float *)j->a->data + r->off[0];
+    const float *b = (const float *)j->b->data + r->off[1];
+    float *o = (float *)j->out->data + r->out;
+    int64_t sa = r->step[0], sb = r->step[1], n = r->n;
+    switch (j->kind) {
+    case BIN_ADD:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] + b[i * sb];
+        break;
+    case BIN_SUB:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] - b[i * sb];
+        break;
+    case BIN_MUL:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] * b[i * sb];
+        break;
+    case BIN_DIV:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i * sa] / b[i * sb];
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) o[i] = (float)float_op(j->kind, a[i * sa], b[i * sb]);
+        break;
+    }
+}
+
+static void row_f32_cmp(void *job, const bc_row *r)
+{
+    const bin_job *j = job;
+    const float *a = (const float *)j->a->data + r->off[0];
+    const float *b = (const float *)j->b->data + r->off[1];
+    uint8_t *o = (uint8_t *)j->out->data + r->out;
+    for (int64_t i = 0; i < r->n; i++)
+        o[i] = float_cmp(j->kind, a[i * r->step[0]], b[i * r->step[1]]);
+}
+
+static void row_float(void *job, const bc_row *r)
+{
+    const bin_job *j = job;
+    bool cmp = kind_is_compare(j->kind);
+    for (int64_t i = 0; i < r->n; i++) {
+        double a = op_get_f64(j->a, r->off[0] + i * r->step[0]);
+        double b = op_get_f64(j->b, r->off[1] + i * r->step[1]);
+        if (cmp)
+            ((uint8_t *)j->out->data)[r->out + i] = float_cmp(j->kind, a, b);
+        else
+            store_f64(j->out, r->out + i, float_op(j->kind, a, b));
+    }
+}
+
+static void row_signed(void *job, const bc_row *r)
+{
+    bin_job *j = job;
+    bool cmp = kind_is_compare(j->kind);
+    for (int64_t i = 0; i < r->n && !j->err; i++) {
+        int64_t a = op_get_i64(j->a, r->off[0] + i * r->step[0]);
+        int64_t b = op_get_i64(j->b, r->off[1] + i * r->step[1]);
+        if (cmp)
+            ((uint8_t *)j->out->data)[r->out + i] = int_cmp(j->kind, a, b);
+        else
+            op_set_i64(j->out, r->out + i, signed_op(j->kind, a, b, j->bits, &j->err));
+    }
+}
+
+static void row_unsigned(void *job, const bc_row *r)
+{
+    bin_job *j = job;
+    bool cmp = kind_is_compare(j->kind);
+    for (int64_t i = 0; i < r->n && !j->err; i++) {
+        uint64_t a = (uint64_t)op_get_i64(j->a, r->off[0] + i * r->step[0]);
+        uint64_t b = (uint64_t)op_get_i64(j->b, r->off[1] + i * r->step[1]);
+        if (cmp)
+            ((uint8_t *)j->out->data)[r->out + i] = uint_cmp(j->kind, a, b);
+        else
+            op_set_i64(j->out, r->out + i, (int64_t)unsigned_op(j->kind, a, b, &j->err));
+    }
+}
+
+static void row_logic(void *job, const bc_row *r)
+{
+    const bin_job *j = job;
+    const uint8_t *a = (const uint8_t *)j->a->data + r->off[0];
+    const uint8_t *b = (const uint8_t *)j->b->data + r->off[1];
+    uint8_t *o = (uint8_t *)j->out->data + r->out;
+    for (int64_t i = 0; i < r->n; i++)
+        o[i] = logic_op(j->kind, a[i * r->step[0]] != 0, b[i * r->step[1]] != 0);
+}
+
+/* Pow with mixed dtypes.  Integer base: a non-negative integer exponent is
+ * an exact wrapped power; otherwise the double result is truncated
+ * (saturating), like numpy's power(...).astype(base dtype). */
+static void row_pow(void *job, const bc_row *r)
+{
+    const bin_job *j = job;
+    bool int_base = !op_dtype_is_float(j->a->dtype);
+    bool int_exp = !op_dtype_is_float(j->b->dtype);
+    bool unsigned_exp = dtype_is_unsigned(j->b->dtype);
+    for (int64_t i = 0; i < r->n; i++) {
+        int64_t ia = r->off[0] + i * r->step[0], ib = r->off[1] + i * r->step[1];
+        int64_t io = r->out + i;
+        if (int_base && int_exp) {
+            int64_t e = op_get_i64(j->b, ib);
+            if (unsigned_exp || e >= 0) {
+                op_set_i64(j->out, io,
+                           (int64_t)uint_pow((uint64_t)op_get_i64(j->a, ia), (uint64_t)e));
+                continue;
+            }
+        }
+        store_f64(j->out, io, pow(op_get_f64(j->a, ia), op_get_f64(j->b, ib)));
+    }
+}
+
+static bc_row_fn pick_row_fn(bin_kind k, const smelt_tensor *a, const smelt_tensor *b)
+{
+    bool f32 = a->dtype == SMELT_DT_FLOAT32 && b->dtype == SMELT_DT_FLOAT32;
+    if (kind_is_logic(k)) return row_logic;
+    if (k == BIN_POW && !f32) return row_pow;
+    if (f32) return kind_is_compare(k) ? row_f32_cmp : row_f32_arith;
+    if (op_dtype_is_float(a->dtype)) return row_float;
+    if (dtype_is_unsigned(a->dtype)) return row_unsigned;
+    return row_signed; /* signed integers and bool (Equal) */
+}
+
+static smelt_status apply_binary(smelt_ctx *ctx, const gr_node *n, bin_kind kind,
+                                 const smelt_tensor *a, const smelt_tensor *b,
+                                 smelt_tensor *out)
+{
+    const smelt_tensor *ins[2] = {a, b};
+    bc_plan plan;
+    if (!bc_plan_init(&plan, out, ins, 2))
+        return op_errf(ctx, n, SMELT_ERR_SHAPE, "input shapes do not broadcast to the output");
+    if (op_numel(out) == 0) return SMELT_OK;
+    bin_job job = {.kind = kind, .a = a, .b = b, .out = out,
+                   .bits = (int)(8 * smelt_dtype_size(a->dtype))};
+    bc_for_each_row(&plan, pick_row_fn(kind, a, b), &job);
+    if (job.err) return op_errf(ctx, n, SMELT_ERR_RUNTIME, "%s", job.err);
+    return SMELT_OK;
+}
+
+/* Where: a byte copy from X or Y per element, typed by element size. */
+typedef struct where_job {
+    const smelt_tensor *cond, *x, *y;
+    smelt_tensor *out;
+    size_t elem;
+} where_job;
+
+#define WHERE_ROW(T)                                                                        \
+    do {                                                                                    \
+        const T *x = (const T *)j->x->data + r->off[1];                                     \
+        const T *y = (const T *)j->y->data + r->off[2];                                     \
+        T *o = (T *)j->out->data + r->out;                                                  \
+        for (int64_t i = 0; i < r->n; i++)                                                  \
+            o[i] = c[i * r->step[0]] ? x[i * r->step[1]] : y[i * r->step[2]];               \
+    } while (0)
+
+static void row_where(void *job, const bc_row *r)
+{
+    const where_job *j = job;
+    const uint8_t *c = (const uint8_t *)j->cond->data + r->off[0];
+    switch (j->elem) {
+    case 1: WHERE_ROW(uint8_t); break;
+    case 2: WHERE_ROW(uint16_t); break;
+    case 4: WHERE_ROW(uint32_t); break;
+    case 8: WHERE_ROW(uint64_t); break;
+    default: {
+        const char *x = (const char *)j->x->data, *y = (const char *)j->y->data;
+        char *o = (char *)j->out->data;
+        for (int64_t i = 0; i < r->n; i++) {
+            const char *src = c[i * r->step[0]]
+                                  ? x + (r->off[1] + i * r->step[1]) * (int64_t)j->elem
+                                  : y + (r->off[2] + i * r->step[2]) * (int64_t)j->elem;
+            memcpy(o + (r->out + i) * (int64_t)j->elem, src, j->elem);
+        }
+        break;
+    }
+    }
+}
+
+/* ---- import ---------------------------------------------------------------------------- */
+
+static smelt_status binary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
+{
+    op_binary_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    if (n->op == OP_MOD) {
+        int64_t fmod_attr;
+        SMELT_TRY(op_attr_int(ctx, n, "fmod", 0, &fmod_attr));
+        if (fmod_attr != 0 && fmod_attr != 1)
+            return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'fmod' is %lld, expected 0 or 1",
+                           (long long)fmod_attr);
+        a->fmod = fmod_attr == 1;
+    }
+    if (g->opset < 7 && n->op == OP_PRELU) a->legacy_channel_slope = true;
+    if (g->opset < 7) {
+        int64_t broadcast;
+        SMELT_TRY(op_attr_int(ctx, n, "broadcast", 0, &broadcast));
+        if (broadcast && gr_node_attr(n, "axis")) {
+            SMELT_TRY(op_attr_int(ctx, n, "axis", 0, &a->legacy_axis));
+            a->has_legacy_axis = true;
+        }
+    }
+    return SMELT_OK;
+}
+
+/* ---- infer helpers -------------------------------------------------------------------- */
+
+static const char *input_name(const gr_node *n, int i)
+{
+    return i < n->n_inputs && n->inputs[i] ? n->inputs[i]->name : "?";
+}
+
+static void format_dims(const smelt_tensor *t, char *buf, size_t size)
+{
+    size_t len = 0;
+    len += (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < t->rank && len < size; d++) {
+        if (t->dims[d] >= 0)
+            len += (size_t)snprintf(buf + len, size - len, "%s%lld", d ? "," : "",
+                                    (long long)t->dims[d]);
+        else
+            len += (size_t)snprintf(buf + len, size - len, "%s?", d ? "," : "");
+    }
+    if (len < size) snprintf(buf + len, size - len, "]");
+}
+
+static smelt_status need_inputs(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                int count)
+{
+    if (count < 1) return op_errf(ctx, n, SMELT_ERR_MODEL, "needs at least one input");
+    for (int i = 0; i < count; i++)
+        if (!op_input(n, in, i))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "required input %d is missing", i);
+    return SMELT_OK;
+}
+
+/* Opset < 7 'axis' broadcasting: B lines up with A's dims from `axis` on,
+ * which is numpy broadcasting of B padded with trailing 1s.  Old PRelu's
+ * per-channel slope is the same thing at axis 1. */
+static smelt_status legacy_axis_view(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *a,
+                                     const smelt_tensor *b, smelt_tensor *view)
+{
+    int64_t given = attrs_of(n)->has_legacy_axis ? attrs_of(n)->legacy_axis : 1;
+    int64_t axis = given < 0 ? given + a->rank : given;
+    if (axis < 0 || axis > a->rank || b->rank > a->rank - axis)
+        return op_errf(ctx, n, SMELT_ERR_ATTR,
+                       "attribute 'axis' (%lld) does not place input '%s' of rank %d inside "
+                       "input '%s' of rank %d", (long long)given,
+                       input_name(n, 1), b->rank, input_name(n, 0), a->rank);
+    *view = *b;
+    view->rank = (int)(a->rank - axis);
+    for (int d = b->rank; d < view->rank; d++) view->dims[d] = 1;
+    return SMELT_OK;
+}
+
+/* The two operands of a binary op; B possibly re-shaped by a legacy axis. */
+static smelt_status operands(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                             const smelt_tensor *ops[2], smelt_tensor *b_view)
+{
+    SMELT_TRY(need_inputs(ctx, n, in, 2));
+    ops[0] = in[0];
+    ops[1] = in[1];
+    const op_binary_attrs *at = attrs_of(n);
+    bool channel_slope = at->legacy_channel_slope && in[1]->rank == 1 && in[0]->rank >= 2;
+    if (at->has_legacy_axis || channel_slope) {
+        SMELT_TRY(legacy_axis_view(ctx, n, in[0], in[1], b_view));
+        ops[1] = b_view;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status check_dtype_of(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t,
+                                   int i, const smelt_dtype *allowed)
+{
+    char what[160];
+    snprintf(what, sizeof what, "input '%s'", input_name(n, i));
+    return op_check_dtype(ctx, n, t, what, allowed);
+}
+
+/* ts[first..first+count) must all have ts[first]'s dtype, which must be allowed. */
+static smelt_status check_same_dtype(smelt_ctx *ctx, const gr_node *n,
+                                     const smelt_tensor *const *ts, int first, int count,
+                                     const smelt_dtype *allowed)
+{
+    SMELT_TRY(check_dtype_of(ctx, n, ts[first], first, allowed));
+    for (int k = first + 1; k < first + count; k++)
+        if (ts[k]->dtype != ts[first]->dtype)
+            return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                           "input '%s' has dtype %s, expected %s like input '%s'",
+                           input_name(n, k), smelt_dtype_name(ts[k]->dtype),
+                           smelt_dtype_name(ts[first]->dtype), input_name(n, first));
+    return SMELT_OK;
+}
+
+/* First aligned dim (in the broadcast result) where a and b cannot broadcast, or -1. */
+static int incompatible_dim(const smelt_tensor *a, const smelt_tensor *b)
+{
+    int rank = a->rank > b->rank ? a->rank : b->rank;
+    for (int d = 0; d < rank; d++) {
+        int ia = d - (rank - a->rank), ib = d - (rank - b->rank);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da >= 0 && db >= 0 && da != db && da != 1 && db != 1) return d;
+    }
+    return -1;
+}
+
+/* Multidirectional broadcast of ts[0..count) (inputs 0..count-1) into out. */
+static smelt_status broadcast_all(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *ts,
+                                  int count, smelt_tensor *out)
+{
+    smelt_tensor acc;
+    memset(&acc, 0, sizeof acc);
+    op_copy_shape(&acc, ts[0]);
+    for (int k = 1; k < count; k++) {
+        int d = incompatible_dim(&acc, ts[k]);
+        if (d >= 0) {
+            char sa[128], sb[128];
+            format_dims(&acc, sa, sizeof sa);
+            format_dims(ts[k], sb, sizeof sb);
+            if (k == 1)
+                return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                               "cannot broadcast input '%s' %s with input '%s' %s (dim %d)",
+                               input_name(n, 0), sa, input_name(n, 1), sb, d);
+            return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                           "cannot broadcast input '%s' %s with the shape %s of the inputs "
+                           "before it (dim %d)", input_name(n, k), sb, sa, d);
+        }
+        SMELT_TRY(op_broadcast(ctx, n, &acc, ts[k], &acc));
+    }
+    out->rank = acc.rank;
+    memcpy(out->dims, acc.dims, sizeof out->dims);
+    return SMELT_OK;
+}
+
+/* ---- infer ------------------------------------------------------------------------------- */
+
+/* Add, Sub, Mul, Div, Mod */
+static smelt_status arith_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    const smelt_tensor *ops[2];
+    smelt_tensor b_view;
+    SMELT_TRY(operands(ctx, n, in, ops, &b_view));
+    SMELT_TRY(check_same_dtype(ctx, n, ops, 0, 2, k_numeric));
+    if (n->op == OP_MOD && op_dtype_is_float(ops[0]->dtype) && !attrs_of(n)->fmod)
+        return op_errf(ctx, n, SMELT_ERR_ATTR,
+                       "attribute 'fmod' must be 1 for floating-point inputs (dtype %s)",
+                       smelt_dtype_name(ops[0]->dtype));
+    SMELT_TRY(broadcast_all(ctx, n, ops, 2, &out[0]));
+    out[0].dtype = ops[0]->dtype;
+    return SMELT_OK;
+}
+
+/* Base and exponent may differ in dtype; the result has the base's. */
+static smelt_status pow_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    const smelt_tensor *ops[2];
+    smelt_tensor b_view;
+    SMELT_TRY(operands(ctx, n, in, ops, &b_view));
+    SMELT_TRY(check_dtype_of(ctx, n, ops[0], 0, k_numeric));
+    SMELT_TRY(check_dtype_of(ctx, n, ops[1], 1, k_numeric));
+    SMELT_TRY(broadcast_all(ctx, n, ops, 2, &out[0]));
+    out[0].dtype = ops[0]->dtype;
+    return SMELT_OK;
+}
+
+/* Equal, Less, LessOrEqual, Greater, GreaterOrEqual */
+static smelt_status compare_infer(smelt_ctx *ctx, const gr_node *n,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *ops[2];
+    smelt_tensor b_view;
+    SMELT_TRY(operands(ctx, n, in, ops, &b_view));
+    SMELT_TRY(check_same_dtype(ctx, n, ops, 0, 2,
+                               n->op == OP_EQUAL ? k_numeric_or_bool : k_numeric));
+    SMELT_TRY(broadcast_all(ctx, n, ops, 2, &out[0]));
+    out[0].dtype = SMELT_DT_BOOL;
+    return SMELT_OK;
+}
+
+/* And, Or, Xor */
+static smelt_status logic_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    const smelt_tensor *ops[2];
+    smelt_tensor b_view;
+    SMELT_TRY(operands(ctx, n, in, ops, &b_view));
+    SMELT_TRY(check_same_dtype(ctx, n, ops, 0, 2, k_bool));
+    SMELT_TRY(broadcast_all(ctx, n, ops, 2, &out[0]));
+    out[0].dtype = SMELT_DT_BOOL;
+    return SMELT_OK;
+}
+
+static bool same_dims(const smelt_tensor *a, const smelt_tensor *b)
+{
+    if (a->rank != b->rank) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d] && a->dims[d] >= 0 && b->dims[d] >= 0) return false;
+    return true;
+}
+
+/* The slope broadcasts to X, never the other way (unidirectional). */
+static smelt_status prelu_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    const smelt_tensor *ops[2];
+    smelt_tensor b_view, joint;
+    SMELT_TRY(operands(ctx, n, in, ops, &b_view));
+    SMELT_TRY(check_same_dtype(ctx, n, ops, 0, 2, k_numeric));
+    memset(&joint, 0, sizeof joint);
+    SMELT_TRY(broadcast_all(ctx, n, ops, 2, &joint));
+    if (!same_dims(&joint, ops[0])) {
+        char sx[128], ss[128];
+        format_dims(ops[0], sx, sizeof sx);
+        format_dims(ops[1], ss, sizeof ss);
+        return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                       "slope '%s' %s does not broadcast to the shape %s of input '%s'",
+                       input_name(n, 1), ss, sx, input_name(n, 0));
+    }
+    op_copy_shape(&out[0], ops[0]);
+    return SMELT_OK;
+}
+
+/* Min, Max, Sum, Mean: 1..N inputs of one dtype, all broadcast together. */
+static smelt_status variadic_infer(smelt_ctx *ctx, const gr_node *n,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    SMELT_TRY(need_inputs(ctx, n, in, n->n_inputs));
+    bool float_only = n->op == OP_SUM || n->op == OP_MEAN;
+    SMELT_TRY(check_same_dtype(ctx, n, in, 0, n->n_inputs, float_only ? k_floats : k_numeric));
+    SMELT_TRY(broadcast_all(ctx, n, in, n->n_inputs, &out[0]));
+    out[0].dtype = in[0]->dtype;
+    return SMELT_OK;
+}
+
+static smelt_status where_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    SMELT_TRY(need_inputs(ctx, n, in, 3));
+    SMELT_TRY(check_dtype_of(ctx, n, in[0], 0, k_bool));
+    SMELT_TRY(check_same_dtype(ctx, n, in, 1, 2, k_where_values));
+    SMELT_TRY(broadcast_all(ctx, n, in, 3, &out[0]));
+    out[0].dtype = in[1]->dtype;
+    return SMELT_OK;
+}
+
+/* ---- eval ---------------------------------------------------------------------------------- */
+
+static smelt_status binary_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    const smelt_tensor *ops[2];
+    smelt_tensor b_view;
+    SMELT_TRY(operands(ctx, n, in, ops, &b_view));
+    return apply_binary(ctx, n, kind_of(n), ops[0], ops[1], &out[0]);
+}
+
+static void divide_all(smelt_tensor *t, int divisor)
+{
+    int64_t count = op_numel(t);
+    if (t->dtype == SMELT_DT_FLOAT32) {
+        float *d = t->data;
+        for (int64_t i = 0; i < count; i++) d[i] /= (float)divisor;
+        return;
+    }
+    for (int64_t i = 0; i < count; i++) store_f64(t, i, op_get_f64(t, i) / divisor);
+}
+
+/* Accumulates pairwise into the output: out = in0 op in1, then out op= ink. */
+static smelt_status variadic_eval(smelt_ctx *ctx, const gr_node *n,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    int count = n->n_inputs;
+    if (count == 1) { /* infer made the output the input's shape */
+        memcpy(out[0].data, in[0]->data, (size_t)op_numel(in[0]) * smelt_dtype_size(in[0]->dtype));
+        return SMELT_OK;
+    }
+    bin_kind kind = kind_of(n);
+    SMELT_TRY(apply_binary(ctx, n, kind, in[0], in[1], &out[0]));
+    for (int k = 2; k < count; k++) SMELT_TRY(apply_binary(ctx, n, kind, &out[0], in[k], &out[0]));
+    if (n->op == OP_MEAN) divide_all(&out[0], count);
+    return SMELT_OK;
+}
+
+static smelt_status where_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               smelt_tensor *out)
+{
+    bc_plan plan;
+    if (!bc_plan_init(&plan, &out[0], in, 3))
+        return op_errf(ctx, n, SMELT_ERR_SHAPE, "input shapes do not broadcast to the output");
+    if (op_numel(&out[0]) == 0) return SMELT_OK;
+    where_job job = {in[0], in[1], in[2], &out[0], smelt_dtype_size(in[1]->dtype)};
+    bc_for_each_row(&plan, row_where, &job);
+    return SMELT_OK;
+}
+
+/* ---- op table ------------------------------------------------------------------------------ */
+
+#define BINARY_DEF(ENUM, INFER, EVAL, MIN_IN, MAX_IN)                                        \
+    const op_def op_def_##ENUM = {.import = binary_import, .infer = INFER, .eval = EVAL,     \
+                                  .min_inputs = MIN_IN, .max_inputs = MAX_IN,               \
+                                  .min_outputs = 1, .max_outputs = 1}
+
+BINARY_DEF(ADD, arith_infer, binary_eval, 2, 2);
+BINARY_DEF(SUB, arith_infer, binary_eval, 2, 2);
+BINARY_DEF(MUL, arith_infer, binary_eval, 2, 2);
+BINARY_DEF(DIV, arith_infer, binary_eval, 2, 2);
+BINARY_DEF(MOD, arith_infer, binary_eval, 2, 2);
+BINARY_DEF(POW, pow_infer, binary_eval, 2, 2);
+BINARY_DEF(PRELU, prelu_infer, binary_eval, 2, 2);
+BINARY_DEF(MIN, variadic_infer, variadic_eval, 1, -1);
+BINARY_DEF(MAX, variadic_infer, variadic_eval, 1, -1);
+BINARY_DEF(SUM, variadic_infer, variadic_eval, 1, -1);
+BINARY_DEF(MEAN, variadic_infer, variadic_eval, 1, -1);
+BINARY_DEF(EQUAL, compare_infer, binary_eval, 2, 2);
+BINARY_DEF(LESS, compare_infer, binary_eval, 2, 2);
+BINARY_DEF(LESS_OR_EQUAL, compare_infer, binary_eval, 2, 2);
+BINARY_DEF(GREATER, compare_infer, binary_eval, 2, 2);
+BINARY_DEF(GREATER_OR_EQUAL, compare_infer, binary_eval, 2, 2);
+BINARY_DEF(AND, logic_infer, binary_eval, 2, 2);
+BINARY_DEF(OR, logic_infer, binary_eval, 2, 2);
+BINARY_DEF(XOR, logic_infer, binary_eval, 2, 2);
+BINARY_DEF(WHERE, where_infer, where_eval, 3, 3);

@@ -1,0 +1,699 @@
+/* Unary elementwise ops: activations, math functions, float tests, casts.
+ *
+ * Every float op is one scalar function over double (the most accurate
+ * oracle: the result is rounded once, to the output dtype).  Kernels apply
+ * it with typed loops for f32/f64 and through the generic accessors for
+ * f16/bf16.  Integer inputs (where ONNX allows them) use exact integer
+ * functions instead of a detour through double.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ops/elementwise.h"
+
+/* ---- dtype sets ---------------------------------------------------------- */
+
+#define FLOAT_TYPES SMELT_DT_FLOAT16, SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_BFLOAT16
+#define SIGNED_TYPES SMELT_DT_INT8, SMELT_DT_INT16, SMELT_DT_INT32, SMELT_DT_INT64
+#define UNSIGNED_TYPES SMELT_DT_UINT8, SMELT_DT_UINT16, SMELT_DT_UINT32, SMELT_DT_UINT64
+
+static const smelt_dtype k_floats[] = {FLOAT_TYPES, SMELT_DT_UNDEFINED};
+static const smelt_dtype k_signed_or_float[] = {FLOAT_TYPES, SIGNED_TYPES, SMELT_DT_UNDEFINED};
+static const smelt_dtype k_numeric[] = {FLOAT_TYPES, SIGNED_TYPES, UNSIGNED_TYPES,
+                                        SMELT_DT_UNDEFINED};
+static const smelt_dtype k_bool[] = {SMELT_DT_BOOL, SMELT_DT_UNDEFINED};
+static const smelt_dtype k_castable[] = {FLOAT_TYPES, SIGNED_TYPES, UNSIGNED_TYPES,
+                                         SMELT_DT_BOOL, SMELT_DT_UNDEFINED};
+
+static bool dtype_is_unsigned(smelt_dtype dt)
+{
+    return dt == SMELT_DT_UINT8 || dt == SMELT_DT_UINT16 || dt == SMELT_DT_UINT32 ||
+           dt == SMELT_DT_UINT64;
+}
+
+/* ---- stores with a single rounding ------------------------------------------ */
+
+/* Round to float with round-to-odd, so that a second rounding to f16/bf16
+ * gives the correctly rounded result of the double (no double rounding). */
+static float f64_to_f32_round_odd(double d)
+{
+    float f = (float)d;
+    if (!isfinite(f) || (double)f == d) return f;
+    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f); /* truncate toward zero */
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    bits |= 1;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void store_f64(smelt_tensor *t, int64_t i, double v)
+{
+    if (t->dtype == SMELT_DT_FLOAT16)
+        ((uint16_t *)t->data)[i] = smelt_f32_to_f16(f64_to_f32_round_odd(v));
+    else if (t->dtype == SMELT_DT_BFLOAT16)
+        ((uint16_t *)t->data)[i] = smelt_f32_to_bf16(f64_to_f32_round_odd(v));
+    else
+        op_set_f64(t, i, v);
+}
+
+/* ---- scalar functions ---------------------------------------------------------- */
+
+typedef double (*unary_f64_fn)(double x, const op_unary_attrs *a);
+typedef int64_t (*unary_i64_fn)(int64_t x);
+typedef uint64_t (*unary_u64_fn)(uint64_t x);
+
+/* Comparisons are written so that NaN falls through to x (NaN in, NaN out). */
+static double relu_f(double x, const op_unary_attrs *a) { (void)a; return x < 0 ? 0.0 : x; }
+static double leaky_relu_f(double x, const op_unary_attrs *a) { return x < 0 ? a->alpha * x : x; }
+static double elu_f(double x, const op_unary_attrs *a) { return x < 0 ? a->alpha * expm1(x) : x; }
+static double selu_f(double x, const op_unary_attrs *a)
+{
+    return x <= 0 ? a->gamma * a->alpha * expm1(x) : a->gamma * x;
+}
+static double celu_f(double x, const op_unary_attrs *a)
+{
+    return x < 0 ? a->alpha * expm1(x / a->alpha) : x;
+}
+static double thresholded_relu_f(double x, const op_unary_attrs *a)
+{
+    return x > a->alpha ? x : 0.0;
+}
+static double clamp01(double v) { return v < 0 ? 0.0 : v > 1 ? 1.0 : v; }
+static double hard_sigmoid_f(double x, const op_unary_attrs *a)
+{
+    return clamp01(a->alpha * x + a->beta);
+}
+static double hard_swish_f(double x, const op_unary_attrs *a)
+{
+    return x * clamp01(a->alpha * x + a->beta);
+}
+static double sigmoid_f(double x, const op_unary_attrs *a)
+{
+    (void)a;
+    if (x >= 0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x); /* no overflow for very negative x */
+    return e / (1.0 + e);
+}
+static double softplus_f(double x, const op_unary_attrs *a)
+{
+    (void)a;
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+static double softsign_f(double x, const op_unary_attrs *a) { (void)a; return x / (1.0 + fabs(x)); }
+static double gelu_f(double x, const op_unary_attrs *a)
+{
+    if (a->gelu_tanh) {
+        const double k = 0.79788456080286535588; /* sqrt(2/pi) */
+        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+}
+static double tanh_f(double x, const op_unary_attrs *a) { (void)a; return tanh(x); }
+static double erf_f(double x, const op_unary_attrs *a) { (void)a; return erf(x); }
+static double exp_f(double x, const op_unary_attrs *a) { (void)a; return exp(x); }
+static double log_f(double x, const op_unary_attrs *a) { (void)a; return log(x); }
+static double sqrt_f(double x, const op_unary_attrs *a) { (void)a; return sqrt(x); }
+static double reciprocal_f(double x, const op_unary_attrs *a) { (void)a; return 1.0 / x; }
+static double neg_f(double x, const op_unary_attrs *a) { (void)a; return -x; }
+static double abs_f(double x, const op_unary_attrs *a) { (void)a; return fabs(x); }
+static double floor_f(double x, const op_unary_attrs *a) { (void)a; return floor(x); }
+static double ceil_f(double x, const op_unary_attrs *a) { (void)a; return ceil(x); }
+/* nearbyint in the default rounding mode rounds halves to even, as ONNX asks. */
+static double round_f(double x, const op_unary_attrs *a) { (void)a; return nearbyint(x); }
+static double sign_f(double x, const op_unary_attrs *a)
+{
+    (void)a;
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+}
+static double sin_f(double x, const op_unary_attrs *a) { (void)a; return sin(x); }
+static double cos_f(double x, const op_unary_attrs *a) { (void)a; return cos(x); }
+
+/* Integer forms wrap like two's complement (Neg/Abs of the minimum stay the
+ * minimum after truncation to the dtype) without signed-overflow UB. */
+static int64_t relu_i(int64_t x) { return x < 0 ? 0 : x; }
+static int64_t neg_i(int64_t x) { return (int64_t)(0u - (uint64_t)x); }
+static int64_t abs_i(int64_t x) { return x < 0 ? neg_i(x) : x; }
+static int64_t sign_i(int64_t x) { return (x > 0) - (x < 0); }
+static uint64_t abs_u(uint64_t x) { return x; }
+static uint64_t sign_u(uint64_t x) { return x != 0; }
+
+/* fi/fu NULL: integer inputs (if allowed) go through f and are truncated. */
+typedef struct unary_op {
+    unary_f64_fn f;
+    unary_i64_fn fi;
+    unary_u64_fn fu;
+    const smelt_dtype *types;
+} unary_op;
+
+static const unary_op g_unary[OP_COUNT_] = {
+    [OP_RELU] = {relu_f, relu_i, NULL, k_signed_or_float},
+    [OP_LEAKY_RELU] = {leaky_relu_f, NULL, NULL, k_floats},
+    [OP_ELU] = {elu_f, NULL, NULL, k_floats},
+    [OP_SELU] = {selu_f, NULL, NULL, k_floats},
+    [OP_CELU] = {celu_f, NULL, NULL, k_floats},
+    [OP_THRESHOLDED_RELU] = {thresholded_relu_f, NULL, NULL, k_floats},
+    [OP_SIGMOID] = {sigmoid_f, NULL, NULL, k_floats},
+    [OP_HARD_SIGMOID] = {hard_sigmoid_f, NULL, NULL, k_floats},
+    [OP_HARD_SWISH] = {hard_swish_f, NULL, NULL, k_floats},
+    [OP_SOFTPLUS] = {softplus_f, NULL, NULL, k_floats},
+    [OP_SOFTSIGN] = {softsign_f, NULL, NULL, k_floats},
+    [OP_TANH] = {tanh_f, NULL, NULL, k_floats},
+    [OP_ERF] = {erf_f, NULL, NULL, k_numeric},
+    [OP_GELU] = {gelu_f, NULL, NULL, k_floats},
+    [OP_EXP] = {exp_f, NULL, NULL, k_floats},
+    [OP_LOG] = {log_f, NULL, NULL, k_floats},
+    [OP_SQRT] = {sqrt_f, NULL, NULL, k_floats},
+    [OP_RECIPROCAL] = {reciprocal_f, NULL, NULL, k_floats},
+    [OP_NEG] = {neg_f, neg_i, NULL, k_signed_or_float},
+    [OP_ABS] = {abs_f, abs_i, abs_u, k_numeric},
+    [OP_FLOOR] = {floor_f, NULL, NULL, k_floats},
+    [OP_CEIL] = {ceil_f, NULL, NULL, k_floats},
+    [OP_ROUND] = {round_f, NULL, NULL, k_floats},
+    [OP_SIGN] = {sign_f, sign_i, sign_u, k_numeric},
+    [OP_SIN] = {sin_f, NULL, NULL, k_floats},
+    [OP_COS] = {cos_f, NULL, NULL, k_floats},
+};
+
+/* ---- import ------------------------------------------------------------------------ */
+
+static const op_unary_attrs k_no_attrs;
+
+static const op_unary_attrs *attrs_of(const gr_node *n)
+{
+    return n->op_attrs ? n->op_attrs : &k_no_attrs;
+}
+
+static smelt_status read_alpha(smelt_ctx *ctx, const gr_node *n, float def, op_unary_attrs *a)
+{
+    float v;
+    SMELT_TRY(op_attr_float(ctx, n, "alpha", def, &v));
+    a->alpha = v;
+    return SMELT_OK;
+}
+
+static smelt_status import_selu(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
+{
+    float gamma;
+    SMELT_TRY(read_alpha(ctx, n, 1.67326319217681884765625f, a));
+    SMELT_TRY(op_attr_float(ctx, n, "gamma", 1.05070102214813232421875f, &gamma));
+    a->gamma = gamma;
+    return SMELT_OK;
+}
+
+static smelt_status import_hard_sigmoid(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
+{
+    float beta;
+    SMELT_TRY(read_alpha(ctx, n, 0.2f, a));
+    SMELT_TRY(op_attr_float(ctx, n, "beta", 0.5f, &beta));
+    a->beta = beta;
+    return SMELT_OK;
+}
+
+static smelt_status import_celu(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
+{
+    SMELT_TRY(read_alpha(ctx, n, 1.0f, a));
+    if (a->alpha == 0)
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'alpha' must be non-zero");
+    return SMELT_OK;
+}
+
+static smelt_status import_gelu(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
+{
+    const char *mode;
+    SMELT_TRY(op_attr_string(ctx, n, "approximate", "none", &mode));
+    if (strcmp(mode, "tanh") == 0)
+        a->gelu_tanh = true;
+    else if (strcmp(mode, "none") != 0)
+        return op_errf(ctx, n, SMELT_ERR_ATTR,
+                       "attribute 'approximate' is '%s', expected 'none' or 'tanh'", mode);
+    return SMELT_OK;
+}
+
+static smelt_status import_is_inf(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
+{
+    int64_t neg, pos;
+    SMELT_TRY(op_attr_int(ctx, n, "detect_negative", 1, &neg));
+    SMELT_TRY(op_attr_int(ctx, n, "detect_positive", 1, &pos));
+    a->detect_neg = neg != 0;
+    a->detect_pos = pos != 0;
+    return SMELT_OK;
+}
+
+/* Cast-1 names the target type with a string ("FLOAT", "int64"...). */
+static int dtype_from_name(const char *s)
+{
+    static const struct { const char *name; smelt_dtype dt; } names[] = {
+        {"FLOAT", SMELT_DT_FLOAT32},   {"UINT8", SMELT_DT_UINT8},     {"INT8", SMELT_DT_INT8},
+        {"UINT16", SMELT_DT_UINT16},   {"INT16", SMELT_DT_INT16},     {"INT32", SMELT_DT_INT32},
+        {"INT64", SMELT_DT_INT64},     {"STRING", SMELT_DT_STRING},   {"BOOL", SMELT_DT_BOOL},
+        {"FLOAT16", SMELT_DT_FLOAT16}, {"DOUBLE", SMELT_DT_FLOAT64},  {"UINT32", SMELT_DT_UINT32},
+        {"UINT64", SMELT_DT_UINT64},   {"BFLOAT16", SMELT_DT_BFLOAT16},
+    };
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(names); i++)
+        if (strcasecmp(s, names[i].name) == 0) return names[i].dt;
+    return -1;
+}
+
+static smelt_status import_cast(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
+{
+    const gr_attr *attr = gr_node_attr(n, "to");
+    if (!attr) return op_errf(ctx, n, SMELT_ERR_ATTR, "missing required attribute 'to'");
+    int64_t to;
+    if (attr->type == GR_ATTR_STRING) {
+        to = dtype_from_name(attr->s);
+        if (to < 0)
+            return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'to' names unknown type '%s'",
+                           attr->s);
+    } else {
+        SMELT_TRY(op_attr_int(ctx, n, "to", 0, &to));
+    }
+    if (to == SMELT_DT_STRING)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "casting to string is not supported");
+    if (to == SMELT_DT_COMPLEX64 || to == SMELT_DT_COMPLEX128)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "casting to %s is not supported",
+                       smelt_dtype_name((smelt_dtype)to));
+    if (to <= SMELT_DT_UNDEFINED || to >= SMELT_DT_COUNT_)
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'to' is %lld, not a known dtype",
+                       (long long)to);
+    a->to = (smelt_dtype)to;
+    return SMELT_OK;
+}
+
+/* Clip before opset 11 gives min/max as attributes: turn them into inputs. */
+static smelt_status import_clip(smelt_ctx *ctx, gr_graph *g, gr_node *n)
+{
+    if (g->opset >= 11) return SMELT_OK;
+    static const char *const names[2] = {"min", "max"};
+    for (int k = 0; k < 2; k++) {
+        if (!gr_node_attr(n, names[k])) continue;
+        float v;
+        SMELT_TRY(op_attr_float(ctx, n, names[k], 0.0f, &v));
+        SMELT_TRY(op_set_input_float_scalar(ctx, g, n, 1 + k, v));
+    }
+    return SMELT_OK;
+}
+
+static smelt_status unary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
+{
+    if (n->op == OP_CLIP) return import_clip(ctx, g, n);
+    op_unary_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    switch (n->op) {
+    case OP_LEAKY_RELU: return read_alpha(ctx, n, 0.01f, a);
+    case OP_ELU: return read_alpha(ctx, n, 1.0f, a);
+    case OP_THRESHOLDED_RELU: return read_alpha(ctx, n, 1.0f, a);
+    case OP_CELU: return import_celu(ctx, n, a);
+    case OP_SELU: return import_selu(ctx, n, a);
+    case OP_HARD_SIGMOID: return import_hard_sigmoid(ctx, n, a);
+    case OP_HARD_SWISH:
+        a->alpha = 1.0 / 6.0;
+        a->beta = 0.5;
+        return SMELT_OK;
+    case OP_GELU: return import_gelu(ctx, n, a);
+    case OP_IS_INF: return import_is_inf(ctx, n, a);
+    case OP_CAST: return import_cast(ctx, n, a);
+    default: return SMELT_OK;
+    }
+}
+
+/* ---- infer --------------------------------------------------------------------------- */
+
+static const char *input_name(const gr_node *n, int i)
+{
+    return i < n->n_inputs && n->inputs[i] ? n->inputs[i]->name : "?";
+}
+
+static smelt_status need_input(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               int i, const smelt_tensor **out)
+{
+    *out = op_input(n, in, i);
+    if (!*out) return op_errf(ctx, n, SMELT_ERR_MODEL, "required input %d is missing", i);
+    return SMELT_OK;
+}
+
+static smelt_status check_input_dtype(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t,
+                                      int i, const smelt_dtype *allowed)
+{
+    char what[160];
+    snprintf(what, sizeof what, "input '%s'", input_name(n, i));
+    return op_check_dtype(ctx, n, t, what, allowed);
+}
+
+static smelt_status unary_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    const smelt_tensor *x;
+    SMELT_TRY(need_input(ctx, n, in, 0, &x));
+    SMELT_TRY(check_input_dtype(ctx, n, x, 0, g_unary[n->op].types));
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status not_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    const smelt_tensor *x;
+    SMELT_TRY(need_input(ctx, n, in, 0, &x));
+    SMELT_TRY(check_input_dtype(ctx, n, x, 0, k_bool));
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+/* IsNaN, IsInf: float in, bool out. */
+static smelt_status float_test_infer(smelt_ctx *ctx, const gr_node *n,
+                                     const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x;
+    SMELT_TRY(need_input(ctx, n, in, 0, &x));
+    SMELT_TRY(check_input_dtype(ctx, n, x, 0, k_floats));
+    op_copy_shape(&out[0], x);
+    out[0].dtype = SMELT_DT_BOOL;
+    return SMELT_OK;
+}
+
+static smelt_status check_castable(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t, int i)
+{
+    if (t->dtype == SMELT_DT_STRING)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "input '%s' is a string tensor; casts from string are not supported",
+                       input_name(n, i));
+    return check_input_dtype(ctx, n, t, i, k_castable);
+}
+
+static smelt_status cast_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               smelt_tensor *out)
+{
+    const smelt_tensor *x;
+    SMELT_TRY(need_input(ctx, n, in, 0, &x));
+    SMELT_TRY(check_castable(ctx, n, x, 0));
+    smelt_dtype to = attrs_of(n)->to;
+    if (to == SMELT_DT_UNDEFINED)
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "missing required attribute 'to'");
+    op_copy_shape(&out[0], x);
+    out[0].dtype = to;
+    return SMELT_OK;
+}
+
+static smelt_status cast_like_infer(smelt_ctx *ctx, const gr_node *n,
+                                    const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x, *like;
+    SMELT_TRY(need_input(ctx, n, in, 0, &x));
+    SMELT_TRY(need_input(ctx, n, in, 1, &like));
+    SMELT_TRY(check_castable(ctx, n, x, 0));
+    if (like->dtype == SMELT_DT_STRING)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "input '%s' is a string tensor; casting to string is not supported",
+                       input_name(n, 1));
+    SMELT_TRY(check_input_dtype(ctx, n, like, 1, k_castable));
+    op_copy_shape(&out[0], x);
+    out[0].dtype = like->dtype;
+    return SMELT_OK;
+}
+
+static bool is_known_non_scalar(const smelt_tensor *t)
+{
+    return op_dims_static(t) && op_numel(t) != 1;
+}
+
+/* Clip bounds: scalars of X's dtype.  A float32 bound is also accepted for
+ * any float X: that is what the opset < 11 attributes are normalised to. */
+static smelt_status check_clip_bound(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *x,
+                                     const smelt_tensor *b, int i)
+{
+    bool f32_for_float = b->dtype == SMELT_DT_FLOAT32 && op_dtype_is_float(x->dtype);
+    if (b->dtype != x->dtype && !f32_for_float)
+        return op_errf(ctx, n, SMELT_ERR_SHAPE, "input '%s' has dtype %s, expected %s like '%s'",
+                       input_name(n, i), smelt_dtype_name(b->dtype),
+                       smelt_dtype_name(x->dtype), input_name(n, 0));
+    if (is_known_non_scalar(b))
+        return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                       "input '%s' must be a scalar, but has %lld elements", input_name(n, i),
+                       (long long)op_numel(b));
+    return SMELT_OK;
+}
+
+static smelt_status clip_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               smelt_tensor *out)
+{
+    const smelt_tensor *x;
+    SMELT_TRY(need_input(ctx, n, in, 0, &x));
+    SMELT_TRY(check_input_dtype(ctx, n, x, 0, k_numeric));
+    for (int i = 1; i <= 2; i++) {
+        const smelt_tensor *b = op_input(n, in, i);
+        if (b) SMELT_TRY(check_clip_bound(ctx, n, x, b, i));
+    }
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+/* ---- eval ------------------------------------------------------------------------------ */
+
+static void unary_apply_f32(const unary_op *u, const op_unary_attrs *a, const float *x, float *y,
+                            int64_t count)
+{
+    for (int64_t i = 0; i < count; i++) y[i] = (float)u->f(x[i], a);
+}
+
+static void unary_apply_f64(const unary_op *u, const op_unary_attrs *a, const double *x,
+                            double *y, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++) y[i] = u->f(x[i], a);
+}
+
+static void unary_apply_generic(const unary_op *u, const op_unary_attrs *a,
+                                const smelt_tensor *x, smelt_tensor *y, int64_t count)
+{
+    bool is_float = op_dtype_is_float(x->dtype);
+    bool is_unsigned = dtype_is_unsigned(x->dtype);
+    for (int64_t i = 0; i < count; i++) {
+        if (!is_float && is_unsigned && u->fu)
+            op_set_i64(y, i, (int64_t)u->fu((uint64_t)op_get_i64(x, i)));
+        else if (!is_float && !is_unsigned && u->fi)
+            op_set_i64(y, i, u->fi(op_get_i64(x, i)));
+        else
+            store_f64(y, i, u->f(op_get_f64(x, i), a));
+    }
+}
+
+static smelt_status unary_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               smelt_tensor *out)
+{
+    (void)ctx;
+    const unary_op *u = &g_unary[n->op];
+    const op_unary_attrs *a = attrs_of(n);
+    const smelt_tensor *x = in[0];
+    int64_t count = op_numel(x);
+    if (x->dtype == SMELT_DT_FLOAT32)
+        unary_apply_f32(u, a, x->data, out[0].data, count);
+    else if (x->dtype == SMELT_DT_FLOAT64)
+        unary_apply_f64(u, a, x->data, out[0].data, count);
+    else
+        unary_apply_generic(u, a, x, &out[0], count);
+    return SMELT_OK;
+}
+
+static smelt_status not_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                             smelt_tensor *out)
+{
+    (void)ctx;
+    (void)n;
+    const uint8_t *x = in[0]->data;
+    uint8_t *y = out[0].data;
+    int64_t count = op_numel(in[0]);
+    for (int64_t i = 0; i < count; i++) y[i] = !x[i];
+    return SMELT_OK;
+}
+
+static smelt_status is_nan_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    (void)ctx;
+    (void)n;
+    uint8_t *y = out[0].data;
+    int64_t count = op_numel(in[0]);
+    for (int64_t i = 0; i < count; i++) y[i] = isnan(op_get_f64(in[0], i));
+    return SMELT_OK;
+}
+
+static smelt_status is_inf_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    (void)ctx;
+    const op_unary_attrs *a = attrs_of(n);
+    uint8_t *y = out[0].data;
+    int64_t count = op_numel(in[0]);
+    for (int64_t i = 0; i < count; i++) {
+        double v = op_get_f64(in[0], i);
+        y[i] = isinf(v) && (v > 0 ? a->detect_pos : a->detect_neg);
+    }
+    return SMELT_OK;
+}
+
+/* ---- Clip ---- */
+
+static smelt_status clip_bound(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               int i, const smelt_tensor **out)
+{
+    *out = op_input(n, in, i);
+    if (*out && op_numel(*out) != 1)
+        return op_errf(ctx, n, SMELT_ERR_SHAPE,
+                       "input '%s' must be a scalar, but has %lld elements", input_name(n, i),
+                       (long long)op_numel(*out));
+    return SMELT_OK;
+}
+
+/* x < lo ? lo : x keeps NaN; when lo > hi every value becomes hi (ONNX rule). */
+static void clip_float(const smelt_tensor *x, smelt_tensor *y, double lo, double hi)
+{
+    int64_t count = op_numel(x);
+    if (x->dtype == SMELT_DT_FLOAT32) {
+        const float *xs = x->data;
+        float *ys = y->data, l = (float)lo, h = (float)hi;
+        for (int64_t i = 0; i < count; i++) {
+            float v = xs[i] < l ? l : xs[i];
+            ys[i] = v > h ? h : v;
+        }
+        return;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        double v = op_get_f64(x, i);
+        v = v < lo ? lo : v;
+        store_f64(y, i, v > hi ? hi : v);
+    }
+}
+
+static void clip_signed(const smelt_tensor *x, smelt_tensor *y, const smelt_tensor *lo_t,
+                        const smelt_tensor *hi_t)
+{
+    int64_t lo = lo_t ? op_get_i64(lo_t, 0) : INT64_MIN,
+            hi = hi_t ? op_get_i64(hi_t, 0) : INT64_MAX;
+    int64_t count = op_numel(x);
+    for (int64_t i = 0; i < count; i++) {
+        int64_t v = op_get_i64(x, i);
+        v = v < lo ? lo : v;
+        op_set_i64(y, i, v > hi ? hi : v);
+    }
+}
+
+static void clip_unsigned(const smelt_tensor *x, smelt_tensor *y, const smelt_tensor *lo_t,
+                          const smelt_tensor *hi_t)
+{
+    uint64_t lo = lo_t ? (uint64_t)op_get_i64(lo_t, 0) : 0;
+    uint64_t hi = hi_t ? (uint64_t)op_get_i64(hi_t, 0) : UINT64_MAX;
+    int64_t count = op_numel(x);
+    for (int64_t i = 0; i < count; i++) {
+        uint64_t v = (uint64_t)op_get_i64(x, i);
+        v = v < lo ? lo : v;
+        op_set_i64(y, i, (int64_t)(v > hi ? hi : v));
+    }
+}
+
+static smelt_status clip_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *lo, *hi;
+    SMELT_TRY(clip_bound(ctx, n, in, 1, &lo));
+    SMELT_TRY(clip_bound(ctx, n, in, 2, &hi));
+    if (op_dtype_is_float(x->dtype))
+        clip_float(x, &out[0], lo ? op_get_f64(lo, 0) : -INFINITY,
+                   hi ? op_get_f64(hi, 0) : INFINITY);
+    else if (dtype_is_unsigned(x->dtype))
+        clip_unsigned(x, &out[0], lo, hi);
+    else
+        clip_signed(x, &out[0], lo, hi);
+    return SMELT_OK;
+}
+
+/* ---- Cast ---- */
+
+static void cast_f32_to_f16(const float *x, uint16_t *y, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++) y[i] = smelt_f32_to_f16(x[i]);
+}
+
+static void cast_f16_to_f32(const uint16_t *x, float *y, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++) y[i] = smelt_f16_to_f32(x[i]);
+}
+
+/* Float -> int saturates (NaN -> 0) instead of hitting UB; int -> int wraps
+ * like a C conversion; anything -> bool is "!= 0". */
+static void cast_generic(const smelt_tensor *x, smelt_tensor *y, int64_t count)
+{
+    bool via_float = op_dtype_is_float(x->dtype) || op_dtype_is_float(y->dtype);
+    for (int64_t i = 0; i < count; i++) {
+        if (via_float)
+            store_f64(y, i, op_get_f64(x, i));
+        else
+            op_set_i64(y, i, op_get_i64(x, i));
+    }
+}
+
+static smelt_status cast_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    (void)ctx;
+    (void)n;
+    const smelt_tensor *x = in[0];
+    smelt_tensor *y = &out[0];
+    int64_t count = op_numel(x);
+    if (count == 0) return SMELT_OK;
+    if (x->dtype == y->dtype)
+        memcpy(y->data, x->data, (size_t)count * smelt_dtype_size(x->dtype));
+    else if (x->dtype == SMELT_DT_FLOAT32 && y->dtype == SMELT_DT_FLOAT16)
+        cast_f32_to_f16(x->data, y->data, count);
+    else if (x->dtype == SMELT_DT_FLOAT16 && y->dtype == SMELT_DT_FLOAT32)
+        cast_f16_to_f32(x->data, y->data, count);
+    else
+        cast_generic(x, y, count);
+    return SMELT_OK;
+}
+
+/* ---- op table ---------------------------------------------------------------------------- */
+
+#define UNARY_DEF(ENUM, INFER, EVAL)                                                        \
+    const op_def op_def_##ENUM = {.import = unary_import, .infer = INFER, .eval = EVAL,    \
+                                  .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,      \
+                                  .max_outputs = 1}
+
+UNARY_DEF(RELU, unary_infer, unary_eval);
+UNARY_DEF(LEAKY_RELU, unary_infer, unary_eval);
+UNARY_DEF(ELU, unary_infer, unary_eval);
+UNARY_DEF(SELU, unary_infer, unary_eval);
+UNARY_DEF(CELU, unary_infer, unary_eval);
+UNARY_DEF(THRESHOLDED_RELU, unary_infer, unary_eval);
+UNARY_DEF(SIGMOID, unary_infer, unary_eval);
+UNARY_DEF(HARD_SIGMOID, unary_infer, unary_eval);
+UNARY_DEF(HARD_SWISH, unary_infer, unary_eval);
+UNARY_DEF(SOFTPLUS, unary_infer, unary_eval);
+UNARY_DEF(SOFTSIGN, unary_infer, unary_eval);
+UNARY_DEF(TANH, unary_infer, unary_eval);
+UNARY_DEF(ERF, unary_infer, unary_eval);
+UNARY_DEF(GELU, unary_infer, unary_eval);
+UNARY_DEF(EXP, unary_infer, unary_eval);
+UNARY_DEF(LOG, unary_infer, unary_eval);
+UNARY_DEF(SQRT, unary_infer, unary_eval);
+UNARY_DEF(RECIPROCAL, unary_infer, unary_eval);
+UNARY_DEF(NEG, unary_infer, unary_eval);
+UNARY_DEF(ABS, unary_infer, unary_eval);
+UNARY_DEF(FLOOR, unary_infer, unary_eval);
+UNARY_DEF(CEIL, unary_infer, unary_eval);
+UNARY_DEF(ROUND, unary_infer, unary_eval);
+UNARY_DEF(SIGN, unary_infer, unary_eval);
+UNARY_DEF(SIN, unary_infer, unary_eval);
+UNARY_DEF(COS, unary_infer, unary_eval);
+UNARY_DEF(NOT, not_infer, not_eval);
+UNARY_DEF(IS_NAN, float_test_infer, is_nan_eval);
+UNARY_DEF(IS_INF, float_test_infer, is_inf_eval);
+UNARY_DEF(CAST, cast_infer, cast_eval);
+
+const op_def op_def_CLIP = {.import = unary_import, .infer = clip_infer, .eval = clip_eval,
+                            .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
+                            .max_outputs = 1};
+const op_def op_def_CAST_LIKE = {.import = NULL, .infer = cast_like_infer, .eval = cast_eval,
+                                 .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
+                                 .max_outputs = 1};

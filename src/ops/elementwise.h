@@ -1,0 +1,21 @@
+/* Typed attributes of the unary elementwise ops (elementwise.c).
+ *
+ * One struct serves every unary op; each op reads only its own fields.
+ * Later stages (fusion, codegen) read these to emit the same arithmetic.
+ */
+#ifndef SMELT_OPS_ELEMENTWISE_H
+#define SMELT_OPS_ELEMENTWISE_H
+
+#include "ops/op.h"
+
+typedef struct op_unary_attrs {
+    double alpha;       /* LeakyRelu, Elu, Selu, Celu, ThresholdedRelu, HardSigmoid, HardSwish */
+    double beta;        /* HardSigmoid, HardSwish */
+    double gamma;       /* Selu */
+    bool gelu_tanh;     /* Gelu approximate="tanh" */
+    bool detect_neg;    /* IsInf */
+    bool detect_pos;    /* IsInf */
+    smelt_dtype to;     /* Cast */
+} op_unary_attrs;
+
+#endif
