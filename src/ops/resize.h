@@ -1,0 +1,52 @@
+/* Typed attributes of the resampling family (resize.c): Resize and Upsample. */
+#ifndef SMELT_OPS_RESIZE_H
+#define SMELT_OPS_RESIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "smelt.h"
+
+typedef enum op_resize_mode {
+    OP_RESIZE_NEAREST,
+    OP_RESIZE_LINEAR, /* n-linear over every resized axis */
+    OP_RESIZE_CUBIC,
+} op_resize_mode;
+
+/* How an output coordinate maps back to an input coordinate. */
+typedef enum op_resize_coord {
+    OP_RESIZE_HALF_PIXEL,
+    OP_RESIZE_HALF_PIXEL_SYMMETRIC,
+    OP_RESIZE_PYTORCH_HALF_PIXEL,
+    OP_RESIZE_ALIGN_CORNERS,
+    OP_RESIZE_ASYMMETRIC,
+    OP_RESIZE_TF_HALF_PIXEL_FOR_NN,
+    OP_RESIZE_TF_CROP_AND_RESIZE,
+} op_resize_coord;
+
+typedef enum op_resize_nearest {
+    OP_RESIZE_ROUND_PREFER_FLOOR,
+    OP_RESIZE_ROUND_PREFER_CEIL,
+    OP_RESIZE_FLOOR,
+    OP_RESIZE_CEIL,
+    /* Resize-10 and Upsample: floor when enlarging an axis, ceil when
+     * shrinking it (what ONNX Runtime does; the old specs say nothing). */
+    OP_RESIZE_SIMPLE,
+} op_resize_nearest;
+
+/* After import, Resize inputs are always X, roi, scales, sizes (Resize-10's
+ * scales is moved from input 1 to 2) and Upsample inputs are X, scales
+ * (Upsample-7's attribute becomes input 1).  Empty roi/scales/sizes tensors
+ * count as absent. */
+typedef struct op_resize_attrs {
+    op_resize_mode mode;
+    op_resize_coord coord;
+    op_resize_nearest nearest;
+    float cubic_coeff_a;
+    bool exclude_outside;
+    float extrapolation_value;
+    int n_axes; /* opset 18 'axes': scales/sizes/roi cover these axes only; 0 = all */
+    int64_t axes[SMELT_MAX_RANK];
+} op_resize_attrs;
+
+#endif
