@@ -137,6 +137,12 @@ void sch_state_free(sch_state *st);
  * axes parallel, reductions inside, innermost axis vectorised by
  * vector_width lanes; 1 disables vectorisation). */
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s);
+
+/* Append up to n_steps random steps to *out, each kept only if the schedule
+ * still replays: always a legal schedule (the schedule fuzzer, the tuner's
+ * sampler). */
+smelt_status sch_random(smelt_ctx *ctx, const te_graph *te, uint64_t seed, int n_steps,
+                        sch_schedule *out);
 int sch_stage_index(const sch_state *st, const char *name); /* -1 if absent */
 int sch_iter_index(const sch_stage *sg, const char *name);  /* -1 if absent */
 

@@ -106,10 +106,25 @@ static smelt_status find_leaf(smelt_ctx *ctx, const sch_step *step, sch_stage *s
     return SMELT_OK;
 }
 
+/* A loop that has stages computed at it keeps its identity. */
+static smelt_status check_not_attach_point(smelt_ctx *ctx, const sch_state *st, const sch_step *step,
+                                           const sch_stage *sg, int iter)
+{
+    for (int i = 0; i < st->n_stages; i++) {
+        const sch_stage *p = &st->stages[i];
+        if (&st->stages[p->attach_stage < 0 ? 0 : p->attach_stage] == sg && p->attach_stage >= 0 &&
+            p->attach_iter == iter)
+            return step_err(ctx, step, "loop '%s' has a stage computed at it; split or fuse it "
+                                       "before compute_at", sg->iters[iter].name);
+    }
+    return SMELT_OK;
+}
+
 static smelt_status apply_split(smelt_ctx *ctx, sch_state *st, const sch_step *step, sch_stage *sg)
 {
     int it, pos;
     SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &it, &pos));
+    SMELT_TRY(check_not_attach_point(ctx, st, step, sg, it));
     if (step->factor <= 0) return step_err(ctx, step, "split factor must be positive%s", NULL);
     int64_t ext = sg->iters[it].extent, f = step->factor < ext ? step->factor : ext;
     if (f < 1) f = 1;
@@ -136,6 +151,8 @@ static smelt_status apply_fuse(smelt_ctx *ctx, sch_state *st, const sch_step *st
     if (step->n_iters != 2) return step_err(ctx, step, "fuse takes two iteration variables%s", NULL);
     SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &a, &pa));
     SMELT_TRY(find_leaf(ctx, step, sg, step->iters[1], &c, &pc));
+    SMELT_TRY(check_not_attach_point(ctx, st, step, sg, a));
+    SMELT_TRY(check_not_attach_point(ctx, st, step, sg, c));
     if (pc != pa + 1) return step_err(ctx, step, "fused loops must be adjacent, outer first%s", NULL);
     if (sg->iters[a].reduce != sg->iters[c].reduce)
         return step_err(ctx, step, "cannot fuse a reduction loop with a data-parallel loop%s", NULL);

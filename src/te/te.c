@@ -120,6 +120,7 @@ te_tensor *te_tensor_named(const te_graph *g, const char *name)
 bool te_mark_output(te_graph *g, te_tensor *t)
 {
     if (!t || !smelt_ptrvec_push(&g->outputs, t)) return false;
+    t->buf->kind = IR_BUF_OUTPUT;
     return true;
 }
 

@@ -1,0 +1,86 @@
+/* The lowering pipeline, in order.  Each step states the invariant it
+ * establishes; at SMELT_DEBUG >= 3 the IR after each step is printed, or
+ * "(unchanged)" when the step returned its input. */
+#include <string.h>
+
+#include "lower/lower.h"
+#include "tir/passes.h"
+
+smelt_status lower_params(smelt_ctx *ctx, const sch_state *st, ir_builder *b, int *n,
+                          ir_buffer ***params)
+{
+    int count = 0;
+    for (int i = 0; i < st->n_stages; i++)
+        if (st->stages[i].is_placeholder) count++;
+    count += st->te->outputs.len;
+    ir_buffer **p = smelt_arena_alloc(b->arena, sizeof(ir_buffer *) * (size_t)(count + 1));
+    if (!p) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    int k = 0;
+    for (int i = 0; i < st->n_stages; i++)
+        if (st->stages[i].is_placeholder) p[k++] = st->stages[i].buf;
+    for (int i = 0; i < st->te->outputs.len; i++) p[k++] = ((te_tensor *)st->te->outputs.items[i])->buf;
+    *n = count;
+    *params = p;
+    return SMELT_OK;
+}
+
+static void log_step(const char *func, const char *step, const ir_stmt *before,
+                     const ir_stmt *after)
+{
+    if (smelt_debug_level() < 3) return;
+    fprintf(stderr, "lower %s: %s", func, step);
+    if (before == after) {
+        fprintf(stderr, " (unchanged)\n");
+        return;
+    }
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    ir_stmt_print(after, 1, &sb);
+    fprintf(stderr, "\n%s", smelt_strbuf_cstr(&sb));
+    smelt_strbuf_fini(&sb);
+}
+
+smelt_status lower_func(smelt_ctx *ctx, const sch_state *st, ir_builder *b, const char *name,
+                        ir_func **out)
+{
+    *out = NULL;
+    ir_stmt *s, *prev;
+
+    /* Loop nests in schedule order; indices are multi-dimensional, guards
+     * protect every split that overshoots its extent. */
+    SMELT_TRY(lower_build_nests(ctx, st, b, &s));
+    log_step(name, "build nests", NULL, s);
+
+    /* Constants folded, index arithmetic canonical, provable guards gone. */
+    prev = s;
+    s = tir_simplify(b, s);
+    log_step(name, "simplify", prev, s);
+
+    /* Loops split so that main bodies carry no bounds checks. */
+    prev = s;
+    s = tir_partition_loops(b, s);
+    log_step(name, "partition loops", prev, s);
+
+    /* Every load and store has one flat row-major index. */
+    prev = s;
+    s = tir_flatten_storage(b, s);
+    log_step(name, "flatten storage", prev, s);
+
+    /* Vectorized loops codegen cannot vectorize safely become serial. */
+    prev = s;
+    s = tir_legalize_vectorize(b, s);
+    log_step(name, "legalize vectorize", prev, s);
+
+    prev = s;
+    s = tir_simplify(b, s);
+    log_step(name, "simplify", prev, s);
+
+    if (!s || b->failed) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory lowering %s", name);
+    ir_func *f = smelt_arena_alloc(b->arena, sizeof *f);
+    if (!f) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    f->name = name;
+    f->body = s;
+    SMELT_TRY(lower_params(ctx, st, b, &f->n_params, &f->params));
+    *out = f;
+    return SMELT_OK;
+}

@@ -1,0 +1,654 @@
+/* Schedule -> loop nests.
+ *
+ * For each stage computed at root, in dependency order, build its loops in
+ * leaf order.  Root axis values are rebuilt from the leaf variables through
+ * the split/fuse relations; splits that do not divide their extent add a
+ * guard.  A reduction stores its identity in an init nest placed just
+ * outside its first reduction loop, then updates.  A stage computed at a
+ * consumer's loop is built inside that loop over the region the consumer
+ * reads there (bound inference), into a local buffer of the region's size.
+ */
+#include <string.h>
+
+#include "lower/lower.h"
+
+typedef struct region {
+    ir_expr *min[SMELT_MAX_RANK]; /* in the consumer's outer loop variables */
+    int64_t extent[SMELT_MAX_RANK];
+} region;
+
+typedef struct nest_ctx {
+    smelt_ctx *ctx;
+    const sch_state *st;
+    ir_builder *b;
+    /* per stage, while its consumer's loops are being built */
+    ir_buffer **local;    /* storage of attached stages (region-sized) */
+    region *regions;      /* their regions */
+    bool *done;           /* root stages already emitted */
+} nest_ctx;
+
+/* Values of one stage's iters while building its nest. */
+typedef struct iter_vals {
+    int64_t extent[SCH_MAX_ITERS];
+    ir_var *var[SCH_MAX_ITERS];     /* leaves */
+    ir_expr *value[SCH_MAX_ITERS];  /* every iter, from the leaves */
+} iter_vals;
+
+static smelt_status oom(nest_ctx *nc) { return smelt_errf(nc->ctx, SMELT_ERR_NOMEM, "out of memory"); }
+
+/* ---- iteration values ---- */
+
+/* Extents top-down from the root extents (which a region may shrink). */
+static void compute_extents(const sch_stage *sg, const int64_t *root_ext, iter_vals *iv)
+{
+    for (int i = 0; i < sg->n_iters; i++) {
+        const sch_iter *it = &sg->iters[i];
+        switch (it->rel) {
+        case SCH_REL_ROOT: {
+            int d = i < sg->n_axes ? i : -1;
+            iv->extent[i] = d >= 0 && root_ext ? root_ext[d] : it->extent;
+            break;
+        }
+        case SCH_REL_SPLIT_OUTER:
+            iv->extent[i] = (iv->extent[it->parent] + it->factor - 1) / it->factor;
+            break;
+        case SCH_REL_SPLIT_INNER:
+            iv->extent[i] = it->factor < iv->extent[it->parent] ? it->factor : iv->extent[it->parent];
+            break;
+        case SCH_REL_FUSED:
+            iv->extent[i] = iv->extent[it->fuse_outer] * iv->extent[it->fuse_inner];
+            break;
+        }
+    }
+}
+
+static ir_expr *iter_value(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int i)
+{
+    if (iv->value[i]) return iv->value[i];
+    const sch_iter *it = &sg->iters[i];
+    ir_builder *b = nc->b;
+    ir_expr *v = NULL;
+    if (iv->var[i]) {
+        v = ir_var_ref(b, iv->var[i]);
+    } else if (it->split_outer >= 0) {
+        ir_expr *o = iter_value(nc, sg, iv, it->split_outer);
+        ir_expr *in = iter_value(nc, sg, iv, it->split_inner);
+        v = ir_add(b, ir_mul(b, o, ir_int(b, sg->iters[it->split_outer].factor)), in);
+    } else if (it->fused_into >= 0) {
+        int f = it->fused_into;
+        ir_expr *fv = iter_value(nc, sg, iv, f);
+        ir_expr *inner_ext = ir_int(b, iv->extent[sg->iters[f].fuse_inner]);
+        v = ir_binary(b, sg->iters[f].fuse_outer == i ? IR_FLOORDIV : IR_FLOORMOD, fv, inner_ext);
+    }
+    iv->value[i] = v;
+    return v;
+}
+
+/* Guards for splits that overshoot: parent < its extent. */
+static ir_expr *split_guards(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, bool reduce)
+{
+    ir_builder *b = nc->b;
+    ir_expr *cond = NULL;
+    for (int i = 0; i < sg->n_iters; i++) {
+        const sch_iter *it = &sg->iters[i];
+        if (it->split_outer < 0 || it->reduce != reduce) continue;
+        int64_t f = sg->iters[it->split_outer].factor;
+        if (iv->extent[it->split_outer] * f == iv->extent[i]) continue;
+        ir_expr *c = ir_binary(b, IR_LT, iter_value(nc, sg, iv, i), ir_int(b, iv->extent[i]));
+        cond = cond ? ir_binary(b, IR_AND, cond, c) : c;
+    }
+    return cond;
+}
+
+/* ---- bodies ---- */
+
+/* Rewrite loads of attached stages to their local buffers, offset by the
+ * region minimum. */
+static ir_expr *remap_loads(nest_ctx *nc, ir_expr *e);
+
+static ir_expr *remap_children(nest_ctx *nc, ir_expr *e)
+{
+    ir_builder *b = nc->b;
+    switch (e->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return e;
+    case IR_NOT:
+    case IR_CAST: {
+        ir_expr *a = remap_loads(nc, e->bin.a);
+        if (a == e->bin.a) return e;
+        return e->kind == IR_NOT ? ir_not(b, a) : ir_cast(b, e->dtype, a);
+    }
+    case IR_SELECT: {
+        ir_expr *c = remap_loads(nc, e->select.cond), *t = remap_loads(nc, e->select.t),
+                *f = remap_loads(nc, e->select.f);
+        if (c == e->select.cond && t == e->select.t && f == e->select.f) return e;
+        return ir_select(b, c, t, f);
+    }
+    case IR_CALL: {
+        ir_expr *args[3];
+        bool changed = false;
+        for (int i = 0; i < e->call.n; i++) {
+            args[i] = remap_loads(nc, e->call.args[i]);
+            changed |= args[i] != e->call.args[i];
+        }
+        return changed ? ir_call(b, e->call.op, e->dtype, e->call.n, args) : e;
+    }
+    case IR_REDUCE: {
+        ir_expr *src = remap_loads(nc, e->reduce.src);
+        return src == e->reduce.src ? e : ir_reduce(b, e->reduce.op, src, e->reduce.n_axes, e->reduce.axes);
+    }
+    default: {
+        ir_expr *a = remap_loads(nc, e->bin.a), *c = remap_loads(nc, e->bin.b);
+        if (a == e->bin.a && c == e->bin.b) return e;
+        ir_expr *r = ir_binary(b, e->kind, a, c);
+        if (r) r->dtype = e->dtype;
+        return r;
+    }
+    }
+}
+
+static int stage_of_buffer(const sch_state *st, const ir_buffer *buf)
+{
+    for (int i = 0; i < st->n_stages; i++)
+        if (st->stages[i].buf == buf) return i;
+    return -1;
+}
+
+static ir_expr *remap_loads(nest_ctx *nc, ir_expr *e)
+{
+    if (!e) return NULL;
+    if (e->kind != IR_LOAD) return remap_children(nc, e);
+    ir_expr *idx[SMELT_MAX_RANK];
+    bool changed = false;
+    for (int i = 0; i < e->load.n; i++) {
+        idx[i] = remap_loads(nc, e->load.idx[i]);
+        changed |= idx[i] != e->load.idx[i];
+    }
+    int s = stage_of_buffer(nc->st, e->load.buf);
+    if (s >= 0 && nc->local[s]) {
+        for (int i = 0; i < e->load.n; i++) idx[i] = ir_sub(nc->b, idx[i], nc->regions[s].min[i]);
+        return ir_load(nc->b, nc->local[s], e->load.n, idx);
+    }
+    return changed ? ir_load(nc->b, e->load.buf, e->load.n, idx) : e;
+}
+
+/* The stage's body with root vars replaced by their values. */
+static ir_expr *stage_body(nest_ctx *nc, const sch_stage *sg, iter_vals *iv,
+                           const region *own)
+{
+    ir_subst map[SMELT_MAX_RANK * 2];
+    int n = 0;
+    for (int d = 0; d < sg->n_axes; d++) {
+        ir_expr *v = iter_value(nc, sg, iv, d);
+        if (own) v = ir_add(nc->b, own->min[d], v);
+        map[n++] = (ir_subst){sg->axes[d].var, v};
+    }
+    for (int r = 0; r < sg->n_reduce; r++)
+        map[n++] = (ir_subst){sg->reduce_axes[r].var, iter_value(nc, sg, iv, sg->n_axes + r)};
+    ir_expr *body = sg->body->kind == IR_REDUCE ? sg->body->reduce.src : sg->body;
+    return remap_loads(nc, ir_expr_substitute(nc->b, body, map, n));
+}
+
+static ir_expr *combine(ir_builder *b, ir_reduce_op op, ir_expr *acc, ir_expr *v)
+{
+    switch (op) {
+    case IR_REDUCE_SUM: return ir_add(b, acc, v);
+    case IR_REDUCE_PROD: return ir_mul(b, acc, v);
+    case IR_REDUCE_MAX: return ir_binary(b, IR_MAX, acc, v);
+    case IR_REDUCE_MIN: return ir_binary(b, IR_MIN, acc, v);
+    }
+    return NULL;
+}
+
+static ir_buffer *storage_of(nest_ctx *nc, int si)
+{
+    return nc->local[si] ? nc->local[si] : nc->st->stages[si].buf;
+}
+
+static void store_index(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, ir_expr **idx)
+{
+    for (int d = 0; d < sg->n_axes; d++) idx[d] = iter_value(nc, sg, iv, d);
+}
+
+/* ---- bound inference ---- */
+
+typedef struct bound {
+    ir_expr *min, *max; /* NULL: unbounded */
+} bound;
+
+/* Range of e when `inner` vars sweep [0, extent) and other vars are fixed. */
+static bound expr_bound(nest_ctx *nc, ir_expr *e, ir_var *const *inner, const int64_t *ext,
+                        int n_inner)
+{
+    ir_builder *b = nc->b;
+    bound r = {NULL, NULL};
+    switch (e->kind) {
+    case IR_INT: return (bound){e, e};
+    case IR_VAR:
+        for (int i = 0; i < n_inner; i++)
+            if (inner[i] == e->var) return (bound){ir_int(b, 0), ir_int(b, ext[i] - 1)};
+        return (bound){e, e};
+    case IR_ADD:
+    case IR_SUB: {
+        bound x = expr_bound(nc, e->bin.a, inner, ext, n_inner);
+        bound y = expr_bound(nc, e->bin.b, inner, ext, n_inner);
+        if (!x.min || !y.min) return r;
+        if (e->kind == IR_ADD) return (bound){ir_add(b, x.min, y.min), ir_add(b, x.max, y.max)};
+        return (bound){ir_sub(b, x.min, y.max), ir_sub(b, x.max, y.min)};
+    }
+    case IR_MUL: {
+        ir_expr *k = e->bin.b->kind == IR_INT ? e->bin.b : e->bin.a->kind == IR_INT ? e->bin.a : NULL;
+        ir_expr *x = k == e->bin.b ? e->bin.a : e->bin.b;
+        if (!k) {
+            bool dep = false;
+            for (int i = 0; i < n_inner; i++) dep |= ir_expr_uses_var(e, inner[i]);
+            return dep ? r : (bound){e, e};
+        }
+        bound xb = expr_bound(nc, x, inner, ext, n_inner);
+        if (!xb.min) return r;
+        if (k->i >= 0) return (bound){ir_mul(b, xb.min, k), ir_mul(b, xb.max, k)};
+        return (bound){ir_mul(b, xb.max, k), ir_mul(b, xb.min, k)};
+    }
+    case IR_FLOORDIV:
+        if (e->bin.b->kind == IR_INT && e->bin.b->i > 0) {
+            bound xb = expr_bound(nc, e->bin.a, inner, ext, n_inner);
+            if (!xb.min) return r;
+            return (bound){ir_binary(b, IR_FLOORDIV, xb.min, e->bin.b),
+                           ir_binary(b, IR_FLOORDIV, xb.max, e->bin.b)};
+        }
+        break;
+    case IR_FLOORMOD:
+        if (e->bin.b->kind == IR_INT && e->bin.b->i > 0) {
+            bool dep = false;
+            for (int i = 0; i < n_inner; i++) dep |= ir_expr_uses_var(e, inner[i]);
+            if (!dep) return (bound){e, e};
+            return (bound){ir_int(b, 0), ir_int(b, e->bin.b->i - 1)};
+        }
+        break;
+    case IR_MIN:
+    case IR_MAX: {
+        bound x = expr_bound(nc, e->bin.a, inner, ext, n_inner);
+        bound y = expr_bound(nc, e->bin.b, inner, ext, n_inner);
+        if (!x.min || !y.min) return r;
+        return (bound){ir_binary(b, e->kind, x.min, y.min), ir_binary(b, e->kind, x.max, y.max)};
+    }
+    default: break;
+    }
+    bool dep = false;
+    for (int i = 0; i < n_inner; i++) dep |= ir_expr_uses_var(e, inner[i]);
+    return dep ? r : (bound){e, e};
+}
+
+/* Linear form: sum coef*atom + constant; atoms are vars or opaque subterms. */
+typedef struct lin {
+    int n;
+    const ir_expr *atom[32];
+    int64_t coef[32];
+    int64_t c;
+    bool ok;
+} lin;
+
+static void lin_add_atom(lin *l, const ir_expr *a, int64_t k)
+{
+    for (int i = 0; i < l->n; i++)
+        if (ir_expr_equal(l->atom[i], a)) {
+            l->coef[i] += k;
+            return;
+        }
+    if (l->n == 32) {
+        l->ok = false;
+        return;
+    }
+    l->atom[l->n] = a;
+    l->coef[l->n++] = k;
+}
+
+static void lin_collect(lin *l, const ir_expr *e, int64_t k)
+{
+    if (!l->ok) return;
+    if (e->kind == IR_INT) {
+        l->c += k * e->i;
+    } else if (e->kind == IR_ADD || e->kind == IR_SUB) {
+        lin_collect(l, e->bin.a, k);
+        lin_collect(l, e->bin.b, e->kind == IR_ADD ? k : -k);
+    } else if (e->kind == IR_MUL && e->bin.b->kind == IR_INT) {
+        lin_collect(l, e->bin.a, k * e->bin.b->i);
+    } else if (e->kind == IR_MUL && e->bin.a->kind == IR_INT) {
+        lin_collect(l, e->bin.b, k * e->bin.a->i);
+    } else {
+        lin_add_atom(l, e, k);
+    }
+}
+
+/* max - min as a constant, if the two differ by one. */
+static bool const_difference(const ir_expr *max, const ir_expr *min, int64_t *out)
+{
+    lin l = {.ok = true};
+    lin_collect(&l, max, 1);
+    lin_collect(&l, min, -1);
+    if (!l.ok) return false;
+    for (int i = 0; i < l.n; i++)
+        if (l.coef[i] != 0) return false;
+    *out = l.c;
+    return true;
+}
+
+/* Walk a body for loads of `buf`, merging each index's bound into rg. */
+static bool collect_region(nest_ctx *nc, const ir_expr *e, const ir_buffer *buf, ir_var *const *inner,
+                           const int64_t *ext, int n_inner, bound *acc, bool *any)
+{
+    if (!e) return true;
+    switch (e->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return true;
+    case IR_NOT:
+    case IR_CAST: return collect_region(nc, e->bin.a, buf, inner, ext, n_inner, acc, any);
+    case IR_SELECT:
+        return collect_region(nc, e->select.cond, buf, inner, ext, n_inner, acc, any) &&
+               collect_region(nc, e->select.t, buf, inner, ext, n_inner, acc, any) &&
+               collect_region(nc, e->select.f, buf, inner, ext, n_inner, acc, any);
+    case IR_CALL:
+        for (int i = 0; i < e->call.n; i++)
+            if (!collect_region(nc, e->call.args[i], buf, inner, ext, n_inner, acc, any)) return false;
+        return true;
+    case IR_REDUCE: return collect_region(nc, e->reduce.src, buf, inner, ext, n_inner, acc, any);
+    case IR_LOAD:
+        for (int i = 0; i < e->load.n; i++)
+            if (!collect_region(nc, e->load.idx[i], buf, inner, ext, n_inner, acc, any)) return false;
+        if (e->load.buf != buf) return true;
+        for (int d = 0; d < e->load.n; d++) {
+            bound bd = expr_bound(nc, e->load.idx[d], inner, ext, n_inner);
+            if (!bd.min) return false;
+            if (!*any) {
+                acc[d] = bd;
+            } else {
+                int64_t diff;
+                /* keep regions exact when two loads agree; else take min/max */
+                if (!(const_difference(acc[d].min, bd.min, &diff) && diff == 0))
+                    acc[d].min = ir_binary(nc->b, IR_MIN, acc[d].min, bd.min);
+                if (!(const_difference(acc[d].max, bd.max, &diff) && diff == 0))
+                    acc[d].max = ir_binary(nc->b, IR_MAX, acc[d].max, bd.max);
+            }
+        }
+        *any = true;
+        return true;
+    default:
+        return collect_region(nc, e->bin.a, buf, inner, ext, n_inner, acc, any) &&
+               collect_region(nc, e->bin.b, buf, inner, ext, n_inner, acc, any);
+    }
+}
+
+/* Region of producer p read by consumer c inside its leaf at position pos. */
+static void infer_region(nest_ctx *nc, const sch_stage *c, iter_vals *civ, const region *cown,
+                         int pos, const sch_stage *p, region *out)
+{
+    ir_var *inner[SCH_MAX_ITERS];
+    int64_t ext[SCH_MAX_ITERS];
+    int n_inner = 0;
+    for (int k = pos + 1; k < c->n_leaves; k++) {
+        inner[n_inner] = civ->var[c->leaves[k]];
+        ext[n_inner++] = civ->extent[c->leaves[k]];
+    }
+    ir_expr *body = stage_body(nc, c, civ, cown);
+    bound acc[SMELT_MAX_RANK];
+    bool any = false;
+    bool ok = collect_region(nc, body, storage_of(nc, (int)(p - nc->st->stages)), inner, ext,
+                             n_inner, acc, &any);
+    for (int d = 0; d < p->n_axes; d++) {
+        int64_t full = p->buf->shape[d], diff;
+        if (ok && any && const_difference(acc[d].max, acc[d].min, &diff) && diff + 1 < full) {
+            out->min[d] = acc[d].min;
+            out->extent[d] = diff + 1;
+        } else {
+            out->min[d] = ir_int(nc->b, 0);
+            out->extent[d] = full;
+        }
+    }
+}
+
+/* ---- nests ---- */
+
+static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt **out);
+
+/* Producers attached at leaf position pos of consumer ci: infer each one's
+ * region, give it a local buffer (so the consumer's loads are remapped), and
+ * build its nest.  Returns the nests and buffers to wrap around the loop body. */
+typedef struct attached_set {
+    int n;
+    ir_stmt *nest[8];
+    ir_buffer *buf[8];
+} attached_set;
+
+static smelt_status prepare_attached(nest_ctx *nc, int ci, iter_vals *civ, const region *cown,
+                                     int pos, attached_set *out)
+{
+    const sch_state *st = nc->st;
+    const sch_stage *c = &st->stages[ci];
+    int iter = c->leaves[pos];
+    out->n = 0;
+    for (int pi = 0; pi < st->n_stages; pi++) {
+        const sch_stage *p = &st->stages[pi];
+        if (p->attach_stage != ci || p->attach_iter != iter || p->inlined) continue;
+        if (out->n == 8)
+            return smelt_errf(nc->ctx, SMELT_ERR_ARG, "more than 8 stages computed at one loop");
+        region rg;
+        infer_region(nc, c, civ, cown, pos, p, &rg);
+        char name[256];
+        snprintf(name, sizeof name, "%s.at", p->buf->name);
+        ir_buffer *local = ir_buffer_new(nc->b, name, p->buf->dtype, p->buf->rank, rg.extent, IR_BUF_TEMP);
+        if (!local) return oom(nc);
+        nc->local[pi] = local;
+        nc->regions[pi] = rg;
+        SMELT_TRY(build_stage(nc, pi, &nc->regions[pi], &out->nest[out->n]));
+        out->buf[out->n++] = local;
+    }
+    return SMELT_OK;
+}
+
+static ir_stmt *wrap_attached(nest_ctx *nc, const attached_set *a, ir_stmt *inner)
+{
+    ir_stmt *s = inner;
+    for (int i = a->n - 1; i >= 0; i--) s = ir_allocate(nc->b, a->buf[i], ir_seq2(nc->b, a->nest[i], s));
+    return s;
+}
+
+static int first_reduce_pos(const sch_stage *sg)
+{
+    for (int k = 0; k < sg->n_leaves; k++)
+        if (sg->iters[sg->leaves[k]].reduce) return k;
+    return -1;
+}
+
+/* Identity stores over the data leaves from position pos inward. */
+static ir_stmt *init_nest(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int pos, int si)
+{
+    ir_builder *b = nc->b;
+    iter_vals local = *iv; /* fresh vars for the init loops */
+    memset(local.value, 0, sizeof local.value);
+    for (int k = pos; k < sg->n_leaves; k++) {
+        int it = sg->leaves[k];
+        if (sg->iters[it].reduce) continue;
+        char name[128];
+        snprintf(name, sizeof name, "%s_init", iv->var[it]->name);
+        local.var[it] = ir_var_new(b, name, SMELT_DT_INT64);
+    }
+    ir_expr *idx[SMELT_MAX_RANK];
+    store_index(nc, sg, &local, idx);
+    ir_stmt *s = ir_store(b, storage_of(nc, si), sg->n_axes, idx,
+                          te_reduce_identity((te_graph *)nc->st->te, sg->body->reduce.op,
+                                             sg->buf->dtype));
+    ir_expr *guard = split_guards(nc, sg, &local, false);
+    if (guard) s = ir_if(b, guard, s, NULL);
+    for (int k = sg->n_leaves - 1; k >= pos; k--) {
+        int it = sg->leaves[k];
+        if (sg->iters[it].reduce) continue;
+        ir_for_kind kind = sg->iters[it].annot == IR_FOR_PARALLEL ? IR_FOR_SERIAL : sg->iters[it].annot;
+        s = ir_for(b, local.var[it], ir_int(b, 0), ir_int(b, local.extent[it]), kind, s);
+    }
+    return s;
+}
+
+static ir_stmt *innermost_store(nest_ctx *nc, const sch_stage *sg, iter_vals *iv,
+                                const region *own, int si)
+{
+    ir_builder *b = nc->b;
+    ir_expr *idx[SMELT_MAX_RANK];
+    store_index(nc, sg, iv, idx);
+    ir_buffer *dst = storage_of(nc, si);
+    if (!own && !nc->local[si] && dst != sg->buf) dst = sg->buf;
+    ir_expr *value = stage_body(nc, sg, iv, own);
+    if (sg->body->kind == IR_REDUCE)
+        value = combine(b, sg->body->reduce.op, ir_load(b, dst, sg->n_axes, idx), value);
+    ir_stmt *s = ir_store(b, dst, sg->n_axes, idx, value);
+    ir_expr *g = split_guards(nc, sg, iv, false), *gr = split_guards(nc, sg, iv, true);
+    if (own) /* a region may overhang the tensor at its edges */
+        for (int d = 0; d < sg->n_axes; d++) {
+            if (own->extent[d] == sg->buf->shape[d] && ir_is_int(own->min[d], 0)) continue;
+            ir_expr *c = ir_binary(b, IR_LT, ir_add(b, own->min[d], iter_value(nc, sg, iv, d)),
+                                   ir_int(b, sg->buf->shape[d]));
+            g = g ? ir_binary(b, IR_AND, g, c) : c;
+        }
+    if (g && gr) g = ir_binary(b, IR_AND, g, gr);
+    else if (gr) g = gr;
+    return g ? ir_if(b, g, s, NULL) : s;
+}
+
+static smelt_status check_attach_points(nest_ctx *nc, int si)
+{
+    const sch_state *st = nc->st;
+    for (int pi = 0; pi < st->n_stages; pi++) {
+        const sch_stage *p = &st->stages[pi];
+        if (p->attach_stage != si || p->inlined) continue;
+        const sch_stage *c = &st->stages[si];
+        bool leaf = false;
+        for (int k = 0; k < c->n_leaves; k++) leaf |= c->leaves[k] == p->attach_iter;
+        if (!leaf)
+            return smelt_errf(nc->ctx, SMELT_ERR_ARG,
+                              "schedule: '%s' is computed at loop '%s' of '%s', which was split "
+                              "or fused afterwards",
+                              p->buf->name, c->iters[p->attach_iter].name, c->buf->name);
+    }
+    return SMELT_OK;
+}
+
+static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt **out)
+{
+    const sch_stage *sg = &nc->st->stages[si];
+    ir_builder *b = nc->b;
+    SMELT_TRY(check_attach_points(nc, si));
+    iter_vals *iv = smelt_arena_alloc(b->arena, sizeof *iv);
+    attached_set *att = smelt_arena_alloc(b->arena, sizeof *att * (size_t)(sg->n_leaves + 1));
+    if (!iv || !att) return oom(nc);
+    compute_extents(sg, own ? own->extent : NULL, iv);
+    for (int k = 0; k < sg->n_leaves; k++) {
+        int it = sg->leaves[k];
+        char name[256];
+        snprintf(name, sizeof name, "%s.%s", sg->buf->name, sg->iters[it].name);
+        iv->var[it] = ir_var_new(b, name, SMELT_DT_INT64);
+    }
+    /* attached producers first: their local buffers change how our body reads them */
+    for (int k = 0; k < sg->n_leaves; k++) SMELT_TRY(prepare_attached(nc, si, iv, own, k, &att[k]));
+    ir_stmt *s = innermost_store(nc, sg, iv, own, si);
+    int rpos = sg->body->kind == IR_REDUCE ? first_reduce_pos(sg) : -1;
+    for (int k = sg->n_leaves - 1; k >= 0; k--) {
+        int it = sg->leaves[k];
+        s = wrap_attached(nc, &att[k], s);
+        s = ir_for(b, iv->var[it], ir_int(b, 0), ir_int(b, iv->extent[it]), sg->iters[it].annot, s);
+        if (k == rpos) s = ir_seq2(b, init_nest(nc, sg, iv, k, si), s);
+    }
+    if (sg->n_leaves == 0 && sg->body->kind == IR_REDUCE) /* rank-0, no reduce axes */
+        s = ir_seq2(b, init_nest(nc, sg, iv, 0, si), s);
+    if (b->failed) return oom(nc);
+    *out = s;
+    return SMELT_OK;
+}
+
+/* ---- whole function ---- */
+
+static bool expr_reads_buf(const ir_expr *e, const ir_buffer *buf)
+{
+    if (!e) return false;
+    switch (e->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return false;
+    case IR_NOT:
+    case IR_CAST: return expr_reads_buf(e->bin.a, buf);
+    case IR_SELECT:
+        return expr_reads_buf(e->select.cond, buf) || expr_reads_buf(e->select.t, buf) ||
+               expr_reads_buf(e->select.f, buf);
+    case IR_CALL:
+        for (int i = 0; i < e->call.n; i++)
+            if (expr_reads_buf(e->call.args[i], buf)) return true;
+        return false;
+    case IR_LOAD:
+        if (e->load.buf == buf) return true;
+        for (int i = 0; i < e->load.n; i++)
+            if (expr_reads_buf(e->load.idx[i], buf)) return true;
+        return false;
+    case IR_REDUCE: return expr_reads_buf(e->reduce.src, buf);
+    default: return expr_reads_buf(e->bin.a, buf) || expr_reads_buf(e->bin.b, buf);
+    }
+}
+
+/* Root-level stage that must run before stage si: walks through attached
+ * stages (their inputs must exist before the consumer's nest runs). */
+static smelt_status emit_deps(nest_ctx *nc, int si, smelt_ptrvec *items, smelt_ptrvec *temps,
+                              int depth);
+
+static smelt_status emit_root(nest_ctx *nc, int si, smelt_ptrvec *items, smelt_ptrvec *temps,
+                              int depth)
+{
+    const sch_stage *sg = &nc->st->stages[si];
+    if (nc->done[si] || sg->is_placeholder) return SMELT_OK;
+    if (depth > nc->st->n_stages)
+        return smelt_errf(nc->ctx, SMELT_ERR_INTERNAL, "te graph has a cycle at '%s'", sg->buf->name);
+    SMELT_TRY(emit_deps(nc, si, items, temps, depth));
+    nc->done[si] = true;
+    if (sg->inlined || sg->attach_stage >= 0) return SMELT_OK;
+    ir_stmt *nest;
+    SMELT_TRY(build_stage(nc, si, NULL, &nest));
+    if (!smelt_ptrvec_push(items, nest)) return oom(nc);
+    if (!sg->is_output && !smelt_ptrvec_push(temps, sg->buf)) return oom(nc);
+    return SMELT_OK;
+}
+
+static smelt_status emit_deps(nest_ctx *nc, int si, smelt_ptrvec *items, smelt_ptrvec *temps,
+                              int depth)
+{
+    const sch_state *st = nc->st;
+    const sch_stage *sg = &st->stages[si];
+    for (int pi = 0; pi < st->n_stages; pi++) {
+        const sch_stage *p = &st->stages[pi];
+        if (pi == si || p->is_placeholder || !expr_reads_buf(sg->body, p->buf)) continue;
+        if (p->inlined || p->attach_stage >= 0) {
+            SMELT_TRY(emit_deps(nc, pi, items, temps, depth + 1)); /* its inputs */
+            nc->done[pi] = true;
+        } else {
+            SMELT_TRY(emit_root(nc, pi, items, temps, depth + 1));
+        }
+    }
+    return SMELT_OK;
+}
+
+smelt_status lower_build_nests(smelt_ctx *ctx, const sch_state *st, ir_builder *b, ir_stmt **out)
+{
+    nest_ctx nc = {ctx, st, b, NULL, NULL, NULL};
+    nc.local = smelt_arena_alloc(b->arena, sizeof(ir_buffer *) * (size_t)(st->n_stages + 1));
+    nc.regions = smelt_arena_alloc(b->arena, sizeof(region) * (size_t)(st->n_stages + 1));
+    nc.done = smelt_arena_alloc(b->arena, sizeof(bool) * (size_t)(st->n_stages + 1));
+    if (!nc.local || !nc.regions || !nc.done) return oom(&nc);
+    smelt_ptrvec items = {0}, temps = {0};
+    smelt_status s = SMELT_OK;
+    for (int i = 0; s == SMELT_OK && i < st->n_stages; i++)
+        if (st->stages[i].is_output) s = emit_root(&nc, i, &items, &temps, 0);
+    ir_stmt *body = s == SMELT_OK ? ir_seq(b, items.len, (ir_stmt *const *)items.items) : NULL;
+    for (int i = temps.len - 1; s == SMELT_OK && i >= 0; i--) body = ir_allocate(b, temps.items[i], body);
+    smelt_ptrvec_fini(&items);
+    smelt_ptrvec_fini(&temps);
+    if (s == SMELT_OK && (!body || b->failed)) s = oom(&nc);
+    *out = body;
+    return s;
+}

@@ -1,0 +1,315 @@
+/* Graph -> program: one lowered function per group, in execution order,
+ * with every argument bound to a model input/output, the weight blob or the
+ * activation arena.
+ *
+ * Groups are single nodes for now (fusion forms bigger ones), and every
+ * intermediate value gets its own arena slot (the memory planner shares
+ * them).  Graph outputs that no node produces (constants, or inputs passed
+ * through) are copied by a generated identity function.
+ */
+#include <string.h>
+
+#include "lower/program.h"
+#include "ops/op.h"
+
+#define SLOT_ALIGN 64
+
+typedef struct value_slot {
+    bool assigned;
+    ir_slot slot;
+} value_slot;
+
+typedef struct prog_builder {
+    smelt_ctx *ctx;
+    const gr_graph *g;
+    const lower_options *opts;
+    lowered_program *lp;
+    value_slot *slots; /* by value id */
+    smelt_ptrvec funcs, calls; /* ir_func*, ir_call_site* */
+    int64_t arena_bytes, weight_bytes;
+    smelt_ptrvec weight_values; /* gr_value* in blob order */
+} prog_builder;
+
+static smelt_status oom(prog_builder *pb) { return smelt_errf(pb->ctx, SMELT_ERR_NOMEM, "out of memory"); }
+
+static int64_t align_up(int64_t v) { return (v + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN; }
+
+static int64_t value_bytes(const gr_value *v)
+{
+    int64_t n = gr_value_numel(v);
+    return n < 0 ? -1 : n * (int64_t)smelt_dtype_size(v->dtype);
+}
+
+/* ---- slots ---- */
+
+static int graph_index(const smelt_ptrvec *list, const gr_value *v)
+{
+    for (int i = 0; i < list->len; i++)
+        if (list->items[i] == v) return i;
+    return -1;
+}
+
+static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
+{
+    value_slot *vs = &pb->slots[v->id];
+    if (vs->assigned) {
+        *out = vs->slot;
+        return SMELT_OK;
+    }
+    int64_t bytes = value_bytes(v);
+    if (bytes < 0)
+        return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED,
+                          "value '%s' has a dynamic shape; compiled code needs static shapes",
+                          v->name);
+    int in = graph_index(&pb->g->inputs, v), outi = graph_index(&pb->g->outputs, v);
+    if (in >= 0) {
+        vs->slot = (ir_slot){IR_SLOT_INPUT, in, 0};
+    } else if (v->constant) {
+        vs->slot = (ir_slot){IR_SLOT_WEIGHT, 0, pb->weight_bytes};
+        pb->weight_bytes = align_up(pb->weight_bytes + bytes);
+        if (!smelt_ptrvec_push(&pb->weight_values, (void *)v)) return oom(pb);
+    } else if (outi >= 0) {
+        vs->slot = (ir_slot){IR_SLOT_OUTPUT, outi, 0};
+    } else {
+        vs->slot = (ir_slot){IR_SLOT_ARENA, 0, pb->arena_bytes};
+        pb->arena_bytes = align_up(pb->arena_bytes + (bytes ? bytes : 1));
+    }
+    vs->assigned = true;
+    *out = vs->slot;
+    return SMELT_OK;
+}
+
+/* ---- one group ---- */
+
+static smelt_status node_types(prog_builder *pb, const gr_node *n, smelt_tensor *in,
+                               const smelt_tensor **inp, smelt_tensor *out)
+{
+    for (int i = 0; i < n->n_inputs; i++) {
+        inp[i] = NULL;
+        if (!n->inputs[i]) continue;
+        in[i] = gr_value_info(n->inputs[i]);
+        inp[i] = &in[i];
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        const gr_value *v = n->outputs[i];
+        if (!v) continue;
+        if (v->rank < 0)
+            return op_errf(pb->ctx, n, SMELT_ERR_UNSUPPORTED,
+                           "output '%s' has an unknown shape; compiled code needs static shapes",
+                           v->name);
+        out[i] = gr_value_info(v);
+        out[i].data = NULL;
+    }
+    return SMELT_OK;
+}
+
+static char *func_name(prog_builder *pb, const char *op_type)
+{
+    char name[64];
+    int k = snprintf(name, sizeof name, "f%d_", pb->funcs.len);
+    for (const char *p = op_type; *p && k < (int)sizeof name - 1; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        name[k++] = ok ? (c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c) : '_';
+    }
+    name[k] = '\0';
+    return smelt_arena_strdup(&pb->lp->arena, name);
+}
+
+/* Lower te graph `te` (outputs bound to out_vals, placeholders to in_vals)
+ * and append the call. */
+static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *const *in_vals,
+                              int n_in, const gr_value *const *out_vals, int n_out,
+                              const ir_slot *forced_out, const char *op_type,
+                              const char *comment)
+{
+    if (!smelt_ptrvec_push(&pb->lp->te_graphs, te)) {
+        te_graph_free(te);
+        return oom(pb);
+    }
+    sch_schedule sched;
+    sch_schedule_init(&sched);
+    sch_state *st = NULL;
+    smelt_status s = sch_default(pb->ctx, te, pb->opts->vector_width, &sched);
+    if (s == SMELT_OK) s = sch_state_build(pb->ctx, te, &sched, &st);
+    sch_schedule_fini(&sched);
+    if (s == SMELT_OK && !smelt_ptrvec_push(&pb->lp->states, st)) {
+        sch_state_free(st);
+        s = oom(pb);
+    }
+    ir_func *f = NULL;
+    if (s == SMELT_OK) s = lower_func(pb->ctx, st, &pb->lp->b, func_name(pb, op_type), &f);
+    if (s != SMELT_OK) return s;
+    f->comment = smelt_arena_strdup(&pb->lp->arena, comment);
+    ir_call_site *cs = smelt_arena_alloc(&pb->lp->arena, sizeof *cs);
+    ir_slot *args = smelt_arena_alloc(&pb->lp->arena, sizeof *args * (size_t)(f->n_params + 1));
+    if (!cs || !args || f->n_params != n_in + n_out)
+        return f->n_params != n_in + n_out
+                   ? smelt_errf(pb->ctx, SMELT_ERR_INTERNAL, "%s: %d params for %d values",
+                                f->name, f->n_params, n_in + n_out)
+                   : oom(pb);
+    for (int i = 0; i < n_in; i++) SMELT_TRY(slot_of(pb, in_vals[i], &args[i]));
+    for (int i = 0; i < n_out; i++) {
+        if (forced_out) args[n_in + i] = forced_out[i];
+        else SMELT_TRY(slot_of(pb, out_vals[i], &args[n_in + i]));
+    }
+    cs->func = f;
+    cs->args = args;
+    if (!smelt_ptrvec_push(&pb->funcs, f) || !smelt_ptrvec_push(&pb->calls, cs)) return oom(pb);
+    return SMELT_OK;
+}
+
+static smelt_status lower_node(prog_builder *pb, const gr_node *n)
+{
+    smelt_tensor in[64], out[16];
+    const smelt_tensor *inp[64];
+    if (n->n_inputs > 64 || n->n_outputs > 16)
+        return op_errf(pb->ctx, n, SMELT_ERR_LIMIT, "too many inputs or outputs to compile");
+    SMELT_TRY(node_types(pb, n, in, inp, out));
+    te_graph *te;
+    SMELT_TRY(te_from_node(pb->ctx, n, inp, out, &te));
+    const gr_value *in_vals[64], *out_vals[16];
+    int n_in = 0, n_out = 0;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i]) in_vals[n_in++] = n->inputs[i];
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i]) out_vals[n_out++] = n->outputs[i];
+    return add_group(pb, te, in_vals, n_in, out_vals, n_out, NULL, n->op_type, n->name);
+}
+
+/* ---- outputs no node produces ---- */
+
+static ir_expr *copy_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx);
+}
+
+static smelt_status copy_output(prog_builder *pb, int out_index, const gr_value *src)
+{
+    const gr_value *dst = pb->g->outputs.items[out_index];
+    if (src->rank < 0 || gr_value_numel(src) < 0)
+        return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED, "output '%s' has a dynamic shape",
+                          dst->name);
+    te_graph *te = te_graph_new(pb->ctx);
+    if (!te) return oom(pb);
+    smelt_tensor info = gr_value_info(src);
+    te_tensor *x = te_placeholder(te, "x0", src->dtype, src->rank, info.dims);
+    te_tensor *y = x ? te_compute(te, "y", src->dtype, src->rank, info.dims, copy_body, x, NULL) : NULL;
+    if (!y || !te_mark_output(te, y)) {
+        te_graph_free(te);
+        return smelt_ctx_status(pb->ctx) ? smelt_ctx_status(pb->ctx) : oom(pb);
+    }
+    if (src->constant) x->buf->kind = IR_BUF_CONST;
+    y->buf->kind = IR_BUF_OUTPUT;
+    /* the destination is bound explicitly: dst may be the very value src */
+    const gr_value *ins[1] = {src};
+    ir_slot dst_slot = {IR_SLOT_OUTPUT, out_index, 0};
+    return add_group(pb, te, ins, 1, &dst, 1, &dst_slot, "Copy", dst->name);
+}
+
+/* An output needs a copy when no compiled node writes it at its own index. */
+static bool output_needs_copy(const prog_builder *pb, int i)
+{
+    const gr_value *v = pb->g->outputs.items[i];
+    if (!v->producer) return true;
+    return graph_index(&pb->g->outputs, v) != i; /* listed twice: later ones copy */
+}
+
+/* ---- weights ---- */
+
+static smelt_status pack_weights(prog_builder *pb)
+{
+    lowered_program *lp = pb->lp;
+    lp->weights = smelt_calloc(pb->weight_bytes ? (size_t)pb->weight_bytes : 1, 1);
+    if (!lp->weights) return oom(pb);
+    for (int i = 0; i < pb->weight_values.len; i++) {
+        const gr_value *v = pb->weight_values.items[i];
+        const ir_slot *sl = &pb->slots[v->id].slot;
+        memcpy(lp->weights + sl->offset, v->constant->data, smelt_tensor_nbytes(v->constant));
+    }
+    return SMELT_OK;
+}
+
+static smelt_status describe_io(prog_builder *pb)
+{
+    ir_program *p = &pb->lp->prog;
+    p->n_inputs = pb->g->inputs.len;
+    p->n_outputs = pb->g->outputs.len;
+    p->inputs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_io_desc) * (size_t)(p->n_inputs + 1));
+    p->outputs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_io_desc) * (size_t)(p->n_outputs + 1));
+    if (!p->inputs || !p->outputs) return oom(pb);
+    for (int k = 0; k < 2; k++) {
+        const smelt_ptrvec *list = k ? &pb->g->outputs : &pb->g->inputs;
+        ir_io_desc *d = k ? p->outputs : p->inputs;
+        for (int i = 0; i < list->len; i++) {
+            const gr_value *v = list->items[i];
+            if (gr_value_numel(v) < 0)
+                return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED,
+                                  "%s '%s' has a dynamic shape; compiled code needs static shapes",
+                                  k ? "output" : "input", v->name);
+            d[i].name = v->name;
+            d[i].dtype = v->dtype;
+            d[i].rank = v->rank;
+            for (int r = 0; r < v->rank; r++) d[i].dims[r] = v->dims[r];
+        }
+    }
+    return SMELT_OK;
+}
+
+static smelt_status build_program(prog_builder *pb)
+{
+    const gr_graph *g = pb->g;
+    SMELT_TRY(describe_io(pb));
+    for (int i = 0; i < g->nodes.len; i++) SMELT_TRY(lower_node(pb, g->nodes.items[i]));
+    for (int i = 0; i < g->outputs.len; i++)
+        if (output_needs_copy(pb, i)) SMELT_TRY(copy_output(pb, i, g->outputs.items[i]));
+    SMELT_TRY(pack_weights(pb));
+    ir_program *p = &pb->lp->prog;
+    p->n_funcs = pb->funcs.len;
+    p->n_calls = pb->calls.len;
+    p->funcs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_func *) * (size_t)(p->n_funcs + 1));
+    p->calls = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_call_site) * (size_t)(p->n_calls + 1));
+    if (!p->funcs || !p->calls) return oom(pb);
+    for (int i = 0; i < p->n_funcs; i++) p->funcs[i] = pb->funcs.items[i];
+    for (int i = 0; i < p->n_calls; i++) p->calls[i] = *(ir_call_site *)pb->calls.items[i];
+    p->arena_bytes = pb->arena_bytes;
+    p->weight_bytes = pb->weight_bytes;
+    p->weights = pb->lp->weights;
+    return SMELT_OK;
+}
+
+smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
+                         lowered_program **out)
+{
+    *out = NULL;
+    lowered_program *lp = smelt_calloc(1, sizeof *lp);
+    if (!lp) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_arena_init(&lp->arena);
+    ir_builder_init(&lp->b, &lp->arena);
+    prog_builder pb = {ctx, g, opts, lp, NULL, {0}, {0}, 0, 0, {0}};
+    pb.slots = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.slots);
+    smelt_status s = pb.slots ? build_program(&pb) : oom(&pb);
+    smelt_free(pb.slots);
+    smelt_ptrvec_fini(&pb.funcs);
+    smelt_ptrvec_fini(&pb.calls);
+    smelt_ptrvec_fini(&pb.weight_values);
+    if (s != SMELT_OK) {
+        lowered_program_free(lp);
+        return s;
+    }
+    *out = lp;
+    return SMELT_OK;
+}
+
+void lowered_program_free(lowered_program *lp)
+{
+    if (!lp) return;
+    for (int i = 0; i < lp->states.len; i++) sch_state_free(lp->states.items[i]);
+    for (int i = 0; i < lp->te_graphs.len; i++) te_graph_free(lp->te_graphs.items[i]);
+    smelt_ptrvec_fini(&lp->states);
+    smelt_ptrvec_fini(&lp->te_graphs);
+    smelt_free(lp->weights);
+    smelt_arena_fini(&lp->arena);
+    smelt_free(lp);
+}

@@ -1,0 +1,472 @@
+/* The tir interpreter (see interp.h). */
+#include <math.h>
+#include <string.h>
+
+#include "tir/interp.h"
+#include "tir/scalar.h"
+
+/* ---- values ---- */
+
+tir_value tir_value_int(smelt_dtype dt, int64_t v)
+{
+    return (tir_value){dt, tir_wrap_int(dt, (uint64_t)v), 0};
+}
+
+tir_value tir_value_float(smelt_dtype dt, double v) { return (tir_value){dt, 0, tir_round_float(dt, v)}; }
+
+double tir_value_to_double(tir_value v)
+{
+    if (tir_dtype_is_float(v.dtype)) return v.f;
+    return v.dtype == SMELT_DT_UINT64 ? (double)(uint64_t)v.i : (double)v.i;
+}
+
+static tir_value float_to_int(smelt_dtype dt, double f)
+{
+    if (dt == SMELT_DT_BOOL) return tir_value_int(dt, f != 0);
+    if (isnan(f)) return tir_value_int(dt, 0);
+    double t = trunc(f);
+    if (dt == SMELT_DT_UINT64) {
+        if (t <= 0) return tir_value_int(dt, 0);
+        return tir_value_int(dt, t >= 18446744073709551615.0 ? -1 : (int64_t)(uint64_t)t);
+    }
+    /* Out-of-range conversions are undefined in C: saturate. */
+    double lo = (double)tir_dtype_min(dt), hi = (double)tir_dtype_max(dt);
+    if (t <= lo) return tir_value_int(dt, tir_dtype_min(dt));
+    if (t >= hi) return tir_value_int(dt, tir_dtype_max(dt));
+    return tir_value_int(dt, (int64_t)t);
+}
+
+static tir_value cast_value(tir_value v, smelt_dtype dt)
+{
+    if (v.dtype == dt) return v;
+    bool from_float = tir_dtype_is_float(v.dtype);
+    if (tir_dtype_is_int(dt)) return from_float ? float_to_int(dt, v.f) : tir_value_int(dt, v.i);
+    if (from_float) return tir_value_float(dt, v.f);
+    bool u = v.dtype == SMELT_DT_UINT64;
+    if (dt == SMELT_DT_FLOAT64) return tir_value_float(dt, u ? (double)(uint64_t)v.i : (double)v.i);
+    /* Convert once to float (no double rounding through double). */
+    return tir_value_float(dt, u ? (float)(uint64_t)v.i : (float)v.i);
+}
+
+static bool truthy(tir_value v) { return tir_dtype_is_float(v.dtype) ? v.f != 0 : v.i != 0; }
+
+/* ---- environment ---- */
+
+void tir_interp_init(tir_interp *it, smelt_ctx *ctx)
+{
+    memset(it, 0, sizeof *it);
+    it->ctx = ctx;
+}
+
+void tir_interp_fini(tir_interp *it)
+{
+    for (int i = 0; i < it->n_bufs; i++)
+        if (it->bufs[i].owned) smelt_free(it->bufs[i].data);
+    smelt_free(it->vars);
+    smelt_free(it->bufs);
+    memset(it, 0, sizeof *it);
+}
+
+static bool grow(void **items, int *cap, int len, size_t elem)
+{
+    if (len < *cap) return true;
+    int ncap = *cap ? *cap * 2 : 16;
+    void *p = smelt_realloc(*items, elem * (size_t)*cap, elem * (size_t)ncap);
+    if (!p) return false;
+    *items = p;
+    *cap = ncap;
+    return true;
+}
+
+static smelt_status push_var(tir_interp *it, const ir_var *v, tir_value val)
+{
+    if (!grow((void **)&it->vars, &it->cap_vars, it->n_vars, sizeof(tir_interp_var)))
+        return smelt_errf(it->ctx, SMELT_ERR_NOMEM, "tir interpreter: out of memory");
+    it->vars[it->n_vars++] = (tir_interp_var){v, val};
+    return SMELT_OK;
+}
+
+smelt_status tir_interp_set_var(tir_interp *it, const ir_var *v, tir_value val)
+{
+    return push_var(it, v, cast_value(val, v->dtype));
+}
+
+static smelt_status push_buf(tir_interp *it, tir_interp_buf b)
+{
+    if (!grow((void **)&it->bufs, &it->cap_bufs, it->n_bufs, sizeof(tir_interp_buf)))
+        return smelt_errf(it->ctx, SMELT_ERR_NOMEM, "tir interpreter: out of memory");
+    it->bufs[it->n_bufs++] = b;
+    return SMELT_OK;
+}
+
+smelt_status tir_interp_bind_buffer(tir_interp *it, const ir_buffer *buf, void *data, int64_t n_elems)
+{
+    if (!buf || (!data && n_elems > 0) || n_elems < 0)
+        return smelt_errf(it->ctx, SMELT_ERR_ARG, "tir interpreter: bad buffer binding");
+    return push_buf(it, (tir_interp_buf){buf, data, n_elems, false});
+}
+
+static const tir_interp_buf *find_buf(const tir_interp *it, const ir_buffer *buf)
+{
+    for (int i = it->n_bufs - 1; i >= 0; i--)
+        if (it->bufs[i].buf == buf) return &it->bufs[i];
+    return NULL;
+}
+
+/* ---- memory ---- */
+
+static tir_value read_elem(smelt_dtype dt, const void *data, int64_t i)
+{
+    switch (dt) {
+    case SMELT_DT_FLOAT32: return tir_value_float(dt, ((const float *)data)[i]);
+    case SMELT_DT_FLOAT64: return tir_value_float(dt, ((const double *)data)[i]);
+    case SMELT_DT_FLOAT16: return tir_value_float(dt, smelt_f16_to_f32(((const uint16_t *)data)[i]));
+    case SMELT_DT_BFLOAT16: return tir_value_float(dt, smelt_bf16_to_f32(((const uint16_t *)data)[i]));
+    case SMELT_DT_BOOL:
+    case SMELT_DT_UINT8: return tir_value_int(dt, ((const uint8_t *)data)[i]);
+    case SMELT_DT_INT8: return tir_value_int(dt, ((const int8_t *)data)[i]);
+    case SMELT_DT_UINT16: return tir_value_int(dt, ((const uint16_t *)data)[i]);
+    case SMELT_DT_INT16: return tir_value_int(dt, ((const int16_t *)data)[i]);
+    case SMELT_DT_UINT32: return tir_value_int(dt, ((const uint32_t *)data)[i]);
+    case SMELT_DT_INT32: return tir_value_int(dt, ((const int32_t *)data)[i]);
+    case SMELT_DT_UINT64: return tir_value_int(dt, (int64_t)((const uint64_t *)data)[i]);
+    default: return tir_value_int(dt, ((const int64_t *)data)[i]);
+    }
+}
+
+static void write_elem(tir_value v, void *data, int64_t i)
+{
+    switch (v.dtype) {
+    case SMELT_DT_FLOAT32: ((float *)data)[i] = (float)v.f; break;
+    case SMELT_DT_FLOAT64: ((double *)data)[i] = v.f; break;
+    case SMELT_DT_FLOAT16: ((uint16_t *)data)[i] = smelt_f32_to_f16((float)v.f); break;
+    case SMELT_DT_BFLOAT16: ((uint16_t *)data)[i] = smelt_f32_to_bf16((float)v.f); break;
+    case SMELT_DT_BOOL:
+    case SMELT_DT_UINT8:
+    case SMELT_DT_INT8: ((uint8_t *)data)[i] = (uint8_t)v.i; break;
+    case SMELT_DT_UINT16:
+    case SMELT_DT_INT16: ((uint16_t *)data)[i] = (uint16_t)v.i; break;
+    case SMELT_DT_UINT32:
+    case SMELT_DT_INT32: ((uint32_t *)data)[i] = (uint32_t)v.i; break;
+    default: ((uint64_t *)data)[i] = (uint64_t)v.i; break;
+    }
+}
+
+/* Element offset of an access; checks every index against the buffer. */
+static smelt_status flat_offset(tir_interp *it, const tir_interp_buf *bb, int n, ir_expr *const *idx,
+                                int64_t *out)
+{
+    const ir_buffer *buf = bb->buf;
+    bool multi = n == buf->rank && n != 1;
+    if (!multi && n != 1)
+        return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: %d indices into rank-%d buffer '%s'",
+                          n, buf->rank, buf->name);
+    int64_t off = 0;
+    for (int d = 0; d < n; d++) {
+        tir_value v;
+        SMELT_TRY(tir_interp_eval(it, idx[d], &v));
+        int64_t i = cast_value(v, SMELT_DT_INT64).i, dim = multi ? buf->shape[d] : bb->n_elems;
+        if (i < 0 || i >= dim)
+            return smelt_errf(it->ctx, SMELT_ERR_RUNTIME,
+                              "tir interpreter: index %lld out of range [0, %lld) in dim %d of '%s'",
+                              (long long)i, (long long)dim, d, buf->name);
+        off = multi ? off * dim + i : i;
+    }
+    if (off >= bb->n_elems)
+        return smelt_errf(it->ctx, SMELT_ERR_RUNTIME, "tir interpreter: element %lld outside '%s' (%lld elements)",
+                          (long long)off, buf->name, (long long)bb->n_elems);
+    *out = off;
+    return SMELT_OK;
+}
+
+static smelt_status access(tir_interp *it, const ir_buffer *buf, int n, ir_expr *const *idx,
+                           const tir_interp_buf **bb, int64_t *off)
+{
+    *bb = find_buf(it, buf);
+    if (!*bb) return smelt_errf(it->ctx, SMELT_ERR_ARG, "tir interpreter: buffer '%s' is not bound", buf->name);
+    return flat_offset(it, *bb, n, idx, off);
+}
+
+/* ---- expressions ---- */
+
+static double float_binary(ir_kind k, double a, double b)
+{
+    switch (k) {
+    case IR_ADD: return a + b;
+    case IR_SUB: return a - b;
+    case IR_MUL: return a * b;
+    case IR_DIV: return a / b;
+    case IR_MOD: return fmod(a, b);
+    case IR_FLOORDIV: return floor(a / b);
+    case IR_FLOORMOD: return a - floor(a / b) * b;
+    case IR_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    case IR_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    case IR_EQ: return a == b;
+    case IR_NE: return a != b;
+    case IR_LT: return a < b;
+    case IR_LE: return a <= b;
+    case IR_GT: return a > b;
+    case IR_GE: return a >= b;
+    case IR_AND: return a != 0 && b != 0;
+    default: return a != 0 || b != 0;
+    }
+}
+
+static smelt_status eval_binary(tir_interp *it, const ir_expr *e, tir_value *out)
+{
+    tir_value a, b;
+    SMELT_TRY(tir_interp_eval(it, e->bin.a, &a));
+    if (e->kind == IR_AND || e->kind == IR_OR) {
+        if (truthy(a) == (e->kind == IR_OR)) return *out = tir_value_int(e->dtype, truthy(a)), SMELT_OK;
+        SMELT_TRY(tir_interp_eval(it, e->bin.b, &b));
+        return *out = tir_value_int(e->dtype, truthy(b)), SMELT_OK;
+    }
+    SMELT_TRY(tir_interp_eval(it, e->bin.b, &b));
+    smelt_dtype dt = a.dtype;
+    b = cast_value(b, dt);
+    if (tir_dtype_is_float(dt)) {
+        double r = float_binary(e->kind, a.f, b.f);
+        *out = tir_dtype_is_float(e->dtype) ? tir_value_float(e->dtype, r) : tir_value_int(e->dtype, r != 0);
+        return SMELT_OK;
+    }
+    int64_t r;
+    if (!tir_fold_int(e->kind, dt, a.i, b.i, &r))
+        return smelt_errf(it->ctx, SMELT_ERR_RUNTIME, "tir interpreter: integer %s by zero",
+                          ir_kind_name(e->kind));
+    *out = tir_value_int(e->dtype, r);
+    return SMELT_OK;
+}
+
+static double call_f64(ir_call_op op, double x, double y)
+{
+    switch (op) {
+    case IR_CALL_EXP: return exp(x);
+    case IR_CALL_LOG: return log(x);
+    case IR_CALL_SQRT: return sqrt(x);
+    case IR_CALL_TANH: return tanh(x);
+    case IR_CALL_ERF: return erf(x);
+    case IR_CALL_POW: return pow(x, y);
+    case IR_CALL_ABS: return fabs(x);
+    case IR_CALL_FLOOR: return floor(x);
+    case IR_CALL_CEIL: return ceil(x);
+    case IR_CALL_ROUND: return nearbyint(x);
+    case IR_CALL_SIN: return sin(x);
+    case IR_CALL_COS: return cos(x);
+    case IR_CALL_FMOD: return fmod(x, y);
+    case IR_CALL_ISNAN: return isnan(x) != 0;
+    case IR_CALL_ISINF: return isinf(x) != 0;
+    default: return 1.0 / (1.0 + exp(-x));
+    }
+}
+
+/* float32 math through the float functions generated C code calls. */
+static double call_f32(ir_call_op op, float x, float y)
+{
+    switch (op) {
+    case IR_CALL_EXP: return expf(x);
+    case IR_CALL_LOG: return logf(x);
+    case IR_CALL_SQRT: return sqrtf(x);
+    case IR_CALL_TANH: return tanhf(x);
+    case IR_CALL_ERF: return erff(x);
+    case IR_CALL_POW: return powf(x, y);
+    case IR_CALL_SIN: return sinf(x);
+    case IR_CALL_COS: return cosf(x);
+    case IR_CALL_FMOD: return fmodf(x, y);
+    case IR_CALL_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    default: return call_f64(op, x, y);
+    }
+}
+
+static smelt_status eval_call(tir_interp *it, const ir_expr *e, tir_value *out)
+{
+    tir_value args[3] = {{0}, {0}, {0}};
+    for (int i = 0; i < e->call.n; i++) SMELT_TRY(tir_interp_eval(it, e->call.args[i], &args[i]));
+    if (e->call.n == 0) return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: call without args");
+    if (!tir_dtype_is_float(args[0].dtype) && e->call.op == IR_CALL_ABS && tir_dtype_is_int(e->dtype)) {
+        *out = tir_value_int(e->dtype, args[0].i < 0 ? (int64_t)(0 - (uint64_t)args[0].i) : args[0].i);
+        return SMELT_OK;
+    }
+    double x = tir_value_to_double(args[0]), y = e->call.n > 1 ? tir_value_to_double(args[1]) : 0;
+    bool f32 = args[0].dtype == SMELT_DT_FLOAT32 || args[0].dtype == SMELT_DT_FLOAT16 ||
+               args[0].dtype == SMELT_DT_BFLOAT16;
+    double r = f32 ? call_f32(e->call.op, (float)x, (float)y) : call_f64(e->call.op, x, y);
+    *out = cast_value(tir_value_float(SMELT_DT_FLOAT64, r), e->dtype);
+    return SMELT_OK;
+}
+
+static tir_value reduce_identity(ir_reduce_op op, smelt_dtype dt)
+{
+    bool f = tir_dtype_is_float(dt);
+    switch (op) {
+    case IR_REDUCE_SUM: return f ? tir_value_float(dt, 0) : tir_value_int(dt, 0);
+    case IR_REDUCE_PROD: return f ? tir_value_float(dt, 1) : tir_value_int(dt, 1);
+    case IR_REDUCE_MAX: return f ? tir_value_float(dt, -INFINITY) : tir_value_int(dt, tir_dtype_min(dt));
+    default: return f ? tir_value_float(dt, INFINITY) : tir_value_int(dt, tir_dtype_max(dt));
+    }
+}
+
+static tir_value reduce_combine(ir_reduce_op op, tir_value acc, tir_value v)
+{
+    static const ir_kind kinds[] = {[IR_REDUCE_SUM] = IR_ADD, [IR_REDUCE_PROD] = IR_MUL,
+                                    [IR_REDUCE_MAX] = IR_MAX, [IR_REDUCE_MIN] = IR_MIN};
+    v = cast_value(v, acc.dtype);
+    if (tir_dtype_is_float(acc.dtype)) return tir_value_float(acc.dtype, float_binary(kinds[op], acc.f, v.f));
+    int64_t r = 0;
+    tir_fold_int(kinds[op], acc.dtype, acc.i, v.i, &r);
+    return tir_value_int(acc.dtype, r);
+}
+
+/* Loop over reduce axes [axis, n_axes) accumulating into *acc. */
+static smelt_status eval_reduce_axes(tir_interp *it, const ir_expr *e, int axis, tir_value *acc)
+{
+    if (axis == e->reduce.n_axes) {
+        tir_value v;
+        SMELT_TRY(tir_interp_eval(it, e->reduce.src, &v));
+        *acc = reduce_combine(e->reduce.op, *acc, v);
+        return SMELT_OK;
+    }
+    const ir_axis *ax = &e->reduce.axes[axis];
+    int slot = it->n_vars;
+    SMELT_TRY(push_var(it, ax->var, tir_value_int(ax->var->dtype, 0)));
+    smelt_status st = SMELT_OK;
+    for (int64_t i = 0; i < ax->extent && st == SMELT_OK; i++) {
+        it->vars[slot].val = tir_value_int(ax->var->dtype, i);
+        st = eval_reduce_axes(it, e, axis + 1, acc);
+    }
+    it->n_vars = slot;
+    return st;
+}
+
+static smelt_status eval_var(tir_interp *it, const ir_expr *e, tir_value *out)
+{
+    for (int i = it->n_vars - 1; i >= 0; i--)
+        if (it->vars[i].var == e->var) return *out = it->vars[i].val, SMELT_OK;
+    return smelt_errf(it->ctx, SMELT_ERR_ARG, "tir interpreter: variable '%s' has no value", e->var->name);
+}
+
+smelt_status tir_interp_eval(tir_interp *it, const ir_expr *e, tir_value *out)
+{
+    if (!e) return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: null expression");
+    switch (e->kind) {
+    case IR_INT: *out = tir_value_int(e->dtype, e->i); return SMELT_OK;
+    case IR_FLOAT: *out = tir_value_float(e->dtype, e->f); return SMELT_OK;
+    case IR_VAR: return eval_var(it, e, out);
+    case IR_NOT: {
+        tir_value a;
+        SMELT_TRY(tir_interp_eval(it, e->bin.a, &a));
+        *out = tir_value_int(e->dtype, !truthy(a));
+        return SMELT_OK;
+    }
+    case IR_CAST: {
+        tir_value a;
+        SMELT_TRY(tir_interp_eval(it, e->bin.a, &a));
+        *out = cast_value(a, e->dtype);
+        return SMELT_OK;
+    }
+    case IR_SELECT: {
+        tir_value c;
+        SMELT_TRY(tir_interp_eval(it, e->select.cond, &c));
+        SMELT_TRY(tir_interp_eval(it, truthy(c) ? e->select.t : e->select.f, out));
+        *out = cast_value(*out, e->dtype);
+        return SMELT_OK;
+    }
+    case IR_CALL: return eval_call(it, e, out);
+    case IR_LOAD: {
+        const tir_interp_buf *bb;
+        int64_t off;
+        SMELT_TRY(access(it, e->load.buf, e->load.n, e->load.idx, &bb, &off));
+        *out = read_elem(bb->buf->dtype, bb->data, off);
+        return SMELT_OK;
+    }
+    case IR_REDUCE:
+        *out = reduce_identity(e->reduce.op, e->dtype);
+        return eval_reduce_axes(it, e, 0, out);
+    default: return eval_binary(it, e, out);
+    }
+}
+
+/* ---- statements ---- */
+
+static smelt_status run_for(tir_interp *it, const ir_stmt *s)
+{
+    tir_value mn, ex;
+    SMELT_TRY(tir_interp_eval(it, s->for_.min, &mn));
+    SMELT_TRY(tir_interp_eval(it, s->for_.extent, &ex));
+    int64_t lo = cast_value(mn, SMELT_DT_INT64).i, n = cast_value(ex, SMELT_DT_INT64).i;
+    int slot = it->n_vars;
+    SMELT_TRY(push_var(it, s->for_.var, tir_value_int(s->for_.var->dtype, lo)));
+    smelt_status st = SMELT_OK;
+    for (int64_t i = 0; i < n && st == SMELT_OK; i++) {
+        it->vars[slot].val = tir_value_int(s->for_.var->dtype, (int64_t)((uint64_t)lo + (uint64_t)i));
+        st = tir_interp_run(it, s->for_.body);
+    }
+    it->n_vars = slot;
+    return st;
+}
+
+static smelt_status run_store(tir_interp *it, const ir_stmt *s)
+{
+    const tir_interp_buf *bb;
+    int64_t off;
+    tir_value v;
+    SMELT_TRY(tir_interp_eval(it, s->store.value, &v));
+    SMELT_TRY(access(it, s->store.buf, s->store.n, s->store.idx, &bb, &off));
+    write_elem(cast_value(v, bb->buf->dtype), bb->data, off);
+    return SMELT_OK;
+}
+
+static smelt_status run_allocate(tir_interp *it, const ir_stmt *s)
+{
+    const ir_buffer *buf = s->alloc.buf;
+    int64_t n = 1;
+    for (int d = 0; d < buf->rank; d++)
+        if (buf->shape[d] < 0 || smelt_mul_overflow_i64(n, buf->shape[d], &n) || n > SMELT_LIMIT_TENSOR_ELEMS)
+            return smelt_errf(it->ctx, SMELT_ERR_LIMIT, "tir interpreter: buffer '%s' is too large", buf->name);
+    size_t size = smelt_dtype_size(buf->dtype);
+    void *data = smelt_calloc((size_t)(n ? n : 1), size ? size : 1);
+    if (!data) return smelt_errf(it->ctx, SMELT_ERR_NOMEM, "tir interpreter: out of memory for '%s'", buf->name);
+    int mark = it->n_bufs;
+    smelt_status st = push_buf(it, (tir_interp_buf){buf, data, n, true});
+    if (st != SMELT_OK) {
+        smelt_free(data);
+        return st;
+    }
+    st = tir_interp_run(it, s->alloc.body);
+    smelt_free(data);
+    it->n_bufs = mark;
+    return st;
+}
+
+smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
+{
+    if (!s) return SMELT_OK;
+    if (it->max_steps > 0 && ++it->steps > it->max_steps)
+        return smelt_errf(it->ctx, SMELT_ERR_LIMIT, "tir interpreter: more than %lld steps",
+                          (long long)it->max_steps);
+    switch (s->kind) {
+    case IR_STMT_FOR: return run_for(it, s);
+    case IR_STMT_SEQ:
+        for (int i = 0; i < s->seq.n; i++) SMELT_TRY(tir_interp_run(it, s->seq.items[i]));
+        return SMELT_OK;
+    case IR_STMT_LET: {
+        tir_value v;
+        SMELT_TRY(tir_interp_eval(it, s->let.value, &v));
+        int slot = it->n_vars;
+        SMELT_TRY(tir_interp_set_var(it, s->let.var, v));
+        smelt_status st = tir_interp_run(it, s->let.body);
+        it->n_vars = slot;
+        return st;
+    }
+    case IR_STMT_STORE: return run_store(it, s);
+    case IR_STMT_ALLOCATE: return run_allocate(it, s);
+    case IR_STMT_IF: {
+        tir_value c;
+        SMELT_TRY(tir_interp_eval(it, s->if_.cond, &c));
+        return tir_interp_run(it, truthy(c) ? s->if_.then_ : s->if_.else_);
+    }
+    case IR_STMT_CALL:
+        return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
+                          s->call.kernel);
+    default: return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: unknown statement");
+    }
+}

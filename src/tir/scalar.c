@@ -1,0 +1,194 @@
+/* Scalar semantics of tir values (see scalar.h). */
+#include <math.h>
+
+#include "tir/scalar.h"
+
+bool tir_dtype_is_int(smelt_dtype dt) { return tir_dtype_bits(dt) > 0 && !tir_dtype_is_float(dt); }
+
+bool tir_dtype_is_float(smelt_dtype dt)
+{
+    return dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 || dt == SMELT_DT_FLOAT32 ||
+           dt == SMELT_DT_FLOAT64;
+}
+
+bool tir_dtype_is_unsigned(smelt_dtype dt)
+{
+    return dt == SMELT_DT_UINT8 || dt == SMELT_DT_UINT16 || dt == SMELT_DT_UINT32 ||
+           dt == SMELT_DT_UINT64 || dt == SMELT_DT_BOOL;
+}
+
+int tir_dtype_bits(smelt_dtype dt)
+{
+    switch (dt) {
+    case SMELT_DT_BOOL: return 1;
+    case SMELT_DT_INT8:
+    case SMELT_DT_UINT8: return 8;
+    case SMELT_DT_INT16:
+    case SMELT_DT_UINT16:
+    case SMELT_DT_FLOAT16:
+    case SMELT_DT_BFLOAT16: return 16;
+    case SMELT_DT_INT32:
+    case SMELT_DT_UINT32:
+    case SMELT_DT_FLOAT32: return 32;
+    case SMELT_DT_INT64:
+    case SMELT_DT_UINT64:
+    case SMELT_DT_FLOAT64: return 64;
+    default: return 0;
+    }
+}
+
+int64_t tir_dtype_min(smelt_dtype dt)
+{
+    int bits = tir_dtype_bits(dt);
+    if (dt == SMELT_DT_UINT64 || bits == 64) return INT64_MIN;
+    if (tir_dtype_is_unsigned(dt) || bits == 0) return 0;
+    return -((int64_t)1 << (bits - 1));
+}
+
+int64_t tir_dtype_max(smelt_dtype dt)
+{
+    int bits = tir_dtype_bits(dt);
+    if (bits == 64 || bits == 0) return INT64_MAX;
+    if (tir_dtype_is_unsigned(dt)) return ((int64_t)1 << bits) - 1;
+    return ((int64_t)1 << (bits - 1)) - 1;
+}
+
+int64_t tir_wrap_int(smelt_dtype dt, uint64_t v)
+{
+    switch (dt) {
+    case SMELT_DT_BOOL: return v != 0;
+    case SMELT_DT_INT8: return (int8_t)(uint8_t)v;
+    case SMELT_DT_UINT8: return (uint8_t)v;
+    case SMELT_DT_INT16: return (int16_t)(uint16_t)v;
+    case SMELT_DT_UINT16: return (uint16_t)v;
+    case SMELT_DT_INT32: return (int32_t)(uint32_t)v;
+    case SMELT_DT_UINT32: return (uint32_t)v;
+    default: return (int64_t)v;
+    }
+}
+
+double tir_round_float(smelt_dtype dt, double v)
+{
+    switch (dt) {
+    case SMELT_DT_FLOAT32: return (float)v;
+    case SMELT_DT_FLOAT16: return smelt_f16_to_f32(smelt_f32_to_f16((float)v));
+    case SMELT_DT_BFLOAT16: return smelt_bf16_to_f32(smelt_f32_to_bf16((float)v));
+    default: return v;
+    }
+}
+
+int64_t tir_floordiv_i64(int64_t a, int64_t b)
+{
+    if (b == -1) return (int64_t)(0 - (uint64_t)a); /* wraps for INT64_MIN */
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    return q;
+}
+
+int64_t tir_floormod_i64(int64_t a, int64_t b)
+{
+    if (b == -1) return 0;
+    int64_t r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+
+/* Ordering of two canonical integers of dtype dt: -1, 0, 1. */
+static int int_cmp(smelt_dtype dt, int64_t a, int64_t b)
+{
+    if (dt == SMELT_DT_UINT64) return (uint64_t)a < (uint64_t)b ? -1 : (uint64_t)a > (uint64_t)b;
+    return a < b ? -1 : a > b;
+}
+
+static bool fold_int_div(ir_kind k, smelt_dtype dt, int64_t a, int64_t b, int64_t *out)
+{
+    if (b == 0) return false;
+    if (tir_dtype_is_unsigned(dt)) {
+        uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+        bool quot = k == IR_DIV || k == IR_FLOORDIV;
+        *out = tir_wrap_int(dt, quot ? ua / ub : ua % ub);
+        return true;
+    }
+    switch (k) {
+    case IR_DIV: *out = b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; break;
+    case IR_MOD: *out = b == -1 ? 0 : a % b; break;
+    case IR_FLOORDIV: *out = tir_floordiv_i64(a, b); break;
+    default: *out = tir_floormod_i64(a, b); break;
+    }
+    *out = tir_wrap_int(dt, (uint64_t)*out);
+    return true;
+}
+
+bool tir_fold_int(ir_kind k, smelt_dtype dt, int64_t a, int64_t b, int64_t *out)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    int c = int_cmp(dt, a, b);
+    switch (k) {
+    case IR_ADD: *out = tir_wrap_int(dt, ua + ub); return true;
+    case IR_SUB: *out = tir_wrap_int(dt, ua - ub); return true;
+    case IR_MUL: *out = tir_wrap_int(dt, ua * ub); return true;
+    case IR_DIV:
+    case IR_MOD:
+    case IR_FLOORDIV:
+    case IR_FLOORMOD: return fold_int_div(k, dt, a, b, out);
+    case IR_MIN: *out = c <= 0 ? a : b; return true;
+    case IR_MAX: *out = c >= 0 ? a : b; return true;
+    case IR_EQ: *out = c == 0; return true;
+    case IR_NE: *out = c != 0; return true;
+    case IR_LT: *out = c < 0; return true;
+    case IR_LE: *out = c <= 0; return true;
+    case IR_GT: *out = c > 0; return true;
+    case IR_GE: *out = c >= 0; return true;
+    case IR_AND: *out = a != 0 && b != 0; return true;
+    case IR_OR: *out = a != 0 || b != 0; return true;
+    default: return false;
+    }
+}
+
+static bool fold_float_minmax(ir_kind k, double a, double b, double *out)
+{
+    if (isnan(a) || isnan(b)) return false;
+    if (a == b && signbit(a) != signbit(b)) return false; /* -0 vs +0: codegen-dependent */
+    *out = (k == IR_MIN) == (a < b) ? a : b;
+    return true;
+}
+
+static bool fold_float_arith(ir_kind k, smelt_dtype dt, double a, double b, double *out)
+{
+    if (dt == SMELT_DT_FLOAT32) {
+        float fa = (float)a, fb = (float)b;
+        switch (k) {
+        case IR_ADD: *out = fa + fb; return true;
+        case IR_SUB: *out = fa - fb; return true;
+        case IR_MUL: *out = fa * fb; return true;
+        case IR_DIV: *out = fa / fb; return true;
+        default: return false;
+        }
+    }
+    switch (k) {
+    case IR_ADD: *out = a + b; return true;
+    case IR_SUB: *out = a - b; return true;
+    case IR_MUL: *out = a * b; return true;
+    case IR_DIV: *out = a / b; return true;
+    default: return false;
+    }
+}
+
+bool tir_fold_float(ir_kind k, smelt_dtype dt, double a, double b, double *out)
+{
+    switch (k) {
+    case IR_EQ: *out = a == b; return true;
+    case IR_NE: *out = a != b; return true;
+    case IR_LT: *out = a < b; return true;
+    case IR_LE: *out = a <= b; return true;
+    case IR_GT: *out = a > b; return true;
+    case IR_GE: *out = a >= b; return true;
+    case IR_MIN:
+    case IR_MAX: return fold_float_minmax(k, a, b, out);
+    default: break;
+    }
+    /* f16/bf16 arithmetic is codegen-dependent (computed in f32 or not). */
+    if (dt != SMELT_DT_FLOAT32 && dt != SMELT_DT_FLOAT64) return false;
+    if (k == IR_DIV && b == 0) return false;
+    return fold_float_arith(k, dt, a, b, out);
+}
