@@ -115,6 +115,29 @@ smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
                                        const smelt_tensor *inputs, int num_inputs,
                                        smelt_tensor *outputs, int num_outputs);
 
+/* ---- Compiling ---------------------------------------------------------- */
+
+typedef struct smelt_options {
+    const char *target; /* "host" (default), "avx512", "avx2", "generic" */
+    int num_threads;    /* 0: the cores available */
+    int dump_c;         /* print the generated C to stdout */
+    int embed_weights;  /* AOT: weights as const arrays in model.c */
+} smelt_options;
+
+/* Lower, generate C, build it (through the compile cache) and load it.
+ * Called implicitly by smelt_model_run; o may be NULL for defaults. */
+smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_options *o);
+
+/* Run the compiled model (compiling it first if needed).  Same contract as
+ * smelt_model_run_reference. */
+smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                             int num_inputs, smelt_tensor *outputs, int num_outputs);
+
+/* AOT: write a standalone package (model.c, model.h, weights, runtime,
+ * Makefile, example main.c) into dir. */
+smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const char *dir,
+                                       const smelt_options *o);
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,14 @@ typedef struct smelt_rt_pool smelt_rt_pool;
 /* Body of a parallel loop: runs iterations [begin, end) of a loop of n. */
 typedef void (*smelt_rt_task_fn)(void *closure, int64_t begin, int64_t end);
 
+/* Every pool begins with this head.  Generated code calls the pool through
+ * it (never by symbol), so a module has no undefined smelt_rt_* symbols and
+ * loads with dlopen however the host linked libsmelt_rt (static, shared, or
+ * the sources copied into an AOT package). */
+typedef struct smelt_rt_pool_head {
+    void (*parallel_for)(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *closure);
+} smelt_rt_pool_head;
+
 /* num_threads <= 0: the number of cores available to the process. */
 smelt_rt_pool *smelt_rt_pool_new(int num_threads);
 void smelt_rt_pool_free(smelt_rt_pool *pool);
@@ -88,6 +96,53 @@ smelt_rt_status smelt_rt_model_run(smelt_rt_model *m, const void *const *inputs,
                                    void *const *outputs, const size_t *output_bytes,
                                    int num_outputs);
 const char *smelt_rt_model_error(const smelt_rt_model *m);
+
+/* Like smelt_rt_model_from_info, but reads the weight blob from a file
+ * (weights_path may be NULL when the module embeds its weights).  The file
+ * must hold exactly info->weight_bytes bytes. */
+smelt_rt_model *smelt_rt_model_from_info_file(const smelt_rt_module_info *info,
+                                              const char *weights_path, int num_threads,
+                                              char *err, size_t err_size);
+
+/* ---- Named access (for applications) ---------------------------------------------
+ * A model owns one buffer per output, allocated at load.  Typical use:
+ *
+ *     smelt_rt_model_set_input(m, "x", data, sizeof data);
+ *     if (smelt_rt_model_invoke(m) != SMELT_RT_OK) puts(smelt_rt_model_error(m));
+ *     const float *y = smelt_rt_model_get_output(m, "y", &bytes);
+ *
+ * A model runs one call at a time (it has one activation arena): a call made
+ * while another thread is running the same model fails with SMELT_RT_ERR_ARG.
+ */
+
+/* Index of the input/output with this name, or -1. */
+int smelt_rt_model_input_index(const smelt_rt_model *m, const char *name);
+int smelt_rt_model_output_index(const smelt_rt_model *m, const char *name);
+
+/* Bind input `name` to caller memory (not copied: it must stay valid and
+ * unchanged until the next smelt_rt_model_invoke returns).  bytes must equal
+ * the input's size (smelt_rt_io_bytes). */
+smelt_rt_status smelt_rt_model_set_input(smelt_rt_model *m, const char *name,
+                                         const void *data, size_t bytes);
+smelt_rt_status smelt_rt_model_set_input_index(smelt_rt_model *m, int index,
+                                               const void *data, size_t bytes);
+
+/* Run with the bound inputs into the model's own output buffers.  Fails
+ * naming the first input that was never bound. */
+smelt_rt_status smelt_rt_model_invoke(smelt_rt_model *m);
+
+/* The output's data (owned by the model; valid until the next invoke or
+ * free) and its size in *bytes (may be NULL).  NULL, with a message in
+ * smelt_rt_model_error, for an unknown name or before the first invoke. */
+const void *smelt_rt_model_get_output(smelt_rt_model *m, const char *name, size_t *bytes);
+const void *smelt_rt_model_get_output_index(smelt_rt_model *m, int index, size_t *bytes);
+
+/* ---- Small helpers ------------------------------------------------------------ */
+size_t smelt_rt_dtype_size(int dtype);      /* 0 for unknown or unsupported */
+const char *smelt_rt_dtype_name(int dtype); /* "float32", ... ; "?" if unknown */
+/* Bytes of a dense tensor described by io (0 if its dtype is unknown or the
+ * size does not fit size_t). */
+size_t smelt_rt_io_bytes(const smelt_rt_io_info *io);
 
 #ifdef __cplusplus
 }

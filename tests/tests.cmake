@@ -49,3 +49,30 @@ set_tests_properties(errors/bad_models PROPERTIES FIXTURES_REQUIRED bad_models T
 target_compile_definitions(test_frontend_fuzz PRIVATE
   SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
 set_tests_properties(unit/test_frontend_fuzz PROPERTIES TIMEOUT 300)
+
+# ---- Fuzzing: ONNX import harness (see docs/fuzzing.md) ----
+# Every build replays the seed corpus and the crash regressions through the
+# harness (replay_main.c stands in for libFuzzer); -DSMELT_FUZZ=ON (clang)
+# also builds the real fuzzer and runs it briefly.
+set(SMELT_FUZZ_IMPORT_DIRS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/onnx_import
+    ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/onnx_import)
+add_executable(fuzz_onnx_import_replay tests/fuzz/fuzz_onnx_import.c tests/fuzz/replay_main.c)
+target_link_libraries(fuzz_onnx_import_replay PRIVATE smelt)
+set_target_properties(fuzz_onnx_import_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME fuzz/onnx_import_replay COMMAND fuzz_onnx_import_replay ${SMELT_FUZZ_IMPORT_DIRS})
+set_tests_properties(fuzz/onnx_import_replay PROPERTIES ENVIRONMENT SMELT_FUZZ_RUN=1 TIMEOUT 300)
+if(SMELT_FUZZ)
+  add_executable(fuzz_onnx_import tests/fuzz/fuzz_onnx_import.c)
+  target_link_libraries(fuzz_onnx_import PRIVATE smelt)
+  target_compile_options(fuzz_onnx_import PRIVATE -fsanitize=fuzzer)
+  target_link_options(fuzz_onnx_import PRIVATE -fsanitize=fuzzer)
+  set_target_properties(fuzz_onnx_import PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+  # mutates a scratch copy: the checked-in corpus only changes by hand
+  add_test(NAME fuzz/onnx_import_brief
+    COMMAND ${CMAKE_COMMAND} -E env SMELT_FUZZ_RUN=1
+            $<TARGET_FILE:fuzz_onnx_import> -max_total_time=60 -timeout=10 -rss_limit_mb=2048
+            -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/onnx.dict
+            ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus ${SMELT_FUZZ_IMPORT_DIRS})
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus)
+  set_tests_properties(fuzz/onnx_import_brief PROPERTIES TIMEOUT 300)
+endif()

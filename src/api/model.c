@@ -43,6 +43,7 @@ smelt_model *smelt_model_load(smelt_ctx *ctx, const char *path)
 void smelt_model_free(smelt_model *m)
 {
     if (!m) return;
+    smelt_compiled_free(m->compiled);
     gr_graph_free(m->graph);
     smelt_free(m);
 }

@@ -2,11 +2,17 @@
 #ifndef SMELT_INTERNAL_H
 #define SMELT_INTERNAL_H
 
+#include "exec/exec.h"
 #include "graph/graph.h"
+
+typedef struct smelt_compiled smelt_compiled;
 
 struct smelt_model {
     gr_graph *graph;
+    smelt_compiled *compiled; /* built on first compiled run */
 };
+
+void smelt_compiled_free(smelt_compiled *c);
 
 gr_graph *smelt_model_graph(smelt_model *m);
 /* Run every node through its compute definition with the te interpreter

@@ -70,7 +70,7 @@ static int list_dir(const char *dir, const char *prefix, smelt_ptrvec *out)
         }
     }
     closedir(d);
-    qsort(out->items, (size_t)out->len, sizeof(void *), cmp_str);
+    if (out->len) qsort(out->items, (size_t)out->len, sizeof(void *), cmp_str); /* items NULL if empty */
     return 0;
 }
 
@@ -133,6 +133,7 @@ static smelt_status run_model(smelt_ctx *ctx, smelt_model *m, check_mode mode,
 {
     switch (mode) {
     case MODE_TE: return smelt_model_run_te(ctx, m, in, ni, out, no);
+    case MODE_COMPILED: return smelt_model_run(ctx, m, in, ni, out, no);
     default: return smelt_model_run_reference(ctx, m, in, ni, out, no);
     }
 }
@@ -305,7 +306,7 @@ static void check_tree(const char *dir, const check_opts *o, check_totals *t, in
 
 int cli_check(int argc, char **argv)
 {
-    check_opts o = {1e-3, 1e-7, MODE_REFERENCE, NULL, false};
+    check_opts o = {1e-3, 1e-7, MODE_COMPILED, NULL, false};
     check_totals t;
     memset(&t, 0, sizeof t);
     const char *dirs[256];

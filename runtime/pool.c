@@ -1,0 +1,257 @@
+/* Persistent thread pool for generated code (C99 + pthreads).
+ *
+ * Workers are created once.  A parallel_for publishes a job (fn, closure, n)
+ * and bumps an atomic generation counter; workers spin on the counter for a
+ * short while before sleeping on a condition variable, because at batch 1
+ * the time to wake a sleeping thread (tens of microseconds) is comparable to
+ * a whole small kernel.  [0, n) is split into one contiguous chunk per
+ * thread; the calling thread runs chunk 0 itself.
+ *
+ * Only one parallel_for runs on a pool at a time: the caller takes the
+ * `busy` flag, and a call that finds it taken (a nested call from inside a
+ * task, or a second application thread) runs inline instead.
+ *
+ * Atomics use the GCC/clang __atomic builtins (understood by ThreadSanitizer);
+ * everything else is C99 + POSIX threads.
+ */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_getaffinity */
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "smelt_rt.h"
+
+/* Spin iterations before sleeping (each one a pause instruction, ~10-100 ns):
+ * long enough to cover the gap between the back-to-back kernels of a model,
+ * short enough not to burn a core when the model is idle. */
+#define POOL_SPIN_ITERS 20000
+#define POOL_MAX_THREADS 1024
+
+struct smelt_rt_pool {
+    smelt_rt_pool_head head; /* must stay first: generated code calls through it */
+    int n_threads;           /* including the caller */
+    pthread_t *threads;      /* n_threads - 1 workers */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;     /* workers sleep here */
+    pthread_cond_t done;     /* the caller sleeps here */
+    /* The current job: written by the caller before the generation bump
+     * (release) and read by workers after they observe it (acquire). */
+    smelt_rt_task_fn fn;
+    void *closure;
+    int64_t n;
+    unsigned generation; /* atomic */
+    int pending;         /* atomic: workers still running the current job */
+    int sleepers;        /* atomic: workers waiting (or about to wait) on `wake` */
+    int stop;            /* atomic */
+    int busy;            /* atomic: a parallel_for is in progress */
+};
+
+typedef struct worker_arg {
+    smelt_rt_pool *pool;
+    int index; /* 1..n_threads-1 */
+} worker_arg;
+
+/* One step of a spin-wait.  Every 64th step gives the core away, so that
+ * with more threads than cores (other processes, or a pool larger than the
+ * machine) the thread being waited for gets to run. */
+static void spin_step(int i)
+{
+    if ((i & 63) == 63) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Chunk t of [0, n) split into `parts` contiguous pieces (no overflow). */
+static void chunk_bounds(int64_t n, int parts, int t, int64_t *begin, int64_t *end)
+{
+    int64_t base = n / parts, rem = n % parts;
+    *begin = t * base + (t < rem ? t : rem);
+    *end = *begin + base + (t < rem ? 1 : 0);
+}
+
+static void run_chunk(smelt_rt_pool *p, int t)
+{
+    int parts = p->n < p->n_threads ? (int)p->n : p->n_threads;
+    if (t >= parts) return;
+    int64_t b, e;
+    chunk_bounds(p->n, parts, t, &b, &e);
+    if (b < e) p->fn(p->closure, b, e);
+}
+
+/* Wait until the generation differs from `seen`, or stop; returns the new
+ * generation. */
+static unsigned worker_wait(smelt_rt_pool *p, unsigned seen)
+{
+    for (int i = 0; i < POOL_SPIN_ITERS; i++) {
+        unsigned g = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE);
+        if (g != seen || __atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return g;
+        spin_step(i);
+    }
+    pthread_mutex_lock(&p->mu);
+    /* Announce the sleep before re-checking: pairs with the caller's
+     * generation bump and sleepers load (both seq_cst), so either we see
+     * the new generation or the caller sees us and broadcasts. */
+    __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+    unsigned g;
+    while ((g = __atomic_load_n(&p->generation, __ATOMIC_SEQ_CST)) == seen &&
+           !__atomic_load_n(&p->stop, __ATOMIC_SEQ_CST))
+        pthread_cond_wait(&p->wake, &p->mu);
+    __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&p->mu);
+    return g;
+}
+
+static void *worker_main(void *arg)
+{
+    worker_arg wa = *(worker_arg *)arg;
+    free(arg);
+    smelt_rt_pool *p = wa.pool;
+    unsigned seen = 0;
+    for (;;) {
+        seen = worker_wait(p, seen);
+        if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) break;
+        run_chunk(p, wa.index);
+        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+            /* Last one out wakes the caller if it went to sleep. */
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+    return NULL;
+}
+
+static void caller_wait(smelt_rt_pool *p)
+{
+    for (int i = 0; i < POOL_SPIN_ITERS; i++) {
+        if (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) == 0) return;
+        spin_step(i);
+    }
+    pthread_mutex_lock(&p->mu);
+    while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void pool_dispatch(smelt_rt_pool *p, int64_t n, smelt_rt_task_fn fn, void *closure)
+{
+    p->fn = fn;
+    p->closure = closure;
+    p->n = n;
+    __atomic_store_n(&p->pending, p->n_threads - 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
+    run_chunk(p, 0);
+    caller_wait(p);
+}
+
+void smelt_rt_parallel_for(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *closure)
+{
+    if (n <= 0 || !fn) return;
+    if (!pool || pool->n_threads <= 1 || n == 1) {
+        fn(closure, 0, n);
+        return;
+    }
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&pool->busy, &expected, 1, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED)) {
+        fn(closure, 0, n); /* nested, or another thread owns the pool */
+        return;
+    }
+    pool_dispatch(pool, n, fn, closure);
+    __atomic_store_n(&pool->busy, 0, __ATOMIC_RELEASE);
+}
+
+static int cores_available(void)
+{
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int c = CPU_COUNT(&set);
+        if (c > 0) return c;
+    }
+#endif
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c > 0 ? (int)c : 1;
+}
+
+static void pool_stop_workers(smelt_rt_pool *p, int started)
+{
+    pthread_mutex_lock(&p->mu);
+    __atomic_store_n(&p->stop, 1, __ATOMIC_SEQ_CST);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < started; i++) pthread_join(p->threads[i], NULL);
+}
+
+static int pool_start_workers(smelt_rt_pool *p)
+{
+    for (int i = 0; i < p->n_threads - 1; i++) {
+        worker_arg *wa = malloc(sizeof *wa);
+        if (!wa) {
+            pool_stop_workers(p, i);
+            return 0;
+        }
+        wa->pool = p;
+        wa->index = i + 1;
+        if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+            free(wa);
+            pool_stop_workers(p, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+smelt_rt_pool *smelt_rt_pool_new(int num_threads)
+{
+    if (num_threads <= 0) num_threads = cores_available();
+    if (num_threads > POOL_MAX_THREADS) num_threads = POOL_MAX_THREADS;
+    smelt_rt_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->head.parallel_for = smelt_rt_parallel_for;
+    p->n_threads = num_threads;
+    p->threads = calloc((size_t)num_threads, sizeof *p->threads);
+    if (!p->threads) {
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    if (!pool_start_workers(p)) {
+        pthread_cond_destroy(&p->done);
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+        free(p->threads);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void smelt_rt_pool_free(smelt_rt_pool *pool)
+{
+    if (!pool) return;
+    pool_stop_workers(pool, pool->n_threads - 1);
+    pthread_cond_destroy(&pool->done);
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->mu);
+    free(pool->threads);
+    free(pool);
+}
+
+int smelt_rt_pool_size(const smelt_rt_pool *pool) { return pool ? pool->n_threads : 1; }

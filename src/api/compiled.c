@@ -1,0 +1,144 @@
+/* The compiled path behind the public API: lower the graph, emit C, build it
+ * through the compile cache, load it (JIT) or write a package (AOT), run it
+ * through the runtime. */
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "lower/program.h"
+#include "smelt_internal.h"
+#include "smelt_rt.h"
+
+struct smelt_compiled {
+    lowered_program *lp;
+    const cg_target *target;
+    void *handle;
+    const smelt_rt_module_info *info;
+    smelt_rt_model *rt;
+};
+
+static const cg_target *pick_target(smelt_ctx *ctx, const char *name)
+{
+    const cg_target *t = name && *name && strcmp(name, "host") != 0 ? cg_target_find(name)
+                                                                     : cg_target_host();
+    if (!t)
+        smelt_errf(ctx, SMELT_ERR_ARG, "unknown target '%s' (known: host, %s)", name,
+                   cg_target_names());
+    return t;
+}
+
+static smelt_status lower_model(smelt_ctx *ctx, smelt_model *m, const cg_target *t,
+                                lowered_program **lp)
+{
+    lower_options lo = {cg_target_lanes(t, SMELT_DT_FLOAT32)};
+    if (lo.vector_width < 1) lo.vector_width = 1;
+    return lower_graph(ctx, m->graph, &lo, lp);
+}
+
+void smelt_compiled_free(smelt_compiled *c)
+{
+    if (!c) return;
+    smelt_rt_model_free(c->rt);
+    if (c->handle) cg_unload_module(c->handle);
+    lowered_program_free(c->lp);
+    smelt_free(c);
+}
+
+static smelt_status build_and_load(smelt_ctx *ctx, smelt_compiled *c, const smelt_options *o)
+{
+    smelt_strbuf src;
+    smelt_strbuf_init(&src);
+    smelt_status s = cg_emit_program(ctx, &c->lp->prog, c->target, &src);
+    if (s == SMELT_OK && src.failed) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s == SMELT_OK && o && o->dump_c) fputs(smelt_strbuf_cstr(&src), stdout);
+    char *lib = NULL;
+    if (s == SMELT_OK) s = cg_build_shared(ctx, smelt_strbuf_cstr(&src), c->target, &lib);
+    smelt_strbuf_fini(&src);
+    if (s == SMELT_OK) s = cg_load_module(ctx, lib, &c->handle, &c->info);
+    smelt_free(lib);
+    if (s != SMELT_OK) return s;
+    char err[512] = "";
+    c->rt = smelt_rt_model_from_info(c->info, c->lp->prog.weights, o ? o->num_threads : 0, err,
+                                     sizeof err);
+    if (!c->rt) return smelt_errf(ctx, SMELT_ERR_RUNTIME, "loading the compiled model: %s", err);
+    return SMELT_OK;
+}
+
+smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_options *o)
+{
+    if (m->compiled) return SMELT_OK;
+    smelt_compiled *c = smelt_calloc(1, sizeof *c);
+    if (!c) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    c->target = pick_target(ctx, o ? o->target : NULL);
+    smelt_status s = c->target ? lower_model(ctx, m, c->target, &c->lp) : SMELT_ERR_ARG;
+    if (s == SMELT_OK) s = build_and_load(ctx, c, o);
+    if (s != SMELT_OK) {
+        smelt_compiled_free(c);
+        return s;
+    }
+    m->compiled = c;
+    return SMELT_OK;
+}
+
+smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const char *dir,
+                                       const smelt_options *o)
+{
+    const cg_target *t = pick_target(ctx, o ? o->target : NULL);
+    if (!t) return SMELT_ERR_ARG;
+    lowered_program *lp;
+    SMELT_TRY(lower_model(ctx, m, t, &lp));
+    smelt_status s = cg_write_package(ctx, &lp->prog, t, dir, o && o->embed_weights);
+    lowered_program_free(lp);
+    return s;
+}
+
+static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *info,
+                                  smelt_tensor *outputs, void **ptrs, size_t *sizes)
+{
+    for (int i = 0; i < info->num_outputs; i++) {
+        const smelt_rt_io_info *d = &info->outputs[i];
+        smelt_tensor *t = &outputs[i];
+        memset(t, 0, sizeof *t);
+        t->dtype = (smelt_dtype)d->dtype;
+        t->rank = d->rank;
+        for (int k = 0; k < d->rank; k++) t->dims[k] = d->dims[k];
+        sizes[i] = smelt_tensor_nbytes(t);
+        t->data = ptrs[i] = smelt_alloc(sizes[i] ? sizes[i] : 1);
+        if (!t->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory for outputs");
+    }
+    return SMELT_OK;
+}
+
+smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                             int num_inputs, smelt_tensor *outputs, int num_outputs)
+{
+    SMELT_TRY(smelt_model_compile(ctx, m, NULL));
+    const smelt_rt_module_info *info = m->compiled->info;
+    if (num_inputs != info->num_inputs || num_outputs != info->num_outputs || !outputs ||
+        (num_inputs && !inputs) || num_inputs > 256 || num_outputs > 256)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs and %d outputs, "
+                          "%d and %d given", info->num_inputs, info->num_outputs, num_inputs,
+                          num_outputs);
+    const gr_graph *g = m->graph;
+    for (int i = 0; i < num_inputs; i++) /* the same checks as the reference path */
+        SMELT_TRY(exec_check_input(ctx, g, g->inputs.items[i], &inputs[i]));
+    const void *in_ptrs[256];
+    size_t in_sizes[256], out_sizes[256];
+    void *out_ptrs[256];
+    for (int i = 0; i < num_inputs; i++) {
+        in_ptrs[i] = inputs[i].data;
+        in_sizes[i] = smelt_tensor_nbytes(&inputs[i]);
+    }
+    smelt_status s = alloc_outputs(ctx, info, outputs, out_ptrs, out_sizes);
+    if (s == SMELT_OK &&
+        smelt_rt_model_run(m->compiled->rt, in_ptrs, in_sizes, num_inputs, out_ptrs, out_sizes,
+                           num_outputs) != SMELT_RT_OK)
+        s = smelt_errf(ctx, SMELT_ERR_RUNTIME, "%s", smelt_rt_model_error(m->compiled->rt));
+    for (int i = 0; i < num_outputs; i++) {
+        if (s != SMELT_OK) {
+            smelt_tensor_release(&outputs[i]);
+            continue;
+        }
+        outputs[i].name = smelt_strdup(((gr_value *)g->outputs.items[i])->name);
+    }
+    return s;
+}

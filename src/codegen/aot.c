@@ -1,0 +1,358 @@
+/* AOT packages: a directory that builds into a program with nothing but a
+ * C99 compiler, pthreads and libm.
+ *
+ *   model.c           the generated module + the model_* API of model.h
+ *   model.h           documented API: create, set input, run, get output, free
+ *   weights.bin       the weight blob (absent with embed_weights)
+ *   smelt_rt.h, smelt_rt_pool.c, smelt_rt_model.c   the runtime, copied
+ *   main.c            example: random inputs, run, print output statistics
+ *   Makefile
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "codegen/codegen.h"
+#include "codegen/embed.h"
+
+const cg_embedded_file *cg_runtime_file(const char *name)
+{
+    for (int i = 0; i < cg_runtime_n_files; i++)
+        if (!strcmp(cg_runtime_files[i].name, name)) return &cg_runtime_files[i];
+    return NULL;
+}
+
+static smelt_status write_text(smelt_ctx *ctx, const char *dir, const char *name, smelt_strbuf *text)
+{
+    if (text->failed) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory writing %s", name);
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *path = smelt_alloc(n);
+    if (!path) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    snprintf(path, n, "%s/%s", dir, name);
+    smelt_status s = smelt_write_file(ctx, path, text->data ? text->data : "", text->len);
+    smelt_free(path);
+    return s;
+}
+
+static smelt_status write_bytes(smelt_ctx *ctx, const char *dir, const char *name, const void *data,
+                                size_t size)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *path = smelt_alloc(n);
+    if (!path) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    snprintf(path, n, "%s/%s", dir, name);
+    smelt_status s = smelt_write_file(ctx, path, size ? data : "", size);
+    smelt_free(path);
+    return s;
+}
+
+static smelt_status make_dir(smelt_ctx *ctx, const char *dir)
+{
+    char *p = smelt_strdup(dir);
+    if (!p) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    bool ok = true;
+    for (char *s = p + 1; *s && ok; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        ok = mkdir(p, 0755) == 0 || errno == EEXIST;
+        *s = '/';
+    }
+    ok = ok && (mkdir(p, 0755) == 0 || errno == EEXIST);
+    smelt_free(p);
+    struct stat st;
+    if (!ok || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return smelt_errf(ctx, SMELT_ERR_IO, "cannot create package directory '%s': %s", dir, strerror(errno));
+    return SMELT_OK;
+}
+
+/* ---- model.h ---- */
+
+static void describe_io(smelt_strbuf *h, const char *what, int i, const ir_io_desc *d)
+{
+    int64_t bytes = (int64_t)smelt_dtype_size(d->dtype);
+    smelt_strbuf_printf(h, " *   %s %d: ", what, i);
+    cg_append_comment_text(h, d->name, 100);
+    smelt_strbuf_printf(h, "  %s[", smelt_dtype_name(d->dtype));
+    for (int k = 0; k < d->rank; k++) {
+        smelt_strbuf_printf(h, "%s%lld", k ? "," : "", (long long)d->dims[k]);
+        bytes *= d->dims[k];
+    }
+    smelt_strbuf_printf(h, "]  (%lld bytes)\n", (long long)bytes);
+}
+
+static void emit_model_h(const ir_program *p, const cg_target *t, smelt_strbuf *h)
+{
+    smelt_strbuf_printf(h,
+        "/* C API of this model, compiled by smelt for target %s.\n"
+        " *\n"
+        " * Inputs and outputs (names are the model's own; use them with\n"
+        " * model_set_input / model_get_output, or use indices through smelt_rt.h):\n",
+        t->name);
+    for (int i = 0; i < p->n_inputs; i++) describe_io(h, "input", i, &p->inputs[i]);
+    for (int i = 0; i < p->n_outputs; i++) describe_io(h, "output", i, &p->outputs[i]);
+    smelt_strbuf_append(h,
+        " *\n"
+        " * Typical use:\n"
+        " *     char err[256];\n"
+        " *     model_t *m = model_create(\"weights.bin\", 0, err, sizeof err);\n"
+        " *     if (!m) { puts(err); return 1; }\n"
+        " *     model_set_input(m, \"input name\", data, data_bytes);\n"
+        " *     if (model_run(m) != SMELT_RT_OK) puts(model_error(m));\n"
+        " *     const float *y = model_get_output(m, \"output name\", &bytes);\n"
+        " *     model_free(m);\n"
+        " *\n"
+        " * Data is dense, row-major, in the listed element type (float16 and\n"
+        " * bfloat16 as raw 16-bit patterns, bool as one byte 0/1).\n"
+        " */\n"
+        "#ifndef SMELT_MODEL_H\n#define SMELT_MODEL_H\n\n"
+        "#include <stddef.h>\n\n#include \"smelt_rt.h\"\n\n"
+        "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    smelt_strbuf_printf(h, "#define MODEL_NUM_INPUTS %d\n#define MODEL_NUM_OUTPUTS %d\n\n", p->n_inputs,
+                        p->n_outputs);
+    smelt_strbuf_append(h,
+        "typedef smelt_rt_model model_t;\n\n"
+        "/* Load the model.  weights_path: the package's weights.bin (ignored, may\n"
+        " * be NULL, when the weights are compiled in).  num_threads <= 0 uses all\n"
+        " * cores, 1 runs on the calling thread only.  Returns NULL on failure with\n"
+        " * the reason in err. */\n"
+        "model_t *model_create(const char *weights_path, int num_threads, char *err, size_t err_size);\n\n"
+        "/* Bind input `name` to data of exactly `bytes` bytes.  Not copied: data\n"
+        " * must stay valid until model_run returns. */\n"
+        "smelt_rt_status model_set_input(model_t *m, const char *name, const void *data, size_t bytes);\n\n"
+        "/* Run on the bound inputs.  Not reentrant for one model_t. */\n"
+        "smelt_rt_status model_run(model_t *m);\n\n"
+        "/* Output `name` after a successful model_run: owned by the model, valid\n"
+        " * until the next run or model_free; its size in *bytes (may be NULL). */\n"
+        "const void *model_get_output(model_t *m, const char *name, size_t *bytes);\n\n"
+        "/* What went wrong in the last failed call on m. */\n"
+        "const char *model_error(const model_t *m);\n\n"
+        "void model_free(model_t *m);\n\n"
+        "/* The module's description (names, dtypes, shapes) for generic code. */\n"
+        "const smelt_rt_module_info *model_info(void);\n\n"
+        "#ifdef __cplusplus\n}\n#endif\n#endif\n");
+}
+
+static const char *const model_api_text =
+    "\n/* ---- The model.h API: thin wrappers over smelt_rt ---- */\n"
+    "#include \"model.h\"\n\n"
+    "model_t *model_create(const char *weights_path, int num_threads, char *err, size_t err_size)\n{\n"
+    "    return smelt_rt_model_from_info_file(&smelt_module_info, weights_path, num_threads, err, err_size);\n"
+    "}\n\n"
+    "smelt_rt_status model_set_input(model_t *m, const char *name, const void *data, size_t bytes)\n{\n"
+    "    return smelt_rt_model_set_input(m, name, data, bytes);\n}\n\n"
+    "smelt_rt_status model_run(model_t *m) { return smelt_rt_model_invoke(m); }\n\n"
+    "const void *model_get_output(model_t *m, const char *name, size_t *bytes)\n{\n"
+    "    return smelt_rt_model_get_output(m, name, bytes);\n}\n\n"
+    "const char *model_error(const model_t *m) { return smelt_rt_model_error(m); }\n\n"
+    "void model_free(model_t *m) { smelt_rt_model_free(m); }\n\n"
+    "const smelt_rt_module_info *model_info(void) { return &smelt_module_info; }\n";
+
+/* ---- main.c ---- */
+
+static const char *const main_text =
+    "/* Example for this smelt package: fills every input with pseudo-random\n"
+    " * values, runs the model and prints statistics of every output.\n"
+    " *   usage: ./main [weights.bin] [runs]\n"
+    " */\n"
+    "#define _POSIX_C_SOURCE 199309L /* clock_gettime */\n"
+    "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include <string.h>\n#include <time.h>\n\n"
+    "#include \"model.h\"\n\n"
+    "static uint32_t rng_state = 12345u;\n\n"
+    "/* uniform in [-1, 1) */\n"
+    "static float next_uniform(void)\n{\n"
+    "    rng_state = rng_state * 1664525u + 1013904223u;\n"
+    "    return (float)(rng_state >> 8) / 8388608.0f - 1.0f;\n}\n\n"
+    "/* float -> IEEE half bits, for values in [-1, 1] (enough for example data) */\n"
+    "static uint16_t to_half(float f)\n{\n"
+    "    uint32_t x;\n"
+    "    memcpy(&x, &f, 4);\n"
+    "    uint32_t sign = (x >> 16) & 0x8000u;\n"
+    "    int32_t e = (int32_t)((x >> 23) & 0xffu) - 127 + 15;\n"
+    "    if (e <= 0) return (uint16_t)sign;\n"
+    "    return (uint16_t)(sign | ((uint32_t)e << 10) | ((x & 0x7fffffu) >> 13));\n}\n\n"
+    "static float from_half(uint16_t h)\n{\n"
+    "    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+    "    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)\n"
+    "                                                       : ldexpf((float)(m | 0x400u), (int)e - 25);\n"
+    "    return (h & 0x8000u) ? -v : v;\n}\n\n"
+    "static void fill(void *data, int dtype, size_t n)\n{\n"
+    "    size_t i;\n"
+    "    for (i = 0; i < n; i++) {\n"
+    "        float r = next_uniform();\n"
+    "        switch (dtype) {\n"
+    "        case 1: ((float *)data)[i] = r; break;\n"
+    "        case 11: ((double *)data)[i] = r; break;\n"
+    "        case 10: ((uint16_t *)data)[i] = to_half(r); break;\n"
+    "        case 16: { uint32_t b; memcpy(&b, &r, 4); ((uint16_t *)data)[i] = (uint16_t)(b >> 16); break; }\n"
+    "        case 9: ((uint8_t *)data)[i] = r > 0; break;\n"
+    "        case 2: ((uint8_t *)data)[i] = (uint8_t)((r + 1) * 5); break;\n"
+    "        case 3: ((int8_t *)data)[i] = (int8_t)(r * 5); break;\n"
+    "        case 4: ((uint16_t *)data)[i] = (uint16_t)((r + 1) * 5); break;\n"
+    "        case 5: ((int16_t *)data)[i] = (int16_t)(r * 5); break;\n"
+    "        case 6: ((int32_t *)data)[i] = (int32_t)(r * 5); break;\n"
+    "        case 12: ((uint32_t *)data)[i] = (uint32_t)((r + 1) * 5); break;\n"
+    "        case 7: ((int64_t *)data)[i] = (int64_t)(r * 5); break;\n"
+    "        case 13: ((uint64_t *)data)[i] = (uint64_t)((r + 1) * 5); break;\n"
+    "        default: break;\n"
+    "        }\n"
+    "    }\n}\n\n"
+    "static double element(const void *data, int dtype, size_t i)\n{\n"
+    "    switch (dtype) {\n"
+    "    case 1: return ((const float *)data)[i];\n"
+    "    case 11: return ((const double *)data)[i];\n"
+    "    case 10: return from_half(((const uint16_t *)data)[i]);\n"
+    "    case 16: { uint32_t b = (uint32_t)((const uint16_t *)data)[i] << 16; float f; memcpy(&f, &b, 4); return f; }\n"
+    "    case 9: case 2: return ((const uint8_t *)data)[i];\n"
+    "    case 3: return ((const int8_t *)data)[i];\n"
+    "    case 4: return ((const uint16_t *)data)[i];\n"
+    "    case 5: return ((const int16_t *)data)[i];\n"
+    "    case 6: return ((const int32_t *)data)[i];\n"
+    "    case 12: return ((const uint32_t *)data)[i];\n"
+    "    case 7: return (double)((const int64_t *)data)[i];\n"
+    "    case 13: return (double)((const uint64_t *)data)[i];\n"
+    "    default: return 0;\n"
+    "    }\n}\n\n"
+    "static void print_stats(const smelt_rt_io_info *io, const void *data, size_t bytes)\n{\n"
+    "    size_t n = bytes / smelt_rt_dtype_size(io->dtype), i, nan = 0;\n"
+    "    double sum = 0, lo = INFINITY, hi = -INFINITY;\n"
+    "    for (i = 0; i < n; i++) {\n"
+    "        double v = element(data, io->dtype, i);\n"
+    "        if (v != v) { nan++; continue; }\n"
+    "        sum += v;\n"
+    "        if (v < lo) lo = v;\n"
+    "        if (v > hi) hi = v;\n"
+    "    }\n"
+    "    printf(\"output '%s' (%s, %lu elements): min %g max %g mean %g nan %lu first\", io->name,\n"
+    "           smelt_rt_dtype_name(io->dtype), (unsigned long)n, lo, hi, n > nan ? sum / (double)(n - nan) : 0.0,\n"
+    "           (unsigned long)nan);\n"
+    "    for (i = 0; i < n && i < 5; i++) printf(\" %g\", element(data, io->dtype, i));\n"
+    "    printf(\"\\n\");\n}\n\n"
+    "static double now_ms(void)\n{\n"
+    "    struct timespec ts;\n"
+    "    clock_gettime(CLOCK_MONOTONIC, &ts);\n"
+    "    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;\n}\n\n"
+    "int main(int argc, char **argv)\n{\n"
+    "    const char *weights = argc > 1 ? argv[1] : \"weights.bin\";\n"
+    "    int runs = argc > 2 ? atoi(argv[2]) : 1, i, r;\n"
+    "    char err[512];\n"
+    "    const smelt_rt_module_info *info = model_info();\n"
+    "    void *inputs[MODEL_NUM_INPUTS + 1];\n"
+    "    model_t *m = model_create(weights, 0, err, sizeof err);\n"
+    "    double t0;\n"
+    "    if (!m) {\n"
+    "        fprintf(stderr, \"error: %s\\n\", err);\n"
+    "        return 1;\n"
+    "    }\n"
+    "    for (i = 0; i < info->num_inputs; i++) {\n"
+    "        size_t bytes = smelt_rt_io_bytes(&info->inputs[i]);\n"
+    "        inputs[i] = malloc(bytes ? bytes : 1);\n"
+    "        if (!inputs[i]) {\n"
+    "            fprintf(stderr, \"error: out of memory\\n\");\n"
+    "            return 1;\n"
+    "        }\n"
+    "        fill(inputs[i], info->inputs[i].dtype, bytes / smelt_rt_dtype_size(info->inputs[i].dtype));\n"
+    "        if (model_set_input(m, info->inputs[i].name, inputs[i], bytes) != SMELT_RT_OK) {\n"
+    "            fprintf(stderr, \"error: %s\\n\", model_error(m));\n"
+    "            return 1;\n"
+    "        }\n"
+    "    }\n"
+    "    if (runs < 1) runs = 1;\n"
+    "    t0 = now_ms();\n"
+    "    for (r = 0; r < runs; r++) {\n"
+    "        if (model_run(m) != SMELT_RT_OK) {\n"
+    "            fprintf(stderr, \"error: %s\\n\", model_error(m));\n"
+    "            return 1;\n"
+    "        }\n"
+    "    }\n"
+    "    printf(\"%d run(s), %.3f ms per run\\n\", runs, (now_ms() - t0) / runs);\n"
+    "    for (i = 0; i < info->num_outputs; i++) {\n"
+    "        size_t bytes = 0;\n"
+    "        const void *data = model_get_output(m, info->outputs[i].name, &bytes);\n"
+    "        if (data) print_stats(&info->outputs[i], data, bytes);\n"
+    "    }\n"
+    "    for (i = 0; i < info->num_inputs; i++) free(inputs[i]);\n"
+    "    model_free(m);\n"
+    "    return 0;\n}\n";
+
+/* ---- Makefile ---- */
+
+static void emit_makefile(const cg_target *t, smelt_strbuf *mk)
+{
+    smelt_strbuf_printf(mk, "# Builds the example program of this smelt package (target %s).\n", t->name);
+    smelt_strbuf_append(mk,
+        "# Needs only a C99 compiler, pthreads and libm.\n\n"
+        "CFLAGS ?= -std=c99 -O2 -Wall -Werror\n"
+        "# The model itself: optimised for the target it was compiled for.\n"
+        "MODEL_CFLAGS =");
+    for (const char *const *f = cg_common_cflags(); *f; f++)
+        if (strcmp(*f, "-fPIC") != 0 && strcmp(*f, "-std=c99") != 0) smelt_strbuf_printf(mk, " %s", *f);
+    for (const char *const *f = t->isa_flags; *f; f++) smelt_strbuf_printf(mk, " %s", *f);
+    smelt_strbuf_append(mk,
+        "\nLDLIBS = -lpthread -lm\n"
+        "OBJS = main.o model.o smelt_rt_pool.o smelt_rt_model.o\n\n"
+        "main: $(OBJS)\n"
+        "\t$(CC) $(CFLAGS) -o $@ $(OBJS) $(LDLIBS)\n\n"
+        "model.o: model.c model.h smelt_rt.h\n"
+        "\t$(CC) $(CFLAGS) $(MODEL_CFLAGS) -c model.c\n\n"
+        "main.o: main.c model.h smelt_rt.h\n"
+        "smelt_rt_pool.o: smelt_rt_pool.c smelt_rt.h\n"
+        "smelt_rt_model.o: smelt_rt_model.c smelt_rt.h\n\n"
+        "clean:\n"
+        "\trm -f main $(OBJS)\n\n"
+        ".PHONY: clean\n");
+}
+
+/* ---- the package ---- */
+
+static smelt_status write_runtime(smelt_ctx *ctx, const char *dir)
+{
+    static const char *const names[] = {"smelt_rt.h", "smelt_rt_pool.c", "smelt_rt_model.c"};
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(names); i++) {
+        const cg_embedded_file *f = cg_runtime_file(names[i]);
+        if (!f) return smelt_errf(ctx, SMELT_ERR_INTERNAL, "runtime file %s is not embedded", names[i]);
+        SMELT_TRY(write_bytes(ctx, dir, names[i], f->data, f->size));
+    }
+    return SMELT_OK;
+}
+
+static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_target *t, const char *dir,
+                                  bool embed_weights)
+{
+    smelt_strbuf c, h, mk, m;
+    smelt_strbuf_init(&c);
+    smelt_strbuf_init(&h);
+    smelt_strbuf_init(&mk);
+    smelt_strbuf_init(&m);
+    cg_emit_options opts = {.embed_weights = embed_weights};
+    smelt_status s = cg_emit_program_opts(ctx, p, t, &opts, &c);
+    if (s == SMELT_OK) {
+        smelt_strbuf_append(&c, model_api_text);
+        emit_model_h(p, t, &h);
+        emit_makefile(t, &mk);
+        smelt_strbuf_append(&m, main_text);
+        s = write_text(ctx, dir, "model.c", &c);
+    }
+    if (s == SMELT_OK) s = write_text(ctx, dir, "model.h", &h);
+    if (s == SMELT_OK) s = write_text(ctx, dir, "Makefile", &mk);
+    if (s == SMELT_OK) s = write_text(ctx, dir, "main.c", &m);
+    smelt_strbuf_fini(&c);
+    smelt_strbuf_fini(&h);
+    smelt_strbuf_fini(&mk);
+    smelt_strbuf_fini(&m);
+    return s;
+}
+
+smelt_status cg_write_package(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                              const char *dir, bool embed_weights)
+{
+    if (!p || !t || !dir || !*dir) return smelt_errf(ctx, SMELT_ERR_ARG, "cg_write_package: bad arguments");
+    if (p->weight_bytes > 0 && !p->weights)
+        return smelt_errf(ctx, SMELT_ERR_INTERNAL, "cg_write_package: %lld weight bytes but no blob",
+                          (long long)p->weight_bytes);
+    SMELT_TRY(make_dir(ctx, dir));
+    SMELT_TRY(write_sources(ctx, p, t, dir, embed_weights));
+    SMELT_TRY(write_runtime(ctx, dir));
+    if (!embed_weights) SMELT_TRY(write_bytes(ctx, dir, "weights.bin", p->weights, (size_t)p->weight_bytes));
+    return SMELT_OK;
+}

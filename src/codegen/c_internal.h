@@ -1,0 +1,140 @@
+/* Internals of the C emitter, shared by c_emit.c (program, functions,
+ * statements, parallel outlining), c_expr.c (scalar expressions), c_vec.c
+ * (vectorised loops) and c_prelude.c (helper functions and types). */
+#ifndef SMELT_CODEGEN_C_INTERNAL_H
+#define SMELT_CODEGEN_C_INTERNAL_H
+
+#include "codegen/codegen.h"
+#include "codegen/microkernel.h"
+
+/* Helper functions the emitted code may call; only the used ones are
+ * written into the prelude. */
+typedef enum cg_helper {
+    CG_H_DIV_I64,
+    CG_H_MOD_I64,
+    CG_H_DIV_U64,
+    CG_H_MOD_U64,
+    CG_H_FLOORDIV_I64,
+    CG_H_FLOORMOD_I64,
+    CG_H_FLOORMOD_F32,
+    CG_H_FLOORMOD_F64,
+    CG_H_F2I,   /* saturating float -> signed/narrow unsigned int */
+    CG_H_F2U64, /* saturating float -> uint64 */
+    CG_H_ABS_I64,
+    CG_H_F16,
+    CG_H_BF16,
+    CG_H_ALLOC64,
+    CG_H_PARALLEL,
+    CG_H_SETERR,
+    CG_H_COUNT_
+} cg_helper;
+
+/* A pointer -> int map (open addressing), for variable and buffer names. */
+typedef struct cg_ptrmap {
+    const void **keys;
+    int *vals;
+    size_t cap, len;
+} cg_ptrmap;
+
+/* A buffer visible in the current function: a parameter or a temp. */
+typedef struct cg_bufinfo {
+    char name[16]; /* p3 / t5 */
+    bool is_const; /* read-only pointer */
+    bool is_param;
+} cg_bufinfo;
+
+/* Expression context: in index positions (load/store indices, loop bounds,
+ * conditions on int64) signed arithmetic is plain C; in values it wraps. */
+typedef enum cg_ctx_kind { CG_VALUE, CG_INDEX } cg_ctx_kind;
+
+typedef struct cg_emitter {
+    smelt_ctx *ctx;
+    const cg_target *target;
+    const ir_program *prog;
+    const cg_emit_options *opts;
+    smelt_status status; /* first error (also recorded in ctx) */
+
+    smelt_strbuf *out; /* where statements go now */
+    int indent;
+
+    /* current function */
+    int func_index;
+    bool use_restrict;
+    cg_ptrmap var_ids;   /* ir_var* -> number: v<number> */
+    int next_var;
+    cg_ptrmap buf_ids;   /* ir_buffer* -> index into bufs */
+    cg_bufinfo *bufs;
+    int n_bufs, cap_bufs;
+    int next_temp;
+    int next_tmp;        /* vector/scalar temporaries, end variables */
+    int64_t stack_bytes; /* stack temps live on the current path */
+    smelt_strbuf tasks;  /* outlined parallel bodies of the current function */
+    int n_tasks;
+    bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */
+    bool uses_pool;
+    bool needs_err;      /* a heap temp may fail: err_ is needed */
+
+    /* per-lane emission: lane_var prints as (lane_var + lane) */
+    const ir_var *lane_var;
+    int lane;
+
+    /* prelude needs */
+    bool helpers[CG_H_COUNT_];
+    unsigned min_dtypes, max_dtypes;   /* bit per smelt_dtype */
+    unsigned vec_f32_lanes, vec_f64_lanes; /* bit per lane count */
+    int n_microkernels;
+    const cg_microkernel *microkernels[64];
+
+    smelt_arena arena; /* rewritten IR (let inlining for vector loops) */
+    ir_builder b;
+} cg_emitter;
+
+/* ---- errors and output ---- */
+smelt_status cg_fail(cg_emitter *e, smelt_status code, const char *fmt, ...) SMELT_PRINTF(3, 4);
+void cg_line(cg_emitter *e, const char *fmt, ...) SMELT_PRINTF(2, 3); /* indented + newline */
+void cg_indent(cg_emitter *e);
+
+/* ---- names ---- */
+bool cg_ptrmap_put(cg_ptrmap *m, const void *key, int val);
+bool cg_ptrmap_get(const cg_ptrmap *m, const void *key, int *val);
+void cg_ptrmap_fini(cg_ptrmap *m);
+/* Give v a new name for a scope; returns the previous binding (-1 if none)
+ * to hand back to cg_unbind_var when the scope closes. */
+int cg_bind_var(cg_emitter *e, const ir_var *v, int *number);
+void cg_unbind_var(cg_emitter *e, const ir_var *v, int previous);
+void cg_var_name(cg_emitter *e, const ir_var *v, smelt_strbuf *out);
+const cg_bufinfo *cg_buf(cg_emitter *e, const ir_buffer *b); /* NULL + error if unknown */
+int cg_add_buf(cg_emitter *e, const ir_buffer *b, bool is_param, bool is_const, int number);
+
+/* ---- types (c_expr.c) ---- */
+const char *cg_storage_type(smelt_dtype dt); /* element type of a buffer; NULL if unsupported */
+const char *cg_value_type(smelt_dtype dt);   /* C type of a value (float for f16/bf16) */
+bool cg_dtype_is_float(smelt_dtype dt);      /* f16, bf16, f32, f64 */
+bool cg_dtype_is_signed_int(smelt_dtype dt);
+bool cg_dtype_is_unsigned_int(smelt_dtype dt); /* not bool */
+
+/* ---- scalar expressions (c_expr.c) ---- */
+void cg_expr(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_strbuf *out);
+/* The value to store into a buffer of dtype dt, converted to its storage. */
+void cg_store_value(cg_emitter *e, const ir_expr *value, smelt_dtype dt, smelt_strbuf *out);
+/* An lvalue/rvalue buf[index] in storage type. */
+void cg_element(cg_emitter *e, const ir_buffer *buf, const ir_expr *index, smelt_strbuf *out);
+
+/* Scalar math on already-emitted argument texts (a1 NULL for unary ops);
+ * dt is the float type computed in (f32 or f64). */
+void cg_math_call_text(ir_call_op op, smelt_dtype dt, const char *a0, const char *a1,
+                       smelt_strbuf *out);
+
+/* ---- statements (c_emit.c), used by the vectoriser for tails ---- */
+void cg_stmt(cg_emitter *e, const ir_stmt *s);
+/* A scalar for loop over s (a FOR), with an optional pragma line before it. */
+void cg_scalar_for(cg_emitter *e, const ir_stmt *s, const char *pragma);
+
+/* ---- vectorised loops (c_vec.c) ---- */
+void cg_vector_for(cg_emitter *e, const ir_stmt *s);
+
+/* ---- prelude (c_prelude.c) ---- */
+void cg_prelude(cg_emitter *e, smelt_strbuf *out);
+const char *cg_vec_type(smelt_dtype dt, int lanes, char kind); /* kind 'v', 'u', 'm' */
+
+#endif

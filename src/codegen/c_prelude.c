@@ -1,0 +1,276 @@
+/* The start of every emitted module: includes, portability macros, vector
+ * types and the helper functions the code below uses (only those). */
+#include <string.h>
+
+#include "codegen/c_internal.h"
+
+static const char *const header_text =
+    "#include <math.h>\n"
+    "#include <stdint.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "\n"
+    "#include \"smelt_rt.h\"\n"
+    "\n"
+    "#define SMELT_PRAGMA_(x) _Pragma(#x)\n"
+    "#if defined(__clang__)\n"
+    "/* ivdep is a hint: not vectorising a loop is not a warning */\n"
+    "#pragma clang diagnostic ignored \"-Wpass-failed\"\n"
+    "#define SMELT_IVDEP SMELT_PRAGMA_(clang loop vectorize(assume_safety))\n"
+    "#define SMELT_UNROLL(n) SMELT_PRAGMA_(unroll n)\n"
+    "#elif defined(__GNUC__) && __GNUC__ >= 8\n"
+    "#define SMELT_IVDEP SMELT_PRAGMA_(GCC ivdep)\n"
+    "#define SMELT_UNROLL(n) SMELT_PRAGMA_(GCC unroll n)\n"
+    "#else\n"
+    "#define SMELT_IVDEP\n"
+    "#define SMELT_UNROLL(n)\n"
+    "#endif\n"
+    "#if defined(__GNUC__)\n"
+    "#define SMELT_ALIGN64 __attribute__((aligned(64)))\n"
+    "#else\n"
+    "#define SMELT_ALIGN64\n"
+    "#endif\n\n";
+
+typedef struct helper_text {
+    cg_helper id;
+    cg_helper needs; /* another helper this one calls (CG_H_COUNT_: none) */
+    const char *text;
+} helper_text;
+
+static const helper_text helpers[] = {
+    {CG_H_DIV_I64, CG_H_COUNT_,
+     "/* C division; x / 0 = 0 and INT64_MIN / -1 wraps instead of trapping. */\n"
+     "static inline int64_t smelt_div_i64(int64_t a, int64_t b)\n{\n"
+     "    if (b == 0) return 0;\n"
+     "    if (b == -1) return (int64_t)(0 - (uint64_t)a);\n"
+     "    return a / b;\n}\n\n"},
+    {CG_H_MOD_I64, CG_H_COUNT_,
+     "static inline int64_t smelt_mod_i64(int64_t a, int64_t b)\n{\n"
+     "    return (b == 0 || b == -1) ? 0 : a % b;\n}\n\n"},
+    {CG_H_DIV_U64, CG_H_COUNT_,
+     "static inline uint64_t smelt_div_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n\n"},
+    {CG_H_MOD_U64, CG_H_COUNT_,
+     "static inline uint64_t smelt_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n\n"},
+    {CG_H_FLOORDIV_I64, CG_H_COUNT_,
+     "/* Division rounding to -inf (x / 0 = 0). */\n"
+     "static inline int64_t smelt_floordiv_i64(int64_t a, int64_t b)\n{\n"
+     "    int64_t q;\n"
+     "    if (b == 0) return 0;\n"
+     "    if (b == -1) return (int64_t)(0 - (uint64_t)a);\n"
+     "    q = a / b;\n"
+     "    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}\n\n"},
+    {CG_H_FLOORMOD_I64, CG_H_COUNT_,
+     "/* Remainder with the sign of the divisor (x mod 0 = 0). */\n"
+     "static inline int64_t smelt_floormod_i64(int64_t a, int64_t b)\n{\n"
+     "    int64_t r;\n"
+     "    if (b == 0 || b == -1) return 0;\n"
+     "    r = a % b;\n"
+     "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n\n"},
+    {CG_H_FLOORMOD_F32, CG_H_COUNT_,
+     "static inline float smelt_floormod_f32(float a, float b)\n{\n"
+     "    float r = fmodf(a, b);\n"
+     "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n\n"},
+    {CG_H_FLOORMOD_F64, CG_H_COUNT_,
+     "static inline double smelt_floormod_f64(double a, double b)\n{\n"
+     "    double r = fmod(a, b);\n"
+     "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n\n"},
+    {CG_H_F2I, CG_H_COUNT_,
+     "/* float -> integer saturating to [lo, hi], NaN -> 0 (never undefined). */\n"
+     "static inline int64_t smelt_f2i(double x, int64_t lo, int64_t hi)\n{\n"
+     "    if (x != x) return 0;\n"
+     "    if (x <= (double)lo) return lo;\n"
+     "    if (x >= (double)hi) return hi;\n"
+     "    return (int64_t)x;\n}\n\n"},
+    {CG_H_F2U64, CG_H_COUNT_,
+     "static inline uint64_t smelt_f2u64(double x)\n{\n"
+     "    if (x != x || x <= 0) return 0;\n"
+     "    if (x >= 18446744073709551616.0) return UINT64_MAX;\n"
+     "    return (uint64_t)x;\n}\n\n"},
+    {CG_H_ABS_I64, CG_H_COUNT_,
+     "static inline int64_t smelt_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }\n\n"},
+    {CG_H_F16, CG_H_COUNT_,
+     "/* IEEE half precision <-> float, rounding to nearest even. */\n"
+     "static inline float smelt_f16_to_f32(uint16_t h)\n{\n"
+     "    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;\n"
+     "    float f;\n"
+     "    if (exp == 0 && mant == 0) {\n"
+     "        bits = sign;\n"
+     "    } else if (exp == 0) { /* subnormal */\n"
+     "        exp = 127 - 15 + 1;\n"
+     "        while (!(mant & 0x400u)) {\n"
+     "            mant <<= 1;\n"
+     "            exp--;\n"
+     "        }\n"
+     "        bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);\n"
+     "    } else if (exp == 31) {\n"
+     "        bits = sign | 0x7f800000u | (mant << 13);\n"
+     "    } else {\n"
+     "        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);\n"
+     "    }\n"
+     "    memcpy(&f, &bits, 4);\n"
+     "    return f;\n}\n\n"
+     "static inline uint16_t smelt_f32_to_f16(float f)\n{\n"
+     "    uint32_t x, sign, mant, half, rem;\n"
+     "    int32_t e;\n"
+     "    memcpy(&x, &f, 4);\n"
+     "    sign = (x >> 16) & 0x8000u;\n"
+     "    mant = x & 0x7fffffu;\n"
+     "    if (((x >> 23) & 0xffu) == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));\n"
+     "    e = (int32_t)((x >> 23) & 0xffu) - 127 + 15;\n"
+     "    if (e >= 31) return (uint16_t)(sign | 0x7c00u);\n"
+     "    if (e <= 0) {\n"
+     "        uint32_t shift, mid;\n"
+     "        if (e < -10) return (uint16_t)sign;\n"
+     "        mant |= 0x800000u;\n"
+     "        shift = (uint32_t)(14 - e);\n"
+     "        half = mant >> shift;\n"
+     "        rem = mant & ((1u << shift) - 1);\n"
+     "        mid = 1u << (shift - 1);\n"
+     "        if (rem > mid || (rem == mid && (half & 1u))) half++;\n"
+     "        return (uint16_t)(sign | half);\n"
+     "    }\n"
+     "    half = sign | ((uint32_t)e << 10) | (mant >> 13);\n"
+     "    rem = mant & 0x1fffu;\n"
+     "    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++; /* may carry into exp */\n"
+     "    return (uint16_t)half;\n}\n\n"
+     "static inline float smelt_round_f16(float f) { return smelt_f16_to_f32(smelt_f32_to_f16(f)); }\n\n"},
+    {CG_H_BF16, CG_H_COUNT_,
+     "/* bfloat16 <-> float, rounding to nearest even; NaN stays NaN. */\n"
+     "static inline float smelt_bf16_to_f32(uint16_t h)\n{\n"
+     "    uint32_t bits = (uint32_t)h << 16;\n"
+     "    float f;\n"
+     "    memcpy(&f, &bits, 4);\n"
+     "    return f;\n}\n\n"
+     "static inline uint16_t smelt_f32_to_bf16(float f)\n{\n"
+     "    uint32_t x;\n"
+     "    memcpy(&x, &f, 4);\n"
+     "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
+     "    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);\n}\n\n"
+     "static inline float smelt_round_bf16(float f) { return smelt_bf16_to_f32(smelt_f32_to_bf16(f)); }\n\n"},
+    {CG_H_ALLOC64, CG_H_COUNT_,
+     "/* 64-byte aligned heap temporaries (C99 has no aligned_alloc). */\n"
+     "static inline void *smelt_alloc64_(size_t bytes)\n{\n"
+     "    unsigned char *raw = (unsigned char *)malloc(bytes + 64 + sizeof(void *)), *p;\n"
+     "    if (!raw) return NULL;\n"
+     "    p = (unsigned char *)(((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63);\n"
+     "    memcpy(p - sizeof(void *), &raw, sizeof raw);\n"
+     "    return p;\n}\n\n"
+     "static inline void smelt_free64_(void *p)\n{\n"
+     "    void *raw;\n"
+     "    memcpy(&raw, (unsigned char *)p - sizeof(void *), sizeof raw);\n"
+     "    free(raw);\n}\n\n"},
+    {CG_H_PARALLEL, CG_H_COUNT_,
+     "/* Through the pool's head, so the module needs no runtime symbol. */\n"
+     "static inline void smelt_par_(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *cl)\n{\n"
+     "    if (n <= 0) return;\n"
+     "    if (pool)\n"
+     "        ((const smelt_rt_pool_head *)(const void *)pool)->parallel_for(pool, n, fn, cl);\n"
+     "    else\n"
+     "        fn(cl, 0, n);\n}\n\n"},
+    {CG_H_SETERR, CG_H_COUNT_,
+     "static inline void smelt_seterr_(int *flag)\n{\n"
+     "#if defined(__GNUC__)\n"
+     "    __atomic_store_n(flag, 1, __ATOMIC_RELAXED);\n"
+     "#else\n"
+     "    *flag = 1;\n"
+     "#endif\n}\n\n"},
+};
+
+_Static_assert(SMELT_ARRAY_LEN(helpers) == CG_H_COUNT_, "one text per helper");
+
+/* ---- vector types ---- */
+
+typedef struct vec_names {
+    smelt_dtype dt;
+    int lanes;
+    const char *v, *u, *m;
+} vec_names;
+
+static const vec_names vec_types[] = {
+    {SMELT_DT_FLOAT32, 4, "smelt_f32x4", "smelt_f32x4u", "smelt_i32x4"},
+    {SMELT_DT_FLOAT32, 8, "smelt_f32x8", "smelt_f32x8u", "smelt_i32x8"},
+    {SMELT_DT_FLOAT32, 16, "smelt_f32x16", "smelt_f32x16u", "smelt_i32x16"},
+    {SMELT_DT_FLOAT64, 2, "smelt_f64x2", "smelt_f64x2u", "smelt_i64x2"},
+    {SMELT_DT_FLOAT64, 4, "smelt_f64x4", "smelt_f64x4u", "smelt_i64x4"},
+    {SMELT_DT_FLOAT64, 8, "smelt_f64x8", "smelt_f64x8u", "smelt_i64x8"},
+};
+
+const char *cg_vec_type(smelt_dtype dt, int lanes, char kind)
+{
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(vec_types); i++)
+        if (vec_types[i].dt == dt && vec_types[i].lanes == lanes)
+            return kind == 'u' ? vec_types[i].u : kind == 'm' ? vec_types[i].m : vec_types[i].v;
+    return "?";
+}
+
+static void emit_vector_typedefs(const cg_emitter *e, smelt_strbuf *out)
+{
+    bool any = false;
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(vec_types); i++) {
+        const vec_names *vn = &vec_types[i];
+        unsigned used = vn->dt == SMELT_DT_FLOAT32 ? e->vec_f32_lanes : e->vec_f64_lanes;
+        if (!(used & (1u << vn->lanes))) continue;
+        bool f32 = vn->dt == SMELT_DT_FLOAT32;
+        int bytes = vn->lanes * (f32 ? 4 : 8);
+        if (!any) smelt_strbuf_append(out, "/* GCC vector extensions; the u types are unaligned loads/stores. */\n");
+        any = true;
+        smelt_strbuf_printf(out, "typedef %s %s __attribute__((vector_size(%d)));\n", f32 ? "float" : "double",
+                            vn->v, bytes);
+        smelt_strbuf_printf(out, "typedef %s %s __attribute__((vector_size(%d), aligned(%d), may_alias));\n",
+                            f32 ? "float" : "double", vn->u, bytes, f32 ? 4 : 8);
+        smelt_strbuf_printf(out, "typedef %s %s __attribute__((vector_size(%d)));\n",
+                            f32 ? "int32_t" : "int64_t", vn->m, bytes);
+    }
+    if (any) smelt_strbuf_append(out, "\n");
+}
+
+/* ---- min/max ---- */
+
+static void emit_minmax_helpers(const cg_emitter *e, smelt_strbuf *out)
+{
+    static const struct {
+        smelt_dtype dt;
+        const char *suffix, *type;
+    } types[] = {
+        {SMELT_DT_FLOAT32, "f32", "float"},  {SMELT_DT_FLOAT64, "f64", "double"},
+        {SMELT_DT_INT8, "i8", "int8_t"},     {SMELT_DT_UINT8, "u8", "uint8_t"},
+        {SMELT_DT_INT16, "i16", "int16_t"},  {SMELT_DT_UINT16, "u16", "uint16_t"},
+        {SMELT_DT_INT32, "i32", "int32_t"},  {SMELT_DT_UINT32, "u32", "uint32_t"},
+        {SMELT_DT_INT64, "i64", "int64_t"},  {SMELT_DT_UINT64, "u64", "uint64_t"},
+    };
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(types); i++) {
+        unsigned bit = 1u << types[i].dt;
+        const char *t = types[i].type, *s = types[i].suffix;
+        if (e->min_dtypes & bit)
+            smelt_strbuf_printf(out, "static inline %s smelt_min_%s(%s a, %s b) { return a < b ? a : b; }\n",
+                                t, s, t, t);
+        if (e->max_dtypes & bit)
+            smelt_strbuf_printf(out, "static inline %s smelt_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
+                                t, s, t, t);
+    }
+    if (e->min_dtypes | e->max_dtypes) smelt_strbuf_append(out, "\n");
+}
+
+void cg_prelude(cg_emitter *e, smelt_strbuf *out)
+{
+    smelt_strbuf_printf(out, "/* Generated by smelt for target %s%s. Do not edit. */\n", e->target->name,
+                        e->target->native ? " (host)" : "");
+    smelt_strbuf_append(out, header_text);
+    emit_vector_typedefs(e, out);
+    bool need[CG_H_COUNT_];
+    memcpy(need, e->helpers, sizeof need);
+    for (int i = 0; i < CG_H_COUNT_; i++)
+        if (need[i] && helpers[i].needs != CG_H_COUNT_) need[helpers[i].needs] = true;
+    for (int i = 0; i < CG_H_COUNT_; i++) {
+        SMELT_ASSERT(helpers[i].id == (cg_helper)i);
+        if (need[i]) smelt_strbuf_append(out, helpers[i].text);
+    }
+    emit_minmax_helpers(e, out);
+    for (int i = 0; i < e->n_microkernels; i++) {
+        smelt_strbuf_append(out, "/* micro-kernel ");
+        cg_append_comment_text(out, e->microkernels[i]->name, 80);
+        smelt_strbuf_append(out, " */\n");
+        smelt_strbuf_append(out, e->microkernels[i]->source);
+        smelt_strbuf_append(out, "\n");
+    }
+}

@@ -1,0 +1,697 @@
+/* VECTORIZED loops: GCC vector extensions, or a scalar loop when vectors
+ * could change results.
+ *
+ * A loop is emitted with vector types when (after inlining the lets that
+ * depend on the loop variable):
+ *   - its body is stores, lets, and ifs whose condition does not depend on
+ *     the loop variable;
+ *   - every store index is affine in the loop variable with a non-zero
+ *     constant stride, and every store and every load of a stored buffer use
+ *     the same index (so each lane touches only its own elements: running
+ *     the statements lane-parallel equals running the iterations in order);
+ *   - all stored buffers have one element type, float32 or float64.
+ * The first two conditions also make `ivdep` safe on the scalar fallback.
+ *
+ * Expressions become three-address statements on vector temporaries (no
+ * functions with vector arguments, so no ABI warnings without -mavx*).
+ * Stride-1 loads are unaligned vector loads, loop-invariant values are
+ * broadcast, anything else is built lane by lane from the scalar emitter
+ * with the loop variable replaced by (v + lane) - correct for any node.
+ */
+#include <string.h>
+
+#include "codegen/c_internal.h"
+
+typedef enum vec_verdict {
+    VEC_OK,          /* vector types */
+    VEC_SCALAR_SAFE, /* no dependence between iterations: scalar + ivdep */
+    VEC_UNSAFE,      /* plain scalar loop */
+} vec_verdict;
+
+typedef struct vec_access {
+    const ir_buffer *buf;
+    const ir_expr *idx;
+} vec_access;
+
+typedef struct vec_scan {
+    const ir_var *v;
+    vec_access stores[64], loads[256];
+    int n_stores, n_loads;
+    bool unsafe;      /* possible dependence between iterations */
+    bool not_vector;  /* safe, but not something we emit as vectors */
+} vec_scan;
+
+/* ---- analysis ---- */
+
+static void scan_expr(vec_scan *sc, const ir_expr *x)
+{
+    if (!x) return;
+    switch (x->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return;
+    case IR_NOT:
+    case IR_CAST: scan_expr(sc, x->bin.a); return;
+    case IR_SELECT:
+        scan_expr(sc, x->select.cond);
+        scan_expr(sc, x->select.t);
+        scan_expr(sc, x->select.f);
+        return;
+    case IR_CALL:
+        for (int i = 0; i < x->call.n; i++) scan_expr(sc, x->call.args[i]);
+        return;
+    case IR_LOAD:
+        if (x->load.n != 1 || sc->n_loads == (int)SMELT_ARRAY_LEN(sc->loads)) {
+            sc->unsafe = true;
+            return;
+        }
+        sc->loads[sc->n_loads++] = (vec_access){x->load.buf, x->load.idx[0]};
+        scan_expr(sc, x->load.idx[0]);
+        return;
+    case IR_REDUCE: sc->unsafe = true; return;
+    default:
+        scan_expr(sc, x->bin.a);
+        scan_expr(sc, x->bin.b);
+        return;
+    }
+}
+
+static void scan_stmt(vec_scan *sc, const ir_stmt *s)
+{
+    if (!s || sc->unsafe) return;
+    switch (s->kind) {
+    case IR_STMT_STORE:
+        if (s->store.n != 1 || sc->n_stores == (int)SMELT_ARRAY_LEN(sc->stores)) {
+            sc->unsafe = true;
+            return;
+        }
+        sc->stores[sc->n_stores++] = (vec_access){s->store.buf, s->store.idx[0]};
+        scan_expr(sc, s->store.idx[0]);
+        scan_expr(sc, s->store.value);
+        return;
+    case IR_STMT_SEQ:
+        for (int i = 0; i < s->seq.n; i++) scan_stmt(sc, s->seq.items[i]);
+        return;
+    case IR_STMT_LET:
+        if (ir_expr_uses_var(s->let.value, sc->v)) sc->not_vector = true; /* not inlined */
+        scan_expr(sc, s->let.value);
+        scan_stmt(sc, s->let.body);
+        return;
+    case IR_STMT_IF:
+        if (ir_expr_uses_var(s->if_.cond, sc->v)) sc->not_vector = true;
+        scan_expr(sc, s->if_.cond);
+        scan_stmt(sc, s->if_.then_);
+        scan_stmt(sc, s->if_.else_);
+        return;
+    default: /* loops, allocations, micro-kernel calls: not analysed */
+        sc->unsafe = true;
+        return;
+    }
+}
+
+/* A linear form c0 + sum(coef * atom) of an integer index expression;
+ * atoms are variables or any non-linear subexpression (compared
+ * structurally), so two indices' difference is known when it is constant. */
+typedef struct lin_form {
+    int64_t c0;
+    struct {
+        const ir_expr *atom;
+        int64_t coef;
+    } t[16];
+    int n;
+    bool ok;
+} lin_form;
+
+static void lin_add(lin_form *f, const ir_expr *atom, int64_t coef)
+{
+    for (int i = 0; i < f->n; i++)
+        if (ir_expr_equal(f->t[i].atom, atom)) {
+            if (smelt_add_overflow_i64(f->t[i].coef, coef, &f->t[i].coef)) f->ok = false;
+            return;
+        }
+    if (f->n == (int)SMELT_ARRAY_LEN(f->t)) {
+        f->ok = false;
+        return;
+    }
+    f->t[f->n].atom = atom;
+    f->t[f->n++].coef = coef;
+}
+
+static void lin_build(lin_form *f, const ir_expr *x, int64_t scale)
+{
+    int64_t v;
+    switch (x->kind) {
+    case IR_INT:
+        if (smelt_mul_overflow_i64(x->i, scale, &v) || smelt_add_overflow_i64(f->c0, v, &f->c0)) f->ok = false;
+        return;
+    case IR_ADD:
+    case IR_SUB:
+        lin_build(f, x->bin.a, scale);
+        lin_build(f, x->bin.b, x->kind == IR_ADD ? scale : -scale);
+        return;
+    case IR_MUL:
+        if (x->bin.a->kind == IR_INT && !smelt_mul_overflow_i64(x->bin.a->i, scale, &v)) {
+            lin_build(f, x->bin.b, v);
+            return;
+        }
+        if (x->bin.b->kind == IR_INT && !smelt_mul_overflow_i64(x->bin.b->i, scale, &v)) {
+            lin_build(f, x->bin.a, v);
+            return;
+        }
+        break;
+    case IR_CAST:
+        if (!cg_dtype_is_float(x->dtype) && !cg_dtype_is_float(x->bin.a->dtype)) {
+            lin_build(f, x->bin.a, scale);
+            return;
+        }
+        break;
+    default: break;
+    }
+    lin_add(f, x, scale);
+}
+
+/* Coefficient of v in the form; false if v also hides in a non-linear atom. */
+static bool lin_coef(const lin_form *f, const ir_var *v, int64_t *c)
+{
+    *c = 0;
+    for (int i = 0; i < f->n; i++) {
+        const ir_expr *a = f->t[i].atom;
+        if (a->kind == IR_VAR && a->var == v)
+            *c += f->t[i].coef;
+        else if (f->t[i].coef != 0 && ir_expr_uses_var(a, v))
+            return false;
+    }
+    return true;
+}
+
+/* Coefficient of v in x when x is affine in v with a constant coefficient. */
+static bool affine_coef(const ir_expr *x, const ir_var *v, int64_t *c)
+{
+    lin_form f = {.ok = true};
+    lin_build(&f, x, 1);
+    return f.ok && lin_coef(&f, v, c);
+}
+
+/* Can accesses a[i] and b[j] of one buffer touch the same element for
+ * iterations i != j (a loop of `extent` iterations)?  Each lane only
+ * touching its own elements is what lets statements run lane-parallel. */
+static bool accesses_independent(const ir_expr *a, const ir_expr *b, const ir_var *v, const ir_expr *extent)
+{
+    lin_form f = {.ok = true};
+    lin_build(&f, a, 1);
+    lin_build(&f, b, -1);
+    for (int i = 0; i < f.n; i++)
+        if (f.t[i].coef != 0) return false; /* different strides, or a non-constant difference */
+    int64_t ca, cb;
+    if (!f.ok || !affine_coef(a, v, &ca) || !affine_coef(b, v, &cb) || ca != cb) return false;
+    int64_t c = ca;
+    int64_t d = f.c0;
+    if (d == 0) return true; /* the same element in the same iteration */
+    if (c == 0) return false;
+    if (d % c != 0) return true; /* never the same element */
+    int64_t span;
+    return extent->kind == IR_INT && !smelt_mul_overflow_i64(c < 0 ? -c : c, extent->i, &span) &&
+           (d < 0 ? -d : d) >= span;
+}
+
+static bool stores_are_independent(const vec_scan *sc, const ir_expr *extent)
+{
+    for (int i = 0; i < sc->n_stores; i++) {
+        int64_t c;
+        if (!affine_coef(sc->stores[i].idx, sc->v, &c) || c == 0) return false;
+        for (int j = 0; j < sc->n_stores; j++)
+            if (j != i && sc->stores[j].buf == sc->stores[i].buf &&
+                !accesses_independent(sc->stores[j].idx, sc->stores[i].idx, sc->v, extent))
+                return false;
+        for (int j = 0; j < sc->n_loads; j++)
+            if (sc->loads[j].buf == sc->stores[i].buf &&
+                !accesses_independent(sc->loads[j].idx, sc->stores[i].idx, sc->v, extent))
+                return false;
+    }
+    return true;
+}
+
+static vec_verdict analyse(const ir_stmt *body, const ir_var *v, const ir_expr *extent, const cg_target *t,
+                           smelt_dtype *elem)
+{
+    vec_scan *sc = smelt_calloc(1, sizeof *sc);
+    if (!sc) return VEC_UNSAFE;
+    sc->v = v;
+    scan_stmt(sc, body);
+    vec_verdict verdict = VEC_OK;
+    if (sc->unsafe || sc->n_stores == 0 || !stores_are_independent(sc, extent)) {
+        verdict = VEC_UNSAFE;
+    } else {
+        smelt_dtype dt = sc->stores[0].buf->dtype;
+        for (int i = 1; i < sc->n_stores; i++)
+            if (sc->stores[i].buf->dtype != dt) sc->not_vector = true;
+        if (sc->not_vector || cg_target_lanes(t, dt) == 0) verdict = VEC_SCALAR_SAFE;
+        *elem = dt;
+    }
+    smelt_free(sc);
+    return verdict;
+}
+
+/* Inline lets whose value depends on v, so stride analysis sees through
+ * them (the scalar fallback keeps the original body). */
+static ir_stmt *inline_lets(cg_emitter *e, ir_stmt *s, const ir_var *v)
+{
+    if (!s) return NULL;
+    switch (s->kind) {
+    case IR_STMT_LET: {
+        if (ir_expr_uses_var(s->let.value, v)) {
+            ir_subst sub = {s->let.var, s->let.value};
+            ir_stmt *body = ir_stmt_substitute(&e->b, s->let.body, &sub, 1);
+            return inline_lets(e, body, v);
+        }
+        ir_stmt *body = inline_lets(e, s->let.body, v);
+        return body == s->let.body ? s : ir_let(&e->b, s->let.var, s->let.value, body);
+    }
+    case IR_STMT_SEQ: {
+        ir_stmt **items = smelt_arena_alloc(&e->arena, sizeof *items * (size_t)(s->seq.n + 1));
+        if (!items) return NULL;
+        bool changed = false;
+        for (int i = 0; i < s->seq.n; i++) {
+            items[i] = inline_lets(e, s->seq.items[i], v);
+            changed |= items[i] != s->seq.items[i];
+        }
+        return changed ? ir_seq(&e->b, s->seq.n, items) : s;
+    }
+    case IR_STMT_IF: {
+        ir_stmt *t = inline_lets(e, s->if_.then_, v), *f = inline_lets(e, s->if_.else_, v);
+        return t == s->if_.then_ && f == s->if_.else_ ? s : ir_if(&e->b, s->if_.cond, t, f);
+    }
+    default: return s;
+    }
+}
+
+/* ---- emission ---- */
+
+typedef struct vec_emit {
+    cg_emitter *e;
+    const ir_var *v;
+    smelt_dtype elem;
+    int lanes;
+    const char *vt, *ut, *mt; /* value, unaligned value, mask types */
+    const char *ct;           /* scalar C type of the element */
+    /* Values already computed in this statement (reset after each store,
+     * which may change what a load would read, and at block edges). */
+    struct {
+        const ir_expr *x;
+        bool mask;
+        int id;
+    } cse[64];
+    int n_cse;
+} vec_emit;
+
+static int cse_find(const vec_emit *ve, const ir_expr *x, bool mask)
+{
+    for (int i = 0; i < ve->n_cse; i++)
+        if (ve->cse[i].mask == mask && ir_expr_equal(ve->cse[i].x, x)) return ve->cse[i].id;
+    return -1;
+}
+
+static int cse_put(vec_emit *ve, const ir_expr *x, bool mask, int id)
+{
+    if (ve->n_cse < (int)SMELT_ARRAY_LEN(ve->cse)) {
+        ve->cse[ve->n_cse].x = x;
+        ve->cse[ve->n_cse].mask = mask;
+        ve->cse[ve->n_cse++].id = id;
+    }
+    return id;
+}
+
+static int new_tmp(vec_emit *ve) { return ve->e->next_tmp++; }
+
+/* Scalar text of x for one lane (-1: no substitution). */
+static void lane_expr(vec_emit *ve, const ir_expr *x, int lane, cg_ctx_kind ctx, smelt_strbuf *out)
+{
+    const ir_var *saved_var = ve->e->lane_var;
+    int saved_lane = ve->e->lane;
+    ve->e->lane_var = lane >= 0 ? ve->v : NULL;
+    ve->e->lane = lane;
+    cg_expr(ve->e, x, ctx, out);
+    ve->e->lane_var = saved_var;
+    ve->e->lane = saved_lane;
+}
+
+static void splat_list(vec_emit *ve, const char *name)
+{
+    for (int k = 0; k < ve->lanes; k++)
+        smelt_strbuf_printf(ve->e->out, "%s%s", k ? ", " : "", name);
+}
+
+/* A lane-by-lane value (is_mask: -1/0 per lane from a boolean). */
+static int vec_by_lanes(vec_emit *ve, const ir_expr *x, bool is_mask)
+{
+    int id = new_tmp(ve);
+    cg_line(ve->e, "%s %c%d = {", is_mask ? ve->mt : ve->vt, is_mask ? 'm' : 'x', id);
+    ve->e->indent++;
+    for (int k = 0; k < ve->lanes; k++) {
+        cg_indent(ve->e);
+        if (is_mask) smelt_strbuf_append(ve->e->out, "(");
+        lane_expr(ve, x, k, CG_VALUE, ve->e->out);
+        smelt_strbuf_append(ve->e->out, is_mask ? ") ? -1 : 0,\n" : ",\n");
+    }
+    ve->e->indent--;
+    cg_line(ve->e, "};");
+    return id;
+}
+
+static int vec_splat(vec_emit *ve, const ir_expr *x, bool is_mask)
+{
+    int s = new_tmp(ve), id = new_tmp(ve);
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "const %s s%d = ", is_mask ? "int" : ve->ct, s);
+    if (is_mask) smelt_strbuf_append(ve->e->out, "(");
+    lane_expr(ve, x, -1, CG_VALUE, ve->e->out);
+    smelt_strbuf_append(ve->e->out, is_mask ? ") ? -1 : 0;\n" : ";\n");
+    char name[24];
+    snprintf(name, sizeof name, "s%d", s);
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "%s %c%d = {", is_mask ? ve->mt : ve->vt, is_mask ? 'm' : 'x', id);
+    splat_list(ve, name);
+    smelt_strbuf_append(ve->e->out, "};\n");
+    return id;
+}
+
+static int vec_value(vec_emit *ve, const ir_expr *x);
+static int vec_mask(vec_emit *ve, const ir_expr *x);
+
+static int vec_load(vec_emit *ve, const ir_expr *x)
+{
+    int64_t c;
+    if (!affine_coef(x->load.idx[0], ve->v, &c) || c != 1) return vec_by_lanes(ve, x, false);
+    const cg_bufinfo *bi = cg_buf(ve->e, x->load.buf);
+    int id = new_tmp(ve);
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "%s x%d = *(const %s *)&%s[", ve->vt, id, ve->ut, bi ? bi->name : "?");
+    lane_expr(ve, x->load.idx[0], -1, CG_INDEX, ve->e->out);
+    smelt_strbuf_append(ve->e->out, "];\n");
+    return id;
+}
+
+static int blend(vec_emit *ve, int mask, int t, int f)
+{
+    int id = new_tmp(ve);
+    cg_line(ve->e, "%s x%d = (%s)((m%d & (%s)x%d) | (~m%d & (%s)x%d));", ve->vt, id, ve->vt, mask,
+            ve->mt, t, mask, ve->mt, f);
+    return id;
+}
+
+static int vec_minmax(vec_emit *ve, const ir_expr *x)
+{
+    int a = vec_value(ve, x->bin.a), b = vec_value(ve, x->bin.b);
+    int m = new_tmp(ve);
+    cg_line(ve->e, "%s m%d = (%s)(x%d %s x%d);", ve->mt, m, ve->mt, a, x->kind == IR_MIN ? "<" : ">", b);
+    return blend(ve, m, a, b);
+}
+
+static int vec_call(vec_emit *ve, const ir_expr *x)
+{
+    ir_call_op op = x->call.op;
+    if (x->call.args[0]->dtype != ve->elem || (x->call.n > 1 && x->call.args[1]->dtype != ve->elem) ||
+        op == IR_CALL_ISNAN || op == IR_CALL_ISINF)
+        return vec_by_lanes(ve, x, false);
+    int a = vec_value(ve, x->call.args[0]);
+    int b = x->call.n > 1 ? vec_value(ve, x->call.args[1]) : -1;
+    int id = new_tmp(ve);
+    if (op == IR_CALL_ABS) { /* clear the sign bit: exactly fabs */
+        cg_line(ve->e, "%s x%d = (%s)((%s)x%d & %s);", ve->vt, id, ve->vt, ve->mt, a,
+                ve->elem == SMELT_DT_FLOAT64 ? "INT64_C(0x7fffffffffffffff)" : "0x7fffffff");
+        return id;
+    }
+    /* Per lane with the scalar function: identical results; GCC turns
+     * sqrt/floor/ceil/rint loops into vector instructions. */
+    char a0[32], a1[32];
+    snprintf(a0, sizeof a0, "x%d[k_]", id);
+    snprintf(a1, sizeof a1, "x%d[k_]", b);
+    cg_line(ve->e, "%s x%d = x%d;", ve->vt, id, a);
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "{ int k_; for (k_ = 0; k_ < %d; ++k_) x%d[k_] = ", ve->lanes, id);
+    cg_math_call_text(op, ve->elem, a0, b >= 0 ? a1 : NULL, ve->e->out);
+    smelt_strbuf_append(ve->e->out, "; }\n");
+    return id;
+}
+
+static const char *vec_op(ir_kind k)
+{
+    switch (k) {
+    case IR_ADD: return "+";
+    case IR_SUB: return "-";
+    case IR_MUL: return "*";
+    case IR_DIV: return "/";
+    case IR_EQ: return "==";
+    case IR_NE: return "!=";
+    case IR_LT: return "<";
+    case IR_LE: return "<=";
+    case IR_GT: return ">";
+    case IR_GE: return ">=";
+    default: return NULL;
+    }
+}
+
+static int vec_value_new(vec_emit *ve, const ir_expr *x);
+
+static int vec_value(vec_emit *ve, const ir_expr *x)
+{
+    int id = cse_find(ve, x, false);
+    return id >= 0 ? id : cse_put(ve, x, false, vec_value_new(ve, x));
+}
+
+static int vec_value_new(vec_emit *ve, const ir_expr *x)
+{
+    if (!ir_expr_uses_var(x, ve->v)) return vec_splat(ve, x, false);
+    if (x->dtype != ve->elem) return vec_by_lanes(ve, x, false);
+    switch (x->kind) {
+    case IR_LOAD: return vec_load(ve, x);
+    case IR_ADD:
+    case IR_SUB:
+    case IR_MUL:
+    case IR_DIV: {
+        int a = vec_value(ve, x->bin.a), b = vec_value(ve, x->bin.b);
+        int id = new_tmp(ve);
+        cg_line(ve->e, "%s x%d = x%d %s x%d;", ve->vt, id, a, vec_op(x->kind), b);
+        return id;
+    }
+    case IR_MIN:
+    case IR_MAX: return vec_minmax(ve, x);
+    case IR_SELECT: {
+        int m = vec_mask(ve, x->select.cond);
+        int t = vec_value(ve, x->select.t), f = vec_value(ve, x->select.f);
+        return blend(ve, m, t, f);
+    }
+    case IR_CALL: return vec_call(ve, x);
+    default: return vec_by_lanes(ve, x, false);
+    }
+}
+
+static int vec_mask_new(vec_emit *ve, const ir_expr *x);
+
+static int vec_mask(vec_emit *ve, const ir_expr *x)
+{
+    int id = cse_find(ve, x, true);
+    return id >= 0 ? id : cse_put(ve, x, true, vec_mask_new(ve, x));
+}
+
+static int vec_mask_new(vec_emit *ve, const ir_expr *x)
+{
+    if (!ir_expr_uses_var(x, ve->v)) return vec_splat(ve, x, true);
+    int id;
+    switch (x->kind) {
+    case IR_EQ:
+    case IR_NE:
+    case IR_LT:
+    case IR_LE:
+    case IR_GT:
+    case IR_GE: {
+        if (x->bin.a->dtype != ve->elem) break;
+        int a = vec_value(ve, x->bin.a), b = vec_value(ve, x->bin.b);
+        id = new_tmp(ve);
+        cg_line(ve->e, "%s m%d = (%s)(x%d %s x%d);", ve->mt, id, ve->mt, a, vec_op(x->kind), b);
+        return id;
+    }
+    case IR_AND:
+    case IR_OR: {
+        int a = vec_mask(ve, x->bin.a), b = vec_mask(ve, x->bin.b);
+        id = new_tmp(ve);
+        cg_line(ve->e, "%s m%d = m%d %s m%d;", ve->mt, id, a, x->kind == IR_AND ? "&" : "|", b);
+        return id;
+    }
+    case IR_NOT: {
+        int a = vec_mask(ve, x->bin.a);
+        id = new_tmp(ve);
+        cg_line(ve->e, "%s m%d = ~m%d;", ve->mt, id, a);
+        return id;
+    }
+    case IR_CALL:
+        if (x->call.op != IR_CALL_ISNAN || x->call.args[0]->dtype != ve->elem) break;
+        {
+            int a = vec_value(ve, x->call.args[0]);
+            id = new_tmp(ve);
+            cg_line(ve->e, "%s m%d = (%s)(x%d != x%d);", ve->mt, id, ve->mt, a, a);
+            return id;
+        }
+    default: break;
+    }
+    return vec_by_lanes(ve, x, true);
+}
+
+static void vec_store(vec_emit *ve, const ir_stmt *s)
+{
+    int val = vec_value(ve, s->store.value);
+    const cg_bufinfo *bi = cg_buf(ve->e, s->store.buf);
+    if (!bi) return;
+    int64_t c = 0;
+    affine_coef(s->store.idx[0], ve->v, &c);
+    if (c == 1) {
+        cg_indent(ve->e);
+        smelt_strbuf_printf(ve->e->out, "*(%s *)&%s[", ve->ut, bi->name);
+        lane_expr(ve, s->store.idx[0], -1, CG_INDEX, ve->e->out);
+        smelt_strbuf_printf(ve->e->out, "] = x%d;\n", val);
+        return;
+    }
+    for (int k = 0; k < ve->lanes; k++) { /* scatter with a constant stride */
+        cg_indent(ve->e);
+        smelt_strbuf_printf(ve->e->out, "%s[", bi->name);
+        lane_expr(ve, s->store.idx[0], k, CG_INDEX, ve->e->out);
+        smelt_strbuf_printf(ve->e->out, "] = x%d[%d];\n", val, k);
+    }
+}
+
+static void vec_stmt(vec_emit *ve, const ir_stmt *s)
+{
+    cg_emitter *e = ve->e;
+    if (!s || e->status != SMELT_OK) return;
+    if (s->kind != IR_STMT_SEQ) ve->n_cse = 0;
+    switch (s->kind) {
+    case IR_STMT_STORE: vec_store(ve, s); return;
+    case IR_STMT_SEQ:
+        for (int i = 0; i < s->seq.n; i++) vec_stmt(ve, s->seq.items[i]);
+        return;
+    case IR_STMT_LET: { /* invariant in v (the others were inlined) */
+        smelt_strbuf val;
+        smelt_strbuf_init(&val);
+        lane_expr(ve, s->let.value, -1, s->let.var->dtype == SMELT_DT_INT64 ? CG_INDEX : CG_VALUE, &val);
+        cg_line(e, "{");
+        e->indent++;
+        int id;
+        int prev = cg_bind_var(e, s->let.var, &id);
+        cg_line(e, "const %s v%d = %s;", cg_value_type(s->let.var->dtype), id, smelt_strbuf_cstr(&val));
+        vec_stmt(ve, s->let.body);
+        cg_unbind_var(e, s->let.var, prev);
+        e->indent--;
+        cg_line(e, "}");
+        smelt_strbuf_fini(&val);
+        return;
+    }
+    case IR_STMT_IF:
+        cg_indent(e);
+        smelt_strbuf_append(e->out, "if (");
+        lane_expr(ve, s->if_.cond, -1, CG_INDEX, e->out);
+        smelt_strbuf_append(e->out, ") {\n");
+        e->indent++;
+        vec_stmt(ve, s->if_.then_);
+        e->indent--;
+        if (s->if_.else_) {
+            cg_line(e, "} else {");
+            e->indent++;
+            vec_stmt(ve, s->if_.else_);
+            e->indent--;
+        }
+        cg_line(e, "}");
+        return;
+    default:
+        cg_fail(e, SMELT_ERR_INTERNAL, "codegen: unexpected statement in a vector loop");
+    }
+}
+
+/* Largest lane count for the extent (a constant extent smaller than the
+ * widest vector gets a narrower one, down to 16 bytes). */
+static int choose_lanes(const cg_target *t, smelt_dtype dt, const ir_expr *extent)
+{
+    int lanes = cg_target_lanes(t, dt);
+    int min_lanes = 16 / (int)smelt_dtype_size(dt);
+    if (extent->kind != IR_INT) return lanes;
+    while (lanes > min_lanes && lanes > extent->i) lanes /= 2;
+    return lanes <= extent->i ? lanes : 0;
+}
+
+static void text_of(cg_emitter *e, const ir_expr *x, smelt_strbuf *sb)
+{
+    smelt_strbuf_init(sb);
+    cg_expr(e, x, CG_INDEX, sb);
+}
+
+static void emit_vector_loop(cg_emitter *e, const ir_stmt *s, ir_stmt *vbody, smelt_dtype dt, int lanes)
+{
+    vec_emit ve = {.e = e,
+                   .v = s->for_.var,
+                   .elem = dt,
+                   .lanes = lanes,
+                   .vt = cg_vec_type(dt, lanes, 'v'),
+                   .ut = cg_vec_type(dt, lanes, 'u'),
+                   .mt = cg_vec_type(dt, lanes, 'm'),
+                   .ct = cg_storage_type(dt)};
+    if (dt == SMELT_DT_FLOAT32)
+        e->vec_f32_lanes |= 1u << lanes;
+    else
+        e->vec_f64_lanes |= 1u << lanes;
+    const ir_expr *mn = s->for_.min, *ext = s->for_.extent;
+    bool const_trip = mn->kind == IR_INT && ext->kind == IR_INT;
+    bool one_iter = ext->kind == IR_INT && ext->i == lanes;
+    bool no_tail = ext->kind == IR_INT && ext->i % lanes == 0;
+    smelt_strbuf mtext, etext;
+    text_of(e, mn, &mtext);
+    text_of(e, ext, &etext);
+    int end = new_tmp(&ve);
+    cg_line(e, "{ /* vectorized: %d x %s */", lanes, dt == SMELT_DT_FLOAT32 ? "float" : "double");
+    e->indent++;
+    int id;
+    int prev = cg_bind_var(e, s->for_.var, &id);
+    const char *vt = cg_value_type(s->for_.var->dtype);
+    if (one_iter) {
+        cg_line(e, "const %s v%d = %s;", vt, id, smelt_strbuf_cstr(&mtext));
+        vec_stmt(&ve, vbody);
+    } else {
+        if (const_trip)
+            cg_line(e, "const %s e%d = %lld;", vt, end, (long long)(mn->i + ext->i));
+        else
+            cg_line(e, "const %s e%d = %s + %s;", vt, end, smelt_strbuf_cstr(&mtext), smelt_strbuf_cstr(&etext));
+        cg_line(e, "%s v%d = %s;", vt, id, smelt_strbuf_cstr(&mtext));
+        cg_line(e, "for (; v%d <= e%d - %d; v%d += %d) {", id, end, lanes, id, lanes);
+        e->indent++;
+        vec_stmt(&ve, vbody);
+        e->indent--;
+        cg_line(e, "}");
+        if (!no_tail) {
+            cg_line(e, "for (; v%d < e%d; ++v%d) { /* tail */", id, end, id);
+            e->indent++;
+            cg_stmt(e, s->for_.body);
+            e->indent--;
+            cg_line(e, "}");
+        }
+    }
+    cg_unbind_var(e, s->for_.var, prev);
+    e->indent--;
+    cg_line(e, "}");
+    smelt_strbuf_fini(&mtext);
+    smelt_strbuf_fini(&etext);
+}
+
+void cg_vector_for(cg_emitter *e, const ir_stmt *s)
+{
+    ir_stmt *vbody = inline_lets(e, s->for_.body, s->for_.var);
+    if (!vbody) {
+        cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+        return;
+    }
+    smelt_dtype dt = SMELT_DT_UNDEFINED;
+    vec_verdict v = analyse(vbody, s->for_.var, s->for_.extent, e->target, &dt);
+    int lanes = v == VEC_OK ? choose_lanes(e->target, dt, s->for_.extent) : 0;
+    if (v == VEC_OK && lanes > 0) {
+        emit_vector_loop(e, s, vbody, dt, lanes);
+        return;
+    }
+    cg_scalar_for(e, s, v == VEC_UNSAFE ? NULL : "SMELT_IVDEP");
+}

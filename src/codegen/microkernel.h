@@ -1,0 +1,19 @@
+/* Micro-kernels: the only hand-written fast code, reached from loop IR
+ * through IR_STMT_CALL (tensorize).  The emitter copies a kernel's C source
+ * into the module once and calls it; buffer arguments become pointers
+ * (&buf[index]), the others scalar values. */
+#ifndef SMELT_CODEGEN_MICROKERNEL_H
+#define SMELT_CODEGEN_MICROKERNEL_H
+
+typedef struct cg_microkernel {
+    const char *name;   /* the kernel name used in IR_STMT_CALL */
+    const char *c_name; /* the C function the source defines (a C identifier) */
+    /* C99 text defining `static void c_name(...)` (or static inline); it may
+     * use <math.h>, <string.h>, <stdint.h> and the GNU vector extensions. */
+    const char *source;
+} cg_microkernel;
+
+/* The built-in kernel with this name, or NULL. */
+const cg_microkernel *cg_microkernel_find(const char *name);
+
+#endif
