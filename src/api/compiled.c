@@ -65,7 +65,8 @@ static smelt_status build_and_load(smelt_ctx *ctx, smelt_compiled *c, const smel
 
 smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_options *o)
 {
-    if (m->compiled) return SMELT_OK;
+    if (o) m->options = *o;
+    if (m->compiled || !smelt_graph_is_static(m->graph)) return SMELT_OK; /* dynamic: per run */
     smelt_compiled *c = smelt_calloc(1, sizeof *c);
     if (!c) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     c->target = pick_target(ctx, o ? o->target : NULL);
@@ -111,6 +112,8 @@ static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *in
 smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                              int num_inputs, smelt_tensor *outputs, int num_outputs)
 {
+    if (!smelt_graph_is_static(m->graph))
+        return smelt_run_specialized(ctx, m, inputs, num_inputs, outputs, num_outputs);
     SMELT_TRY(smelt_model_compile(ctx, m, NULL));
     const smelt_rt_module_info *info = m->compiled->info;
     if (num_inputs != info->num_inputs || num_outputs != info->num_outputs || !outputs ||

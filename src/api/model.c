@@ -8,6 +8,17 @@
 #include "passes/passes.h"
 #include "smelt_internal.h"
 
+/* Dynamic models are re-imported per input signature (specialize.c). */
+static bool keep_bytes(smelt_model *m, const void *bytes, size_t size, const char *base_dir)
+{
+    m->bytes = smelt_alloc(size ? size : 1);
+    m->base_dir = base_dir ? smelt_strdup(base_dir) : NULL;
+    if (!m->bytes || (base_dir && !m->base_dir)) return false;
+    memcpy(m->bytes, bytes, size);
+    m->size = size;
+    return true;
+}
+
 smelt_model *smelt_model_load_bytes(smelt_ctx *ctx, const void *bytes, size_t size,
                                     const char *base_dir)
 {
@@ -24,6 +35,11 @@ smelt_model *smelt_model_load_bytes(smelt_ctx *ctx, const void *bytes, size_t si
         return NULL;
     }
     m->graph = g;
+    if (!smelt_graph_is_static(g) && !keep_bytes(m, bytes, size, base_dir)) {
+        smelt_model_free(m);
+        smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     return m;
 }
 
@@ -44,6 +60,9 @@ void smelt_model_free(smelt_model *m)
 {
     if (!m) return;
     smelt_compiled_free(m->compiled);
+    smelt_specializations_free(m);
+    smelt_free(m->bytes);
+    smelt_free(m->base_dir);
     gr_graph_free(m->graph);
     smelt_free(m);
 }

@@ -10,7 +10,18 @@ typedef struct smelt_compiled smelt_compiled;
 struct smelt_model {
     gr_graph *graph;
     smelt_compiled *compiled; /* built on first compiled run */
+    smelt_options options;    /* of the last compile */
+    /* dynamic models: the bytes to re-import, and compiled specialisations */
+    void *bytes;
+    size_t size;
+    char *base_dir;
+    smelt_ptrvec specs;
 };
+
+bool smelt_graph_is_static(const gr_graph *g);
+void smelt_specializations_free(smelt_model *m);
+smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                   int num_inputs, smelt_tensor *outputs, int num_outputs);
 
 void smelt_compiled_free(smelt_compiled *c);
 

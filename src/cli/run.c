@@ -16,7 +16,9 @@ typedef struct run_opts {
     int n_inputs;
     const char *output_dir;
     uint64_t seed;
-    bool reference;
+    bool reference, te;
+    smelt_options compile;
+    int repeat;
 } run_opts;
 
 static int parse_run_opts(int argc, char **argv, run_opts *o)
@@ -26,6 +28,16 @@ static int parse_run_opts(int argc, char **argv, run_opts *o)
         const char *v;
         if (strcmp(argv[i], "--reference") == 0) {
             o->reference = true;
+        } else if (strcmp(argv[i], "--te") == 0) {
+            o->te = true;
+        } else if (cli_opt(argc, argv, &i, "--target", &v)) {
+            if (!(o->compile.target = v)) return 2;
+        } else if (cli_opt(argc, argv, &i, "--threads", &v)) {
+            if (!v) return 2;
+            o->compile.num_threads = atoi(v);
+        } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
+            if (!v) return 2;
+            o->repeat = atoi(v);
         } else if (cli_opt(argc, argv, &i, "--input", &v)) {
             if (!v) return 2;
             if (o->n_inputs == 64) return fprintf(stderr, "smelt: too many --input\n"), 2;
@@ -161,10 +173,22 @@ static int run_model(smelt_ctx *ctx, smelt_model *m, const run_opts *o)
     if (!ins || !outs) rc = (smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"), cli_fail(ctx));
     for (int i = 0; rc == 0 && i < ni; i++)
         if (make_input(ctx, m, o, i, &ins[i]) != SMELT_OK) rc = cli_fail(ctx);
-    if (rc == 0) {
+    if (rc == 0 && !o->reference && !o->te) {
         double t0 = now_ms();
-        if (smelt_model_run_reference(ctx, m, ins, ni, outs, no) != SMELT_OK) rc = cli_fail(ctx);
-        else printf("ran %s with the reference kernels in %.1f ms\n", o->model, now_ms() - t0);
+        if (smelt_model_compile(ctx, m, &o->compile) != SMELT_OK) rc = cli_fail(ctx);
+        else printf("compiled %s in %.1f ms\n", o->model, now_ms() - t0);
+    }
+    for (int r = 0; rc == 0 && r < (o->repeat > 0 ? o->repeat : 1); r++) {
+        if (r > 0)
+            for (int i = 0; i < no; i++) smelt_tensor_release(&outs[i]);
+        double t0 = now_ms();
+        smelt_status s = o->reference ? smelt_model_run_reference(ctx, m, ins, ni, outs, no)
+                         : o->te      ? smelt_model_run_te(ctx, m, ins, ni, outs, no)
+                                      : smelt_model_run(ctx, m, ins, ni, outs, no);
+        if (s != SMELT_OK) rc = cli_fail(ctx);
+        else printf("ran %s (%s) in %.2f ms\n", o->model,
+                    o->reference ? "reference kernels" : o->te ? "te interpreter" : "compiled",
+                    now_ms() - t0);
     }
     for (int i = 0; rc == 0 && i < no; i++) print_summary(&outs[i]);
     if (rc == 0 && o->output_dir) rc = save_outputs(ctx, o->output_dir, outs, no);
@@ -180,11 +204,6 @@ int cli_run(int argc, char **argv)
     run_opts o;
     int rc = parse_run_opts(argc, argv, &o);
     if (rc) return rc;
-    if (!o.reference) {
-        fprintf(stderr, "smelt run: compiled execution is not available yet; "
-                        "use --reference to run with the reference kernels\n");
-        return 2;
-    }
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, o.model);
     rc = m ? run_model(ctx, m, &o) : cli_fail(ctx);

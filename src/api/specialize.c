@@ -1,0 +1,183 @@
+/* Compiled code needs static shapes.  A model whose shapes depend on its
+ * inputs (symbolic dims, or a Reshape/Expand/Slice... fed by a model input)
+ * is compiled per input signature, as JIT compilers do: the graph is
+ * imported again with the run's input dims, small integer inputs become
+ * constants (they are what shape computations read), shapes are inferred,
+ * and the result is compiled and cached under a key holding exactly what was
+ * specialised on.  A call whose key differs compiles anew. */
+#include <string.h>
+
+#include "frontend/onnx.h"
+#include "passes/passes.h"
+#include "smelt_internal.h"
+
+/* Integer inputs up to this size are treated as shape data. */
+#define SPEC_MAX_SHAPE_INPUT_ELEMS 64
+#define SPEC_MAX_CACHED 8
+
+struct smelt_specialization {
+    smelt_strbuf key;
+    smelt_model *model;  /* static graph, compiled */
+    int n_inputs;        /* inputs of the specialised model ... */
+    int input_map[256];  /* ... and which original input each one is */
+};
+
+bool smelt_graph_is_static(const gr_graph *g)
+{
+    for (int i = 0; i < g->values.len; i++) {
+        const gr_value *v = g->values.items[i];
+        if (!v->producer && !v->is_input) continue;
+        if (gr_value_numel(v) < 0) return false;
+    }
+    return true;
+}
+
+static bool is_shape_input(const smelt_tensor *t)
+{
+    return (t->dtype == SMELT_DT_INT64 || t->dtype == SMELT_DT_INT32) &&
+           smelt_tensor_numel(t) <= SPEC_MAX_SHAPE_INPUT_ELEMS;
+}
+
+static void make_key(const smelt_tensor *inputs, int n, smelt_strbuf *key)
+{
+    for (int i = 0; i < n; i++) {
+        const smelt_tensor *t = &inputs[i];
+        smelt_strbuf_printf(key, "%d:%d[", i, (int)t->dtype);
+        for (int d = 0; d < t->rank; d++) smelt_strbuf_printf(key, "%lld,", (long long)t->dims[d]);
+        smelt_strbuf_append(key, "]");
+        if (is_shape_input(t))
+            for (int64_t k = 0; k < smelt_tensor_numel(t); k++)
+                smelt_strbuf_printf(key, "%lld,", (long long)(t->dtype == SMELT_DT_INT64
+                                                                  ? ((int64_t *)t->data)[k]
+                                                                  : ((int32_t *)t->data)[k]));
+        smelt_strbuf_append(key, ";");
+    }
+}
+
+static smelt_tensor *copy_tensor(const smelt_tensor *t)
+{
+    smelt_tensor *c = smelt_calloc(1, sizeof *c);
+    size_t nb = smelt_tensor_nbytes(t);
+    if (!c) return NULL;
+    *c = *t;
+    c->name = NULL;
+    c->data = smelt_alloc(nb ? nb : 1);
+    if (!c->data) {
+        smelt_free(c);
+        return NULL;
+    }
+    if (nb) memcpy(c->data, t->data, nb);
+    return c;
+}
+
+/* Give g's inputs the run's dims; turn shape inputs into constants. */
+static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor *inputs, int n,
+                                struct smelt_specialization *sp)
+{
+    if (g->inputs.len != n)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs, %d given", g->inputs.len, n);
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        gr_value *v = g->inputs.items[i];
+        SMELT_TRY(exec_check_input(ctx, g, v, &inputs[i]));
+        if (is_shape_input(&inputs[i])) {
+            smelt_tensor *c = copy_tensor(&inputs[i]);
+            if (!c) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+            v->is_input = false;
+            SMELT_TRY(gr_value_set_constant(ctx, g, v, c));
+            continue;
+        }
+        v->rank = inputs[i].rank;
+        for (int d = 0; d < v->rank; d++) v->dims[d] = inputs[i].dims[d];
+        g->inputs.items[kept] = v;
+        sp->input_map[kept++] = i;
+    }
+    g->inputs.len = kept;
+    sp->n_inputs = kept;
+    return SMELT_OK;
+}
+
+static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
+                               struct smelt_specialization *sp)
+{
+    if (!m->bytes)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "the model has dynamic shapes and was not loaded from bytes");
+    if (n > 256) return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than 256 inputs");
+    gr_graph *g;
+    SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
+    smelt_status s = bind_inputs(ctx, g, inputs, n, sp);
+    if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
+    if (s == SMELT_OK) s = gr_graph_verify(ctx, g);
+    if (s == SMELT_OK && !smelt_graph_is_static(g))
+        s = smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                       "shapes stay dynamic even with the inputs' shapes known "
+                       "(data-dependent output shape?)");
+    if (s == SMELT_OK && !(sp->model = smelt_calloc(1, sizeof *sp->model)))
+        s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s != SMELT_OK) {
+        gr_graph_free(g);
+        return s;
+    }
+    sp->model->graph = g;
+    return smelt_model_compile(ctx, sp->model, &m->options);
+}
+
+static void free_spec(struct smelt_specialization *sp)
+{
+    if (!sp) return;
+    smelt_strbuf_fini(&sp->key);
+    smelt_model_free(sp->model);
+    smelt_free(sp);
+}
+
+void smelt_specializations_free(smelt_model *m)
+{
+    for (int i = 0; i < m->specs.len; i++) free_spec(m->specs.items[i]);
+    smelt_ptrvec_fini(&m->specs);
+}
+
+static smelt_status find_or_build(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                  int n, struct smelt_specialization **out)
+{
+    smelt_strbuf key;
+    smelt_strbuf_init(&key);
+    make_key(inputs, n, &key);
+    for (int i = 0; i < m->specs.len; i++) {
+        struct smelt_specialization *sp = m->specs.items[i];
+        if (strcmp(smelt_strbuf_cstr(&sp->key), smelt_strbuf_cstr(&key)) == 0) {
+            smelt_strbuf_fini(&key);
+            *out = sp;
+            return SMELT_OK;
+        }
+    }
+    struct smelt_specialization *sp = smelt_calloc(1, sizeof *sp);
+    if (!sp) {
+        smelt_strbuf_fini(&key);
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    sp->key = key;
+    smelt_status s = specialize(ctx, m, inputs, n, sp);
+    if (s == SMELT_OK && m->specs.len == SPEC_MAX_CACHED) { /* drop the oldest */
+        free_spec(m->specs.items[0]);
+        memmove(m->specs.items, m->specs.items + 1, sizeof(void *) * (size_t)(m->specs.len - 1));
+        m->specs.len--;
+    }
+    if (s == SMELT_OK && !smelt_ptrvec_push(&m->specs, sp)) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "OOM");
+    if (s != SMELT_OK) {
+        free_spec(sp);
+        return s;
+    }
+    *out = sp;
+    return SMELT_OK;
+}
+
+smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                   int num_inputs, smelt_tensor *outputs, int num_outputs)
+{
+    struct smelt_specialization *sp = NULL;
+    SMELT_TRY(find_or_build(ctx, m, inputs, num_inputs, &sp));
+    smelt_tensor mapped[256];
+    for (int i = 0; i < sp->n_inputs; i++) mapped[i] = inputs[sp->input_map[i]];
+    return smelt_model_run(ctx, sp->model, mapped, sp->n_inputs, outputs, num_outputs);
+}
