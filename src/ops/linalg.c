@@ -3,11 +3,17 @@
  * Matrix products run in one of three numeric kinds: float32 (the hot path:
  * typed loops, innermost loop over contiguous memory), double (float64, and
  * float16/bfloat16 converted to double) and int64 (all integer types, with
- * wrapping arithmetic as in numpy). */
+ * wrapping arithmetic as in numpy).
+ *
+ * The compute definitions (te) are sums of products over reduce axes ("k" for
+ * MatMul and Gemm, one per contracted letter for Einsum) in the output's type
+ * (float32 for float16/bfloat16, then a cast stage); Gemm's alpha, beta and C
+ * go in an elementwise epilogue stage. */
 #include <string.h>
 
 #include "ops/linalg.h"
 #include "ops/op.h"
+#include "te/te.h"
 
 static const smelt_dtype k_matmul_types[] = {
     SMELT_DT_FLOAT16, SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_BFLOAT16, SMELT_DT_INT32,
@@ -136,6 +142,50 @@ static void acc_store(smelt_tensor *out, num_kind k, const void *acc)
         else if (k == NUM_F64) op_set_f64(out, i, ((const double *)acc)[i]);
         else op_set_f64(out, i, ((const float *)acc)[i]);
     }
+}
+
+/* ---- compute helpers (tensor expressions) ------------------------------------------ */
+
+/* float16/bfloat16 products accumulate in float32 and round once at the end;
+ * other types accumulate in their own type (integers wrap, as numpy). */
+static smelt_dtype acc_dtype(smelt_dtype dt)
+{
+    return dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+}
+
+static ir_expr *read_as(te_graph *g, const te_tensor *t, ir_expr *const *idx, smelt_dtype dt)
+{
+    return ir_cast(&g->b, dt, te_read(g, t, idx));
+}
+
+/* Indices of t's first `dims` dims, numpy-broadcast against the trailing
+ * entries of idx[0..n): a dim of size 1 reads index 0. */
+static void bcast_index(te_graph *g, const te_tensor *t, int dims, ir_expr *const *idx, int n,
+                        ir_expr **ti)
+{
+    for (int d = 0; d < dims; d++)
+        ti[d] = t->buf->shape[d] == 1 ? ir_int(&g->b, 0) : idx[n - dims + d];
+}
+
+static ir_expr *copy_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx); /* te_compute casts to the stage's dtype */
+}
+
+/* Output 0 as the stage `body` computed in acc_dt.  A reduction's root must
+ * stay the reduce, so a different output dtype gets a cast stage "y" after
+ * the stage "y_acc". */
+static smelt_status output_via(op_compute_args *a, smelt_dtype acc_dt, te_body_fn body,
+                               void *user, const char *tag)
+{
+    const smelt_tensor *ot = &a->out_type[0];
+    bool cast = acc_dt != ot->dtype;
+    te_tensor *t = te_compute(a->te, cast ? "y_acc" : "y", acc_dt, ot->rank, ot->dims, body, user,
+                              tag);
+    if (t && cast)
+        t = te_compute(a->te, "y", ot->dtype, ot->rank, ot->dims, copy_body, t, "injective");
+    a->out[0] = t;
+    return t ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 
 /* ---- matrix product kernels ------------------------------------------------------
@@ -302,7 +352,51 @@ static smelt_status matmul_eval(smelt_ctx *ctx, const gr_node *node,
     return st;
 }
 
+/* y[batch, i, j] = sum_k A[batch', i, k] * B[batch'', k, j]; the batch dims
+ * of A and B broadcast, and a 1-D operand has no i (or j) dim. */
+typedef struct matmul_te {
+    const te_tensor *a, *b;
+    int batch_rank, out_rank;
+    int64_t k;
+    smelt_dtype dt;
+} matmul_te;
+
+static ir_expr *matmul_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const matmul_te *m = user;
+    ir_axis k = te_reduce_axis(g, "k", m->k);
+    ir_expr *kv = ir_var_ref(&g->b, k.var), *ai[SMELT_MAX_RANK] = {0}, *bi[SMELT_MAX_RANK] = {0};
+    int ar = m->a->n_axes, br = m->b->n_axes;
+    int a_batch = ar > 2 ? ar - 2 : 0, b_batch = br > 2 ? br - 2 : 0;
+    bcast_index(g, m->a, a_batch, idx, m->batch_rank, ai);
+    bcast_index(g, m->b, b_batch, idx, m->batch_rank, bi);
+    if (ar == 1) {
+        ai[0] = kv;
+    } else {
+        ai[a_batch] = idx[m->batch_rank];
+        ai[a_batch + 1] = kv;
+    }
+    if (br == 1) {
+        bi[0] = kv;
+    } else {
+        bi[b_batch] = kv;
+        bi[b_batch + 1] = idx[m->out_rank - 1];
+    }
+    ir_expr *prod = ir_mul(&g->b, read_as(g, m->a, ai, m->dt), read_as(g, m->b, bi, m->dt));
+    return te_reduce(g, IR_REDUCE_SUM, prod, 1, &k);
+}
+
+static smelt_status matmul_compute(op_compute_args *a)
+{
+    const te_tensor *x = a->in[0], *w = a->in[1];
+    const smelt_tensor *ot = &a->out_type[0];
+    matmul_te m = {x, w, ot->rank - (x->n_axes >= 2) - (w->n_axes >= 2), ot->rank,
+                   x->buf->shape[x->n_axes - 1], acc_dtype(ot->dtype)};
+    return output_via(a, m.dt, matmul_body, &m, "matmul");
+}
+
 const op_def op_def_MATMUL = {
+    .compute = matmul_compute,
     .infer = matmul_infer,
     .eval = matmul_eval,
     .min_inputs = 2,
@@ -486,7 +580,77 @@ static smelt_status gemm_eval(smelt_ctx *ctx, const gr_node *node,
     return st;
 }
 
+/* y = alpha * (A' B') + beta * C: the product stage, then an epilogue stage
+ * when there is anything to add, scale or convert. */
+typedef struct gemm_te {
+    const te_tensor *a, *b, *c; /* c may be NULL */
+    bool trans_a, trans_b;
+    int64_t k;
+    smelt_dtype acc_dt, epi_dt; /* product; epilogue (float64 for scaled integers) */
+    double alpha, beta;
+    te_tensor *product;
+} gemm_te;
+
+static ir_expr *gemm_product_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const gemm_te *m = user;
+    ir_axis k = te_reduce_axis(g, "k", m->k);
+    ir_expr *kv = ir_var_ref(&g->b, k.var);
+    ir_expr *ai[2] = {m->trans_a ? kv : idx[0], m->trans_a ? idx[0] : kv};
+    ir_expr *bi[2] = {m->trans_b ? idx[1] : kv, m->trans_b ? kv : idx[1]};
+    ir_expr *prod =
+        ir_mul(&g->b, read_as(g, m->a, ai, m->acc_dt), read_as(g, m->b, bi, m->acc_dt));
+    return te_reduce(g, IR_REDUCE_SUM, prod, 1, &k);
+}
+
+static ir_expr *gemm_const(te_graph *g, smelt_dtype dt, double v)
+{
+    return op_dtype_is_float(dt) ? ir_const_float(&g->b, dt, v)
+                                 : ir_const_int(&g->b, dt, (int64_t)v);
+}
+
+static ir_expr *gemm_epilogue_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const gemm_te *m = user;
+    ir_expr *y = read_as(g, m->product, idx, m->epi_dt);
+    if (m->alpha != 1.0) y = ir_mul(&g->b, y, gemm_const(g, m->epi_dt, m->alpha));
+    if (!m->c) return y;
+    ir_expr *ci[2];
+    bcast_index(g, m->c, m->c->n_axes, idx, 2, ci);
+    ir_expr *c = read_as(g, m->c, ci, m->epi_dt);
+    if (m->beta != 1.0 || op_dtype_is_float(m->epi_dt))
+        c = ir_mul(&g->b, gemm_const(g, m->epi_dt, m->beta), c);
+    return ir_add(&g->b, y, c);
+}
+
+static smelt_status gemm_compute(op_compute_args *a)
+{
+    const op_gemm_attrs *at = a->node->op_attrs;
+    const smelt_tensor *ot = &a->out_type[0];
+    const te_tensor *c = a->node->n_inputs > 2 ? a->in[2] : NULL;
+    smelt_dtype acc_dt = acc_dtype(ot->dtype);
+    gemm_te m = {.a = a->in[0],
+                 .b = a->in[1],
+                 .c = c,
+                 .trans_a = at->trans_a,
+                 .trans_b = at->trans_b,
+                 .k = a->in[0]->buf->shape[at->trans_a ? 0 : 1],
+                 .acc_dt = acc_dt,
+                 .epi_dt = acc_dt,
+                 .alpha = at->alpha,
+                 .beta = at->beta};
+    /* Integers stay exact when nothing scales them, else go through float64. */
+    bool scaled = at->alpha != 1.0f || (c && at->beta != 1.0f);
+    if (!op_dtype_is_float(ot->dtype) && scaled) m.epi_dt = SMELT_DT_FLOAT64;
+    if (at->alpha == 1.0f && !c) return output_via(a, m.acc_dt, gemm_product_body, &m, "matmul");
+    m.product = te_compute(a->te, "y_mm", m.acc_dt, 2, ot->dims, gemm_product_body, &m, "matmul");
+    if (!m.product) return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(a->te, "y", ot->dtype, 2, ot->dims, gemm_epilogue_body, &m, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 const op_def op_def_GEMM = {
+    .compute = gemm_compute,
     .import = gemm_import,
     .infer = gemm_infer,
     .eval = gemm_eval,
@@ -850,7 +1014,89 @@ static smelt_status einsum_eval(smelt_ctx *ctx, const gr_node *node,
     return st;
 }
 
+/* y[out labels] = sum over the other labels of the product of the operands,
+ * each indexed by its axes' labels: a letter repeated within one operand
+ * reuses one index (a diagonal), and size-1 dims of '...' broadcast. */
+typedef struct einsum_te {
+    te_tensor *const *ops;
+    int n_ops;
+    einsum_plan plan;
+    int op_labels[OP_EINSUM_MAX_OPERANDS][SMELT_MAX_RANK];
+    smelt_dtype dt;
+} einsum_te;
+
+static bool einsum_is_output(const einsum_plan *p, int label)
+{
+    for (int i = 0; i < p->out_rank; i++)
+        if (p->out_labels[i] == label) return true;
+    return false;
+}
+
+/* Reduce axes for the summed labels; returns how many, fills label_idx. */
+static int einsum_reduce_axes(te_graph *g, const einsum_plan *p, ir_axis *axes,
+                              ir_expr **label_idx)
+{
+    int n = 0;
+    for (int label = 0; label < EINSUM_LABELS; label++) {
+        if (!p->used[label] || einsum_is_output(p, label)) continue;
+        char name[16];
+        if (label < EINSUM_LETTERS) snprintf(name, sizeof name, "r%c", einsum_label_char(label));
+        else snprintf(name, sizeof name, "re%d", label - EINSUM_LETTERS);
+        axes[n] = te_reduce_axis(g, name, p->size[label]);
+        label_idx[label] = ir_var_ref(&g->b, axes[n].var);
+        n++;
+    }
+    return n;
+}
+
+static ir_expr *einsum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const einsum_te *e = user;
+    ir_expr *label_idx[EINSUM_LABELS] = {0};
+    ir_axis axes[EINSUM_LABELS];
+    for (int i = 0; i < e->plan.out_rank; i++) label_idx[e->plan.out_labels[i]] = idx[i];
+    int n_red = einsum_reduce_axes(g, &e->plan, axes, label_idx);
+    ir_expr *prod = NULL;
+    for (int k = 0; k < e->n_ops; k++) {
+        const te_tensor *x = e->ops[k];
+        ir_expr *xi[SMELT_MAX_RANK] = {0};
+        for (int d = 0; d < x->n_axes; d++)
+            xi[d] = x->buf->shape[d] == 1 ? ir_int(&g->b, 0) : label_idx[e->op_labels[k][d]];
+        ir_expr *v = read_as(g, x, xi, e->dt);
+        prod = prod ? ir_mul(&g->b, prod, v) : v;
+    }
+    return n_red ? te_reduce(g, IR_REDUCE_SUM, prod, n_red, axes) : prod;
+}
+
+static smelt_status einsum_compute(op_compute_args *a)
+{
+    const op_einsum_attrs *at = a->node->op_attrs;
+    einsum_te e = {.ops = a->in, .n_ops = a->node->n_inputs};
+    smelt_tensor types[OP_EINSUM_MAX_OPERANDS];
+    const smelt_tensor *in[OP_EINSUM_MAX_OPERANDS];
+    if (e.n_ops > OP_EINSUM_MAX_OPERANDS)
+        return op_errf(a->ctx, a->node, SMELT_ERR_LIMIT, "more than %d operands",
+                       OP_EINSUM_MAX_OPERANDS);
+    for (int k = 0; k < e.n_ops; k++) {
+        const te_tensor *x = a->in[k];
+        if (!x) return op_errf(a->ctx, a->node, SMELT_ERR_MODEL, "input %d is missing", k);
+        types[k] = (smelt_tensor){.dtype = x->buf->dtype, .rank = x->n_axes};
+        memcpy(types[k].dims, x->buf->shape, sizeof(int64_t) * (size_t)x->n_axes);
+        in[k] = &types[k];
+    }
+    SMELT_TRY(einsum_plan_of(a->ctx, a->node, in, &e.plan));
+    for (int k = 0; k < e.n_ops; k++)
+        einsum_axis_labels(&at->in[k], in[k]->rank - term_letters(&at->in[k]), e.plan.ell_rank,
+                           e.op_labels[k]);
+    e.dt = acc_dtype(a->out_type[0].dtype);
+    bool reduces = false;
+    for (int label = 0; label < EINSUM_LABELS; label++)
+        reduces |= e.plan.used[label] && !einsum_is_output(&e.plan, label);
+    return output_via(a, e.dt, einsum_body, &e, reduces ? "reduce" : "injective");
+}
+
 const op_def op_def_EINSUM = {
+    .compute = einsum_compute,
     .import = einsum_import,
     .infer = einsum_infer,
     .eval = einsum_eval,

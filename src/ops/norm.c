@@ -4,12 +4,19 @@
  * The kernels compute in double.  Softmax, LayerNorm and InstanceNorm load
  * the input into a double scratch buffer with a typed loop (so float32 never
  * goes through the per-element generic accessors) and store it back the same
- * way; BatchNorm, the hottest of them in CNNs, streams float32 directly. */
+ * way; BatchNorm, the hottest of them in CNNs, streams float32 directly.
+ *
+ * The compute definitions (te) work in float32 (float64 for double inputs
+ * or a float64 LayerNorm stash_type): per-row statistics are reduction
+ * stages shaped like X with the reduced dims set to 1 (max and exp-sum for
+ * softmax; sum, mean, squared deviations and 1/std for the normalizations),
+ * followed by one elementwise output stage. */
 #include <math.h>
 #include <string.h>
 
 #include "ops/norm.h"
 #include "ops/op.h"
+#include "te/te.h"
 
 static const smelt_dtype k_float_types[] = {SMELT_DT_FLOAT16, SMELT_DT_FLOAT32,
                                             SMELT_DT_FLOAT64, SMELT_DT_BFLOAT16,
@@ -118,12 +125,217 @@ static smelt_status check_rank_at_least(smelt_ctx *ctx, const gr_node *n, const 
     return SMELT_OK;
 }
 
-/* ---- BatchNormalization -------------------------------------------------------- */
-
 static bool has_output(const gr_node *n, int i)
 {
     return i < n->n_outputs && n->outputs[i] != NULL;
 }
+
+/* ---- compute helpers (tensor expressions) ------------------------------------------
+ * Each op normalizes over a span of dims [lo, hi) of X ("rows"); per-row
+ * statistics are stages shaped like X with the span's dims set to 1. */
+
+typedef struct norm_span {
+    int lo, hi;
+} norm_span;
+
+/* float16/bfloat16 compute in float32 and round once at the end. */
+static smelt_dtype compute_dtype(smelt_dtype dt)
+{
+    return dt == SMELT_DT_FLOAT64 ? SMELT_DT_FLOAT64 : SMELT_DT_FLOAT32;
+}
+
+static ir_expr *fconst(te_graph *g, smelt_dtype dt, double v)
+{
+    return ir_const_float(&g->b, dt, v);
+}
+
+static ir_expr *call1(te_graph *g, ir_call_op op, ir_expr *x)
+{
+    return ir_call(&g->b, op, x ? x->dtype : SMELT_DT_FLOAT32, 1, &x);
+}
+
+static ir_expr *read_as(te_graph *g, const te_tensor *t, ir_expr *const *idx, smelt_dtype dt)
+{
+    return ir_cast(&g->b, dt, te_read(g, t, idx));
+}
+
+static void row_shape(const te_tensor *x, norm_span s, int64_t *shape)
+{
+    for (int d = 0; d < x->n_axes; d++)
+        shape[d] = d >= s.lo && d < s.hi ? 1 : x->buf->shape[d];
+}
+
+static int64_t row_length(const te_tensor *x, norm_span s)
+{
+    return dims_product(x->buf->shape, s.lo, s.hi);
+}
+
+/* A per-row stage t read at the full index idx of X. */
+static ir_expr *read_row(te_graph *g, const te_tensor *t, norm_span s, ir_expr *const *idx)
+{
+    ir_expr *ri[SMELT_MAX_RANK];
+    for (int d = 0; d < t->n_axes; d++) ri[d] = d >= s.lo && d < s.hi ? ir_int(&g->b, 0) : idx[d];
+    return te_read(g, t, ri);
+}
+
+/* A reduction of elem(full index of X) over the span, one value per row. */
+typedef ir_expr *(*row_elem_fn)(te_graph *g, ir_expr *const *idx, void *user);
+
+typedef struct row_reduce {
+    const te_tensor *x;
+    norm_span span;
+    ir_reduce_op op;
+    smelt_dtype dt;
+    row_elem_fn elem;
+    void *user;
+} row_reduce;
+
+static ir_expr *row_reduce_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const row_reduce *r = user;
+    ir_axis axes[SMELT_MAX_RANK];
+    ir_expr *full[SMELT_MAX_RANK] = {0};
+    int n = 0;
+    for (int d = 0; d < r->x->n_axes; d++) {
+        if (d < r->span.lo || d >= r->span.hi) {
+            full[d] = idx[d];
+            continue;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "r%d", n);
+        axes[n] = te_reduce_axis(g, name, r->x->buf->shape[d]);
+        full[d] = ir_var_ref(&g->b, axes[n].var);
+        n++;
+    }
+    ir_expr *e = r->elem(g, full, r->user);
+    return n ? te_reduce(g, r->op, e, n, axes) : e; /* an empty span: the element itself */
+}
+
+static te_tensor *row_reduce_stage(te_graph *g, const char *name, row_reduce *r)
+{
+    int64_t shape[SMELT_MAX_RANK];
+    row_shape(r->x, r->span, shape);
+    return te_compute(g, name, r->dt, r->x->n_axes, shape, row_reduce_body, r, "reduce");
+}
+
+/* Mean and 1/sqrt(var + eps) per row: sum, mean, sum of squared deviations
+ * (two passes, as the reference), inverse standard deviation. */
+typedef struct row_stats {
+    const te_tensor *x;
+    norm_span span;
+    smelt_dtype dt;
+    double count, eps;
+    te_tensor *sum, *mean, *sq_sum, *inv_std;
+} row_stats;
+
+static ir_expr *stats_x_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const row_stats *s = user;
+    return read_as(g, s->x, idx, s->dt);
+}
+
+static ir_expr *stats_sq_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const row_stats *s = user;
+    ir_expr *dev = ir_sub(&g->b, read_as(g, s->x, idx, s->dt), read_row(g, s->mean, s->span, idx));
+    return ir_mul(&g->b, dev, dev);
+}
+
+static ir_expr *stats_mean_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const row_stats *s = user;
+    return ir_binary(&g->b, IR_DIV, te_read(g, s->sum, idx), fconst(g, s->dt, s->count));
+}
+
+static ir_expr *stats_inv_std_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const row_stats *s = user;
+    ir_expr *var = ir_binary(&g->b, IR_DIV, te_read(g, s->sq_sum, idx), fconst(g, s->dt, s->count));
+    ir_expr *std = call1(g, IR_CALL_SQRT, ir_add(&g->b, var, fconst(g, s->dt, s->eps)));
+    return ir_binary(&g->b, IR_DIV, fconst(g, s->dt, 1.0), std);
+}
+
+static smelt_status row_stats_build(op_compute_args *a, row_stats *s)
+{
+    te_graph *g = a->te;
+    int64_t shape[SMELT_MAX_RANK], len = row_length(s->x, s->span);
+    s->count = len > 0 ? (double)len : 1.0; /* an empty row: mean 0, as the reference */
+    row_shape(s->x, s->span, shape);
+    row_reduce sum = {s->x, s->span, IR_REDUCE_SUM, s->dt, stats_x_elem, s};
+    row_reduce sq = {s->x, s->span, IR_REDUCE_SUM, s->dt, stats_sq_elem, s};
+    int rank = s->x->n_axes;
+    if (!(s->sum = row_reduce_stage(g, "x_sum", &sum))) return smelt_ctx_status(a->ctx);
+    s->mean = te_compute(g, "x_mean", s->dt, rank, shape, stats_mean_body, s, "injective");
+    if (!s->mean) return smelt_ctx_status(a->ctx);
+    if (!(s->sq_sum = row_reduce_stage(g, "x_sq_sum", &sq))) return smelt_ctx_status(a->ctx);
+    s->inv_std = te_compute(g, "x_inv_std", s->dt, rank, shape, stats_inv_std_body, s,
+                            "injective");
+    return s->inv_std ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* How scale/bias/mean/var parameters line up with X. */
+typedef enum param_layout {
+    PARAM_CHANNEL,  /* 1-D, one value per channel (dim 1) */
+    PARAM_TRAILING, /* numpy-broadcast against X's trailing dims */
+} param_layout;
+
+static ir_expr *read_param(te_graph *g, const te_tensor *p, param_layout layout,
+                           ir_expr *const *idx, int x_rank, smelt_dtype dt)
+{
+    ir_expr *pi[SMELT_MAX_RANK];
+    if (layout == PARAM_CHANNEL) {
+        pi[0] = idx[1];
+    } else {
+        for (int d = 0; d < p->n_axes; d++)
+            pi[d] = p->buf->shape[d] == 1 ? ir_int(&g->b, 0) : idx[x_rank - p->n_axes + d];
+    }
+    return read_as(g, p, pi, dt);
+}
+
+/* y = (x - mean) * inv_std * scale + bias with per-row statistics. */
+typedef struct affine_norm {
+    const row_stats *stats;
+    const te_tensor *scale, *bias; /* bias may be NULL */
+    param_layout layout;
+} affine_norm;
+
+static ir_expr *affine_norm_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const affine_norm *an = user;
+    const row_stats *s = an->stats;
+    int rank = s->x->n_axes;
+    ir_expr *dev = ir_sub(&g->b, read_as(g, s->x, idx, s->dt), read_row(g, s->mean, s->span, idx));
+    ir_expr *y = ir_mul(&g->b, dev, read_row(g, s->inv_std, s->span, idx));
+    y = ir_mul(&g->b, y, read_param(g, an->scale, an->layout, idx, rank, s->dt));
+    if (an->bias) y = ir_add(&g->b, y, read_param(g, an->bias, an->layout, idx, rank, s->dt));
+    return y;
+}
+
+static smelt_status affine_norm_output(op_compute_args *a, affine_norm *an)
+{
+    const te_tensor *x = an->stats->x;
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           affine_norm_body, an, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+static ir_expr *copy_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx); /* te_compute casts to the stage's dtype */
+}
+
+/* Output i as stage t in the output's dtype (t itself when it already has it). */
+static smelt_status stats_output(op_compute_args *a, int i, const char *name, te_tensor *t)
+{
+    if (!has_output(a->node, i)) return SMELT_OK;
+    smelt_dtype dt = a->out_type[i].dtype;
+    a->out[i] = t->buf->dtype == dt ? t
+                                    : te_compute(a->te, name, dt, t->n_axes, t->buf->shape,
+                                                 copy_body, t, "injective");
+    return a->out[i] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* ---- BatchNormalization -------------------------------------------------------- */
 
 static smelt_status batchnorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -287,7 +499,52 @@ static smelt_status batchnorm_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* Inference form: y = (x - mean) * (scale / sqrt(var + eps)) + bias, with the
+ * parameters per channel, or per activation in the old spatial=0 form. */
+typedef struct batchnorm_te {
+    const te_tensor *x, *scale, *bias, *mean, *var;
+    param_layout layout;
+    smelt_dtype dt;
+    double eps;
+} batchnorm_te;
+
+static ir_expr *batchnorm_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const batchnorm_te *bn = user;
+    int rank = bn->x->n_axes;
+    smelt_dtype dt = bn->dt;
+    ir_expr *scale = read_param(g, bn->scale, bn->layout, idx, rank, dt);
+    ir_expr *bias = read_param(g, bn->bias, bn->layout, idx, rank, dt);
+    ir_expr *mean = read_param(g, bn->mean, bn->layout, idx, rank, dt);
+    ir_expr *var = read_param(g, bn->var, bn->layout, idx, rank, dt);
+    ir_expr *std = call1(g, IR_CALL_SQRT, ir_add(&g->b, var, fconst(g, dt, bn->eps)));
+    ir_expr *gain = ir_binary(&g->b, IR_DIV, scale, std);
+    ir_expr *dev = ir_sub(&g->b, read_as(g, bn->x, idx, dt), mean);
+    return ir_add(&g->b, ir_mul(&g->b, dev, gain), bias);
+}
+
+static smelt_status batchnorm_compute(op_compute_args *a)
+{
+    const op_batchnorm_attrs *at = a->node->op_attrs;
+    if (at->training)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "training_mode=1 (batch statistics) has no compiled form; only inference");
+    const te_tensor *x = a->in[0];
+    batchnorm_te bn = {x,
+                       a->in[1],
+                       a->in[2],
+                       a->in[3],
+                       a->in[4],
+                       a->in[1]->n_axes == 1 ? PARAM_CHANNEL : PARAM_TRAILING,
+                       compute_dtype(x->buf->dtype),
+                       at->epsilon};
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           batchnorm_body, &bn, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 const op_def op_def_BATCH_NORMALIZATION = {
+    .compute = batchnorm_compute,
     .import = batchnorm_import,
     .infer = batchnorm_infer,
     .eval = batchnorm_eval,
@@ -356,7 +613,21 @@ static smelt_status instancenorm_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+static smelt_status instancenorm_compute(op_compute_args *a)
+{
+    const op_instancenorm_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    row_stats s = {.x = x,
+                   .span = {2, x->n_axes},
+                   .dt = compute_dtype(x->buf->dtype),
+                   .eps = at->epsilon};
+    SMELT_TRY(row_stats_build(a, &s));
+    affine_norm an = {&s, a->in[1], a->in[2], PARAM_CHANNEL};
+    return affine_norm_output(a, &an);
+}
+
 const op_def op_def_INSTANCE_NORMALIZATION = {
+    .compute = instancenorm_compute,
     .import = instancenorm_import,
     .infer = instancenorm_infer,
     .eval = instancenorm_eval,
@@ -475,7 +746,28 @@ static smelt_status layernorm_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* Statistics in the stash type's precision (at least float32). */
+static smelt_status layernorm_compute(op_compute_args *a)
+{
+    const op_layernorm_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, x->n_axes, &axis));
+    bool wide = x->buf->dtype == SMELT_DT_FLOAT64 || at->stash_type == SMELT_DT_FLOAT64;
+    row_stats s = {.x = x,
+                   .span = {axis, x->n_axes},
+                   .dt = wide ? SMELT_DT_FLOAT64 : SMELT_DT_FLOAT32,
+                   .eps = at->epsilon};
+    SMELT_TRY(row_stats_build(a, &s));
+    const te_tensor *bias = a->node->n_inputs > 2 ? a->in[2] : NULL;
+    affine_norm an = {&s, a->in[1], bias, PARAM_TRAILING};
+    SMELT_TRY(affine_norm_output(a, &an));
+    SMELT_TRY(stats_output(a, 1, "mean", s.mean));
+    return stats_output(a, 2, "inv_std_dev", s.inv_std);
+}
+
 const op_def op_def_LAYER_NORMALIZATION = {
+    .compute = layernorm_compute,
     .import = layernorm_import,
     .infer = layernorm_infer,
     .eval = layernorm_eval,
@@ -575,7 +867,72 @@ static smelt_status log_softmax_eval(smelt_ctx *ctx, const gr_node *node,
     return softmax_common_eval(ctx, node, in[0], &out[0], true);
 }
 
+/* Three stages: the row max, the sum of exp(x - max), then
+ * exp(x - max) / sum or x - max - log(sum).  Rows are the single axis, or
+ * dims [axis, rank) in the 2-D form. */
+typedef struct softmax_te {
+    const te_tensor *x;
+    te_tensor *max, *sum;
+    norm_span span;
+    smelt_dtype dt;
+    bool log_form;
+} softmax_te;
+
+static ir_expr *softmax_x_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const softmax_te *s = user;
+    return read_as(g, s->x, idx, s->dt);
+}
+
+static ir_expr *softmax_shifted(te_graph *g, ir_expr *const *idx, const softmax_te *s)
+{
+    return ir_sub(&g->b, read_as(g, s->x, idx, s->dt), read_row(g, s->max, s->span, idx));
+}
+
+static ir_expr *softmax_exp_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return call1(g, IR_CALL_EXP, softmax_shifted(g, idx, user));
+}
+
+static ir_expr *softmax_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const softmax_te *s = user;
+    ir_expr *shifted = softmax_shifted(g, idx, s), *sum = read_row(g, s->sum, s->span, idx);
+    if (s->log_form) return ir_sub(&g->b, shifted, call1(g, IR_CALL_LOG, sum));
+    return ir_binary(&g->b, IR_DIV, call1(g, IR_CALL_EXP, shifted), sum);
+}
+
+static smelt_status softmax_common_compute(op_compute_args *a, bool log_form)
+{
+    const op_softmax_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    smelt_tensor xt = {.dtype = x->buf->dtype, .rank = x->n_axes};
+    memcpy(xt.dims, x->buf->shape, sizeof(int64_t) * (size_t)x->n_axes);
+    int axis;
+    SMELT_TRY(softmax_axis(a->ctx, a->node, &xt, &axis));
+    norm_span span = {axis, at->coerce_2d ? x->n_axes : axis + 1};
+    softmax_te s = {x, NULL, NULL, span, compute_dtype(x->buf->dtype), log_form};
+    row_reduce max = {x, span, IR_REDUCE_MAX, s.dt, softmax_x_elem, &s};
+    row_reduce sum = {x, span, IR_REDUCE_SUM, s.dt, softmax_exp_elem, &s};
+    if (!(s.max = row_reduce_stage(a->te, "y_max", &max))) return smelt_ctx_status(a->ctx);
+    if (!(s.sum = row_reduce_stage(a->te, "y_sum", &sum))) return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           softmax_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+static smelt_status softmax_compute(op_compute_args *a)
+{
+    return softmax_common_compute(a, false);
+}
+
+static smelt_status log_softmax_compute(op_compute_args *a)
+{
+    return softmax_common_compute(a, true);
+}
+
 const op_def op_def_SOFTMAX = {
+    .compute = softmax_compute,
     .import = softmax_import,
     .infer = softmax_infer,
     .eval = softmax_eval,
@@ -586,6 +943,7 @@ const op_def op_def_SOFTMAX = {
 };
 
 const op_def op_def_LOG_SOFTMAX = {
+    .compute = log_softmax_compute,
     .import = softmax_import,
     .infer = softmax_infer,
     .eval = log_softmax_eval,

@@ -78,6 +78,13 @@ te_tensor *te_compute(te_graph *g, const char *name, smelt_dtype dt, int rank,
             smelt_errf(g->ctx, SMELT_ERR_NOMEM, "te: building the body of '%s' failed", name);
         return NULL;
     }
+    if (t->body->dtype != dt && t->body->kind == IR_REDUCE) {
+        /* a cast above the reduce would hide the reduction from schedules */
+        smelt_errf(g->ctx, SMELT_ERR_INTERNAL,
+                   "te: reduction '%s' has dtype %s, its body %s; cast in a separate stage", name,
+                   smelt_dtype_name(dt), smelt_dtype_name(t->body->dtype));
+        return NULL;
+    }
     if (t->body->dtype != dt) t->body = ir_cast(&g->b, dt, t->body);
     return t;
 }
