@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "ops/binary.h"
+#include "ops/elementwise.h"
+#include "te/te.h"
 
 /* ---- dtype sets ---------------------------------------------------------- */
 
@@ -834,30 +836,258 @@ static smelt_status where_eval(smelt_ctx *ctx, const gr_node *n, const smelt_ten
     return SMELT_OK;
 }
 
+/* ---- compute (te) ---------------------------------------------------------------------------
+ * Each input is read with numpy broadcasting: its dims line up with the
+ * output's from output dim `first` on (rank difference, or a legacy axis),
+ * and a size-1 dim reads index 0.  Float16/bfloat16 compute in float32 and
+ * round once at the end, as the reference rounds once. */
+
+#define TE_MAX_INPUTS 64
+
+typedef struct bin_te {
+    bin_kind kind;
+    int n_in;
+    const te_tensor *in[TE_MAX_INPUTS];
+    int first[TE_MAX_INPUTS]; /* output dim of each input's dim 0 */
+    smelt_dtype out;
+    bool mean; /* Mean: divide the sum by the input count */
+} bin_te;
+
+static smelt_dtype compute_dtype(smelt_dtype dt)
+{
+    return dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+}
+
+static ir_expr *read_broadcast(te_graph *g, const bin_te *bt, int k, ir_expr *const *idx)
+{
+    const te_tensor *t = bt->in[k];
+    ir_expr *at[SMELT_MAX_RANK];
+    for (int d = 0; d < t->n_axes; d++)
+        at[d] = t->buf->shape[d] == 1 ? ir_int(&g->b, 0) : idx[bt->first[k] + d];
+    return te_read(g, t, at);
+}
+
+/* The element in the dtype to compute in. */
+static ir_expr *read_work(te_graph *g, const bin_te *bt, int k, ir_expr *const *idx)
+{
+    return ir_cast(&g->b, compute_dtype(bt->in[k]->buf->dtype), read_broadcast(g, bt, k, idx));
+}
+
+static ir_expr *zero_like(ir_builder *b, const ir_expr *x)
+{
+    return op_dtype_is_float(x->dtype) ? ir_const_float(b, x->dtype, 0.0)
+                                       : ir_const_int(b, x->dtype, 0);
+}
+
+/* Python's %: the remainder takes the divisor's sign.  x % -1 is 0 (C's
+ * INT_MIN % -1 is undefined). */
+static ir_expr *int_mod_te(ir_builder *b, ir_expr *x, ir_expr *y)
+{
+    ir_expr *zero = zero_like(b, x);
+    if (dtype_is_unsigned(x->dtype)) return ir_binary(b, IR_MOD, x, y);
+    ir_expr *minus_one = ir_const_int(b, y->dtype, -1);
+    ir_expr *r =
+        ir_select(b, ir_binary(b, IR_EQ, y, minus_one), zero, ir_binary(b, IR_MOD, x, y));
+    ir_expr *signs_differ = ir_binary(b, IR_NE, ir_binary(b, IR_LT, r, zero),
+                                      ir_binary(b, IR_LT, y, zero));
+    ir_expr *fix = ir_binary(b, IR_AND, ir_binary(b, IR_NE, r, zero), signs_differ);
+    return ir_select(b, fix, ir_add(b, r, y), r);
+}
+
+/* C's fmod / %: the remainder takes the dividend's sign. */
+static ir_expr *fmod_te(ir_builder *b, ir_expr *x, ir_expr *y)
+{
+    if (!op_dtype_is_float(x->dtype)) {
+        if (dtype_is_unsigned(x->dtype)) return ir_binary(b, IR_MOD, x, y);
+        ir_expr *minus_one = ir_const_int(b, y->dtype, -1);
+        return ir_select(b, ir_binary(b, IR_EQ, y, minus_one), zero_like(b, x),
+                         ir_binary(b, IR_MOD, x, y));
+    }
+    ir_expr *args[2] = {x, y};
+    return ir_call(b, IR_CALL_FMOD, x->dtype, 2, args);
+}
+
+/* NaN-propagating min/max of acc and y.  IR_MIN(y, acc) is `y < acc ? y :
+ * acc`, which keeps a NaN acc; a NaN y is caught first. */
+static ir_expr *minmax_te(ir_builder *b, bin_kind k, ir_expr *acc, ir_expr *y)
+{
+    ir_expr *m = ir_binary(b, k == BIN_MIN ? IR_MIN : IR_MAX, y, acc);
+    if (!op_dtype_is_float(y->dtype)) return m;
+    return ir_select(b, ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &y), y, m);
+}
+
+static ir_expr *logic_te(ir_builder *b, bin_kind k, ir_expr *x, ir_expr *y)
+{
+    ir_kind ik = k == BIN_AND ? IR_AND : k == BIN_OR ? IR_OR : IR_NE;
+    return ir_binary(b, ik, x, y);
+}
+
+static ir_expr *compare_te(ir_builder *b, bin_kind k, ir_expr *x, ir_expr *y)
+{
+    static const ir_kind kinds[] = {[BIN_EQ] = IR_EQ, [BIN_LT] = IR_LT, [BIN_LE] = IR_LE,
+                                    [BIN_GT] = IR_GT, [BIN_GE] = IR_GE};
+    return ir_binary(b, kinds[k], x, y);
+}
+
+/* x op y in the work dtype (arithmetic, Mod, PRelu, Min/Max). */
+static ir_expr *arith_te(ir_builder *b, bin_kind k, ir_expr *x, ir_expr *y)
+{
+    if (!x || !y) return b->failed = true, NULL;
+    switch (k) {
+    case BIN_ADD: return ir_add(b, x, y);
+    case BIN_SUB: return ir_sub(b, x, y);
+    case BIN_MUL: return ir_mul(b, x, y);
+    case BIN_DIV: return ir_binary(b, IR_DIV, x, y);
+    case BIN_MOD: return int_mod_te(b, x, y);
+    case BIN_FMOD: return fmod_te(b, x, y);
+    case BIN_PRELU:
+        return ir_select(b, ir_binary(b, IR_LT, x, zero_like(b, x)), ir_mul(b, x, y), x);
+    case BIN_MIN:
+    case BIN_MAX: return minmax_te(b, k, x, y);
+    default: return b->failed = true, NULL;
+    }
+}
+
+static ir_expr *binary_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bin_te *bt = user;
+    ir_builder *b = &g->b;
+    ir_expr *x = read_work(g, bt, 0, idx), *y = read_work(g, bt, 1, idx);
+    if (!x || !y) return b->failed = true, NULL;
+    if (kind_is_logic(bt->kind)) return logic_te(b, bt->kind, x, y);
+    if (kind_is_compare(bt->kind)) return compare_te(b, bt->kind, x, y);
+    return ir_cast(b, bt->out, arith_te(b, bt->kind, x, y));
+}
+
+/* Sum, Mean, Min, Max: a left fold over the inputs, as the reference
+ * accumulates; Mean divides at the end. */
+static ir_expr *variadic_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bin_te *bt = user;
+    ir_builder *b = &g->b;
+    ir_expr *acc = read_work(g, bt, 0, idx);
+    for (int k = 1; k < bt->n_in && acc; k++)
+        acc = arith_te(b, bt->kind, acc, read_work(g, bt, k, idx));
+    if (acc && bt->mean && bt->n_in > 1)
+        acc = ir_binary(b, IR_DIV, acc, ir_const_float(b, acc->dtype, bt->n_in));
+    return ir_cast(b, bt->out, acc);
+}
+
+/* Pow: same-dtype floats compute in that dtype; otherwise pow over double,
+ * converted to the base's dtype (integers saturate, like the reference; an
+ * integer power is exact while it fits in double's 53 bits). */
+static ir_expr *pow_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bin_te *bt = user;
+    ir_builder *b = &g->b;
+    ir_expr *args[2] = {read_work(g, bt, 0, idx), read_work(g, bt, 1, idx)};
+    if (!args[0] || !args[1]) return b->failed = true, NULL;
+    if (args[0]->dtype != args[1]->dtype || !op_dtype_is_float(args[0]->dtype))
+        for (int k = 0; k < 2; k++) args[k] = ir_cast(b, SMELT_DT_FLOAT64, args[k]);
+    ir_expr *p = ir_call(b, IR_CALL_POW, args[0]->dtype, 2, args);
+    if (!op_dtype_is_float(bt->out)) return op_float_to_int_expr(b, bt->out, p);
+    return ir_cast(b, bt->out, p);
+}
+
+static ir_expr *where_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bin_te *bt = user;
+    return ir_select(&g->b, read_broadcast(g, bt, 0, idx), read_broadcast(g, bt, 1, idx),
+                     read_broadcast(g, bt, 2, idx));
+}
+
+/* A type-only view of a placeholder, for the shared broadcast helpers. */
+static void placeholder_type(const te_tensor *t, smelt_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->dtype = t->buf->dtype;
+    out->rank = t->buf->rank;
+    memcpy(out->dims, t->buf->shape, sizeof(int64_t) * (size_t)t->buf->rank);
+}
+
+static smelt_status bin_te_init(op_compute_args *a, int n_in, bin_te *bt)
+{
+    const gr_node *n = a->node;
+    memset(bt, 0, sizeof *bt);
+    bt->kind = kind_of(n);
+    bt->n_in = n_in;
+    bt->out = a->out_type[0].dtype;
+    bt->mean = n->op == OP_MEAN;
+    for (int k = 0; k < n_in; k++) {
+        const te_tensor *t = a->in[k];
+        if (!t) return op_errf(a->ctx, n, SMELT_ERR_MODEL, "required input %d is missing", k);
+        smelt_dtype dt = t->buf->dtype;
+        if (dt == SMELT_DT_COMPLEX64 || dt == SMELT_DT_COMPLEX128)
+            return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED,
+                           "input %d is %s; complex tensors have no compiled form", k,
+                           smelt_dtype_name(dt));
+        bt->in[k] = t;
+        bt->first[k] = a->out_type[0].rank - t->n_axes;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status bin_te_finish(op_compute_args *a, te_body_fn body, bin_te *bt)
+{
+    const smelt_tensor *ot = &a->out_type[0];
+    a->out[0] = te_compute(a->te, "y", ot->dtype, ot->rank, ot->dims, body, bt, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* Two operands; B may line up at a legacy (opset < 7) axis instead of the end. */
+static smelt_status binary_compute(op_compute_args *a)
+{
+    bin_te bt;
+    SMELT_TRY(bin_te_init(a, 2, &bt));
+    smelt_tensor types[2], b_view;
+    const smelt_tensor *type_ptrs[2] = {&types[0], &types[1]}, *ops[2];
+    for (int k = 0; k < 2; k++) placeholder_type(bt.in[k], &types[k]);
+    SMELT_TRY(operands(a->ctx, a->node, type_ptrs, ops, &b_view));
+    bt.first[1] = a->out_type[0].rank - ops[1]->rank;
+    return bin_te_finish(a, a->node->op == OP_POW ? pow_body : binary_body, &bt);
+}
+
+static smelt_status variadic_compute(op_compute_args *a)
+{
+    bin_te bt;
+    if (a->node->n_inputs > TE_MAX_INPUTS)
+        return op_errf(a->ctx, a->node, SMELT_ERR_LIMIT, "more than %d inputs to compile",
+                       TE_MAX_INPUTS);
+    SMELT_TRY(bin_te_init(a, a->node->n_inputs, &bt));
+    return bin_te_finish(a, variadic_body, &bt);
+}
+
+static smelt_status where_compute(op_compute_args *a)
+{
+    bin_te bt;
+    SMELT_TRY(bin_te_init(a, 3, &bt));
+    return bin_te_finish(a, where_body, &bt);
+}
+
 /* ---- op table ------------------------------------------------------------------------------ */
 
-#define BINARY_DEF(ENUM, INFER, EVAL, MIN_IN, MAX_IN)                                        \
-    const op_def op_def_##ENUM = {.import = binary_import, .infer = INFER, .eval = EVAL,     \
-                                  .min_inputs = MIN_IN, .max_inputs = MAX_IN,               \
+#define BINARY_DEF(ENUM, INFER, EVAL, COMPUTE, MIN_IN, MAX_IN)                               \
+    const op_def op_def_##ENUM = {.compute = COMPUTE, .import = binary_import, .infer = INFER, \
+                                  .eval = EVAL, .min_inputs = MIN_IN, .max_inputs = MAX_IN,  \
                                   .min_outputs = 1, .max_outputs = 1}
 
-BINARY_DEF(ADD, arith_infer, binary_eval, 2, 2);
-BINARY_DEF(SUB, arith_infer, binary_eval, 2, 2);
-BINARY_DEF(MUL, arith_infer, binary_eval, 2, 2);
-BINARY_DEF(DIV, arith_infer, binary_eval, 2, 2);
-BINARY_DEF(MOD, arith_infer, binary_eval, 2, 2);
-BINARY_DEF(POW, pow_infer, binary_eval, 2, 2);
-BINARY_DEF(PRELU, prelu_infer, binary_eval, 2, 2);
-BINARY_DEF(MIN, variadic_infer, variadic_eval, 1, -1);
-BINARY_DEF(MAX, variadic_infer, variadic_eval, 1, -1);
-BINARY_DEF(SUM, variadic_infer, variadic_eval, 1, -1);
-BINARY_DEF(MEAN, variadic_infer, variadic_eval, 1, -1);
-BINARY_DEF(EQUAL, compare_infer, binary_eval, 2, 2);
-BINARY_DEF(LESS, compare_infer, binary_eval, 2, 2);
-BINARY_DEF(LESS_OR_EQUAL, compare_infer, binary_eval, 2, 2);
-BINARY_DEF(GREATER, compare_infer, binary_eval, 2, 2);
-BINARY_DEF(GREATER_OR_EQUAL, compare_infer, binary_eval, 2, 2);
-BINARY_DEF(AND, logic_infer, binary_eval, 2, 2);
-BINARY_DEF(OR, logic_infer, binary_eval, 2, 2);
-BINARY_DEF(XOR, logic_infer, binary_eval, 2, 2);
-BINARY_DEF(WHERE, where_infer, where_eval, 3, 3);
+BINARY_DEF(ADD, arith_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(SUB, arith_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(MUL, arith_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(DIV, arith_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(MOD, arith_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(POW, pow_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(PRELU, prelu_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(MIN, variadic_infer, variadic_eval, variadic_compute, 1, -1);
+BINARY_DEF(MAX, variadic_infer, variadic_eval, variadic_compute, 1, -1);
+BINARY_DEF(SUM, variadic_infer, variadic_eval, variadic_compute, 1, -1);
+BINARY_DEF(MEAN, variadic_infer, variadic_eval, variadic_compute, 1, -1);
+BINARY_DEF(EQUAL, compare_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(LESS, compare_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(LESS_OR_EQUAL, compare_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(GREATER, compare_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(GREATER_OR_EQUAL, compare_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(AND, logic_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(OR, logic_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(XOR, logic_infer, binary_eval, binary_compute, 2, 2);
+BINARY_DEF(WHERE, where_infer, where_eval, where_compute, 3, 3);

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "ops/elementwise.h"
+#include "te/te.h"
 
 /* ---- dtype sets ---------------------------------------------------------- */
 
@@ -653,47 +654,418 @@ static smelt_status cast_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tens
     return SMELT_OK;
 }
 
+/* ---- compute (te) -------------------------------------------------------------------------
+ * Float ops compute in float32 for float16/bfloat16 (or in their own dtype)
+ * and convert once at the end, as the reference rounds once.  Comparisons
+ * are written so that NaN falls through to x, like the scalar functions. */
+
+static smelt_dtype compute_dtype(smelt_dtype dt)
+{
+    return dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+}
+
+static ir_expr *fconst(ir_builder *b, const ir_expr *like, double v)
+{
+    return ir_const_float(b, like->dtype, v);
+}
+
+static ir_expr *call1(ir_builder *b, ir_call_op op, ir_expr *x)
+{
+    return x ? ir_call(b, op, x->dtype, 1, &x) : (b->failed = true, NULL);
+}
+
+static ir_expr *bin(ir_builder *b, ir_kind k, ir_expr *x, ir_expr *y)
+{
+    return ir_binary(b, k, x, y);
+}
+
+ir_expr *op_float_to_int_expr(ir_builder *b, smelt_dtype to, ir_expr *x)
+{
+    if (!x) return b->failed = true, NULL;
+    if (to == SMELT_DT_BOOL) return ir_cast(b, to, x);
+    if (to == SMELT_DT_UINT64) /* negatives and NaN give 0 */
+        return ir_select(b, bin(b, IR_GT, x, fconst(b, x, 0.0)), ir_cast(b, to, x),
+                         ir_const_int(b, to, 0));
+    /* a float -> int64 cast saturates (NaN -> 0); int64 -> narrower wraps */
+    return ir_cast(b, to, ir_cast(b, SMELT_DT_INT64, x));
+}
+
+/* Any dtype to `to`: float -> integer with the reference's conversion. */
+static ir_expr *convert(ir_builder *b, smelt_dtype to, ir_expr *x)
+{
+    if (x && op_dtype_is_float(x->dtype) && !op_dtype_is_float(to))
+        return op_float_to_int_expr(b, to, x);
+    return ir_cast(b, to, x);
+}
+
+/* `v < lo ? lo : v`, then `v > hi ? hi : v` (IR_MAX(a, b) is `a > b ? a : b`,
+ * so NaN passes through); either bound may be absent (NULL). */
+static ir_expr *clamp(ir_builder *b, ir_expr *v, ir_expr *lo, ir_expr *hi)
+{
+    if (lo) v = bin(b, IR_MAX, lo, v);
+    if (hi) v = bin(b, IR_MIN, hi, v);
+    return v;
+}
+
+typedef ir_expr *(*unary_te_fn)(ir_builder *b, ir_expr *x, const op_unary_attrs *a);
+
+/* IR_MAX(0, x) is `0 > x ? 0 : x`: NaN stays NaN, as in the reference. */
+static ir_expr *relu_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    return op_dtype_is_float(x->dtype) ? bin(b, IR_MAX, fconst(b, x, 0.0), x)
+                                       : bin(b, IR_MAX, ir_const_int(b, x->dtype, 0), x);
+}
+
+static ir_expr *leaky_relu_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    ir_expr *neg = ir_mul(b, fconst(b, x, a->alpha), x);
+    return ir_select(b, bin(b, IR_LT, x, fconst(b, x, 0.0)), neg, x);
+}
+
+/* exp(x) - 1 (the IR has no expm1); used where x < 0, so the absolute
+ * error is that of exp's rounding below 1, though tiny results lose
+ * relative precision. */
+static ir_expr *expm1_te(ir_builder *b, ir_expr *x)
+{
+    return ir_sub(b, call1(b, IR_CALL_EXP, x), fconst(b, x, 1.0));
+}
+
+static ir_expr *elu_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    ir_expr *neg = ir_mul(b, fconst(b, x, a->alpha), expm1_te(b, x));
+    return ir_select(b, bin(b, IR_LT, x, fconst(b, x, 0.0)), neg, x);
+}
+
+static ir_expr *selu_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    ir_expr *neg = ir_mul(b, fconst(b, x, a->gamma * a->alpha), expm1_te(b, x));
+    return ir_select(b, bin(b, IR_LE, x, fconst(b, x, 0.0)), neg,
+                     ir_mul(b, fconst(b, x, a->gamma), x));
+}
+
+static ir_expr *celu_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    ir_expr *scaled = bin(b, IR_DIV, x, fconst(b, x, a->alpha));
+    ir_expr *neg = ir_mul(b, fconst(b, x, a->alpha), expm1_te(b, scaled));
+    return ir_select(b, bin(b, IR_LT, x, fconst(b, x, 0.0)), neg, x);
+}
+
+static ir_expr *thresholded_relu_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    return ir_select(b, bin(b, IR_GT, x, fconst(b, x, a->alpha)), x, fconst(b, x, 0.0));
+}
+
+static ir_expr *hard_sigmoid_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    ir_expr *v = ir_add(b, ir_mul(b, fconst(b, x, a->alpha), x), fconst(b, x, a->beta));
+    return clamp(b, v, fconst(b, x, 0.0), fconst(b, x, 1.0));
+}
+
+static ir_expr *hard_swish_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    return ir_mul(b, x, hard_sigmoid_te(b, x, a));
+}
+
+static ir_expr *sigmoid_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    return call1(b, IR_CALL_SIGMOID, x);
+}
+
+/* max(x, 0) + log(1 + exp(-|x|)): no overflow for large |x| */
+static ir_expr *softplus_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    ir_expr *e = call1(b, IR_CALL_EXP, ir_mul(b, call1(b, IR_CALL_ABS, x), fconst(b, x, -1.0)));
+    ir_expr *tail = call1(b, IR_CALL_LOG, ir_add(b, fconst(b, x, 1.0), e));
+    return ir_add(b, bin(b, IR_MAX, fconst(b, x, 0.0), x), tail);
+}
+
+static ir_expr *softsign_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    return bin(b, IR_DIV, x, ir_add(b, fconst(b, x, 1.0), call1(b, IR_CALL_ABS, x)));
+}
+
+static ir_expr *gelu_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    ir_expr *inner;
+    if (a->gelu_tanh) {
+        ir_expr *cube = ir_mul(b, ir_mul(b, x, x), x);
+        ir_expr *arg = ir_add(b, x, ir_mul(b, fconst(b, x, 0.044715), cube));
+        inner = call1(b, IR_CALL_TANH, ir_mul(b, fconst(b, x, 0.79788456080286535588), arg));
+    } else {
+        inner = call1(b, IR_CALL_ERF, ir_mul(b, x, fconst(b, x, 0.70710678118654752440)));
+    }
+    ir_expr *half_x = ir_mul(b, fconst(b, x, 0.5), x);
+    return ir_mul(b, half_x, ir_add(b, fconst(b, x, 1.0), inner));
+}
+
+static ir_expr *reciprocal_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    return bin(b, IR_DIV, fconst(b, x, 1.0), x);
+}
+
+/* Integers wrap (the minimum stays the minimum); floats flip the sign of zero too. */
+static ir_expr *neg_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    if (op_dtype_is_float(x->dtype)) return ir_mul(b, x, fconst(b, x, -1.0));
+    return ir_sub(b, ir_const_int(b, x->dtype, 0), x);
+}
+
+static bool dtype_is_signed_int(smelt_dtype dt)
+{
+    return op_dtype_is_int(dt) && !dtype_is_unsigned(dt);
+}
+
+static ir_expr *abs_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    if (op_dtype_is_float(x->dtype)) return call1(b, IR_CALL_ABS, x);
+    if (!dtype_is_signed_int(x->dtype)) return x;
+    return ir_select(b, bin(b, IR_LT, x, ir_const_int(b, x->dtype, 0)), neg_te(b, x, a), x);
+}
+
+/* 1, -1, or x itself (zeros and NaN) */
+static ir_expr *sign_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    smelt_dtype dt = x->dtype;
+    bool fl = op_dtype_is_float(dt);
+    ir_expr *zero = fl ? fconst(b, x, 0.0) : ir_const_int(b, dt, 0);
+    ir_expr *one = fl ? fconst(b, x, 1.0) : ir_const_int(b, dt, 1);
+    if (dtype_is_unsigned(dt)) return ir_select(b, bin(b, IR_NE, x, zero), one, zero);
+    ir_expr *minus_one = fl ? fconst(b, x, -1.0) : ir_const_int(b, dt, -1);
+    ir_expr *neg = ir_select(b, bin(b, IR_LT, x, zero), minus_one, x);
+    return ir_select(b, bin(b, IR_GT, x, zero), one, neg);
+}
+
+#define CALL_TE(NAME, OP)                                                                   \
+    static ir_expr *NAME##_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)            \
+    {                                                                                       \
+        (void)a;                                                                            \
+        return call1(b, OP, x);                                                             \
+    }
+CALL_TE(tanh, IR_CALL_TANH)
+CALL_TE(erf, IR_CALL_ERF)
+CALL_TE(exp, IR_CALL_EXP)
+CALL_TE(log, IR_CALL_LOG)
+CALL_TE(sqrt, IR_CALL_SQRT)
+CALL_TE(floor, IR_CALL_FLOOR)
+CALL_TE(ceil, IR_CALL_CEIL)
+CALL_TE(round, IR_CALL_ROUND)
+CALL_TE(sin, IR_CALL_SIN)
+CALL_TE(cos, IR_CALL_COS)
+#undef CALL_TE
+
+/* int_ok: integer inputs use the function exactly; otherwise they go
+ * through double and back, like the reference (Erf). */
+static const struct {
+    unary_te_fn fn;
+    bool int_ok;
+} g_unary_te[OP_COUNT_] = {
+    [OP_RELU] = {relu_te, true},
+    [OP_LEAKY_RELU] = {leaky_relu_te, false},
+    [OP_ELU] = {elu_te, false},
+    [OP_SELU] = {selu_te, false},
+    [OP_CELU] = {celu_te, false},
+    [OP_THRESHOLDED_RELU] = {thresholded_relu_te, false},
+    [OP_SIGMOID] = {sigmoid_te, false},
+    [OP_HARD_SIGMOID] = {hard_sigmoid_te, false},
+    [OP_HARD_SWISH] = {hard_swish_te, false},
+    [OP_SOFTPLUS] = {softplus_te, false},
+    [OP_SOFTSIGN] = {softsign_te, false},
+    [OP_TANH] = {tanh_te, false},
+    [OP_ERF] = {erf_te, false},
+    [OP_GELU] = {gelu_te, false},
+    [OP_EXP] = {exp_te, false},
+    [OP_LOG] = {log_te, false},
+    [OP_SQRT] = {sqrt_te, false},
+    [OP_RECIPROCAL] = {reciprocal_te, false},
+    [OP_NEG] = {neg_te, true},
+    [OP_ABS] = {abs_te, true},
+    [OP_FLOOR] = {floor_te, false},
+    [OP_CEIL] = {ceil_te, false},
+    [OP_ROUND] = {round_te, false},
+    [OP_SIGN] = {sign_te, true},
+    [OP_SIN] = {sin_te, false},
+    [OP_COS] = {cos_te, false},
+};
+
+/* One element of y = fn(x): x converted to `work`, the result to `out`. */
+typedef struct unary_te {
+    const te_tensor *x;
+    unary_te_fn fn;
+    const op_unary_attrs *attrs;
+    smelt_dtype work, out;
+} unary_te;
+
+static ir_expr *unary_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const unary_te *u = user;
+    ir_expr *x = ir_cast(&g->b, u->work, te_read(g, u->x, idx));
+    return convert(&g->b, u->out, x ? u->fn(&g->b, x, u->attrs) : NULL);
+}
+
+static smelt_status unary_te_make(op_compute_args *a, unary_te_fn fn, smelt_dtype work)
+{
+    const te_tensor *x = a->in[0];
+    unary_te u = {x, fn, attrs_of(a->node), work, a->out_type[0].dtype};
+    a->out[0] = te_compute(a->te, "y", u.out, x->n_axes, x->buf->shape, unary_body, &u,
+                           "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+static smelt_status unary_compute(op_compute_args *a)
+{
+    smelt_dtype dt = a->in[0]->buf->dtype;
+    bool exact_int = !op_dtype_is_float(dt) && g_unary_te[a->node->op].int_ok;
+    smelt_dtype work = op_dtype_is_float(dt) || exact_int ? compute_dtype(dt) : SMELT_DT_FLOAT64;
+    return unary_te_make(a, g_unary_te[a->node->op].fn, work);
+}
+
+static ir_expr *not_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    return ir_not(b, x);
+}
+
+static smelt_status not_compute(op_compute_args *a)
+{
+    return unary_te_make(a, not_te, SMELT_DT_BOOL);
+}
+
+static ir_expr *is_nan_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    return ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &x);
+}
+
+static ir_expr *is_inf_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    if (a->detect_pos && a->detect_neg) return ir_call(b, IR_CALL_ISINF, SMELT_DT_BOOL, 1, &x);
+    if (a->detect_pos) return bin(b, IR_EQ, x, fconst(b, x, INFINITY));
+    if (a->detect_neg) return bin(b, IR_EQ, x, fconst(b, x, -INFINITY));
+    return ir_const_int(b, SMELT_DT_BOOL, 0);
+}
+
+static smelt_status float_test_compute(op_compute_args *a)
+{
+    unary_te_fn fn = a->node->op == OP_IS_NAN ? is_nan_te : is_inf_te;
+    return unary_te_make(a, fn, compute_dtype(a->in[0]->buf->dtype));
+}
+
+/* ---- Clip: bounds from constants (immediates) or scalar inputs (loads) ---- */
+
+typedef struct clip_te {
+    const te_tensor *x, *bound_t[2];
+    const smelt_tensor *bound_c[2];
+    smelt_dtype work;
+} clip_te;
+
+static ir_expr *clip_bound_expr(te_graph *g, const clip_te *c, int k)
+{
+    ir_builder *b = &g->b;
+    if (c->bound_c[k]) {
+        const smelt_tensor *t = c->bound_c[k];
+        if (op_dtype_is_float(c->work)) return ir_const_float(b, c->work, op_get_f64(t, 0));
+        return ir_const_int(b, c->work, op_get_i64(t, 0));
+    }
+    if (!c->bound_t[k]) return NULL;
+    ir_expr *zeros[SMELT_MAX_RANK];
+    for (int d = 0; d < c->bound_t[k]->n_axes; d++) zeros[d] = ir_int(b, 0);
+    return ir_cast(b, c->work, te_read(g, c->bound_t[k], zeros));
+}
+
+static ir_expr *clip_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const clip_te *c = user;
+    ir_expr *x = ir_cast(&g->b, c->work, te_read(g, c->x, idx));
+    ir_expr *v = clamp(&g->b, x, clip_bound_expr(g, c, 0), clip_bound_expr(g, c, 1));
+    return ir_cast(&g->b, c->x->buf->dtype, v);
+}
+
+static smelt_status clip_compute(op_compute_args *a)
+{
+    const te_tensor *x = a->in[0];
+    clip_te c = {.x = x, .work = compute_dtype(x->buf->dtype)};
+    for (int k = 0; k < 2; k++) {
+        int i = 1 + k;
+        if (i >= a->node->n_inputs || !a->in[i]) continue;
+        const ir_buffer *bound = a->in[i]->buf;
+        int64_t numel = 1;
+        for (int d = 0; d < bound->rank; d++) numel *= bound->shape[d];
+        if (numel != 1)
+            return op_errf(a->ctx, a->node, SMELT_ERR_SHAPE,
+                           "input '%s' must be a scalar, but has %lld elements",
+                           input_name(a->node, i), (long long)numel);
+        c.bound_t[k] = a->in[i];
+        c.bound_c[k] = a->in_const[i];
+    }
+    a->out[0] = te_compute(a->te, "y", x->buf->dtype, x->n_axes, x->buf->shape, clip_body, &c,
+                           "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* ---- Cast, CastLike ---- */
+
+static ir_expr *identity_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)b;
+    (void)a;
+    return x;
+}
+
+static smelt_status cast_compute(op_compute_args *a)
+{
+    return unary_te_make(a, identity_te, a->in[0]->buf->dtype);
+}
+
 /* ---- op table ---------------------------------------------------------------------------- */
 
-#define UNARY_DEF(ENUM, INFER, EVAL)                                                        \
-    const op_def op_def_##ENUM = {.import = unary_import, .infer = INFER, .eval = EVAL,    \
-                                  .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,      \
-                                  .max_outputs = 1}
+#define UNARY_DEF(ENUM, INFER, EVAL, COMPUTE)                                               \
+    const op_def op_def_##ENUM = {.compute = COMPUTE, .import = unary_import, .infer = INFER, \
+                                  .eval = EVAL, .min_inputs = 1, .max_inputs = 1,            \
+                                  .min_outputs = 1, .max_outputs = 1}
 
-UNARY_DEF(RELU, unary_infer, unary_eval);
-UNARY_DEF(LEAKY_RELU, unary_infer, unary_eval);
-UNARY_DEF(ELU, unary_infer, unary_eval);
-UNARY_DEF(SELU, unary_infer, unary_eval);
-UNARY_DEF(CELU, unary_infer, unary_eval);
-UNARY_DEF(THRESHOLDED_RELU, unary_infer, unary_eval);
-UNARY_DEF(SIGMOID, unary_infer, unary_eval);
-UNARY_DEF(HARD_SIGMOID, unary_infer, unary_eval);
-UNARY_DEF(HARD_SWISH, unary_infer, unary_eval);
-UNARY_DEF(SOFTPLUS, unary_infer, unary_eval);
-UNARY_DEF(SOFTSIGN, unary_infer, unary_eval);
-UNARY_DEF(TANH, unary_infer, unary_eval);
-UNARY_DEF(ERF, unary_infer, unary_eval);
-UNARY_DEF(GELU, unary_infer, unary_eval);
-UNARY_DEF(EXP, unary_infer, unary_eval);
-UNARY_DEF(LOG, unary_infer, unary_eval);
-UNARY_DEF(SQRT, unary_infer, unary_eval);
-UNARY_DEF(RECIPROCAL, unary_infer, unary_eval);
-UNARY_DEF(NEG, unary_infer, unary_eval);
-UNARY_DEF(ABS, unary_infer, unary_eval);
-UNARY_DEF(FLOOR, unary_infer, unary_eval);
-UNARY_DEF(CEIL, unary_infer, unary_eval);
-UNARY_DEF(ROUND, unary_infer, unary_eval);
-UNARY_DEF(SIGN, unary_infer, unary_eval);
-UNARY_DEF(SIN, unary_infer, unary_eval);
-UNARY_DEF(COS, unary_infer, unary_eval);
-UNARY_DEF(NOT, not_infer, not_eval);
-UNARY_DEF(IS_NAN, float_test_infer, is_nan_eval);
-UNARY_DEF(IS_INF, float_test_infer, is_inf_eval);
-UNARY_DEF(CAST, cast_infer, cast_eval);
+UNARY_DEF(RELU, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(LEAKY_RELU, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ELU, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SELU, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(CELU, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(THRESHOLDED_RELU, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SIGMOID, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(HARD_SIGMOID, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(HARD_SWISH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SOFTPLUS, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SOFTSIGN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(TANH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ERF, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(GELU, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(EXP, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(LOG, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SQRT, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(RECIPROCAL, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(NEG, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ABS, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(FLOOR, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(CEIL, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ROUND, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SIGN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SIN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(COS, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(NOT, not_infer, not_eval, not_compute);
+UNARY_DEF(IS_NAN, float_test_infer, is_nan_eval, float_test_compute);
+UNARY_DEF(IS_INF, float_test_infer, is_inf_eval, float_test_compute);
+UNARY_DEF(CAST, cast_infer, cast_eval, cast_compute);
 
-const op_def op_def_CLIP = {.import = unary_import, .infer = clip_infer, .eval = clip_eval,
-                            .min_inputs = 1, .max_inputs = 3, .min_outputs = 1,
-                            .max_outputs = 1};
-const op_def op_def_CAST_LIKE = {.import = NULL, .infer = cast_like_infer, .eval = cast_eval,
-                                 .min_inputs = 2, .max_inputs = 2, .min_outputs = 1,
-                                 .max_outputs = 1};
+const op_def op_def_CLIP = {.compute = clip_compute, .import = unary_import,
+                            .infer = clip_infer,     .eval = clip_eval,
+                            .min_inputs = 1,         .max_inputs = 3,
+                            .min_outputs = 1,        .max_outputs = 1};
+const op_def op_def_CAST_LIKE = {.compute = cast_compute, .import = NULL,
+                                 .infer = cast_like_infer, .eval = cast_eval,
+                                 .min_inputs = 2,          .max_inputs = 2,
+                                 .min_outputs = 1,         .max_outputs = 1};

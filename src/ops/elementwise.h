@@ -7,6 +7,7 @@
 #define SMELT_OPS_ELEMENTWISE_H
 
 #include "ops/op.h"
+#include "tir/ir.h"
 
 typedef struct op_unary_attrs {
     double alpha;       /* LeakyRelu, Elu, Selu, Celu, ThresholdedRelu, HardSigmoid, HardSwish */
@@ -17,5 +18,10 @@ typedef struct op_unary_attrs {
     bool detect_pos;    /* IsInf */
     smelt_dtype to;     /* Cast */
 } op_unary_attrs;
+
+/* Compiled path: x (a float expression) converted to the integer dtype `to`
+ * as the reference converts: NaN -> 0, saturating to int64, then wrapping
+ * to narrower dtypes; uint64 takes negatives to 0.  Also used by binary.c. */
+ir_expr *op_float_to_int_expr(ir_builder *b, smelt_dtype to, ir_expr *x);
 
 #endif

@@ -93,8 +93,12 @@ static ev_val eval_arith(ev_ctx *ec, const ir_expr *e, ev_val a, ev_val b)
     default: break;
     }
     if (fl) {
-        if (e->kind == IR_DIV) return mk(dt, a.f / b.f, 0);
-        return mk(dt, fmod(a.f, b.f), 0);
+        switch (e->kind) {
+        case IR_DIV: return mk(dt, a.f / b.f, 0);
+        case IR_FLOORDIV: return mk(dt, floor(a.f / b.f), 0);
+        case IR_FLOORMOD: return mk(dt, a.f - floor(a.f / b.f) * b.f, 0);
+        default: return mk(dt, fmod(a.f, b.f), 0);
+        }
     }
     if (b.i == 0 || (b.i == -1 && a.i == INT64_MIN)) {
         smelt_errf(ec->ctx, SMELT_ERR_RUNTIME, "te eval: integer division by zero");

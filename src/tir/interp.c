@@ -199,8 +199,9 @@ static double float_binary(ir_kind k, double a, double b)
     case IR_MOD: return fmod(a, b);
     case IR_FLOORDIV: return floor(a / b);
     case IR_FLOORMOD: return a - floor(a / b) * b;
-    case IR_MIN: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-    case IR_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    /* the emitted C's semantics (codegen.h): with a NaN operand, b */
+    case IR_MIN: return a < b ? a : b;
+    case IR_MAX: return a > b ? a : b;
     case IR_EQ: return a == b;
     case IR_NE: return a != b;
     case IR_LT: return a < b;
