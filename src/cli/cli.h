@@ -8,6 +8,7 @@ int cli_run(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_compile(int argc, char **argv);
 int cli_graph(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 
 /* Print "smelt: <status>: <message>" for a failed ctx; returns 1. */
 int cli_fail(const smelt_ctx *ctx);

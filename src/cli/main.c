@@ -7,14 +7,18 @@ static const char usage[] =
     "usage: smelt <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run MODEL [--reference] [--input FILE]... [--seed N] [--output-dir DIR]\n"
-    "      execute a model on inputs from .pb/.npy files (in model input order, or\n"
-    "      NAME=FILE) or on seeded random data; print a summary of each output\n"
-    "  check [--reference] [--rtol R] [--atol A] [--expected-failures FILE] DIR...\n"
+    "  run MODEL [--reference|--te] [--input FILE]... [--seed N] [--output-dir DIR]\n"
+    "            [--threads N] [--target T] [--repeat N]\n"
+    "      compile and execute a model on inputs from .pb/.npy files (in model input\n"
+    "      order, or NAME=FILE) or on seeded random data; print each output's summary\n"
+    "  check [--compiled|--reference|--te] [--rtol R] [--atol A]\n"
+    "        [--expected-failures FILE] DIR...\n"
     "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
     "      test_data_set_*/) and compare with the expected outputs\n"
-    "  compile MODEL [--dump-ir=graph]\n"
-    "      import, verify and infer shapes; print the graph IR\n"
+    "  compile MODEL [-o DIR] [--embed-weights] [--target T] [--dump-ir=graph|tir|c]\n"
+    "      build the model (JIT cache); -o writes a standalone C package\n"
+    "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N]\n"
+    "      median latency on seeded random inputs\n"
     "  graph MODEL -o FILE.dot|.svg|.png\n"
     "      draw the graph with op, dtype and shape on every edge\n"
     "\n"
@@ -32,6 +36,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "check") == 0) return cli_check(argc - 2, argv + 2);
     if (strcmp(cmd, "compile") == 0) return cli_compile(argc - 2, argv + 2);
     if (strcmp(cmd, "graph") == 0) return cli_graph(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 2, argv + 2);
     fprintf(stderr, "smelt: unknown command '%s'\n\n%s", cmd, usage);
     return 2;
 }

@@ -6,6 +6,7 @@
 
 #include "ops/op.h"
 #include "ops/reduce.h"
+#include "te/te.h"
 
 /* Axes lists are at most this long (duplicates allowed, so more than rank). */
 #define REDUCE_MAX_AXES 64
@@ -87,6 +88,132 @@ static uint64_t order_key(const smelt_tensor *t, int64_t i, bool nan_high)
     }
     uint64_t u = (uint64_t)op_get_i64(t, i);
     return dtype_is_signed_int(t->dtype) ? u ^ (1ull << 63) : u;
+}
+
+/* ======================================================================
+ * Compute helpers (te)
+ * ====================================================================== */
+
+/* At most this many candidate results chosen among at run time (readings
+ * of run-time Reduce axes; CumSum's axes). */
+#define REDUCE_MAX_CHOICES 16
+_Static_assert(SMELT_MAX_RANK <= REDUCE_MAX_CHOICES, "CumSum offers one choice per axis");
+
+/* The static type of a te tensor, for the shape helpers of this file. */
+static smelt_tensor tensor_type_of(const te_tensor *t)
+{
+    smelt_tensor r = {.dtype = t->buf->dtype, .rank = t->buf->rank};
+    for (int d = 0; d < r.rank; d++) r.dims[d] = t->buf->shape[d];
+    return r;
+}
+
+static smelt_status compute_status(const op_compute_args *a, const te_tensor *t)
+{
+    if (t) return SMELT_OK;
+    smelt_status s = smelt_ctx_status(a->ctx);
+    return s != SMELT_OK ? s : op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* float16/bfloat16 accumulate in float32: rounding each partial sum to 16
+ * bits would lose the result. */
+static smelt_dtype float_acc_dtype(smelt_dtype dt)
+{
+    return dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+}
+
+static ir_expr *zero_of(ir_builder *b, smelt_dtype dt)
+{
+    return op_dtype_is_float(dt) ? ir_const_float(b, dt, 0.0) : ir_const_int(b, dt, 0);
+}
+
+static ir_expr *is_finite(ir_builder *b, ir_expr *v)
+{
+    ir_expr *inf = ir_call(b, IR_CALL_ISINF, SMELT_DT_BOOL, 1, &v);
+    ir_expr *nan = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &v);
+    return ir_not(b, ir_binary(b, IR_OR, inf, nan));
+}
+
+/* Element i of a rank-0 or 1-D integer input, as int64. */
+static ir_expr *read_i64(te_graph *g, const te_tensor *t, int64_t i)
+{
+    ir_expr *at = ir_int(&g->b, i);
+    return ir_cast(&g->b, SMELT_DT_INT64, te_read(g, t, &at));
+}
+
+/* The axis value `v` (maybe negative) names axis d of a rank-`rank` tensor. */
+static ir_expr *names_axis(ir_builder *b, ir_expr *v, int d, int rank)
+{
+    return ir_binary(b, IR_OR, ir_binary(b, IR_EQ, v, ir_int(b, d)),
+                     ir_binary(b, IR_EQ, v, ir_int(b, d - rank)));
+}
+
+static void stage_name(char *buf, size_t size, const char *base, const char *suffix)
+{
+    snprintf(buf, size, "%s%s", base, suffix);
+}
+
+/* A choice among same-typed tensors made at run time: choice[i] where
+ * cond[i] holds first, else the last one.  Used when a shape-giving input
+ * (axes, axis) is known only at run time. */
+typedef struct choice_set {
+    te_tensor *choice[REDUCE_MAX_CHOICES];
+    ir_expr *cond[REDUCE_MAX_CHOICES];
+    int n;
+} choice_set;
+
+static ir_expr *choice_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const choice_set *c = user;
+    ir_expr *e = te_read(g, c->choice[c->n - 1], idx);
+    for (int i = c->n - 2; i >= 0; i--)
+        e = ir_select(&g->b, c->cond[i], te_read(g, c->choice[i], idx), e);
+    return e;
+}
+
+static te_tensor *choice_compute(op_compute_args *a, choice_set *c)
+{
+    const smelt_tensor *ot = &a->out_type[0];
+    return te_compute(a->te, "y", ot->dtype, ot->rank, ot->dims, choice_body, c, "injective");
+}
+
+/* How a reduction's output reads x: per x axis, reduced (read at a reduce
+ * axis) or kept (read at output axis out_axis). */
+typedef struct reduce_map {
+    int rank; /* x's */
+    bool reduced[SMELT_MAX_RANK];
+    int out_axis[SMELT_MAX_RANK];
+} reduce_map;
+
+static void reduce_map_init(reduce_map *m, int rank, const bool *mask, bool keepdims)
+{
+    m->rank = rank;
+    for (int d = 0, o = 0; d < rank; d++) {
+        m->reduced[d] = mask[d];
+        m->out_axis[d] = keepdims ? d : mask[d] ? -1 : o++;
+    }
+}
+
+/* One reduce axis per reduced x axis (r0, r1, ...); returns their count. */
+static int reduce_map_axes(te_graph *g, const reduce_map *m, const int64_t *xdims, ir_axis *red)
+{
+    int n = 0;
+    for (int d = 0; d < m->rank; d++) {
+        if (!m->reduced[d]) continue;
+        char name[16];
+        snprintf(name, sizeof name, "r%d", n);
+        red[n++] = te_reduce_axis(g, name, xdims[d]);
+    }
+    return n;
+}
+
+/* x at output index idx, its reduced axes at the reduce axes red. */
+static ir_expr *reduce_map_read(te_graph *g, const te_tensor *x, const reduce_map *m,
+                                ir_expr *const *idx, const ir_axis *red)
+{
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int d = 0, r = 0; d < m->rank; d++)
+        xi[d] = m->reduced[d] ? ir_var_ref(&g->b, red[r++].var) : idx[m->out_axis[d]];
+    return te_read(g, x, xi);
 }
 
 /* ======================================================================
@@ -452,9 +579,266 @@ static smelt_status reduce_eval(smelt_ctx *ctx, const gr_node *node,
                      : reduce_eval_f64(ctx, node, &w, k, count, &out[0]);
 }
 
+/* ---- Reduce* compute ---------------------------------------------------------
+ * One reduce stage over the reduced axes, then an elementwise finish (mean,
+ * sqrt, log, or the cast back from the accumulation dtype) where needed.
+ * LogSumExp is max, then sum(exp(x - max)), then log(sum) + max. */
+
+typedef struct reduce_stage {
+    const te_tensor *x;
+    const reduce_map *map;
+    reduce_kind kind; /* what each element contributes */
+    ir_reduce_op op;
+    smelt_dtype acc;        /* accumulation dtype */
+    const te_tensor *shift; /* RK_SUM_EXP: the per-output max */
+} reduce_stage;
+
+typedef struct reduce_finish {
+    const te_tensor *acc, *shift;
+    reduce_kind kind;
+    int64_t count; /* elements folded into each output */
+} reduce_finish;
+
+/* Integers accumulate in their own dtype (wrapping as the reference does),
+ * except where the reference leaves the integers (L2, logs: float64) or
+ * divides afterwards (mean: int64, so the sum does not wrap first). */
+static smelt_dtype reduce_acc_dtype(reduce_kind k, smelt_dtype dt)
+{
+    if (op_dtype_is_float(dt)) return float_acc_dtype(dt);
+    if (k == RK_L2 || k == RK_LOG_SUM || k == RK_LOG_SUM_EXP) return SMELT_DT_FLOAT64;
+    if (k == RK_MEAN && dt != SMELT_DT_UINT64) return SMELT_DT_INT64;
+    return dt;
+}
+
+static ir_reduce_op reduce_op_of(reduce_kind k)
+{
+    switch (k) {
+    case RK_PROD: return IR_REDUCE_PROD;
+    case RK_MAX:
+    case RK_LOG_SUM_EXP: return IR_REDUCE_MAX;
+    case RK_MIN: return IR_REDUCE_MIN;
+    default: return IR_REDUCE_SUM;
+    }
+}
+
+/* What element v contributes, in the accumulation dtype. */
+static ir_expr *reduce_term(te_graph *g, const reduce_stage *s, ir_expr *v, ir_expr *const *idx)
+{
+    ir_builder *b = &g->b;
+    v = ir_cast(b, s->acc, v);
+    switch (s->kind) {
+    case RK_L1: return ir_call(b, IR_CALL_ABS, s->acc, 1, &v);
+    case RK_L2:
+    case RK_SUM_SQUARE: return ir_mul(b, v, v);
+    case RK_SUM_EXP: {
+        /* an infinite max (all -inf, or +inf present) shifts by 0, as the reference */
+        ir_expr *m = te_read(g, s->shift, idx);
+        ir_expr *shift = ir_select(b, is_finite(b, m), m, zero_of(b, s->acc));
+        ir_expr *d = ir_sub(b, v, shift);
+        return ir_call(b, IR_CALL_EXP, s->acc, 1, &d);
+    }
+    default: return v;
+    }
+}
+
+static ir_expr *reduce_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const reduce_stage *s = user;
+    ir_axis red[SMELT_MAX_RANK];
+    int n = reduce_map_axes(g, s->map, s->x->buf->shape, red);
+    ir_expr *term = reduce_term(g, s, reduce_map_read(g, s->x, s->map, idx, red), idx);
+    return n ? te_reduce(g, s->op, term, n, red) : term;
+}
+
+static ir_expr *reduce_finish_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const reduce_finish *f = user;
+    ir_builder *b = &g->b;
+    ir_expr *a = te_read(g, f->acc, idx);
+    smelt_dtype dt = a->dtype;
+    switch (f->kind) {
+    case RK_MEAN:
+        if (op_dtype_is_float(dt))
+            return ir_binary(b, IR_DIV, a, ir_const_float(b, dt, (double)f->count));
+        if (f->count == 0) return ir_const_int(b, dt, 0);
+        return ir_binary(b, IR_DIV, a, ir_const_int(b, dt, f->count));
+    case RK_L2: return ir_call(b, IR_CALL_SQRT, dt, 1, &a);
+    case RK_LOG_SUM: return ir_call(b, IR_CALL_LOG, dt, 1, &a);
+    case RK_LOG_SUM_EXP: {
+        ir_expr *m = te_read(g, f->shift, idx);
+        ir_expr *lse = ir_add(b, ir_call(b, IR_CALL_LOG, dt, 1, &a), m);
+        return ir_select(b, is_finite(b, m), lse, m);
+    }
+    default: return a;
+    }
+}
+
+/* The stages of one reduction of x under map; the last is named "y"+suffix. */
+static te_tensor *reduce_build(op_compute_args *a, const reduce_map *map, const char *suffix)
+{
+    te_graph *g = a->te;
+    const te_tensor *x = a->in[0];
+    const smelt_tensor *ot = &a->out_type[0];
+    reduce_kind k = reduce_kind_of(a->node->op);
+    smelt_dtype acc = reduce_acc_dtype(k, x->buf->dtype);
+    reduce_stage st = {x, map, k, reduce_op_of(k), acc, NULL};
+    reduce_finish fin = {NULL, NULL, k, 1};
+    const char *tag = "reduce";
+    char name[32];
+    if (k == RK_LOG_SUM_EXP) {
+        st.kind = RK_MAX;
+        stage_name(name, sizeof name, "y_max", suffix);
+        st.shift = te_compute(g, name, acc, ot->rank, ot->dims, reduce_body, &st, tag);
+        if (!st.shift) return NULL;
+        fin.shift = st.shift;
+        st.kind = RK_SUM_EXP;
+        st.op = IR_REDUCE_SUM;
+    }
+    bool finish = k == RK_MEAN || k == RK_L2 || k == RK_LOG_SUM || k == RK_LOG_SUM_EXP ||
+                  acc != ot->dtype;
+    stage_name(name, sizeof name, finish ? "y_acc" : "y", suffix);
+    te_tensor *t = te_compute(g, name, acc, ot->rank, ot->dims, reduce_body, &st, tag);
+    if (!t || !finish) return t;
+    fin.acc = t;
+    for (int d = 0; d < map->rank; d++)
+        if (map->reduced[d]) fin.count *= x->buf->shape[d];
+    stage_name(name, sizeof name, "y", suffix);
+    return te_compute(g, name, ot->dtype, ot->rank, ot->dims, reduce_finish_body, &fin,
+                      "injective");
+}
+
+static ir_expr *copy_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx);
+}
+
+/* Readings of run-time axes with keepdims=0, found by matching the output
+ * dims against x's.  Size-1 axes read the same reduced or not, so readings
+ * that differ only there count once. */
+typedef struct reduce_search {
+    const smelt_tensor *x, *out;
+    bool mask[SMELT_MAX_RANK];
+    reduce_map maps[REDUCE_MAX_CHOICES];
+    int n;
+    bool too_many;
+} reduce_search;
+
+static bool reduce_search_known(const reduce_search *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        bool same = true;
+        for (int d = 0; d < s->x->rank && same; d++)
+            same = s->x->dims[d] == 1 || s->maps[i].reduced[d] == s->mask[d];
+        if (same) return true;
+    }
+    return false;
+}
+
+static void reduce_search_from(reduce_search *s, int d, int o)
+{
+    const smelt_tensor *x = s->x, *out = s->out;
+    if (d == x->rank) {
+        if (o != out->rank || reduce_search_known(s)) return;
+        if (s->n == REDUCE_MAX_CHOICES) {
+            s->too_many = true;
+            return;
+        }
+        reduce_map_init(&s->maps[s->n++], x->rank, s->mask, false);
+        return;
+    }
+    if (o < out->rank && x->dims[d] == out->dims[o]) {
+        s->mask[d] = false;
+        reduce_search_from(s, d + 1, o + 1);
+    }
+    if (x->rank - d - 1 >= out->rank - o) {
+        s->mask[d] = true;
+        reduce_search_from(s, d + 1, o);
+    }
+}
+
+/* Run-time axes input t holds the reduced axes of map (on x's non-1 axes). */
+static ir_expr *reduce_axes_match(te_graph *g, const te_tensor *t, const smelt_tensor *x,
+                                  const reduce_map *map)
+{
+    ir_builder *b = &g->b;
+    int64_t n = t->buf->rank ? t->buf->shape[0] : 1;
+    ir_expr *all = ir_const_int(b, SMELT_DT_BOOL, 1);
+    for (int d = 0; d < x->rank; d++) {
+        if (x->dims[d] == 1) continue;
+        ir_expr *listed = ir_const_int(b, SMELT_DT_BOOL, 0);
+        for (int64_t j = 0; j < n; j++)
+            listed = ir_binary(b, IR_OR, listed, names_axis(b, read_i64(g, t, j), d, x->rank));
+        all = ir_binary(b, IR_AND, all, map->reduced[d] ? listed : ir_not(b, listed));
+    }
+    return all;
+}
+
+/* Axes known only at run time (their output type came from the run-time
+ * values): the output dims tell which axes are reduced, up to size-1 axes;
+ * with keepdims=0 they may leave a choice ([3,2,2] -> [3,2]), made at run
+ * time among all the candidate reductions. */
+static smelt_status reduce_compute_runtime_axes(op_compute_args *a)
+{
+    smelt_tensor x = tensor_type_of(a->in[0]);
+    const smelt_tensor *out = &a->out_type[0];
+    reduce_search s = {.x = &x, .out = out};
+    if (reduce_attrs(a->node)->keepdims) {
+        if (out->rank == x.rank)
+            for (int d = 0; d < x.rank; d++) s.mask[d] = x.dims[d] != out->dims[d];
+        reduce_map_init(&s.maps[0], x.rank, s.mask, true);
+        s.n = out->rank == x.rank;
+    } else {
+        reduce_search_from(&s, 0, 0);
+    }
+    if (s.too_many || a->in[1]->buf->rank > 1)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "axes input '%s' must be a constant to compile", input_name(a->node, 1));
+    if (s.n == 0)
+        return op_errf(a->ctx, a->node, SMELT_ERR_INTERNAL,
+                       "output type does not match any reduction of the input");
+    if (s.n == 1) {
+        a->out[0] = reduce_build(a, &s.maps[0], "");
+        return compute_status(a, a->out[0]);
+    }
+    choice_set c = {.n = s.n};
+    for (int i = 0; i < s.n; i++) {
+        char suffix[16];
+        snprintf(suffix, sizeof suffix, "_c%d", i);
+        c.choice[i] = reduce_build(a, &s.maps[i], suffix);
+        if (!c.choice[i]) return compute_status(a, NULL);
+        c.cond[i] = reduce_axes_match(a->te, a->in[1], &x, &s.maps[i]);
+    }
+    a->out[0] = choice_compute(a, &c);
+    return compute_status(a, a->out[0]);
+}
+
+static smelt_status reduce_compute(op_compute_args *a)
+{
+    const te_tensor *x = a->in[0];
+    smelt_tensor xt = tensor_type_of(x), axes_type;
+    const smelt_tensor *axes = NULL;
+    if (a->in[1]) {
+        axes_type = tensor_type_of(a->in[1]);
+        axes = a->in_const[1] ? a->in_const[1] : &axes_type;
+    }
+    if (axes && !axes->data && !axes_empty(axes)) return reduce_compute_runtime_axes(a);
+    reduce_plan p;
+    SMELT_TRY(reduce_plan_make(a->ctx, a->node, &xt, axes, &p));
+    if (p.noop) {
+        a->out[0] = te_compute(a->te, "y", xt.dtype, xt.rank, xt.dims, copy_body, (void *)x,
+                               "injective");
+    } else {
+        reduce_map m;
+        reduce_map_init(&m, xt.rank, p.mask, reduce_attrs(a->node)->keepdims);
+        a->out[0] = reduce_build(a, &m, "");
+    }
+    return compute_status(a, a->out[0]);
+}
+
 #define REDUCE_DEF                                                                       \
     {                                                                                    \
-        .import = reduce_import, .infer = reduce_infer, .eval = reduce_eval,             \
+        .compute = reduce_compute, .import = reduce_import, .infer = reduce_infer,       \
+        .eval = reduce_eval,                                                             \
         .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,            \
     }
 const op_def op_def_REDUCE_MEAN = REDUCE_DEF;
@@ -549,9 +933,60 @@ static smelt_status arg_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* ArgMax/ArgMin in two reductions: the best value along the axis, then the
+ * first (or last) position holding it, as a min (max) over
+ * select(x == best, k, past-the-end). */
+typedef struct arg_stage {
+    const te_tensor *x, *best;
+    reduce_map map;
+    bool is_max, last;
+} arg_stage;
+
+static ir_expr *arg_best_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const arg_stage *s = user;
+    ir_axis red[1];
+    reduce_map_axes(g, &s->map, s->x->buf->shape, red);
+    ir_expr *v = reduce_map_read(g, s->x, &s->map, idx, red);
+    return te_reduce(g, s->is_max ? IR_REDUCE_MAX : IR_REDUCE_MIN, v, 1, red);
+}
+
+static ir_expr *arg_index_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const arg_stage *s = user;
+    ir_builder *b = &g->b;
+    ir_axis red[1];
+    reduce_map_axes(g, &s->map, s->x->buf->shape, red);
+    ir_expr *v = reduce_map_read(g, s->x, &s->map, idx, red);
+    ir_expr *hit = ir_binary(b, IR_EQ, v, te_read(g, s->best, idx));
+    ir_expr *none = ir_int(b, s->last ? -1 : red[0].extent);
+    ir_expr *k = ir_select(b, hit, ir_var_ref(b, red[0].var), none);
+    return te_reduce(g, s->last ? IR_REDUCE_MAX : IR_REDUCE_MIN, k, 1, red);
+}
+
+static smelt_status arg_compute(op_compute_args *a)
+{
+    const op_arg_reduce_attrs *at = arg_attrs(a->node);
+    const te_tensor *x = a->in[0];
+    const smelt_tensor *ot = &a->out_type[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, x->buf->rank, &axis));
+    bool mask[SMELT_MAX_RANK] = {false};
+    mask[axis] = true;
+    arg_stage s = {.x = x, .is_max = a->node->op == OP_ARG_MAX, .last = at->select_last_index};
+    reduce_map_init(&s.map, x->buf->rank, mask, at->keepdims);
+    s.best = te_compute(a->te, "y_best", x->buf->dtype, ot->rank, ot->dims, arg_best_body, &s,
+                        "reduce");
+    if (!s.best) return compute_status(a, NULL);
+    a->out[0] = te_compute(a->te, "y", SMELT_DT_INT64, ot->rank, ot->dims, arg_index_body, &s,
+                           "reduce");
+    return compute_status(a, a->out[0]);
+}
+
 #define ARG_DEF                                                                          \
     {                                                                                    \
-        .import = arg_import, .infer = arg_infer, .eval = arg_eval, .min_inputs = 1,     \
+        .compute = arg_compute, .import = arg_import, .infer = arg_infer,                \
+        .eval = arg_eval, .min_inputs = 1,                                               \
         .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                             \
     }
 const op_def op_def_ARG_MAX = ARG_DEF;
@@ -785,7 +1220,76 @@ static smelt_status cumsum_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* CumSum as a reduction over the whole axis of the elements at positions
+ * k <= i (k < i exclusive; k >= i, k > i reversed). */
+typedef struct cumsum_stage {
+    const te_tensor *x;
+    int axis;
+    bool exclusive, reverse;
+    smelt_dtype acc;
+} cumsum_stage;
+
+static ir_expr *cumsum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const cumsum_stage *s = user;
+    ir_builder *b = &g->b;
+    ir_axis k = te_reduce_axis(g, "k", s->x->buf->shape[s->axis]);
+    ir_expr *kv = ir_var_ref(b, k.var), *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < s->x->buf->rank; d++) xi[d] = d == s->axis ? kv : idx[d];
+    ir_kind cmp = s->reverse ? (s->exclusive ? IR_GT : IR_GE) : (s->exclusive ? IR_LT : IR_LE);
+    ir_expr *v = ir_cast(b, s->acc, te_read(g, s->x, xi));
+    ir_expr *term = ir_select(b, ir_binary(b, cmp, kv, idx[s->axis]), v, zero_of(b, s->acc));
+    return te_reduce(g, IR_REDUCE_SUM, term, 1, &k);
+}
+
+/* The cumulative sum along one axis; the last stage is named "y"+suffix. */
+static te_tensor *cumsum_build(op_compute_args *a, int axis, const char *suffix)
+{
+    const op_cumsum_attrs *at = cumsum_attrs(a->node);
+    const te_tensor *x = a->in[0];
+    const smelt_tensor *ot = &a->out_type[0];
+    cumsum_stage s = {x, axis, at->exclusive, at->reverse, float_acc_dtype(x->buf->dtype)};
+    bool cast = s.acc != ot->dtype;
+    char name[32];
+    stage_name(name, sizeof name, cast ? "y_acc" : "y", suffix);
+    te_tensor *t = te_compute(a->te, name, s.acc, ot->rank, ot->dims, cumsum_body, &s, "reduce");
+    if (!t || !cast) return t;
+    stage_name(name, sizeof name, "y", suffix);
+    return te_compute(a->te, name, ot->dtype, ot->rank, ot->dims, copy_body, t, "injective");
+}
+
+/* An axis known only at run time (and not implied by rank 1): the sum along
+ * every axis, one chosen at run time. */
+static smelt_status cumsum_compute(op_compute_args *a)
+{
+    const te_tensor *x = a->in[0];
+    int rank = x->buf->rank, axis = 0;
+    if (a->in_const[1]) {
+        smelt_tensor xt = tensor_type_of(x);
+        SMELT_TRY(cumsum_axis(a->ctx, a->node, &xt, a->in_const[1], &axis));
+    }
+    if (a->in_const[1] || rank == 1) {
+        a->out[0] = cumsum_build(a, axis, "");
+        return compute_status(a, a->out[0]);
+    }
+    if (a->in[1]->buf->rank > 1)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "axis input '%s' must be a constant to compile", input_name(a->node, 1));
+    choice_set c = {.n = rank};
+    ir_expr *value = read_i64(a->te, a->in[1], 0);
+    for (int d = 0; d < rank; d++) {
+        char suffix[16];
+        snprintf(suffix, sizeof suffix, "_c%d", d);
+        c.choice[d] = cumsum_build(a, d, suffix);
+        if (!c.choice[d]) return compute_status(a, NULL);
+        c.cond[d] = names_axis(&a->te->b, value, d, rank);
+    }
+    a->out[0] = choice_compute(a, &c);
+    return compute_status(a, a->out[0]);
+}
+
 const op_def op_def_CUM_SUM = {
+    .compute = cumsum_compute,
     .import = cumsum_import, .infer = cumsum_infer, .eval = cumsum_eval,
     .min_inputs = 2,         .max_inputs = 2,       .min_outputs = 1, .max_outputs = 1,
 };

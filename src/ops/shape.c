@@ -103,6 +103,96 @@ static void format_dims(const int64_t *dims, int rank, int minus_one, char *buf,
     }
 }
 
+/* ---- compute helpers (te) ----------------------------------------------------- */
+
+static smelt_status compute_status(const op_compute_args *a, const te_tensor *t)
+{
+    if (t) return SMELT_OK;
+    smelt_status s = smelt_ctx_status(a->ctx);
+    return s != SMELT_OK ? s : op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* The one output, shaped as infer said, computed by body. */
+static smelt_status compute_output(op_compute_args *a, te_body_fn body, void *user)
+{
+    const smelt_tensor *ot = &a->out_type[0];
+    a->out[0] = te_compute(a->te, "y", ot->dtype, ot->rank, ot->dims, body, user, "injective");
+    return compute_status(a, a->out[0]);
+}
+
+/* An element of `dt` with the value of element 0 of t (any dtype). */
+static ir_expr *const_like(ir_builder *b, smelt_dtype dt, const smelt_tensor *t)
+{
+    if (op_dtype_is_float(dt)) return ir_const_float(b, dt, op_get_f64(t, 0));
+    return ir_const_int(b, dt, op_get_i64(t, 0));
+}
+
+/* out[idx] = x[the element at the same row-major offset]: Reshape, Flatten,
+ * Squeeze, Unsqueeze.  Size-1 dims read index 0; the other dims are matched
+ * in runs of equal products, so only dims that really merge or split cost a
+ * floordiv/floormod, and inserting or removing 1s costs nothing. */
+typedef struct reshape_map {
+    const te_tensor *x;
+    const smelt_tensor *out;
+} reshape_map;
+
+/* Non-1 dims of a shape (their positions). */
+static int non_unit_dims(const int64_t *dims, int rank, int *pos)
+{
+    int n = 0;
+    for (int d = 0; d < rank; d++)
+        if (dims[d] != 1) pos[n++] = d;
+    return n;
+}
+
+/* One run: output dims os[0..no) and x dims xs[0..nx) with equal products.
+ * The run's flat offset from the output index, unravelled into x's dims. */
+static void reshape_run(ir_builder *b, const reshape_map *m, ir_expr *const *idx,
+                        const int *os, int no, const int *xs, int nx, ir_expr **xi)
+{
+    ir_expr *flat = idx[os[0]];
+    for (int j = 1; j < no; j++)
+        flat = ir_add(b, ir_mul(b, flat, ir_int(b, m->out->dims[os[j]])), idx[os[j]]);
+    for (int j = nx - 1; j > 0; j--) {
+        ir_expr *dim = ir_int(b, m->x->buf->shape[xs[j]]);
+        xi[xs[j]] = ir_binary(b, IR_FLOORMOD, flat, dim);
+        flat = ir_binary(b, IR_FLOORDIV, flat, dim);
+    }
+    xi[xs[0]] = flat;
+}
+
+static ir_expr *reshape_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const reshape_map *m = user;
+    const int64_t *xd = m->x->buf->shape, *od = m->out->dims;
+    ir_expr *xi[SMELT_MAX_RANK];
+    int xs[SMELT_MAX_RANK], os[SMELT_MAX_RANK];
+    for (int d = 0; d < m->x->buf->rank; d++) xi[d] = ir_int(&g->b, 0);
+    int nx = non_unit_dims(xd, m->x->buf->rank, xs), no = non_unit_dims(od, m->out->rank, os);
+    if (static_product(xd, 0, m->x->buf->rank) == 0) return te_read(g, m->x, xi); /* never read */
+    int p = 0, q = 0;
+    while (p < nx && q < no) {
+        int p0 = p, q0 = q;
+        int64_t px = xd[xs[p++]], po = od[os[q++]];
+        while (px != po) {
+            if (px < po && p < nx)
+                px *= xd[xs[p++]];
+            else if (po < px && q < no)
+                po *= od[os[q++]];
+            else
+                break; /* counts disagree: infer rules this out */
+        }
+        reshape_run(&g->b, m, idx, os + q0, q - q0, xs + p0, p - p0, xi);
+    }
+    return te_read(g, m->x, xi);
+}
+
+static smelt_status reshape_compute(op_compute_args *a)
+{
+    reshape_map m = {a->in[0], &a->out_type[0]};
+    return compute_output(a, reshape_body, &m);
+}
+
 /* One run of n elements read with a source stride (in elements). */
 static void copy_row(char *dst, const char *src, size_t es, int64_t n, int64_t stride)
 {
@@ -264,7 +354,35 @@ static smelt_status dropout_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+static ir_expr *one_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const smelt_dtype *dt = user;
+    if (op_dtype_is_float(*dt)) return ir_const_float(&g->b, *dt, 1.0);
+    return ir_const_int(&g->b, *dt, 1);
+}
+
+/* Inference: y = x and a mask of ones.  Only constant inputs can be checked
+ * here; a training_mode known only at run time is taken as inference. */
+static smelt_status dropout_compute(op_compute_args *a)
+{
+    const smelt_tensor *mode = op_input(a->node, a->in_const, 2);
+    bool training = mode && op_numel(mode) == 1 && op_get_i64(mode, 0) != 0;
+    if (training && op_input(a->node, a->in_const, 1) == NULL && a->node->n_inputs > 1 &&
+        a->node->inputs[1])
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "ratio input '%s' must be a constant to compile with training_mode=true",
+                       input_name(a->node, 1));
+    SMELT_TRY(dropout_check_mode(a->ctx, a->node, a->in_const));
+    SMELT_TRY(compute_output(a, identity_body, a->in[0]));
+    if (a->node->n_outputs < 2 || !a->node->outputs[1]) return SMELT_OK;
+    const smelt_tensor *mt = &a->out_type[1];
+    smelt_dtype dt = mt->dtype;
+    a->out[1] = te_compute(a->te, "mask", dt, mt->rank, mt->dims, one_body, &dt, "injective");
+    return compute_status(a, a->out[1]);
+}
+
 const op_def op_def_DROPOUT = {
+    .compute = dropout_compute,
     .import = dropout_import, .infer = dropout_infer, .eval = dropout_eval,
     .min_inputs = 1,          .max_inputs = 3,       .min_outputs = 1, .max_outputs = 2,
 };
@@ -302,6 +420,7 @@ static smelt_status flatten_infer(smelt_ctx *ctx, const gr_node *node,
 }
 
 const op_def op_def_FLATTEN = {
+    .compute = reshape_compute,
     .import = flatten_import, .infer = flatten_infer, .eval = eval_copy,
     .min_inputs = 1,          .max_inputs = 1,       .min_outputs = 1, .max_outputs = 1,
 };
@@ -439,6 +558,7 @@ static smelt_status reshape_infer(smelt_ctx *ctx, const gr_node *node,
 }
 
 const op_def op_def_RESHAPE = {
+    .compute = reshape_compute,
     .import = reshape_import, .infer = reshape_infer, .eval = eval_copy,
     .min_inputs = 1, /* opset < 5: the shape attribute */
     .max_inputs = 2,
@@ -513,7 +633,29 @@ static smelt_status transpose_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct transpose_map {
+    const te_tensor *x;
+    int perm[SMELT_MAX_RANK];
+} transpose_map;
+
+/* y[i0, i1, ...] = x[...] with x's axis perm[d] at output index d */
+static ir_expr *transpose_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const transpose_map *m = user;
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < m->x->buf->rank; d++) xi[m->perm[d]] = idx[d];
+    return te_read(g, m->x, xi);
+}
+
+static smelt_status transpose_compute(op_compute_args *a)
+{
+    transpose_map m = {a->in[0], {0}};
+    SMELT_TRY(transpose_perm(a->ctx, a->node, m.x->buf->rank, m.perm));
+    return compute_output(a, transpose_body, &m);
+}
+
 const op_def op_def_TRANSPOSE = {
+    .compute = transpose_compute,
     .import = transpose_import, .infer = transpose_infer, .eval = transpose_eval,
     .min_inputs = 1,            .max_inputs = 1,         .min_outputs = 1, .max_outputs = 1,
 };
@@ -632,11 +774,13 @@ static smelt_status unsqueeze_infer(smelt_ctx *ctx, const gr_node *node,
 }
 
 const op_def op_def_SQUEEZE = {
+    .compute = reshape_compute,
     .import = squeeze_import, .infer = squeeze_infer, .eval = eval_copy,
     .min_inputs = 1,          .max_inputs = 2,       .min_outputs = 1, .max_outputs = 1,
 };
 
 const op_def op_def_UNSQUEEZE = {
+    .compute = reshape_compute,
     .import = unsqueeze_import, .infer = unsqueeze_infer, .eval = eval_copy,
     .min_inputs = 1,            .max_inputs = 2,         .min_outputs = 1, .max_outputs = 1,
 };
@@ -684,7 +828,34 @@ static smelt_status shape_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* The values are the input's static dims: a select chain over the index. */
+typedef struct shape_values {
+    const int64_t *dims;
+    int64_t n;
+} shape_values;
+
+static ir_expr *shape_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const shape_values *v = user;
+    ir_builder *b = &g->b;
+    if (v->n == 0) return ir_int(b, 0); /* no elements */
+    ir_expr *e = ir_int(b, v->dims[v->n - 1]);
+    for (int64_t i = v->n - 2; i >= 0; i--)
+        e = ir_select(b, ir_binary(b, IR_EQ, idx[0], ir_int(b, i)), ir_int(b, v->dims[i]), e);
+    return e;
+}
+
+static smelt_status shape_compute(op_compute_args *a)
+{
+    const ir_buffer *x = a->in[0]->buf;
+    int64_t s, e;
+    shape_range(a->node, x->rank, &s, &e);
+    shape_values v = {x->shape + s, e - s};
+    return compute_output(a, shape_body, &v);
+}
+
 const op_def op_def_SHAPE = {
+    .compute = shape_compute,
     .import = shape_import,
     .infer = shape_infer,
     .eval = shape_eval,
@@ -710,7 +881,19 @@ static smelt_status size_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+static ir_expr *size_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const ir_buffer *x = user;
+    return ir_int(&g->b, static_product(x->shape, 0, x->rank));
+}
+
+static smelt_status size_compute(op_compute_args *a)
+{
+    return compute_output(a, size_body, a->in[0]->buf);
+}
+
 const op_def op_def_SIZE = {
+    .compute = size_compute,
     .infer = size_infer,
     .eval = size_eval,
     .min_inputs = 1,
@@ -770,7 +953,29 @@ static smelt_status expand_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct expand_map {
+    const te_tensor *x;
+    int lead; /* output dims before x's first (numpy alignment from the right) */
+} expand_map;
+
+/* Broadcast: x's size-1 dims read index 0. */
+static ir_expr *expand_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const expand_map *m = user;
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < m->x->buf->rank; d++)
+        xi[d] = m->x->buf->shape[d] == 1 ? ir_int(&g->b, 0) : idx[d + m->lead];
+    return te_read(g, m->x, xi);
+}
+
+static smelt_status expand_compute(op_compute_args *a)
+{
+    expand_map m = {a->in[0], a->out_type[0].rank - a->in[0]->buf->rank};
+    return compute_output(a, expand_body, &m);
+}
+
 const op_def op_def_EXPAND = {
+    .compute = expand_compute,
     .infer = expand_infer, .eval = expand_eval, .min_inputs = 2,
     .max_inputs = 2,       .min_outputs = 1,    .max_outputs = 1,
 };
@@ -837,7 +1042,34 @@ static smelt_status tile_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct tile_map {
+    const te_tensor *x;
+    const int64_t *out_dims;
+} tile_map;
+
+/* The repeats are implied by the output dims: x[i mod dim] where repeated. */
+static ir_expr *tile_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const tile_map *m = user;
+    ir_builder *b = &g->b;
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < m->x->buf->rank; d++) {
+        int64_t dim = m->x->buf->shape[d];
+        xi[d] = dim == m->out_dims[d] ? idx[d]
+                : dim <= 1            ? ir_int(b, 0)
+                                      : ir_binary(b, IR_FLOORMOD, idx[d], ir_int(b, dim));
+    }
+    return te_read(g, m->x, xi);
+}
+
+static smelt_status tile_compute(op_compute_args *a)
+{
+    tile_map m = {a->in[0], a->out_type[0].dims};
+    return compute_output(a, tile_body, &m);
+}
+
 const op_def op_def_TILE = {
+    .compute = tile_compute,
     .infer = tile_infer, .eval = tile_eval, .min_inputs = 2,
     .max_inputs = 2,     .min_outputs = 1,  .max_outputs = 1,
 };
@@ -922,7 +1154,57 @@ static smelt_status concat_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct concat_map {
+    te_tensor *const *in;
+    int n, axis;
+} concat_map;
+
+/* in[k] at the output index shifted back by `offset` along the axis. */
+static ir_expr *read_shifted(te_graph *g, const te_tensor *t, ir_expr *const *idx, int axis,
+                             int64_t offset)
+{
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < t->buf->rank; d++) xi[d] = idx[d];
+    if (offset) xi[axis] = ir_sub(&g->b, idx[axis], ir_int(&g->b, offset));
+    return te_read(g, t, xi);
+}
+
+/* select(i < end0, in0[i], select(i < end1, in1[i - end0], ...)) along the
+ * axis; empty inputs drop out. */
+static ir_expr *concat_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const concat_map *m = user;
+    int64_t start[64] = {0}, total = 0;
+    int last = 0;
+    for (int k = 0; k < m->n; k++) {
+        start[k] = total;
+        total += m->in[k]->buf->shape[m->axis];
+        if (m->in[k]->buf->shape[m->axis] > 0) last = k;
+    }
+    ir_expr *e = read_shifted(g, m->in[last], idx, m->axis, start[last]);
+    for (int k = last - 1; k >= 0; k--) {
+        int64_t end = start[k] + m->in[k]->buf->shape[m->axis];
+        if (end == start[k]) continue;
+        ir_expr *in_k = ir_binary(&g->b, IR_LT, idx[m->axis], ir_int(&g->b, end));
+        e = ir_select(&g->b, in_k, read_shifted(g, m->in[k], idx, m->axis, start[k]), e);
+    }
+    return e;
+}
+
+static smelt_status concat_compute(op_compute_args *a)
+{
+    const op_axis_attrs *at = a->node->op_attrs;
+    concat_map m = {a->in, a->node->n_inputs, 0};
+    if (m.n > 64)
+        return op_errf(a->ctx, a->node, SMELT_ERR_LIMIT, "too many inputs to compile (%d)", m.n);
+    for (int k = 0; k < m.n; k++)
+        if (!a->in[k]) return op_errf(a->ctx, a->node, SMELT_ERR_MODEL, "input %d is missing", k);
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at ? at->axis : 1, a->out_type[0].rank, &m.axis));
+    return compute_output(a, concat_body, &m);
+}
+
 const op_def op_def_CONCAT = {
+    .compute = concat_compute,
     .import = concat_import, .infer = concat_infer, .eval = concat_eval,
     .min_inputs = 1,         .max_inputs = -1,     .min_outputs = 1, .max_outputs = 1,
 };
@@ -1053,7 +1335,44 @@ static smelt_status split_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct split_part {
+    const te_tensor *x;
+    int axis;
+    int64_t offset; /* of this output along the axis */
+} split_part;
+
+static ir_expr *split_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const split_part *p = user;
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < p->x->buf->rank; d++) xi[d] = idx[d];
+    if (p->offset) xi[p->axis] = ir_add(&g->b, idx[p->axis], ir_int(&g->b, p->offset));
+    return te_read(g, p->x, xi);
+}
+
+/* One compute per output, each reading x from its offset; the sizes are
+ * the outputs' dims along the axis (infer has checked them). */
+static smelt_status split_compute(op_compute_args *a)
+{
+    const op_split_attrs *at = a->node->op_attrs;
+    split_part p = {a->in[0], 0, 0};
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at ? at->axis : 0, p.x->buf->rank, &p.axis));
+    for (int j = 0; j < a->node->n_outputs; j++) {
+        const smelt_tensor *ot = &a->out_type[j];
+        if (a->node->outputs[j]) {
+            char name[24];
+            snprintf(name, sizeof name, "y%d", j);
+            a->out[j] = te_compute(a->te, name, ot->dtype, ot->rank, ot->dims, split_body, &p,
+                                   "injective");
+            SMELT_TRY(compute_status(a, a->out[j]));
+        }
+        p.offset += ot->dims[p.axis];
+    }
+    return SMELT_OK;
+}
+
 const op_def op_def_SPLIT = {
+    .compute = split_compute,
     .import = split_import, .infer = split_infer, .eval = split_eval,
     .min_inputs = 1,        .max_inputs = 2,      .min_outputs = 1, .max_outputs = -1,
 };
@@ -1120,7 +1439,28 @@ static smelt_status constant_of_shape_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct fill_value {
+    smelt_dtype dt;
+    const smelt_tensor *value; /* NULL: zero */
+} fill_value;
+
+static ir_expr *fill_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const fill_value *f = user;
+    if (!f->value) return op_dtype_is_float(f->dt) ? ir_const_float(&g->b, f->dt, 0.0)
+                                                   : ir_const_int(&g->b, f->dt, 0);
+    return const_like(&g->b, f->dt, f->value);
+}
+
+static smelt_status constant_of_shape_compute(op_compute_args *a)
+{
+    const op_constant_of_shape_attrs *at = a->node->op_attrs;
+    fill_value f = {a->out_type[0].dtype, at ? at->value : NULL};
+    return compute_output(a, fill_body, &f);
+}
+
 const op_def op_def_CONSTANT_OF_SHAPE = {
+    .compute = constant_of_shape_compute,
     .import = constant_of_shape_import,
     .infer = constant_of_shape_infer,
     .eval = constant_of_shape_eval,
@@ -1210,7 +1550,38 @@ static smelt_status range_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct range_inputs {
+    const te_tensor *start, *delta;
+} range_inputs;
+
+static ir_expr *read_scalar(te_graph *g, const te_tensor *t)
+{
+    ir_expr *zero = ir_int(&g->b, 0);
+    return te_read(g, t, &zero); /* rank 0, or one element */
+}
+
+/* start + i * delta, reading start and delta (constants or not).  Floats
+ * are computed in float64 and rounded once, as the reference does;
+ * integers wrap in their dtype. */
+static ir_expr *range_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const range_inputs *r = user;
+    ir_builder *b = &g->b;
+    smelt_dtype dt = r->start->buf->dtype;
+    smelt_dtype wide = op_dtype_is_float(dt) ? SMELT_DT_FLOAT64 : dt;
+    ir_expr *start = ir_cast(b, wide, read_scalar(g, r->start));
+    ir_expr *delta = ir_cast(b, wide, read_scalar(g, r->delta));
+    return ir_add(b, start, ir_mul(b, ir_cast(b, wide, idx[0]), delta));
+}
+
+static smelt_status range_compute(op_compute_args *a)
+{
+    range_inputs r = {a->in[0], a->in[2]};
+    return compute_output(a, range_body, &r);
+}
+
 const op_def op_def_RANGE = {
+    .compute = range_compute,
     .infer = range_infer, .eval = range_eval, .min_inputs = 3,
     .max_inputs = 3,      .min_outputs = 1,   .max_outputs = 1,
 };

@@ -241,6 +241,22 @@ static ev_val eval(ev_ctx *ec, const ir_expr *e, ev_env *env)
     }
 }
 
+/* Largest (max=true) or smallest value of an integer dtype. */
+static int64_t int_limit(smelt_dtype dt, bool max)
+{
+    switch (dt) {
+    case SMELT_DT_INT8: return max ? INT8_MAX : INT8_MIN;
+    case SMELT_DT_INT16: return max ? INT16_MAX : INT16_MIN;
+    case SMELT_DT_INT32: return max ? INT32_MAX : INT32_MIN;
+    case SMELT_DT_INT64: return max ? INT64_MAX : INT64_MIN;
+    case SMELT_DT_UINT8: return max ? UINT8_MAX : 0;
+    case SMELT_DT_UINT16: return max ? UINT16_MAX : 0;
+    case SMELT_DT_UINT32: return max ? UINT32_MAX : 0;
+    case SMELT_DT_BOOL: return max ? 1 : 0;
+    default: return max ? -1 : 0; /* uint64: all ones */
+    }
+}
+
 static ev_val reduce_combine(const ir_expr *e, ev_val acc, ev_val v)
 {
     smelt_dtype dt = e->dtype;
@@ -254,10 +270,23 @@ static ev_val reduce_combine(const ir_expr *e, ev_val acc, ev_val v)
     return acc;
 }
 
+/* Computed here rather than through te_reduce_identity, which would build
+ * IR nodes in the graph on every evaluation. */
+static ev_val reduce_identity(ir_reduce_op op, smelt_dtype dt)
+{
+    bool fl = is_float(dt);
+    switch (op) {
+    case IR_REDUCE_SUM: return mk(dt, 0, 0);
+    case IR_REDUCE_PROD: return mk(dt, 1, 1);
+    case IR_REDUCE_MAX: return fl ? mk(dt, -INFINITY, 0) : mk(dt, 0, int_limit(dt, false));
+    case IR_REDUCE_MIN: return fl ? mk(dt, INFINITY, 0) : mk(dt, 0, int_limit(dt, true));
+    }
+    return mk(dt, 0, 0);
+}
+
 static ev_val eval_reduce(ev_ctx *ec, const ir_expr *e, ev_env *env)
 {
-    ir_expr *id = te_reduce_identity((te_graph *)ec->g, e->reduce.op, e->dtype);
-    ev_val acc = id ? eval(ec, id, env) : mk(e->dtype, 0, 0);
+    ev_val acc = reduce_identity(e->reduce.op, e->dtype);
     int n = e->reduce.n_axes, base = env->n;
     if (base + n > 64) {
         smelt_errf(ec->ctx, SMELT_ERR_INTERNAL, "te eval: too many nested axes");

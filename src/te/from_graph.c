@@ -56,6 +56,10 @@ smelt_status te_from_node(smelt_ctx *ctx, const gr_node *node, const smelt_tenso
                         "compute of output %d has type %s rank %d, infer says %s rank %d", i,
                         smelt_dtype_name(tout[i]->buf->dtype), tout[i]->buf->rank,
                         smelt_dtype_name(out_types[i].dtype), out_types[i].rank);
+        else if (memcmp(tout[i]->buf->shape, out_types[i].dims,
+                        sizeof(int64_t) * (size_t)out_types[i].rank) != 0)
+            s = op_errf(ctx, node, SMELT_ERR_INTERNAL,
+                        "compute of output %d has other dims than infer gives", i);
         else if (!te_mark_output(g, tout[i]))
             s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
         else

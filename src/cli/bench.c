@@ -1,0 +1,123 @@
+/* smelt bench: latency of a model, compiled or with the reference kernels.
+ * Seeded random inputs, warm-up runs, then the median and spread of the
+ * timed runs (medians, because the machines are shared and noisy). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/smelt_internal.h"
+#include "cli/cli.h"
+#include "io/io.h"
+
+typedef struct bench_opts {
+    const char *model;
+    int warmup, repeat;
+    bool reference;
+    smelt_options compile;
+} bench_opts;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static smelt_status random_inputs(smelt_ctx *ctx, smelt_model *m, smelt_tensor *ins)
+{
+    for (int i = 0; i < smelt_model_num_inputs(m); i++) {
+        smelt_tensor *t = &ins[i];
+        memset(t, 0, sizeof *t);
+        smelt_model_input_info(m, i, NULL, &t->dtype, &t->rank, t->dims);
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d] < 0) t->dims[d] = 1;
+        size_t nb = smelt_tensor_nbytes(t);
+        if (!(t->data = smelt_alloc(nb ? nb : 1))) return smelt_errf(ctx, SMELT_ERR_NOMEM, "OOM");
+        io_fill_random(t, 1 + (uint64_t)i, 2);
+    }
+    return SMELT_OK;
+}
+
+static smelt_status run_once(smelt_ctx *ctx, smelt_model *m, const bench_opts *o,
+                             smelt_tensor *ins, int ni, smelt_tensor *outs, int no, double *ms)
+{
+    double t0 = now_ms();
+    smelt_status s = o->reference ? smelt_model_run_reference(ctx, m, ins, ni, outs, no)
+                                  : smelt_model_run(ctx, m, ins, ni, outs, no);
+    *ms = now_ms() - t0;
+    for (int i = 0; i < no; i++) smelt_tensor_release(&outs[i]);
+    return s;
+}
+
+static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
+{
+    int ni = smelt_model_num_inputs(m), no = smelt_model_num_outputs(m);
+    smelt_tensor *ins = smelt_calloc((size_t)ni + 1, sizeof *ins);
+    smelt_tensor *outs = smelt_calloc((size_t)no + 1, sizeof *outs);
+    double *times = smelt_calloc((size_t)o->repeat + 1, sizeof *times);
+    int rc = 0;
+    double t0 = now_ms();
+    if (!ins || !outs || !times || random_inputs(ctx, m, ins) != SMELT_OK ||
+        (!o->reference && smelt_model_compile(ctx, m, &o->compile) != SMELT_OK))
+        rc = smelt_ctx_status(ctx) ? cli_fail(ctx) : 1;
+    double compile_ms = now_ms() - t0, ms;
+    for (int i = 0; rc == 0 && i < o->warmup; i++)
+        if (run_once(ctx, m, o, ins, ni, outs, no, &ms) != SMELT_OK) rc = cli_fail(ctx);
+    for (int i = 0; rc == 0 && i < o->repeat; i++)
+        if (run_once(ctx, m, o, ins, ni, outs, no, &times[i]) != SMELT_OK) rc = cli_fail(ctx);
+    if (rc == 0) {
+        qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
+        printf("%s: %s median %.3f ms  min %.3f  max %.3f  (%d runs, %d warm-up%s)\n", o->model,
+               o->reference ? "reference" : "compiled", times[o->repeat / 2], times[0],
+               times[o->repeat - 1], o->repeat, o->warmup,
+               o->reference ? "" : "");
+        if (!o->reference) printf("%s: compile %.1f ms\n", o->model, compile_ms);
+    }
+    for (int i = 0; ins && i < ni; i++) smelt_tensor_release(&ins[i]);
+    smelt_free(ins);
+    smelt_free(outs);
+    smelt_free(times);
+    return rc;
+}
+
+int cli_bench(int argc, char **argv)
+{
+    bench_opts o = {NULL, 3, 20, false, {0}};
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        if (strcmp(argv[i], "--reference") == 0) {
+            o.reference = true;
+        } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
+            if (!v) return 2;
+            o.repeat = atoi(v) > 0 ? atoi(v) : 1;
+        } else if (cli_opt(argc, argv, &i, "--warmup", &v)) {
+            if (!v) return 2;
+            o.warmup = atoi(v) >= 0 ? atoi(v) : 0;
+        } else if (cli_opt(argc, argv, &i, "--threads", &v)) {
+            if (!v) return 2;
+            o.compile.num_threads = atoi(v);
+        } else if (cli_opt(argc, argv, &i, "--target", &v)) {
+            if (!(o.compile.target = v)) return 2;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "smelt bench: unknown option '%s'\n", argv[i]);
+            return 2;
+        } else {
+            o.model = argv[i];
+        }
+    }
+    if (!o.model)
+        return fprintf(stderr, "usage: smelt bench MODEL [--reference] [--repeat N] "
+                               "[--warmup N] [--threads N] [--target T]\n"), 2;
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = smelt_model_load(ctx, o.model);
+    int rc = m ? bench_model(ctx, m, &o) : cli_fail(ctx);
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+    return rc;
+}
