@@ -32,10 +32,18 @@ bool smelt_graph_is_static(const gr_graph *g)
     return true;
 }
 
-static bool is_shape_input(const smelt_tensor *t)
+static bool is_small(const smelt_tensor *t)
 {
-    return (t->dtype == SMELT_DT_INT64 || t->dtype == SMELT_DT_INT32) &&
-           smelt_tensor_numel(t) <= SPEC_MAX_SHAPE_INPUT_ELEMS;
+    return smelt_tensor_numel(t) <= SPEC_MAX_SHAPE_INPUT_ELEMS && smelt_dtype_size(t->dtype) > 0;
+}
+
+/* Integer inputs are bound first; small float inputs (Resize scales, Range
+ * bounds) only when shapes are still dynamic without them. */
+static bool binds(const smelt_tensor *t, int level)
+{
+    if (!is_small(t)) return false;
+    bool is_int = t->dtype == SMELT_DT_INT64 || t->dtype == SMELT_DT_INT32;
+    return is_int || level > 0;
 }
 
 static void make_key(const smelt_tensor *inputs, int n, smelt_strbuf *key)
@@ -45,11 +53,10 @@ static void make_key(const smelt_tensor *inputs, int n, smelt_strbuf *key)
         smelt_strbuf_printf(key, "%d:%d[", i, (int)t->dtype);
         for (int d = 0; d < t->rank; d++) smelt_strbuf_printf(key, "%lld,", (long long)t->dims[d]);
         smelt_strbuf_append(key, "]");
-        if (is_shape_input(t))
-            for (int64_t k = 0; k < smelt_tensor_numel(t); k++)
-                smelt_strbuf_printf(key, "%lld,", (long long)(t->dtype == SMELT_DT_INT64
-                                                                  ? ((int64_t *)t->data)[k]
-                                                                  : ((int32_t *)t->data)[k]));
+        if (is_small(t)) { /* the bytes of anything that may be bound */
+            const unsigned char *p = t->data;
+            for (size_t k = 0; k < smelt_tensor_nbytes(t); k++) smelt_strbuf_printf(key, "%02x", p[k]);
+        }
         smelt_strbuf_append(key, ";");
     }
 }
@@ -72,7 +79,7 @@ static smelt_tensor *copy_tensor(const smelt_tensor *t)
 
 /* Give g's inputs the run's dims; turn shape inputs into constants. */
 static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor *inputs, int n,
-                                struct smelt_specialization *sp)
+                                int level, struct smelt_specialization *sp)
 {
     if (g->inputs.len != n)
         return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs, %d given", g->inputs.len, n);
@@ -80,7 +87,7 @@ static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor 
     for (int i = 0; i < n; i++) {
         gr_value *v = g->inputs.items[i];
         SMELT_TRY(exec_check_input(ctx, g, v, &inputs[i]));
-        if (is_shape_input(&inputs[i])) {
+        if (binds(&inputs[i], level)) {
             smelt_tensor *c = copy_tensor(&inputs[i]);
             if (!c) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
             v->is_input = false;
@@ -97,6 +104,23 @@ static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor 
     return SMELT_OK;
 }
 
+/* Import again and bind the inputs; *is_static says whether that sufficed. */
+static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
+                             int level, struct smelt_specialization *sp, gr_graph **out)
+{
+    gr_graph *g;
+    SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
+    smelt_status s = bind_inputs(ctx, g, inputs, n, level, sp);
+    if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
+    if (s == SMELT_OK) s = gr_graph_verify(ctx, g);
+    if (s != SMELT_OK) {
+        gr_graph_free(g);
+        return s;
+    }
+    *out = g;
+    return SMELT_OK;
+}
+
 static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
                                struct smelt_specialization *sp)
 {
@@ -104,12 +128,15 @@ static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tenso
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                           "the model has dynamic shapes and was not loaded from bytes");
     if (n > 256) return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than 256 inputs");
-    gr_graph *g;
-    SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
-    smelt_status s = bind_inputs(ctx, g, inputs, n, sp);
-    if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
-    if (s == SMELT_OK) s = gr_graph_verify(ctx, g);
-    if (s == SMELT_OK && !smelt_graph_is_static(g))
+    gr_graph *g = NULL;
+    for (int level = 0; level < 2; level++) {
+        gr_graph_free(g);
+        g = NULL;
+        SMELT_TRY(try_bind(ctx, m, inputs, n, level, sp, &g));
+        if (smelt_graph_is_static(g)) break;
+    }
+    smelt_status s = SMELT_OK;
+    if (!smelt_graph_is_static(g))
         s = smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                        "shapes stay dynamic even with the inputs' shapes known "
                        "(data-dependent output shape?)");

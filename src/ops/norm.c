@@ -523,12 +523,124 @@ static ir_expr *batchnorm_body(te_graph *g, ir_expr *const *idx, void *user)
     return ir_add(&g->b, ir_mul(&g->b, dev, gain), bias);
 }
 
+/* Training mode: per-channel batch statistics over N and the spatial dims
+ * (population variance, two passes like the reference), then the same
+ * normalisation; running stats blend the given ones with the batch's. */
+typedef struct bn_stats {
+    const te_tensor *x, *mean, *given;
+    smelt_dtype dt;
+    double count, momentum;
+} bn_stats;
+
+static ir_expr *bn_reduce_over_batch(te_graph *g, ir_expr *const *idx, const bn_stats *st,
+                                     bool squares)
+{
+    ir_builder *b = &g->b;
+    int rank = st->x->n_axes;
+    ir_axis r[SMELT_MAX_RANK];
+    ir_expr *xi[SMELT_MAX_RANK];
+    int nr = 0;
+    for (int d = 0; d < rank; d++) {
+        if (d == 1) {
+            xi[d] = idx[0];
+            continue;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "rb%d", d);
+        r[nr] = te_reduce_axis(g, name, st->x->buf->shape[d]);
+        xi[d] = ir_var_ref(b, r[nr++].var);
+    }
+    ir_expr *v = read_as(g, st->x, xi, st->dt);
+    if (squares) {
+        ir_expr *c[1] = {idx[0]};
+        ir_expr *dev = ir_sub(b, v, te_read(g, st->mean, c));
+        v = ir_mul(b, dev, dev);
+    }
+    return te_reduce(g, IR_REDUCE_SUM, v, nr, r);
+}
+
+static ir_expr *bn_sum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return bn_reduce_over_batch(g, idx, user, false);
+}
+
+static ir_expr *bn_sqsum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return bn_reduce_over_batch(g, idx, user, true);
+}
+
+typedef struct bn_div {
+    const te_tensor *sum;
+    smelt_dtype dt;
+    double count;
+} bn_div;
+
+static ir_expr *bn_div_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bn_div *d = user;
+    return ir_binary(&g->b, IR_DIV, te_read(g, d->sum, idx), fconst(g, d->dt, d->count));
+}
+
+typedef struct bn_blend {
+    const te_tensor *given, *batch;
+    smelt_dtype dt, out_dt;
+    double momentum;
+} bn_blend;
+
+static ir_expr *bn_blend_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bn_blend *bl = user;
+    ir_expr *given = ir_mul(&g->b, read_as(g, bl->given, idx, bl->dt), fconst(g, bl->dt, bl->momentum));
+    ir_expr *batch = ir_mul(&g->b, te_read(g, bl->batch, idx), fconst(g, bl->dt, 1.0 - bl->momentum));
+    return ir_cast(&g->b, bl->out_dt, ir_add(&g->b, given, batch));
+}
+
+static te_tensor *bn_stage(op_compute_args *a, const char *name, smelt_dtype dt, te_body_fn fn,
+                           void *user, const char *tag)
+{
+    int64_t c = a->in[0]->buf->shape[1];
+    return te_compute(a->te, name, dt, 1, &c, fn, user, tag);
+}
+
+static smelt_status batchnorm_training_compute(op_compute_args *a, batchnorm_te *bn,
+                                               double momentum)
+{
+    const te_tensor *x = a->in[0];
+    if (bn->layout != PARAM_CHANNEL || x->n_axes < 2)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "training mode with per-activation parameters has no compiled form");
+    double count = (double)(op_numel(&a->out_type[0]) / x->buf->shape[1]);
+    bn_stats *st = smelt_arena_alloc(&a->te->arena, sizeof *st);
+    bn_div *dm = smelt_arena_alloc(&a->te->arena, sizeof *dm), *dv = smelt_arena_alloc(&a->te->arena, sizeof *dv);
+    bn_blend *bl = smelt_arena_alloc(&a->te->arena, sizeof *bl * 2);
+    if (!st || !dm || !dv || !bl) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    *st = (bn_stats){x, NULL, NULL, bn->dt, count, momentum};
+    te_tensor *sum = bn_stage(a, "batch_sum", bn->dt, bn_sum_body, st, "reduce");
+    *dm = (bn_div){sum, bn->dt, count};
+    te_tensor *mean = sum ? bn_stage(a, "batch_mean", bn->dt, bn_div_body, dm, NULL) : NULL;
+    st->mean = mean;
+    te_tensor *sq = mean ? bn_stage(a, "batch_sqsum", bn->dt, bn_sqsum_body, st, "reduce") : NULL;
+    *dv = (bn_div){sq, bn->dt, count};
+    te_tensor *var = sq ? bn_stage(a, "batch_var", bn->dt, bn_div_body, dv, NULL) : NULL;
+    if (!var) return smelt_ctx_status(a->ctx);
+    bn->mean = mean;
+    bn->var = var;
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           batchnorm_body, bn, "injective");
+    const te_tensor *batch[2] = {mean, var};
+    for (int k = 0; k < 2; k++) {
+        if (a->node->n_outputs <= k + 1 || !a->node->outputs[k + 1]) continue;
+        bl[k] = (bn_blend){a->in[3 + k], batch[k], bn->dt, a->out_type[k + 1].dtype, momentum};
+        a->out[k + 1] = bn_stage(a, k ? "running_var" : "running_mean", a->out_type[k + 1].dtype,
+                                 bn_blend_body, &bl[k], NULL);
+        if (!a->out[k + 1]) return smelt_ctx_status(a->ctx);
+    }
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 static smelt_status batchnorm_compute(op_compute_args *a)
 {
     const op_batchnorm_attrs *at = a->node->op_attrs;
-    if (at->training)
-        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
-                       "training_mode=1 (batch statistics) has no compiled form; only inference");
     const te_tensor *x = a->in[0];
     batchnorm_te bn = {x,
                        a->in[1],
@@ -538,6 +650,12 @@ static smelt_status batchnorm_compute(op_compute_args *a)
                        a->in[1]->n_axes == 1 ? PARAM_CHANNEL : PARAM_TRAILING,
                        compute_dtype(x->buf->dtype),
                        at->epsilon};
+    if (at->training) {
+        batchnorm_te *held = smelt_arena_alloc(&a->te->arena, sizeof *held);
+        if (!held) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+        *held = bn;
+        return batchnorm_training_compute(a, held, at->momentum);
+    }
     a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
                            batchnorm_body, &bn, "injective");
     return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);

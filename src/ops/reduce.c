@@ -1120,7 +1120,81 @@ static smelt_status topk_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* TopK as tensor expressions, without sorting: an element's rank is the
+ * number of elements that come before it (greater, or equal at a lower
+ * index); output j is the element whose rank is j.  O(n^2) along the axis,
+ * which is fine for the short axes TopK sees in practice.  (NaN ordering
+ * differs from the reference, which sorts NaN highest.) */
+typedef struct topk_args {
+    te_tensor *x, *rank, *idx;
+    int axis;
+    int64_t n;
+    bool largest;
+} topk_args;
+
+static ir_expr *topk_rank_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    topk_args *a = user;
+    ir_builder *b = &g->b;
+    ir_axis m = te_reduce_axis(g, "rm", a->n);
+    ir_expr *other[SMELT_MAX_RANK];
+    for (int d = 0; d < a->x->buf->rank; d++) other[d] = idx[d];
+    ir_expr *mv = ir_var_ref(b, m.var);
+    other[a->axis] = mv;
+    ir_expr *xo = te_read(g, a->x, other), *xs = te_read(g, a->x, idx);
+    ir_expr *before = ir_binary(b, IR_OR, ir_binary(b, a->largest ? IR_GT : IR_LT, xo, xs),
+                                ir_binary(b, IR_AND, ir_binary(b, IR_EQ, xo, xs),
+                                          ir_binary(b, IR_LT, mv, idx[a->axis])));
+    ir_expr *one = ir_select(b, before, ir_int(b, 1), ir_int(b, 0));
+    return te_reduce(g, IR_REDUCE_SUM, one, 1, &m);
+}
+
+static ir_expr *topk_index_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    topk_args *a = user;
+    ir_builder *b = &g->b;
+    ir_axis m = te_reduce_axis(g, "rm", a->n);
+    ir_expr *at[SMELT_MAX_RANK];
+    for (int d = 0; d < a->x->buf->rank; d++) at[d] = idx[d];
+    ir_expr *mv = ir_var_ref(b, m.var);
+    at[a->axis] = mv;
+    ir_expr *hit = ir_binary(b, IR_EQ, te_read(g, a->rank, at), idx[a->axis]);
+    return te_reduce(g, IR_REDUCE_SUM, ir_select(b, hit, mv, ir_int(b, 0)), 1, &m);
+}
+
+static ir_expr *topk_value_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    topk_args *a = user;
+    ir_expr *at[SMELT_MAX_RANK];
+    for (int d = 0; d < a->x->buf->rank; d++) at[d] = idx[d];
+    at[a->axis] = te_read(g, a->idx, idx);
+    return te_read(g, a->x, at);
+}
+
+static smelt_status topk_compute(op_compute_args *ca)
+{
+    topk_args *a = smelt_arena_alloc(&ca->te->arena, sizeof *a);
+    if (!a) return smelt_errf(ca->ctx, SMELT_ERR_NOMEM, "out of memory");
+    const op_topk_attrs *at = topk_attrs(ca->node);
+    a->x = ca->in[0];
+    SMELT_TRY(op_norm_axis(ca->ctx, ca->node, at->axis, a->x->buf->rank, &a->axis));
+    a->n = a->x->buf->shape[a->axis];
+    a->largest = at->largest;
+    const smelt_tensor *vt = &ca->out_type[0], *it = &ca->out_type[1];
+    a->rank = te_compute(ca->te, "rank", SMELT_DT_INT64, a->x->buf->rank, a->x->buf->shape,
+                         topk_rank_body, a, "reduce");
+    if (a->rank)
+        a->idx = te_compute(ca->te, "indices", SMELT_DT_INT64, it->rank, it->dims, topk_index_body,
+                            a, "reduce");
+    if (a->idx)
+        ca->out[0] = te_compute(ca->te, "values", vt->dtype, vt->rank, vt->dims, topk_value_body,
+                                a, "injective");
+    ca->out[1] = a->idx;
+    return ca->out[0] ? SMELT_OK : smelt_ctx_status(ca->ctx);
+}
+
 const op_def op_def_TOP_K = {
+    .compute = topk_compute,
     .import = topk_import, .infer = topk_infer, .eval = topk_eval,
     .min_inputs = 1,       .max_inputs = 2,     .min_outputs = 1, .max_outputs = 2,
 };
