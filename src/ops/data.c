@@ -3,12 +3,14 @@
  *
  * The kernels move elements as raw bytes (smelt_dtype_size each), so every
  * fixed-size dtype works the same way; only ScatterND's reductions and
- * NonZero's test look at values.
+ * NonZero's test look at values.  The compute definitions (compiled path)
+ * are index maps: plain loads, exact for every dtype.
  */
 #include <string.h>
 
 #include "ops/data.h"
 #include "ops/op.h"
+#include "te/te.h"
 
 static const smelt_dtype k_index_dtypes[] = {SMELT_DT_INT32, SMELT_DT_INT64, SMELT_DT_UNDEFINED};
 
@@ -129,6 +131,166 @@ static int64_t attr_axis(const gr_node *node, int64_t def)
 {
     const op_axis_attrs *a = node->op_attrs;
     return a ? a->axis : def;
+}
+
+/* ---- compute helpers (tensor expressions) ------------------------------------------
+ * Index maps for the compiled path.  Parameters that only move indices
+ * (Slice's starts, Pad's pads, Trilu's k) fold to immediates when they are
+ * compile-time constants and are otherwise loaded at run time: the output
+ * shape is static either way.  Every computed source index either stays in
+ * range by construction or is clamped / guarded, so generated code never
+ * reads outside a tensor. */
+
+static smelt_status compute_done(op_compute_args *a, te_tensor *t)
+{
+    a->out[0] = t;
+    if (t) return SMELT_OK;
+    smelt_status s = smelt_ctx_status(a->ctx);
+    return s != SMELT_OK ? s : smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
+static smelt_tensor placeholder_type(const te_tensor *t)
+{
+    smelt_tensor r;
+    memset(&r, 0, sizeof r);
+    r.dtype = t->buf->dtype;
+    r.rank = t->buf->rank;
+    for (int d = 0; d < r.rank; d++) r.dims[d] = t->buf->shape[d];
+    return r;
+}
+
+static int64_t placeholder_numel(const te_tensor *t)
+{
+    return product(t->buf->shape, 0, t->buf->rank);
+}
+
+/* The node's inputs as the plan functions take them: constants with their
+ * contents, the others as types without data. */
+static void compute_inputs(const op_compute_args *a, smelt_tensor *types,
+                           const smelt_tensor **tin, int max)
+{
+    for (int i = 0; i < max; i++) {
+        tin[i] = NULL;
+        if (i >= a->node->n_inputs || !a->in[i]) continue;
+        if (a->in_const[i]) {
+            tin[i] = a->in_const[i];
+            continue;
+        }
+        types[i] = placeholder_type(a->in[i]);
+        tin[i] = &types[i];
+    }
+}
+
+/* Input i's placeholder and constant contents; NULL when omitted / not constant. */
+static const te_tensor *in_at(const op_compute_args *a, int i)
+{
+    return i < a->node->n_inputs ? a->in[i] : NULL;
+}
+
+static const smelt_tensor *const_at(const op_compute_args *a, int i)
+{
+    return i < a->node->n_inputs ? a->in_const[i] : NULL;
+}
+
+/* Omitted inputs count as known. */
+static bool input_is_const(const op_compute_args *a, int i)
+{
+    return !in_at(a, i) || const_at(a, i);
+}
+
+static ir_expr *zero_of(ir_builder *b, smelt_dtype dt)
+{
+    return op_dtype_is_float(dt) ? ir_const_float(b, dt, 0.0) : ir_const_int(b, dt, 0);
+}
+
+static ir_expr *clamp_expr(ir_builder *b, ir_expr *v, int64_t lo, int64_t hi)
+{
+    return ir_binary(b, IR_MIN, ir_binary(b, IR_MAX, v, ir_int(b, lo)), ir_int(b, hi));
+}
+
+/* v < 0 ? v + dim : v (no overflow: v < 0 and dim >= 0). */
+static ir_expr *wrap_expr(ir_builder *b, ir_expr *v, int64_t dim)
+{
+    return ir_select(b, ir_binary(b, IR_LT, v, ir_int(b, 0)), ir_add(b, v, ir_int(b, dim)), v);
+}
+
+/* Element `flat` (row-major) of t, loaded. */
+static ir_expr *read_flat(te_graph *g, const te_tensor *t, int64_t flat)
+{
+    ir_expr *idx[SMELT_MAX_RANK];
+    for (int d = t->buf->rank - 1; d >= 0; d--) {
+        int64_t n = t->buf->shape[d];
+        idx[d] = ir_int(&g->b, n > 0 ? flat % n : 0);
+        flat = n > 0 ? flat / n : 0;
+    }
+    return te_read(g, t, idx);
+}
+
+/* Element j of an integer parameter as int64: an immediate when constant. */
+static ir_expr *int_param(te_graph *g, const te_tensor *t, const smelt_tensor *c, int64_t j)
+{
+    if (c) return ir_int(&g->b, op_get_i64(c, j));
+    return ir_cast(&g->b, SMELT_DT_INT64, read_flat(g, t, j));
+}
+
+/* A per-axis parameter list (Slice's starts and steps, Pad's pads): entry j
+ * applies to data axis axes[j], or to axis j when there is no axes input. */
+typedef struct axis_params {
+    const te_tensor *axes;       /* NULL: entry j is axis j */
+    const smelt_tensor *axes_c;  /* its contents when constant */
+    int n;                       /* number of entries */
+    int rank;                    /* data rank, for negative axes */
+} axis_params;
+
+/* Whether entry j applies to axis d: a BOOL immediate when known. */
+static ir_expr *entry_is_axis(te_graph *g, const axis_params *p, int j, int d)
+{
+    ir_builder *b = &g->b;
+    if (!p->axes) return ir_const_int(b, SMELT_DT_BOOL, j == d);
+    if (p->axes_c) {
+        int64_t ax = op_get_i64(p->axes_c, j);
+        return ir_const_int(b, SMELT_DT_BOOL, (ax < 0 ? ax + p->rank : ax) == d);
+    }
+    ir_expr *ax = wrap_expr(b, int_param(g, p->axes, NULL, j), p->rank);
+    return ir_binary(b, IR_EQ, ax, ir_int(b, d));
+}
+
+/* vals[offset + j] of the entry j that applies to axis d, else def. */
+static ir_expr *axis_param(te_graph *g, const axis_params *p, const te_tensor *vals,
+                           const smelt_tensor *vals_c, int offset, int d, ir_expr *def)
+{
+    ir_expr *v = def;
+    for (int j = 0; j < p->n; j++) {
+        ir_expr *hit = entry_is_axis(g, p, j, d);
+        if (!hit) return NULL;
+        ir_expr *val = int_param(g, vals, vals_c, offset + j);
+        if (hit->kind == IR_INT)
+            v = hit->i ? val : v;
+        else
+            v = ir_select(&g->b, hit, val, v);
+    }
+    return v;
+}
+
+static ir_expr *zero_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    (void)idx;
+    return zero_of(&g->b, *(const smelt_dtype *)user);
+}
+
+/* An output without elements reads nothing; no index map is built (it could
+ * divide by an empty axis). */
+static smelt_status empty_compute(op_compute_args *a)
+{
+    const smelt_tensor *o = &a->out_type[0];
+    smelt_dtype dt = o->dtype;
+    te_tensor *y = te_compute(a->te, "y", dt, o->rank, o->dims, zero_body, &dt, "injective");
+    return compute_done(a, y);
+}
+
+static bool output_is_empty(const op_compute_args *a)
+{
+    return op_numel(&a->out_type[0]) == 0;
 }
 
 /* ---- Slice ------------------------------------------------------------------------ */
@@ -287,7 +449,74 @@ static smelt_status slice_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* Source index on each axis: first + i * step. */
+typedef struct slice_te {
+    const te_tensor *x;
+    ir_expr *first[SMELT_MAX_RANK], *step[SMELT_MAX_RANK];
+    bool clamp; /* run-time parameters: keep the index in range whatever they are */
+} slice_te;
+
+static ir_expr *slice_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const slice_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *src[SMELT_MAX_RANK];
+    for (int d = 0; d < s->x->n_axes; d++) {
+        bool unit = ir_is_int(s->first[d], 0) && ir_is_int(s->step[d], 1);
+        src[d] = unit ? idx[d] : ir_add(b, s->first[d], ir_mul(b, idx[d], s->step[d]));
+        if (s->clamp) src[d] = clamp_expr(b, src[d], 0, s->x->buf->shape[d] - 1);
+    }
+    return te_read(g, s->x, src);
+}
+
+/* The ONNX start clamping, evaluated at run time. */
+static ir_expr *slice_runtime_first(ir_builder *b, ir_expr *start, ir_expr *step, int64_t dim)
+{
+    ir_expr *s = wrap_expr(b, start, dim);
+    ir_expr *forward = clamp_expr(b, s, 0, dim), *backward = clamp_expr(b, s, 0, dim - 1);
+    return ir_select(b, ir_binary(b, IR_GT, step, ir_int(b, 0)), forward, backward);
+}
+
+static void slice_runtime(op_compute_args *a, slice_te *s)
+{
+    te_graph *g = a->te;
+    const te_tensor *starts = in_at(a, 1), *axes = in_at(a, 3), *steps = in_at(a, 4);
+    axis_params p = {axes, const_at(a, 3), (int)placeholder_numel(starts), s->x->n_axes};
+    for (int d = 0; d < s->x->n_axes; d++) {
+        ir_expr *start = axis_param(g, &p, starts, const_at(a, 1), 0, d, ir_int(&g->b, 0));
+        ir_expr *step = steps ? axis_param(g, &p, steps, const_at(a, 4), 0, d, ir_int(&g->b, 1))
+                              : ir_int(&g->b, 1);
+        s->step[d] = step;
+        s->first[d] = slice_runtime_first(&g->b, start, step, s->x->buf->shape[d]);
+    }
+    s->clamp = true;
+}
+
+static smelt_status slice_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    slice_te s = {.x = a->in[0]};
+    const smelt_tensor *o = &a->out_type[0];
+    if (input_is_const(a, 1) && input_is_const(a, 2) && input_is_const(a, 3) &&
+        input_is_const(a, 4)) {
+        smelt_tensor types[5];
+        const smelt_tensor *tin[5];
+        slice_plan p;
+        compute_inputs(a, types, tin, 5);
+        SMELT_TRY(slice_plan_make(a->ctx, a->node, tin, &p));
+        for (int d = 0; d < s.x->n_axes; d++) {
+            s.first[d] = ir_int(&a->te->b, p.start[d]);
+            s.step[d] = ir_int(&a->te->b, p.step[d]);
+        }
+    } else {
+        slice_runtime(a, &s);
+    }
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, slice_body, &s, "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_SLICE = {
+    .compute = slice_compute,
     .import = slice_import, .infer = slice_infer, .eval = slice_eval,
     .min_inputs = 1, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
 };
@@ -348,7 +577,56 @@ static smelt_status gather_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct gather_te {
+    const te_tensor *x, *ind;
+    int axis;
+} gather_te;
+
+/* The data index an index value selects.  The reference rejects an
+ * out-of-range index at run time; compiled code cannot report it per element,
+ * so it clamps the index into the axis: no read can leave the tensor. */
+static ir_expr *gather_source(ir_builder *b, ir_expr *raw, int64_t dim)
+{
+    return clamp_expr(b, wrap_expr(b, ir_cast(b, SMELT_DT_INT64, raw), dim), 0, dim - 1);
+}
+
+static ir_expr *gather_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const gather_te *s = user;
+    int q = s->ind->n_axes, r = s->x->n_axes, axis = s->axis;
+    ir_expr *ii[SMELT_MAX_RANK], *xi[SMELT_MAX_RANK];
+    for (int k = 0; k < q; k++) ii[k] = idx[axis + k];
+    for (int d = 0; d < axis; d++) xi[d] = idx[d];
+    xi[axis] = gather_source(&g->b, te_read(g, s->ind, ii), s->x->buf->shape[axis]);
+    for (int d = axis + 1; d < r; d++) xi[d] = idx[d + q - 1];
+    return te_read(g, s->x, xi);
+}
+
+static ir_expr *gather_elements_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const gather_te *s = user;
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < s->x->n_axes; d++) xi[d] = idx[d];
+    xi[s->axis] = gather_source(&g->b, te_read(g, s->ind, idx), s->x->buf->shape[s->axis]);
+    return te_read(g, s->x, xi);
+}
+
+static smelt_status gather_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    gather_te s = {.x = a->in[0], .ind = a->in[1]};
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, attr_axis(a->node, 0), s.x->n_axes, &s.axis));
+    if (s.x->buf->shape[s.axis] == 0)
+        return op_errf(a->ctx, a->node, SMELT_ERR_SHAPE,
+                       "cannot gather from axis %d of size 0", s.axis);
+    const smelt_tensor *o = &a->out_type[0];
+    te_body_fn body = a->node->op == OP_GATHER ? gather_body : gather_elements_body;
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, body, &s, "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_GATHER = {
+    .compute = gather_compute,
     .import = gather_import, .infer = gather_infer, .eval = gather_eval,
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
 };
@@ -405,6 +683,7 @@ static smelt_status gather_elements_eval(smelt_ctx *ctx, const gr_node *node,
 }
 
 const op_def op_def_GATHER_ELEMENTS = {
+    .compute = gather_compute,
     .import = gather_import, .infer = gather_elements_infer, .eval = gather_elements_eval,
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
 };
@@ -519,7 +798,153 @@ static smelt_status scatter_nd_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* ScatterND as a gather: output element i takes the updates whose index
+ * tuple equals i's first k indices.  No write position depends on data, so
+ * nothing can land outside the output (an out-of-range index, a run-time
+ * error in the reference, simply matches nothing).  The cost is a pass over
+ * all updates per output row. */
+typedef struct scatter_te {
+    const te_tensor *x, *ind, *upd;
+    const te_tensor *hits; /* per output row (none) or element (reductions) */
+    int k;                 /* length of an index tuple */
+    int nb;                /* batch dims of indices (its rank - 1) */
+    op_scatter_reduction red;
+    smelt_dtype acc_dt;    /* reductions: f16/bf16 combine in f32 */
+} scatter_te;
+
+static void scatter_batch_axes(te_graph *g, const scatter_te *s, ir_axis *u, ir_expr **uref)
+{
+    for (int j = 0; j < s->nb; j++) {
+        char name[16];
+        snprintf(name, sizeof name, "u%d", j);
+        u[j] = te_reduce_axis(g, name, s->ind->buf->shape[j]);
+        uref[j] = ir_var_ref(&g->b, u[j].var);
+    }
+}
+
+/* Whether update u's index tuple addresses the row whose leading indices are idx. */
+static ir_expr *scatter_match(te_graph *g, const scatter_te *s, ir_expr *const *u,
+                              ir_expr *const *idx)
+{
+    ir_builder *b = &g->b;
+    ir_expr *all = ir_const_int(b, SMELT_DT_BOOL, 1), *ii[SMELT_MAX_RANK];
+    for (int j = 0; j < s->nb; j++) ii[j] = u[j];
+    for (int j = 0; j < s->k; j++) {
+        ii[s->nb] = ir_int(b, j);
+        ir_expr *v = ir_cast(b, SMELT_DT_INT64, te_read(g, s->ind, ii));
+        ir_expr *eq = ir_binary(b, IR_EQ, wrap_expr(b, v, s->x->buf->shape[j]), idx[j]);
+        all = j == 0 ? eq : ir_binary(b, IR_AND, all, eq);
+    }
+    return all;
+}
+
+static ir_expr *scatter_reduce(te_graph *g, const scatter_te *s, ir_reduce_op op, ir_expr *src,
+                               const ir_axis *u)
+{
+    return s->nb > 0 ? te_reduce(g, op, src, s->nb, u) : src;
+}
+
+/* reduction none: the flat batch index of the last update of the row, or -1
+ * (later updates overwrite earlier ones, as in the reference). */
+static ir_expr *scatter_last_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_te *s = user;
+    ir_builder *b = &g->b;
+    ir_axis u[SMELT_MAX_RANK];
+    ir_expr *uref[SMELT_MAX_RANK], *flat = ir_int(b, 0);
+    scatter_batch_axes(g, s, u, uref);
+    for (int j = 0; j < s->nb; j++)
+        flat = ir_add(b, ir_mul(b, flat, ir_int(b, s->ind->buf->shape[j])), uref[j]);
+    ir_expr *src = ir_select(b, scatter_match(g, s, uref, idx), flat, ir_int(b, -1));
+    return scatter_reduce(g, s, IR_REDUCE_MAX, src, u);
+}
+
+static ir_expr *scatter_replace_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *last = te_read(g, s->hits, idx), *ui[SMELT_MAX_RANK], *rest = last;
+    for (int j = s->nb - 1; j > 0; j--) { /* unflatten the batch index */
+        ir_expr *n = ir_int(b, s->ind->buf->shape[j]);
+        ui[j] = ir_binary(b, IR_FLOORMOD, rest, n);
+        rest = ir_binary(b, IR_FLOORDIV, rest, n);
+    }
+    if (s->nb > 0) ui[0] = rest;
+    for (int d = s->k; d < s->x->n_axes; d++) ui[s->nb + d - s->k] = idx[d];
+    /* the updates load runs only when last >= 0, i.e. is a valid update */
+    return ir_select(b, ir_binary(b, IR_GE, last, ir_int(b, 0)), te_read(g, s->upd, ui),
+                     te_read(g, s->x, idx));
+}
+
+static ir_reduce_op scatter_reduce_op(op_scatter_reduction r)
+{
+    switch (r) {
+    case OP_SCATTER_MUL: return IR_REDUCE_PROD;
+    case OP_SCATTER_MAX: return IR_REDUCE_MAX;
+    case OP_SCATTER_MIN: return IR_REDUCE_MIN;
+    default: return IR_REDUCE_SUM;
+    }
+}
+
+/* reductions: all matching updates of an element combined (identity if none) */
+static ir_expr *scatter_combined_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_te *s = user;
+    ir_builder *b = &g->b;
+    ir_axis u[SMELT_MAX_RANK];
+    ir_expr *uref[SMELT_MAX_RANK], *ui[SMELT_MAX_RANK];
+    scatter_batch_axes(g, s, u, uref);
+    for (int j = 0; j < s->nb; j++) ui[j] = uref[j];
+    for (int d = s->k; d < s->x->n_axes; d++) ui[s->nb + d - s->k] = idx[d];
+    ir_reduce_op op = scatter_reduce_op(s->red);
+    ir_expr *val = ir_cast(b, s->acc_dt, te_read(g, s->upd, ui));
+    ir_expr *src = ir_select(b, scatter_match(g, s, uref, idx), val,
+                             te_reduce_identity(g, op, s->acc_dt));
+    return scatter_reduce(g, s, op, src, u);
+}
+
+static ir_expr *scatter_apply_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *x = ir_cast(b, s->acc_dt, te_read(g, s->x, idx)), *c = te_read(g, s->hits, idx);
+    switch (s->red) {
+    case OP_SCATTER_MUL: return ir_mul(b, x, c);
+    case OP_SCATTER_MAX: return ir_binary(b, IR_MAX, x, c);
+    case OP_SCATTER_MIN: return ir_binary(b, IR_MIN, x, c);
+    default: return ir_add(b, x, c);
+    }
+}
+
+static smelt_status scatter_nd_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_scatter_nd_attrs *at = a->node->op_attrs;
+    scatter_te s = {.x = a->in[0], .ind = a->in[1], .upd = a->in[2]};
+    s.nb = s.ind->n_axes - 1;
+    s.k = (int)s.ind->buf->shape[s.nb];
+    s.red = at ? at->reduction : OP_SCATTER_NONE;
+    smelt_dtype dt = s.x->buf->dtype;
+    s.acc_dt = dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+    const int64_t *shape = s.x->buf->shape;
+    int rank = s.x->n_axes;
+    if (s.red == OP_SCATTER_NONE) {
+        s.hits = te_compute(a->te, "y_last", SMELT_DT_INT64, s.k, shape, scatter_last_body, &s,
+                            s.nb > 0 ? "reduce" : "injective");
+        if (!s.hits) return compute_done(a, NULL);
+        te_tensor *y = te_compute(a->te, "y", dt, rank, shape, scatter_replace_body, &s,
+                                  "injective");
+        return compute_done(a, y);
+    }
+    s.hits = te_compute(a->te, "y_upd", s.acc_dt, rank, shape, scatter_combined_body, &s,
+                        s.nb > 0 ? "reduce" : "injective");
+    if (!s.hits) return compute_done(a, NULL);
+    te_tensor *y = te_compute(a->te, "y", dt, rank, shape, scatter_apply_body, &s, "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_SCATTER_ND = {
+    .compute = scatter_nd_compute,
     .import = scatter_nd_import, .infer = scatter_nd_infer, .eval = scatter_nd_eval,
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
 };
@@ -696,7 +1121,104 @@ static smelt_status pad_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* Per axis: c = i - begin is the coordinate in x; lo / hi say whether c can
+ * fall below 0 / reach the axis size (false when the pads prove otherwise). */
+typedef struct pad_te {
+    const te_tensor *x;
+    op_pad_mode mode;
+    ir_expr *begin[SMELT_MAX_RANK];
+    bool lo[SMELT_MAX_RANK], hi[SMELT_MAX_RANK];
+    ir_expr *value; /* constant mode: the fill, in x's dtype */
+} pad_te;
+
+/* Mirror c into [0, n) without repeating the edge: period 2(n-1). */
+static ir_expr *pad_reflect(ir_builder *b, ir_expr *c, int64_t n)
+{
+    if (n == 1) return ir_int(b, 0);
+    int64_t period = 2 * (n - 1);
+    ir_expr *m = ir_binary(b, IR_FLOORMOD, c, ir_int(b, period));
+    return ir_binary(b, IR_MIN, m, ir_sub(b, ir_int(b, period), m));
+}
+
+/* x's coordinate on axis d; *inside collects the constant mode's bounds test. */
+static ir_expr *pad_source_expr(ir_builder *b, const pad_te *s, int d, ir_expr *i,
+                                ir_expr **inside)
+{
+    int64_t n = s->x->buf->shape[d];
+    ir_expr *c = ir_is_int(s->begin[d], 0) ? i : ir_sub(b, i, s->begin[d]);
+    if (!s->lo[d] && !s->hi[d]) return c;
+    switch (s->mode) {
+    case OP_PAD_CONSTANT: {
+        ir_expr *lo = s->lo[d] ? ir_binary(b, IR_GE, c, ir_int(b, 0)) : NULL;
+        ir_expr *hi = s->hi[d] ? ir_binary(b, IR_LT, c, ir_int(b, n)) : NULL;
+        ir_expr *in = lo && hi ? ir_binary(b, IR_AND, lo, hi) : lo ? lo : hi;
+        *inside = *inside ? ir_binary(b, IR_AND, *inside, in) : in;
+        return c;
+    }
+    case OP_PAD_EDGE:
+        if (s->lo[d]) c = ir_binary(b, IR_MAX, c, ir_int(b, 0));
+        if (s->hi[d]) c = ir_binary(b, IR_MIN, c, ir_int(b, n - 1));
+        return c;
+    case OP_PAD_WRAP: return ir_binary(b, IR_FLOORMOD, c, ir_int(b, n));
+    case OP_PAD_REFLECT: return pad_reflect(b, c, n);
+    }
+    return c;
+}
+
+static ir_expr *pad_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pad_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *src[SMELT_MAX_RANK] = {0}, *inside = NULL;
+    if (s->mode == OP_PAD_CONSTANT && placeholder_numel(s->x) == 0) return s->value;
+    for (int d = 0; d < s->x->n_axes; d++) src[d] = pad_source_expr(b, s, d, idx[d], &inside);
+    ir_expr *v = te_read(g, s->x, src);
+    /* the load is evaluated only inside x: a guarded read, not a clamp */
+    return inside ? ir_select(b, inside, v, s->value) : v;
+}
+
+static void pad_runtime(op_compute_args *a, pad_te *s)
+{
+    const te_tensor *pads = a->in[1], *axes = in_at(a, 3);
+    int n = axes ? (int)placeholder_numel(axes) : s->x->n_axes;
+    axis_params p = {axes, const_at(a, 3), n, s->x->n_axes};
+    for (int d = 0; d < s->x->n_axes; d++) {
+        s->begin[d] = axis_param(a->te, &p, pads, const_at(a, 1), 0, d, ir_int(&a->te->b, 0));
+        s->lo[d] = s->hi[d] = true;
+    }
+}
+
+static smelt_status pad_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_pad_attrs *at = a->node->op_attrs;
+    pad_te s = {.x = a->in[0], .mode = at ? at->mode : OP_PAD_CONSTANT};
+    ir_builder *b = &a->te->b;
+    smelt_dtype dt = s.x->buf->dtype;
+    const te_tensor *value = in_at(a, 2);
+    s.value = value && placeholder_numel(value) == 1 ? ir_cast(b, dt, read_flat(a->te, value, 0))
+                                            : zero_of(b, dt);
+    if (input_is_const(a, 1) && input_is_const(a, 3)) {
+        smelt_tensor types[4];
+        const smelt_tensor *tin[4];
+        pad_plan p;
+        compute_inputs(a, types, tin, 4);
+        SMELT_TRY(pad_plan_make(a->ctx, a->node, tin, &p));
+        for (int d = 0; d < s.x->n_axes; d++) {
+            s.begin[d] = ir_int(b, p.begin[d]);
+            s.lo[d] = p.begin[d] > 0;
+            s.hi[d] = p.end[d] > 0;
+        }
+    } else {
+        pad_runtime(a, &s);
+    }
+    const smelt_tensor *o = &a->out_type[0];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, pad_body, &s, "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_PAD = {
+    .compute = pad_compute,
     .import = pad_import, .infer = pad_infer, .eval = pad_eval,
     .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
 };
@@ -756,7 +1278,37 @@ static smelt_status trilu_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct trilu_te {
+    const te_tensor *x;
+    ir_expr *k; /* int64 diagonal offset */
+    bool upper;
+} trilu_te;
+
+static ir_expr *trilu_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const trilu_te *s = user;
+    ir_builder *b = &g->b;
+    int r = s->x->n_axes;
+    /* j - i is small, so comparing it with k cannot overflow (i + k could) */
+    ir_expr *diag = ir_sub(b, idx[r - 1], idx[r - 2]);
+    ir_expr *keep = ir_binary(b, s->upper ? IR_GE : IR_LE, diag, s->k);
+    return ir_select(b, keep, te_read(g, s->x, idx), zero_of(b, s->x->buf->dtype));
+}
+
+static smelt_status trilu_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_trilu_attrs *at = a->node->op_attrs;
+    trilu_te s = {.x = a->in[0], .upper = at ? at->upper : true};
+    const te_tensor *k = in_at(a, 1);
+    s.k = k ? int_param(a->te, k, const_at(a, 1), 0) : ir_int(&a->te->b, 0);
+    const smelt_tensor *o = &a->out_type[0];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, trilu_body, &s, "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_TRILU = {
+    .compute = trilu_compute,
     .import = trilu_import, .infer = trilu_infer, .eval = trilu_eval,
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
 };
@@ -798,6 +1350,8 @@ static smelt_status non_zero_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* No compute: the output's column count depends on the data, so NonZero
+ * stays reference-only until the compiled path has data-dependent shapes. */
 const op_def op_def_NON_ZERO = {
     .infer = non_zero_infer, .eval = non_zero_eval,
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
@@ -868,7 +1422,52 @@ static smelt_status one_hot_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct one_hot_te {
+    const te_tensor *ind, *values;
+    int axis;
+    int64_t depth;
+} one_hot_te;
+
+/* An index value as int64; floats truncate like the reference, after a clamp
+ * (far beyond any depth) that keeps the conversion defined in C. */
+static ir_expr *one_hot_index(ir_builder *b, ir_expr *raw)
+{
+    if (!op_dtype_is_float(raw->dtype)) return ir_cast(b, SMELT_DT_INT64, raw);
+    ir_expr *f = ir_cast(b, SMELT_DT_FLOAT64, raw);
+    f = ir_binary(b, IR_MAX, f, ir_const_float(b, SMELT_DT_FLOAT64, -0x1p62));
+    f = ir_binary(b, IR_MIN, f, ir_const_float(b, SMELT_DT_FLOAT64, 0x1p62));
+    return ir_cast(b, SMELT_DT_INT64, f);
+}
+
+/* out[..., j (at axis), ...] = j == wrap(indices[...]) ? on : off; an index
+ * out of range matches no j, so the row stays "off" as in the reference. */
+static ir_expr *one_hot_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const one_hot_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *ii[SMELT_MAX_RANK];
+    for (int d = 0, k = 0; d <= s->ind->n_axes; d++)
+        if (d != s->axis) ii[k++] = idx[d];
+    ir_expr *k = wrap_expr(b, one_hot_index(b, te_read(g, s->ind, ii)), s->depth);
+    ir_expr *off = ir_int(b, 0), *on = ir_int(b, 1);
+    return ir_select(b, ir_binary(b, IR_EQ, k, idx[s->axis]), te_read(g, s->values, &on),
+                     te_read(g, s->values, &off));
+}
+
+static smelt_status one_hot_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    one_hot_te s = {.ind = a->in[0], .values = a->in[2]};
+    const smelt_tensor *o = &a->out_type[0];
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, attr_axis(a->node, -1), o->rank, &s.axis));
+    s.depth = o->dims[s.axis];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, one_hot_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_ONE_HOT = {
+    .compute = one_hot_compute,
     .import = one_hot_import, .infer = one_hot_infer, .eval = one_hot_eval,
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
 };
@@ -918,7 +1517,7 @@ static smelt_status depth_to_space_infer(smelt_ctx *ctx, const gr_node *node,
                                          const smelt_tensor *const *in, smelt_tensor *out)
 {
     const smelt_tensor *x = in[0];
-    int64_t b, c = x->dims[1];
+    int64_t b = 1, c = x->dims[1];
     bool overflow = false;
     SMELT_TRY(block_check(ctx, node, x, &b));
     if (c >= 0 && c % (b * b) != 0)
@@ -948,7 +1547,61 @@ static smelt_status depth_to_space_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+typedef struct block_te {
+    const te_tensor *x;
+    int64_t b, c; /* blocksize; channels of the output (DepthToSpace) or input (SpaceToDepth) */
+    bool crd;
+} block_te;
+
+/* y[n, c, h, w] = x[n, ch, h / b, w / b] with ch from c and the offsets
+ * (h mod b, w mod b): DCR puts the offsets outermost, CRD innermost. */
+static ir_expr *depth_to_space_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const block_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *bs = ir_int(b, s->b);
+    ir_expr *hb = ir_binary(b, IR_FLOORMOD, idx[2], bs);
+    ir_expr *wb = ir_binary(b, IR_FLOORMOD, idx[3], bs);
+    ir_expr *offset = ir_add(b, ir_mul(b, hb, bs), wb), *ch;
+    if (s->crd)
+        ch = ir_add(b, ir_mul(b, idx[1], ir_int(b, s->b * s->b)), offset);
+    else
+        ch = ir_add(b, ir_mul(b, offset, ir_int(b, s->c)), idx[1]);
+    ir_expr *xi[4] = {idx[0], ch, ir_binary(b, IR_FLOORDIV, idx[2], bs),
+                      ir_binary(b, IR_FLOORDIV, idx[3], bs)};
+    return te_read(g, s->x, xi);
+}
+
+/* y[n, (bh * b + bw) * C + c, h, w] = x[n, c, h * b + bh, w * b + bw] */
+static ir_expr *space_to_depth_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const block_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *bs = ir_int(b, s->b), *cs = ir_int(b, s->c);
+    ir_expr *offset = ir_binary(b, IR_FLOORDIV, idx[1], cs);
+    ir_expr *bh = ir_binary(b, IR_FLOORDIV, offset, bs);
+    ir_expr *bw = ir_binary(b, IR_FLOORMOD, offset, bs);
+    ir_expr *xi[4] = {idx[0], ir_binary(b, IR_FLOORMOD, idx[1], cs),
+                      ir_add(b, ir_mul(b, idx[2], bs), bh), ir_add(b, ir_mul(b, idx[3], bs), bw)};
+    return te_read(g, s->x, xi);
+}
+
+static smelt_status block_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_block_attrs *at = a->node->op_attrs;
+    const smelt_tensor *o = &a->out_type[0];
+    bool to_space = a->node->op == OP_DEPTH_TO_SPACE;
+    block_te s = {.x = a->in[0], .b = at->blocksize, .crd = at->crd};
+    s.c = to_space ? o->dims[1] : s.x->buf->shape[1];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims,
+                              to_space ? depth_to_space_body : space_to_depth_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_DEPTH_TO_SPACE = {
+    .compute = block_compute,
     .import = block_import, .infer = depth_to_space_infer, .eval = depth_to_space_eval,
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
 };
@@ -957,7 +1610,7 @@ static smelt_status space_to_depth_infer(smelt_ctx *ctx, const gr_node *node,
                                          const smelt_tensor *const *in, smelt_tensor *out)
 {
     const smelt_tensor *x = in[0];
-    int64_t b;
+    int64_t b = 1;
     bool overflow = false;
     SMELT_TRY(block_check(ctx, node, x, &b));
     for (int d = 2; d < 4; d++)
@@ -987,6 +1640,7 @@ static smelt_status space_to_depth_eval(smelt_ctx *ctx, const gr_node *node,
 }
 
 const op_def op_def_SPACE_TO_DEPTH = {
+    .compute = block_compute,
     .import = block_import, .infer = space_to_depth_infer, .eval = space_to_depth_eval,
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
 };

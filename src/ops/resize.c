@@ -11,6 +11,7 @@
 
 #include "ops/op.h"
 #include "ops/resize.h"
+#include "te/te.h"
 
 #define RESIZE_MAX_TAPS 4
 
@@ -35,7 +36,7 @@ static smelt_status parse_mode(smelt_ctx *ctx, const gr_node *node, op_resize_at
 {
     /* "bilinear" is Upsample-1's spelling of linear */
     static const char *const names[] = {"nearest", "linear", "cubic", "bilinear"};
-    int m;
+    int m = 0;
     SMELT_TRY(parse_choice(ctx, node, "mode", "nearest", names, 4, &m));
     a->mode = m == 3 ? OP_RESIZE_LINEAR : (op_resize_mode)m;
     return SMELT_OK;
@@ -50,7 +51,7 @@ static smelt_status parse_resize11(smelt_ctx *ctx, const gr_node *node, op_resiz
                                          "tf_crop_and_resize"};
     static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                           "ceil"};
-    int c, n;
+    int c = 0, n = 0;
     int64_t exclude, antialias;
     SMELT_TRY(parse_choice(ctx, node, "coordinate_transformation_mode", "half_pixel", coords,
                            (int)SMELT_ARRAY_LEN(coords), &c));
@@ -594,12 +595,460 @@ static smelt_status resize_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* ---- compute (tensor expressions) --------------------------------------------------
+ * The same arithmetic as the kernel, as expressions of the output index:
+ * per axis, the source coordinate (float64, evaluated in the reference's
+ * operation order so nearest rounding agrees), its taps (indices clamped
+ * into the axis, as the reference clamps) and weights; the output is the
+ * sum over the taps' combinations.  Scales and roi fold to immediates when
+ * they are compile-time constants and are loaded otherwise; sizes always
+ * come from the static output shape. */
+
+typedef struct resize_te {
+    const op_resize_attrs *a;
+    const te_tensor *x;
+    int64_t in[SMELT_MAX_RANK], out[SMELT_MAX_RANK];
+    /* float64 per axis: immediates when known */
+    ir_expr *scale[SMELT_MAX_RANK], *resized[SMELT_MAX_RANK];
+    ir_expr *roi_lo[SMELT_MAX_RANK], *roi_hi[SMELT_MAX_RANK];
+    bool identity[SMELT_MAX_RANK]; /* known to read input i at output i */
+    smelt_dtype acc_dt;            /* weighted sums */
+} resize_te;
+
+/* Taps of one axis for one output coordinate. */
+typedef struct resize_te_taps {
+    int n;
+    ir_expr *idx[RESIZE_MAX_TAPS]; /* int64, inside the axis */
+    ir_expr *w[RESIZE_MAX_TAPS];   /* float64; NULL: the single tap of weight 1 */
+} resize_te_taps;
+
+static smelt_status compute_done(op_compute_args *a, te_tensor *t)
+{
+    a->out[0] = t;
+    if (t) return SMELT_OK;
+    smelt_status s = smelt_ctx_status(a->ctx);
+    return s != SMELT_OK ? s : smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
+static smelt_tensor placeholder_type(const te_tensor *t)
+{
+    smelt_tensor r;
+    memset(&r, 0, sizeof r);
+    r.dtype = t->buf->dtype;
+    r.rank = t->buf->rank;
+    for (int d = 0; d < r.rank; d++) r.dims[d] = t->buf->shape[d];
+    return r;
+}
+
+static int64_t placeholder_numel(const te_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->buf->rank; d++) n *= t->buf->shape[d];
+    return n;
+}
+
+/* Element `flat` (row-major) of a small parameter tensor, loaded. */
+static ir_expr *read_flat(te_graph *g, const te_tensor *t, int64_t flat)
+{
+    ir_expr *idx[SMELT_MAX_RANK];
+    for (int d = t->buf->rank - 1; d >= 0; d--) {
+        int64_t n = t->buf->shape[d];
+        idx[d] = ir_int(&g->b, n > 0 ? flat % n : 0);
+        flat = n > 0 ? flat / n : 0;
+    }
+    return te_read(g, t, idx);
+}
+
+static ir_expr *resize_zero_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    smelt_dtype dt = *(const smelt_dtype *)user;
+    (void)idx;
+    return op_dtype_is_float(dt) ? ir_const_float(&g->b, dt, 0.0) : ir_const_int(&g->b, dt, 0);
+}
+
+static ir_expr *f64(ir_builder *b, double v) { return ir_const_float(b, SMELT_DT_FLOAT64, v); }
+
+static bool is_f64_imm(const ir_expr *e) { return e && e->kind == IR_FLOAT; }
+
+/* Float arithmetic that folds immediates, so known parameters leave no
+ * run-time work behind. */
+static ir_expr *f_bin(ir_builder *b, ir_kind k, ir_expr *x, ir_expr *y)
+{
+    if (is_f64_imm(x) && is_f64_imm(y)) {
+        switch (k) {
+        case IR_ADD: return f64(b, x->f + y->f);
+        case IR_SUB: return f64(b, x->f - y->f);
+        case IR_MUL: return f64(b, x->f * y->f);
+        case IR_DIV: return f64(b, x->f / y->f);
+        case IR_EQ: return ir_const_int(b, SMELT_DT_BOOL, x->f == y->f);
+        case IR_LT: return ir_const_int(b, SMELT_DT_BOOL, x->f < y->f);
+        case IR_GT: return ir_const_int(b, SMELT_DT_BOOL, x->f > y->f);
+        default: break;
+        }
+    }
+    return ir_binary(b, k, x, y);
+}
+
+static ir_expr *f_select(ir_builder *b, ir_expr *cond, ir_expr *t, ir_expr *f)
+{
+    if (cond && cond->kind == IR_INT) return cond->i ? t : f;
+    return ir_select(b, cond, t, f);
+}
+
+static ir_expr *f_call(ir_builder *b, ir_call_op op, ir_expr *x)
+{
+    if (is_f64_imm(x) && (op == IR_CALL_FLOOR || op == IR_CALL_CEIL))
+        return f64(b, op == IR_CALL_FLOOR ? floor(x->f) : ceil(x->f));
+    return ir_call(b, op, SMELT_DT_FLOAT64, 1, &x);
+}
+
+/* (x + 0.5) / scale: the half-pixel family's shared part. */
+static ir_expr *resize_te_shifted(ir_builder *b, const resize_te *r, int d, ir_expr *x)
+{
+    return f_bin(b, IR_DIV, f_bin(b, IR_ADD, x, f64(b, 0.5)), r->scale[d]);
+}
+
+static ir_expr *resize_te_crop_source(ir_builder *b, const resize_te *r, int d, ir_expr *x)
+{
+    ir_expr *lo = r->roi_lo[d], *hi = r->roi_hi[d], *one = f64(b, 1.0);
+    ir_expr *in_m1 = f64(b, (double)(r->in[d] - 1));
+    ir_expr *center = f_bin(b, IR_MUL, f_bin(b, IR_MUL, f64(b, 0.5), f_bin(b, IR_ADD, lo, hi)),
+                            in_m1);
+    ir_expr *span = f_bin(b, IR_MUL, f_bin(b, IR_MUL, x, f_bin(b, IR_SUB, hi, lo)), in_m1);
+    ir_expr *moved = f_bin(b, IR_ADD, f_bin(b, IR_DIV, span, f_bin(b, IR_SUB, r->resized[d], one)),
+                           f_bin(b, IR_MUL, lo, in_m1));
+    return f_select(b, f_bin(b, IR_EQ, r->resized[d], one), center, moved);
+}
+
+/* resize_source_coord as an expression, in the same operation order. */
+static ir_expr *resize_te_source(ir_builder *b, const resize_te *r, int d, ir_expr *x)
+{
+    ir_expr *resized = r->resized[d], *half = f64(b, 0.5), *one = f64(b, 1.0);
+    switch (r->a->coord) {
+    case OP_RESIZE_HALF_PIXEL: return f_bin(b, IR_SUB, resize_te_shifted(b, r, d, x), half);
+    case OP_RESIZE_HALF_PIXEL_SYMMETRIC: {
+        ir_expr *adjust = f_bin(b, IR_DIV, f64(b, (double)r->out[d]), resized);
+        ir_expr *center = f64(b, (double)r->in[d] / 2.0);
+        ir_expr *shift = f_bin(b, IR_MUL, center, f_bin(b, IR_SUB, one, adjust));
+        return f_bin(b, IR_SUB, f_bin(b, IR_ADD, shift, resize_te_shifted(b, r, d, x)), half);
+    }
+    case OP_RESIZE_PYTORCH_HALF_PIXEL:
+        return f_select(b, f_bin(b, IR_GT, resized, one),
+                        f_bin(b, IR_SUB, resize_te_shifted(b, r, d, x), half), f64(b, 0.0));
+    case OP_RESIZE_ALIGN_CORNERS: {
+        ir_expr *in_m1 = f64(b, (double)(r->in[d] - 1));
+        ir_expr *moved =
+            f_bin(b, IR_DIV, f_bin(b, IR_MUL, x, in_m1), f_bin(b, IR_SUB, resized, one));
+        return f_select(b, f_bin(b, IR_EQ, resized, one), f64(b, 0.0), moved);
+    }
+    case OP_RESIZE_ASYMMETRIC: break;
+    case OP_RESIZE_TF_HALF_PIXEL_FOR_NN: return resize_te_shifted(b, r, d, x);
+    case OP_RESIZE_TF_CROP_AND_RESIZE: return resize_te_crop_source(b, r, d, x);
+    }
+    return f_bin(b, IR_DIV, x, r->scale[d]);
+}
+
+/* A float position as an index of the axis: clamped in the float domain
+ * first (converting a NaN or huge double is undefined in C), like the
+ * reference's edge clamp. */
+static ir_expr *resize_te_index(ir_builder *b, ir_expr *pos, int64_t in)
+{
+    ir_expr *c = ir_binary(b, IR_MAX, pos, f64(b, 0.0));
+    c = ir_binary(b, IR_MIN, c, f64(b, (double)(in - 1)));
+    return ir_cast(b, SMELT_DT_INT64, c);
+}
+
+/* nearest_index as an expression. */
+static ir_expr *resize_te_nearest(ir_builder *b, const resize_te *r, int d, ir_expr *src)
+{
+    ir_expr *lo = f_call(b, IR_CALL_FLOOR, src), *up = f_call(b, IR_CALL_CEIL, src);
+    ir_expr *frac = f_bin(b, IR_SUB, src, lo), *half = f64(b, 0.5);
+    switch (r->a->nearest) {
+    case OP_RESIZE_ROUND_PREFER_FLOOR: return f_select(b, f_bin(b, IR_GT, frac, half), up, lo);
+    case OP_RESIZE_ROUND_PREFER_CEIL:
+        return f_select(b, ir_binary(b, IR_GE, frac, half), up, lo);
+    case OP_RESIZE_FLOOR: return lo;
+    case OP_RESIZE_CEIL: return up;
+    case OP_RESIZE_SIMPLE: return f_select(b, f_bin(b, IR_LT, r->scale[d], f64(b, 1.0)), up, lo);
+    }
+    return lo;
+}
+
+/* Keys' cubic convolution kernel at distance t (cubic_weights' formula). */
+static ir_expr *resize_te_cubic(ir_builder *b, double A, ir_expr *t, bool near)
+{
+    ir_expr *tt = ir_mul(b, t, t);
+    if (near) {
+        ir_expr *p = ir_sub(b, ir_mul(b, f64(b, A + 2.0), t), f64(b, A + 3.0));
+        return ir_add(b, ir_mul(b, p, tt), f64(b, 1.0));
+    }
+    ir_expr *p = ir_sub(b, ir_mul(b, f64(b, A), t), f64(b, 5.0 * A));
+    p = ir_add(b, ir_mul(b, p, t), f64(b, 8.0 * A));
+    return ir_sub(b, ir_mul(b, p, t), f64(b, 4.0 * A));
+}
+
+/* exclude_outside: taps outside the axis get weight 0, the rest are
+ * renormalised (when their sum is not 0), as resize_make_taps does. */
+static void resize_te_exclude(ir_builder *b, ir_expr *lo, int first, int64_t in,
+                              resize_te_taps *t)
+{
+    ir_expr *sum = NULL, *zero = f64(b, 0.0);
+    for (int i = 0; i < t->n; i++) {
+        ir_expr *pos = ir_add(b, lo, f64(b, (double)(first + i)));
+        ir_expr *inside = ir_binary(b, IR_AND, ir_binary(b, IR_GE, pos, zero),
+                                    ir_binary(b, IR_LT, pos, f64(b, (double)in)));
+        t->w[i] = ir_select(b, inside, t->w[i], zero);
+        sum = sum ? ir_add(b, sum, t->w[i]) : t->w[i];
+    }
+    ir_expr *nonzero = ir_binary(b, IR_NE, sum, zero);
+    for (int i = 0; i < t->n; i++)
+        t->w[i] = ir_select(b, nonzero, ir_binary(b, IR_DIV, t->w[i], sum), t->w[i]);
+}
+
+static void resize_te_make_taps(ir_builder *b, const resize_te *r, int d, ir_expr *i,
+                                resize_te_taps *t)
+{
+    int64_t in = r->in[d];
+    t->n = 1;
+    t->w[0] = NULL;
+    if (r->identity[d]) {
+        t->idx[0] = i;
+        return;
+    }
+    ir_expr *src = resize_te_source(b, r, d, ir_cast(b, SMELT_DT_FLOAT64, i));
+    if (r->a->mode == OP_RESIZE_NEAREST) {
+        t->idx[0] = resize_te_index(b, resize_te_nearest(b, r, d, src), in);
+        return;
+    }
+    ir_expr *lo = f_call(b, IR_CALL_FLOOR, src), *frac = f_bin(b, IR_SUB, src, lo);
+    ir_expr *one = f64(b, 1.0);
+    int first = r->a->mode == OP_RESIZE_LINEAR ? 0 : -1;
+    if (r->a->mode == OP_RESIZE_LINEAR) {
+        t->n = 2;
+        t->w[0] = f_bin(b, IR_SUB, one, frac);
+        t->w[1] = frac;
+    } else {
+        double A = r->a->cubic_coeff_a;
+        ir_expr *d0 = f_bin(b, IR_ADD, one, frac);
+        t->n = 4;
+        /* only 1 + frac can reach the kernel's knot at 1 (when frac == 0) */
+        t->w[0] = f_select(b, ir_binary(b, IR_LE, d0, one), resize_te_cubic(b, A, d0, true),
+                           resize_te_cubic(b, A, d0, false));
+        t->w[1] = resize_te_cubic(b, A, frac, true);
+        t->w[2] = resize_te_cubic(b, A, f_bin(b, IR_SUB, one, frac), true);
+        t->w[3] = resize_te_cubic(b, A, f_bin(b, IR_SUB, f64(b, 2.0), frac), false);
+    }
+    for (int k = 0; k < t->n; k++)
+        t->idx[k] = resize_te_index(b, f_bin(b, IR_ADD, lo, f64(b, (double)(first + k))), in);
+    if (r->a->exclude_outside) resize_te_exclude(b, lo, first, in, t);
+}
+
+/* tf_crop_and_resize: whether the element's source lies inside the input
+ * on every axis (else it takes the extrapolation value). */
+static ir_expr *resize_te_inside(ir_builder *b, const resize_te *r, ir_expr *const *idx)
+{
+    ir_expr *all = NULL;
+    for (int d = 0; d < r->x->n_axes; d++) {
+        if (r->identity[d]) continue;
+        ir_expr *src = resize_te_source(b, r, d, ir_cast(b, SMELT_DT_FLOAT64, idx[d]));
+        ir_expr *in = ir_binary(b, IR_AND, ir_binary(b, IR_GE, src, f64(b, 0.0)),
+                                ir_binary(b, IR_LE, src, f64(b, (double)(r->in[d] - 1))));
+        all = all ? ir_binary(b, IR_AND, all, in) : in;
+    }
+    return all;
+}
+
+/* Integer outputs round half away from zero, like the reference's round(),
+ * then convert through int64 as op_set_f64 does. */
+static ir_expr *resize_te_to_int(ir_builder *b, ir_expr *v, smelt_dtype dt)
+{
+    ir_expr *half = f64(b, 0.5);
+    ir_expr *pos = f_call(b, IR_CALL_FLOOR, ir_add(b, v, half));
+    ir_expr *neg = ir_sub(b, f64(b, 0.0), f_call(b, IR_CALL_FLOOR, ir_sub(b, half, v)));
+    ir_expr *rounded = ir_select(b, ir_binary(b, IR_LT, v, f64(b, 0.0)), neg, pos);
+    rounded = ir_binary(b, IR_MAX, rounded, f64(b, -0x1p63));
+    rounded = ir_binary(b, IR_MIN, rounded, f64(b, 0x1p63 - 1024.0));
+    return ir_cast(b, dt, ir_cast(b, SMELT_DT_INT64, rounded));
+}
+
+/* w * v, or v when the weight is the implicit 1. */
+static ir_expr *resize_te_weigh(ir_builder *b, smelt_dtype dt, ir_expr *w, ir_expr *v)
+{
+    return w ? ir_mul(b, ir_cast(b, dt, w), v) : v;
+}
+
+/* The weighted sum over every combination of the axes' taps, in the
+ * kernel's order (rows of the outer axes, each a sum over the last axis's
+ * taps), so float64 sums round exactly as the reference's do. */
+static ir_expr *resize_te_sum(te_graph *g, const resize_te *r, const resize_te_taps *taps)
+{
+    ir_builder *b = &g->b;
+    int rank = r->x->n_axes, last = rank - 1, pick[SMELT_MAX_RANK] = {0};
+    ir_expr *acc = NULL, *xi[SMELT_MAX_RANK];
+    for (;;) {
+        ir_expr *row_w = NULL, *inner = NULL;
+        for (int d = 0; d < last; d++) {
+            xi[d] = taps[d].idx[pick[d]];
+            ir_expr *wd = taps[d].w[pick[d]];
+            if (wd) row_w = row_w ? ir_mul(b, row_w, wd) : wd;
+        }
+        for (int k = 0; k < (rank ? taps[last].n : 1); k++) {
+            if (rank) xi[last] = taps[last].idx[k];
+            ir_expr *v = ir_cast(b, r->acc_dt, te_read(g, r->x, xi));
+            v = resize_te_weigh(b, r->acc_dt, rank ? taps[last].w[k] : NULL, v);
+            inner = inner ? ir_add(b, inner, v) : v;
+        }
+        inner = resize_te_weigh(b, r->acc_dt, row_w, inner);
+        acc = acc ? ir_add(b, acc, inner) : inner;
+        int d = last - 1;
+        while (d >= 0 && ++pick[d] == taps[d].n) pick[d--] = 0;
+        if (d < 0) break;
+    }
+    return acc;
+}
+
+static ir_expr *resize_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const resize_te *r = user;
+    ir_builder *b = &g->b;
+    smelt_dtype dt = r->x->buf->dtype;
+    resize_te_taps taps[SMELT_MAX_RANK];
+    bool copy = true; /* a single tap everywhere: an exact copy, for every dtype */
+    for (int d = 0; d < r->x->n_axes; d++) {
+        resize_te_make_taps(b, r, d, idx[d], &taps[d]);
+        copy = copy && taps[d].n == 1 && !taps[d].w[0];
+    }
+    ir_expr *v;
+    if (copy) {
+        ir_expr *xi[SMELT_MAX_RANK];
+        for (int d = 0; d < r->x->n_axes; d++) xi[d] = taps[d].idx[0];
+        v = te_read(g, r->x, xi);
+    } else {
+        v = resize_te_sum(g, r, taps);
+        v = op_dtype_is_float(dt) ? ir_cast(b, dt, v) : resize_te_to_int(b, v, dt);
+    }
+    if (r->a->coord != OP_RESIZE_TF_CROP_AND_RESIZE) return v;
+    ir_expr *inside = resize_te_inside(b, r, idx);
+    if (!inside) return v;
+    ir_expr *extra = ir_cast(b, dt, f64(b, r->a->extrapolation_value));
+    return f_select(b, inside, v, extra);
+}
+
+/* Known at compile time to read input coordinate i at output coordinate i. */
+static bool resize_axis_is_identity(const op_resize_attrs *a, const resize_params *p, int d,
+                                    int64_t in, int64_t out)
+{
+    if (in != out) return false;
+    for (int64_t x = 0; x < out; x++) {
+        double src = resize_source_coord(a, p, d, (double)x, in, out);
+        if (!(fabs(src) < 0x1p62)) return false;
+        if (a->coord == OP_RESIZE_TF_CROP_AND_RESIZE && (src < 0.0 || src > (double)(in - 1)))
+            return false;
+        if (a->mode == OP_RESIZE_NEAREST ? nearest_index(a->nearest, src, p->scale[d]) != x
+                                         : src != (double)x)
+            return false;
+    }
+    return true;
+}
+
+/* The per-axis parameters as expressions: immediates from p where known;
+ * sizes not known at compile time come from the static output shape, scales
+ * and roi are loaded.  Returns whether everything is known (p then holds
+ * the final values). */
+static bool resize_te_params(op_compute_args *a, resize_te *r, resize_params *p,
+                             const int *axis_of, int n)
+{
+    te_graph *g = a->te;
+    ir_builder *b = &g->b;
+    bool upsample = a->node->op == OP_UPSAMPLE, known = true;
+    int si = upsample ? 1 : 2;
+    const smelt_tensor *tin_scales = si < a->node->n_inputs ? a->in_const[si] : NULL;
+    const te_tensor *scales = si < a->node->n_inputs ? a->in[si] : NULL;
+    const te_tensor *sizes = !upsample && a->node->n_inputs > 3 ? a->in[3] : NULL;
+    const te_tensor *roi = !upsample && a->node->n_inputs > 1 ? a->in[1] : NULL;
+    if (sizes && placeholder_numel(sizes) == 0) sizes = NULL;
+    if (scales && placeholder_numel(scales) == 0) scales = NULL;
+    if (roi && placeholder_numel(roi) == 0) roi = NULL;
+    if (sizes && !a->in_const[3]) {
+        for (int d = 0; d < r->x->n_axes; d++) {
+            p->scale[d] = r->in[d] > 0 ? (double)r->out[d] / (double)r->in[d] : 1.0;
+            p->resized[d] = (double)r->out[d];
+        }
+    }
+    for (int d = 0; d < r->x->n_axes; d++) {
+        r->scale[d] = f64(b, p->scale[d]);
+        r->resized[d] = f64(b, p->resized[d]);
+        r->roi_lo[d] = f64(b, p->roi_lo[d]);
+        r->roi_hi[d] = f64(b, p->roi_hi[d]);
+    }
+    if (!sizes && scales && !tin_scales) {
+        known = false;
+        for (int j = 0; j < n; j++) {
+            int d = axis_of[j];
+            r->scale[d] = ir_cast(b, SMELT_DT_FLOAT64, read_flat(g, scales, j));
+            r->resized[d] = ir_mul(b, r->scale[d], f64(b, (double)r->in[d]));
+        }
+    }
+    if (r->a->coord == OP_RESIZE_TF_CROP_AND_RESIZE && roi && !a->in_const[1]) {
+        known = false;
+        for (int j = 0; j < n; j++) {
+            int d = axis_of[j];
+            r->roi_lo[d] = ir_cast(b, SMELT_DT_FLOAT64, read_flat(g, roi, j));
+            r->roi_hi[d] = ir_cast(b, SMELT_DT_FLOAT64, read_flat(g, roi, n + j));
+        }
+    }
+    return known;
+}
+
+static smelt_status resize_compute(op_compute_args *a)
+{
+    const smelt_tensor *o = &a->out_type[0];
+    const op_resize_attrs *at = a->node->op_attrs;
+    resize_te r = {.a = at, .x = a->in[0]};
+    smelt_dtype dt = r.x->buf->dtype;
+    if (!at) return op_errf(a->ctx, a->node, SMELT_ERR_INTERNAL, "attributes were not imported");
+    if (op_numel(o) == 0) {
+        te_tensor *y = te_compute(a->te, "y", dt, o->rank, o->dims, resize_zero_body, &dt,
+                                  "injective");
+        return compute_done(a, y);
+    }
+    for (int d = 0; d < r.x->n_axes; d++) {
+        r.in[d] = r.x->buf->shape[d];
+        r.out[d] = o->dims[d];
+        if (r.in[d] == 0)
+            return op_errf(a->ctx, a->node, SMELT_ERR_SHAPE,
+                           "cannot resize empty axis %d to size %lld", d, (long long)r.out[d]);
+    }
+    smelt_tensor types[4];
+    const smelt_tensor *tin[4];
+    resize_params p;
+    int axis_of[SMELT_MAX_RANK], n;
+    for (int i = 0; i < 4; i++) {
+        tin[i] = NULL;
+        if (i >= a->node->n_inputs || !a->in[i]) continue;
+        tin[i] = a->in_const[i] ? a->in_const[i] : &types[i];
+        if (!a->in_const[i]) types[i] = placeholder_type(a->in[i]);
+    }
+    SMELT_TRY(resize_params_make(a->ctx, a->node, tin, &p));
+    SMELT_TRY(resize_axes(a->ctx, a->node, r.x->n_axes, axis_of, &n));
+    bool known = resize_te_params(a, &r, &p, axis_of, n);
+    for (int d = 0; d < r.x->n_axes; d++)
+        r.identity[d] = known && resize_axis_is_identity(at, &p, d, r.in[d], r.out[d]);
+    r.acc_dt = dt == SMELT_DT_FLOAT32 || dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16
+                   ? SMELT_DT_FLOAT32
+                   : SMELT_DT_FLOAT64;
+    te_tensor *y = te_compute(a->te, "y", dt, o->rank, o->dims, resize_body, &r, "injective");
+    return compute_done(a, y);
+}
+
 const op_def op_def_RESIZE = {
+    .compute = resize_compute,
     .import = resize_import, .infer = resize_infer, .eval = resize_eval,
     .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
 };
 
 const op_def op_def_UPSAMPLE = {
+    .compute = resize_compute,
     .import = upsample_import, .infer = resize_infer, .eval = resize_eval,
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
 };
