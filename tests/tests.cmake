@@ -16,6 +16,12 @@ if(EXISTS ${ONNX_NODE_TESTS})
     COMMAND smelt_cli check --reference
             --expected-failures ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures.txt
             ${ONNX_NODE_TESTS})
+  # the compiled path must pass everything the reference executor passes
+  add_test(NAME conformance/onnx_node_compiled
+    COMMAND smelt_cli check --compiled
+            --expected-failures ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures.txt
+            ${ONNX_NODE_TESTS})
+  set_tests_properties(conformance/onnx_node_compiled PROPERTIES TIMEOUT 1500)
 endif()
 
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
@@ -29,9 +35,14 @@ foreach(m ${SMELT_TEST_MODELS})
   add_test(NAME models/${m}_reference
     COMMAND smelt_cli check --reference --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_reference PROPERTIES FIXTURES_REQUIRED torch_models)
+  add_test(NAME models/${m}_compiled
+    COMMAND smelt_cli check --compiled --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+  set_tests_properties(models/${m}_compiled PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
 endforeach()
-add_test(NAME models/tiny_cnn_reference
-  COMMAND smelt_cli check --reference --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+foreach(mode reference compiled)
+  add_test(NAME models/tiny_cnn_${mode}
+    COMMAND smelt_cli check --${mode} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+endforeach()
 
 # ---- Errors: bad and hostile models give a clean error, never a crash ----
 # gen_bad_models.py writes the cases (Debian's python3 has onnx); the driver
@@ -76,3 +87,7 @@ if(SMELT_FUZZ)
   file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus)
   set_tests_properties(fuzz/onnx_import_brief PROPERTIES TIMEOUT 300)
 endif()
+# Allocation failures while loading each bad model: clean errors, no leaks.
+add_test(NAME errors/bad_models_alloc_fail
+  COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
+set_tests_properties(errors/bad_models_alloc_fail PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
