@@ -43,11 +43,17 @@ struct smelt_rt_pool {
     smelt_rt_task_fn fn;
     void *closure;
     int64_t n;
-    unsigned generation; /* atomic */
-    int pending;         /* atomic: workers still running the current job */
-    int sleepers;        /* atomic: workers waiting (or about to wait) on `wake` */
     int stop;            /* atomic */
     int busy;            /* atomic: a parallel_for is in progress */
+    /* The two counters every dispatch bounces between cores, each on its
+     * own cache line: workers spin reading `generation`, the caller spins
+     * reading `pending`. */
+    char pad0[64];
+    unsigned generation; /* atomic */
+    char pad1[64 - sizeof(unsigned)];
+    int pending;         /* atomic: workers still running the current job */
+    int sleepers;        /* atomic: workers waiting (or about to wait) on `wake` */
+    char pad2[64 - 2 * sizeof(int)];
 };
 
 typedef struct worker_arg {

@@ -688,6 +688,7 @@ static void emit_allocate(cg_emitter *e, const ir_stmt *s)
     comment_line(e, on_stack ? "stack temp: " : "heap temp: ", b->name);
     if (on_stack) {
         cg_line(e, "%s t%d[%lld] SMELT_ALIGN64;", type, number, (long long)elems);
+        cg_line(e, "(void)t%d;", number);
         e->stack_bytes += bytes;
         cg_stmt(e, s->alloc.body);
         e->stack_bytes -= bytes;
@@ -1027,10 +1028,21 @@ static void emit_weights_array(cg_emitter *e, smelt_strbuf *out)
     }
     smelt_strbuf_printf(out, "static const unsigned char smelt_weights_[%lld] SMELT_ALIGN64 = {\n",
                         (long long)p->weight_bytes);
-    for (int64_t i = 0; i < p->weight_bytes; i++) {
-        smelt_strbuf_printf(out, "%s%u,", i % 24 == 0 ? (i ? "\n" : "") : "", (unsigned)p->weights[i]);
+    /* Formatted by hand, a line at a time: models can carry 100+ MB. */
+    char line[24 * 4 + 2];
+    for (int64_t i = 0; i < p->weight_bytes;) {
+        size_t n = 0;
+        for (int k = 0; k < 24 && i < p->weight_bytes; k++, i++) {
+            unsigned v = p->weights[i];
+            if (v >= 100) line[n++] = (char)('0' + v / 100);
+            if (v >= 10) line[n++] = (char)('0' + v / 10 % 10);
+            line[n++] = (char)('0' + v % 10);
+            line[n++] = ',';
+        }
+        line[n++] = '\n';
+        smelt_strbuf_appendn(out, line, n);
     }
-    smelt_strbuf_append(out, "\n};\n\n");
+    smelt_strbuf_append(out, "};\n\n");
 }
 
 static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
@@ -1071,6 +1083,13 @@ static bool check_program(cg_emitter *e)
     return true;
 }
 
+static bool is_called(const ir_program *p, const ir_func *f)
+{
+    for (int c = 0; c < p->n_calls; c++)
+        if (p->calls[c].func == f) return true;
+    return false;
+}
+
 static void emitter_fini(cg_emitter *e)
 {
     cg_ptrmap_fini(&e->var_ids);
@@ -1096,7 +1115,12 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
     smelt_strbuf_init(&funcs);
     smelt_strbuf_init(&tail);
     if (check_program(&e)) {
-        for (int i = 0; i < p->n_funcs && e.status == SMELT_OK; i++) emit_function(&e, p->funcs[i], i, &funcs);
+        for (int i = 0; i < p->n_funcs && e.status == SMELT_OK; i++) {
+            if (is_called(p, p->funcs[i]))
+                emit_function(&e, p->funcs[i], i, &funcs);
+            else /* an unused static function would be a warning */
+                smelt_strbuf_printf(&funcs, "/* f_%d is never called: not emitted */\n\n", i);
+        }
         if (e.status == SMELT_OK) emit_run(&e, &tail);
         if (e.status == SMELT_OK) emit_module_info(&e, &tail);
     }

@@ -148,6 +148,33 @@ void cg_element(cg_emitter *e, const ir_buffer *buf, const ir_expr *index, smelt
     smelt_strbuf_append(out, "]");
 }
 
+int64_t cg_buffer_elems(const ir_buffer *b)
+{
+    int64_t n = 1;
+    for (int i = 0; i < b->rank; i++)
+        if (b->shape[i] < 0 || smelt_mul_overflow_i64(n, b->shape[i], &n)) return -1;
+    return n;
+}
+
+/* buf[smelt_clampi_(index, n)]: a load that cannot fault. */
+static void clamped_element(cg_emitter *e, const ir_buffer *buf, const ir_expr *index, smelt_strbuf *out)
+{
+    const cg_bufinfo *bi = cg_buf(e, buf);
+    int64_t n = cg_buffer_elems(buf);
+    e->helpers[CG_H_CLAMPI] = true;
+    smelt_strbuf_printf(out, "%s[smelt_clampi_(", bi ? bi->name : "?");
+    cg_expr(e, index, CG_INDEX, out);
+    smelt_strbuf_printf(out, ", %lld)]", (long long)(n > 0 ? n : 1));
+}
+
+static void load_element(cg_emitter *e, const ir_buffer *buf, const ir_expr *index, smelt_strbuf *out)
+{
+    if (e->clamp_loads)
+        clamped_element(e, buf, index, out);
+    else
+        cg_element(e, buf, index, out);
+}
+
 static void emit_load(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
 {
     if (x->load.n != 1) {
@@ -159,11 +186,11 @@ static void emit_load(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
     if (dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16) {
         e->helpers[dt == SMELT_DT_FLOAT16 ? CG_H_F16 : CG_H_BF16] = true;
         smelt_strbuf_append(out, dt == SMELT_DT_FLOAT16 ? "smelt_f16_to_f32(" : "smelt_bf16_to_f32(");
-        cg_element(e, x->load.buf, x->load.idx[0], out);
+        load_element(e, x->load.buf, x->load.idx[0], out);
         smelt_strbuf_append(out, ")");
         return;
     }
-    cg_element(e, x->load.buf, x->load.idx[0], out);
+    load_element(e, x->load.buf, x->load.idx[0], out);
 }
 
 /* ---- rounding of half-precision results ---- */
@@ -226,6 +253,14 @@ static void emit_cast(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
         smelt_strbuf_append(out, ") != 0)");
     } else if (cg_dtype_is_float(from) && !cg_dtype_is_float(to)) {
         emit_cast_to_int(e, to, a, out);
+    } else if (is_half(to) && from != SMELT_DT_FLOAT32 && !is_half(from) && from != SMELT_DT_BOOL) {
+        /* double or a wide integer -> half: one rounding, via round-to-odd */
+        e->helpers[CG_H_F64_ODD] = true;
+        open_round(e, to, out);
+        smelt_strbuf_append(out, "smelt_f64_to_f32_odd((double)(");
+        cg_expr(e, a, CG_VALUE, out);
+        smelt_strbuf_append(out, "))");
+        close_round(to, out);
     } else {
         /* int/bool -> anything, float -> float: C conversions are defined
          * (IEEE), then round to half precision if needed. */

@@ -23,6 +23,8 @@ typedef enum cg_helper {
     CG_H_ABS_I64,
     CG_H_F16,
     CG_H_BF16,
+    CG_H_F64_ODD, /* double -> float rounding to odd (no double rounding to half) */
+    CG_H_CLAMPI,  /* index clamped into a buffer: speculative loads in vector code */
     CG_H_ALLOC64,
     CG_H_PARALLEL,
     CG_H_SETERR,
@@ -77,6 +79,10 @@ typedef struct cg_emitter {
     /* per-lane emission: lane_var prints as (lane_var + lane) */
     const ir_var *lane_var;
     int lane;
+    /* Loads are evaluated where the scalar code would not evaluate them
+     * (both sides of a select in vector code): clamp their index into the
+     * buffer so they cannot fault; the values are discarded anyway. */
+    bool clamp_loads;
 
     /* prelude needs */
     bool helpers[CG_H_COUNT_];
@@ -117,6 +123,8 @@ bool cg_dtype_is_unsigned_int(smelt_dtype dt); /* not bool */
 void cg_expr(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_strbuf *out);
 /* The value to store into a buffer of dtype dt, converted to its storage. */
 void cg_store_value(cg_emitter *e, const ir_expr *value, smelt_dtype dt, smelt_strbuf *out);
+/* Element count of a buffer (its shape's product; -1 if invalid). */
+int64_t cg_buffer_elems(const ir_buffer *b);
 /* An lvalue/rvalue buf[index] in storage type. */
 void cg_element(cg_emitter *e, const ir_buffer *buf, const ir_expr *index, smelt_strbuf *out);
 

@@ -12,6 +12,13 @@ static const char *const header_text =
     "\n"
     "#include \"smelt_rt.h\"\n"
     "\n"
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "/* GCC 12 with AVX-512 turns `c ? p[i] : x` in an if-converted loop into\n"
+    " * a blend from an unconditional load, which faults when the guard was\n"
+    " * keeping i outside p (padding).  Keep guarded loads guarded. */\n"
+    "#pragma GCC optimize(\"no-tree-loop-if-convert\")\n"
+    "#endif\n"
+    "\n"
     "#define SMELT_PRAGMA_(x) _Pragma(#x)\n"
     "#if defined(__clang__)\n"
     "/* ivdep is a hint: not vectorising a loop is not a warning */\n"
@@ -147,6 +154,22 @@ static const helper_text helpers[] = {
      "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
      "    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);\n}\n\n"
      "static inline float smelt_round_bf16(float f) { return smelt_bf16_to_f32(smelt_f32_to_bf16(f)); }\n\n"},
+    {CG_H_F64_ODD, CG_H_COUNT_,
+     "/* double -> float rounding to odd: a second rounding to half precision\n"
+     " * then equals rounding the double once. */\n"
+     "static inline float smelt_f64_to_f32_odd(double d)\n{\n"
+     "    float f = (float)d;\n"
+     "    uint32_t bits;\n"
+     "    if (f - f != 0 || (double)f == d) return f; /* inf, nan or exact */\n"
+     "    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);\n"
+     "    memcpy(&bits, &f, 4);\n"
+     "    bits |= 1u;\n"
+     "    memcpy(&f, &bits, 4);\n"
+     "    return f;\n}\n\n"},
+    {CG_H_CLAMPI, CG_H_COUNT_,
+     "/* For loads vector code evaluates speculatively (the lanes a select or\n"
+     " * && discards): any index in [0, n) is safe, its value is not used. */\n"
+     "static inline int64_t smelt_clampi_(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }\n\n"},
     {CG_H_ALLOC64, CG_H_COUNT_,
      "/* 64-byte aligned heap temporaries (C99 has no aligned_alloc). */\n"
      "static inline void *smelt_alloc64_(size_t bytes)\n{\n"

@@ -294,6 +294,8 @@ typedef struct vec_emit {
     int lanes;
     const char *vt, *ut, *mt; /* value, unaligned value, mask types */
     const char *ct;           /* scalar C type of the element */
+    int guarded; /* > 0: inside a select branch or the right side of && / ||, which
+                    the scalar code would not evaluate for every lane */
     /* Values already computed in this statement (reset after each store,
      * which may change what a load would read, and at block edges). */
     struct {
@@ -328,11 +330,14 @@ static void lane_expr(vec_emit *ve, const ir_expr *x, int lane, cg_ctx_kind ctx,
 {
     const ir_var *saved_var = ve->e->lane_var;
     int saved_lane = ve->e->lane;
+    bool saved_clamp = ve->e->clamp_loads;
     ve->e->lane_var = lane >= 0 ? ve->v : NULL;
     ve->e->lane = lane;
+    ve->e->clamp_loads = ve->guarded > 0;
     cg_expr(ve->e, x, ctx, out);
     ve->e->lane_var = saved_var;
     ve->e->lane = saved_lane;
+    ve->e->clamp_loads = saved_clamp;
 }
 
 static void splat_list(vec_emit *ve, const char *name)
@@ -378,12 +383,69 @@ static int vec_splat(vec_emit *ve, const ir_expr *x, bool is_mask)
 static int vec_value(vec_emit *ve, const ir_expr *x);
 static int vec_mask(vec_emit *ve, const ir_expr *x);
 
+/* A contiguous load the scalar code might not perform for every lane: a
+ * vector load when all lanes are inside the buffer, else lane by lane with
+ * clamped indices (the lanes outside are discarded by the caller). */
+static int vec_guarded_load(vec_emit *ve, const ir_expr *x, const cg_bufinfo *bi, int id)
+{
+    cg_emitter *e = ve->e;
+    int64_t n = cg_buffer_elems(x->load.buf);
+    const char *name = bi ? bi->name : "?";
+    e->helpers[CG_H_CLAMPI] = true;
+    cg_line(e, "%s x%d = {0};", ve->vt, id);
+    cg_line(e, "{");
+    e->indent++;
+    cg_indent(e);
+    smelt_strbuf_append(e->out, "const int64_t b_ = ");
+    lane_expr(ve, x->load.idx[0], -1, CG_INDEX, e->out);
+    smelt_strbuf_append(e->out, ";\n");
+    cg_line(e, "if (b_ >= 0 && b_ <= %lld) {", (long long)(n - ve->lanes));
+    cg_line(e, "    x%d = *(const %s *)&%s[b_];", id, ve->ut, name);
+    cg_line(e, "} else {");
+    cg_line(e, "    int k_;");
+    cg_line(e, "    for (k_ = 0; k_ < %d; ++k_) x%d[k_] = %s[smelt_clampi_(b_ + k_, %lld)];", ve->lanes, id, name,
+            (long long)(n > 0 ? n : 1));
+    cg_line(e, "}");
+    e->indent--;
+    cg_line(e, "}");
+    return id;
+}
+
+/* A load with a constant stride c != 1: the lane-0 index once, then
+ * base + k * c per lane (clamped when speculative). */
+static int vec_strided_load(vec_emit *ve, const ir_expr *x, int64_t c)
+{
+    cg_emitter *e = ve->e;
+    const cg_bufinfo *bi = cg_buf(e, x->load.buf);
+    const char *name = bi ? bi->name : "?";
+    int b = new_tmp(ve), id = new_tmp(ve);
+    int64_t n = cg_buffer_elems(x->load.buf);
+    cg_indent(e);
+    smelt_strbuf_printf(e->out, "const int64_t g%d = ", b);
+    lane_expr(ve, x->load.idx[0], -1, CG_INDEX, e->out);
+    smelt_strbuf_append(e->out, ";\n");
+    cg_indent(e);
+    smelt_strbuf_printf(e->out, "%s x%d = {", ve->vt, id);
+    if (ve->guarded) e->helpers[CG_H_CLAMPI] = true;
+    for (int k = 0; k < ve->lanes; k++) {
+        if (ve->guarded)
+            smelt_strbuf_printf(e->out, "%s%s[smelt_clampi_(g%d + %lld, %lld)]", k ? ", " : "", name, b,
+                                (long long)(c * k), (long long)(n > 0 ? n : 1));
+        else
+            smelt_strbuf_printf(e->out, "%s%s[g%d + %lld]", k ? ", " : "", name, b, (long long)(c * k));
+    }
+    smelt_strbuf_append(e->out, "};\n");
+    return id;
+}
+
 static int vec_load(vec_emit *ve, const ir_expr *x)
 {
     int64_t c;
-    if (!affine_coef(x->load.idx[0], ve->v, &c) || c != 1) return vec_by_lanes(ve, x, false);
+    if (!affine_coef(x->load.idx[0], ve->v, &c)) return vec_by_lanes(ve, x, false);
+    if (c != 1) return vec_strided_load(ve, x, c);
     const cg_bufinfo *bi = cg_buf(ve->e, x->load.buf);
     int id = new_tmp(ve);
+    if (ve->guarded) return vec_guarded_load(ve, x, bi, id);
     cg_indent(ve->e);
     smelt_strbuf_printf(ve->e->out, "%s x%d = *(const %s *)&%s[", ve->vt, id, ve->ut, bi ? bi->name : "?");
     lane_expr(ve, x->load.idx[0], -1, CG_INDEX, ve->e->out);
@@ -478,7 +540,9 @@ static int vec_value_new(vec_emit *ve, const ir_expr *x)
     case IR_MAX: return vec_minmax(ve, x);
     case IR_SELECT: {
         int m = vec_mask(ve, x->select.cond);
+        ve->guarded++;
         int t = vec_value(ve, x->select.t), f = vec_value(ve, x->select.f);
+        ve->guarded--;
         return blend(ve, m, t, f);
     }
     case IR_CALL: return vec_call(ve, x);
@@ -494,10 +558,34 @@ static int vec_mask(vec_emit *ve, const ir_expr *x)
     return id >= 0 ? id : cse_put(ve, x, true, vec_mask_new(ve, x));
 }
 
+/* A comparison of index expressions whose difference is affine in v:
+ * d = a - b at lane 0 once, then lane k compares d + c*k with 0. */
+static int vec_index_compare(vec_emit *ve, const ir_expr *x)
+{
+    ir_expr *diff = ir_sub(&ve->e->b, x->bin.a, x->bin.b);
+    int64_t c;
+    if (!diff || !affine_coef(diff, ve->v, &c)) return -1;
+    int d = new_tmp(ve), id = new_tmp(ve);
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "const int64_t g%d = ", d);
+    lane_expr(ve, diff, -1, CG_INDEX, ve->e->out);
+    smelt_strbuf_append(ve->e->out, ";\n");
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "%s m%d = {", ve->mt, id);
+    for (int k = 0; k < ve->lanes; k++)
+        smelt_strbuf_printf(ve->e->out, "%s-(g%d + %lld %s 0)", k ? ", " : "", d, (long long)(c * k),
+                            vec_op(x->kind));
+    smelt_strbuf_append(ve->e->out, "};\n");
+    return id;
+}
+
 static int vec_mask_new(vec_emit *ve, const ir_expr *x)
 {
     if (!ir_expr_uses_var(x, ve->v)) return vec_splat(ve, x, true);
     int id;
+    if (x->kind >= IR_EQ && x->kind <= IR_GE && x->bin.a->dtype == SMELT_DT_INT64 &&
+        (id = vec_index_compare(ve, x)) >= 0)
+        return id;
     switch (x->kind) {
     case IR_EQ:
     case IR_NE:
@@ -513,7 +601,10 @@ static int vec_mask_new(vec_emit *ve, const ir_expr *x)
     }
     case IR_AND:
     case IR_OR: {
-        int a = vec_mask(ve, x->bin.a), b = vec_mask(ve, x->bin.b);
+        int a = vec_mask(ve, x->bin.a);
+        ve->guarded++; /* C evaluates the right side only for some lanes */
+        int b = vec_mask(ve, x->bin.b);
+        ve->guarded--;
         id = new_tmp(ve);
         cg_line(ve->e, "%s m%d = m%d %s m%d;", ve->mt, id, a, x->kind == IR_AND ? "&" : "|", b);
         return id;
@@ -551,12 +642,14 @@ static void vec_store(vec_emit *ve, const ir_stmt *s)
         smelt_strbuf_printf(ve->e->out, "] = x%d;\n", val);
         return;
     }
-    for (int k = 0; k < ve->lanes; k++) { /* scatter with a constant stride */
-        cg_indent(ve->e);
-        smelt_strbuf_printf(ve->e->out, "%s[", bi->name);
-        lane_expr(ve, s->store.idx[0], k, CG_INDEX, ve->e->out);
-        smelt_strbuf_printf(ve->e->out, "] = x%d[%d];\n", val, k);
-    }
+    /* scatter with a constant stride */
+    int b = new_tmp(ve);
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "const int64_t g%d = ", b);
+    lane_expr(ve, s->store.idx[0], -1, CG_INDEX, ve->e->out);
+    smelt_strbuf_append(ve->e->out, ";\n");
+    for (int k = 0; k < ve->lanes; k++)
+        cg_line(ve->e, "%s[g%d + %lld] = x%d[%d];", bi->name, b, (long long)(c * k), val, k);
 }
 
 static void vec_stmt(vec_emit *ve, const ir_stmt *s)
@@ -679,8 +772,94 @@ static void emit_vector_loop(cg_emitter *e, const ir_stmt *s, ir_stmt *vbody, sm
     smelt_strbuf_fini(&etext);
 }
 
+/* ---- guards folded into the loop range ----
+ * A vectorized loop whose whole body is `if (cond) S` with cond a
+ * conjunction of comparisons linear in v (coefficient +-1) runs S over the
+ * sub-range where cond holds instead: the same iterations, in the same
+ * order, with no per-lane guard (partitioning left a tail check). */
+
+static ir_expr *fold(ir_builder *b, ir_kind k, ir_expr *x, ir_expr *y)
+{
+    if (x && y && x->kind == IR_INT && y->kind == IR_INT) {
+        int64_t r;
+        switch (k) {
+        case IR_ADD: if (!smelt_add_overflow_i64(x->i, y->i, &r)) return ir_int(b, r); break;
+        case IR_SUB: if (!smelt_add_overflow_i64(x->i, -y->i, &r)) return ir_int(b, r); break;
+        case IR_MIN: return ir_int(b, x->i < y->i ? x->i : y->i);
+        case IR_MAX: return ir_int(b, x->i > y->i ? x->i : y->i);
+        default: break;
+        }
+    }
+    return ir_binary(b, k, x, y);
+}
+
+/* Tighten [*lo, *hi) by cond; false if cond is not of the handled form. */
+static bool guard_bounds(cg_emitter *e, const ir_expr *cond, const ir_var *v, ir_expr **lo, ir_expr **hi)
+{
+    ir_builder *b = &e->b;
+    if (cond->kind == IR_AND)
+        return guard_bounds(e, cond->bin.a, v, lo, hi) && guard_bounds(e, cond->bin.b, v, lo, hi);
+    if (cond->kind != IR_LT && cond->kind != IR_LE && cond->kind != IR_GT && cond->kind != IR_GE)
+        return false;
+    if (cond->bin.a->dtype != SMELT_DT_INT64 || cond->bin.b->dtype != SMELT_DT_INT64) return false;
+    if (!ir_expr_uses_var(cond, v)) return true; /* invariant: stays inside */
+    ir_expr *diff = ir_sub(b, cond->bin.a, cond->bin.b); /* cond: c*v + r OP 0 */
+    int64_t c;
+    if (!diff || !affine_coef(diff, v, &c) || (c != 1 && c != -1)) return false;
+    ir_subst zero = {v, ir_int(b, 0)};
+    ir_expr *r = ir_expr_substitute(b, diff, &zero, 1);
+    ir_expr *neg_r = fold(b, IR_SUB, ir_int(b, 0), r);
+    ir_expr *bound;
+    bool upper;
+    switch (cond->kind) {
+    case IR_LT: upper = c > 0, bound = c > 0 ? neg_r : fold(b, IR_ADD, r, ir_int(b, 1)); break;
+    case IR_LE: upper = c > 0, bound = c > 0 ? fold(b, IR_ADD, neg_r, ir_int(b, 1)) : r; break;
+    case IR_GT: upper = c < 0, bound = c > 0 ? fold(b, IR_ADD, neg_r, ir_int(b, 1)) : r; break;
+    default: upper = c < 0, bound = c > 0 ? neg_r : fold(b, IR_ADD, r, ir_int(b, 1)); break;
+    }
+    if (upper)
+        *hi = fold(b, IR_MIN, *hi, bound);
+    else
+        *lo = fold(b, IR_MAX, *lo, bound);
+    return *lo && *hi;
+}
+
+/* The conjuncts of cond that do not use v (NULL if none). */
+static bool strip_variant(ir_builder *b, const ir_expr *cond, const ir_var *v, ir_expr **rest)
+{
+    if (cond->kind == IR_AND)
+        return strip_variant(b, cond->bin.a, v, rest) && strip_variant(b, cond->bin.b, v, rest);
+    if (ir_expr_uses_var(cond, v)) return true;
+    *rest = *rest ? ir_binary(b, IR_AND, *rest, (ir_expr *)cond) : (ir_expr *)cond;
+    return *rest != NULL;
+}
+
+/* The narrowed loop, or NULL when s is not a guarded loop we can narrow. */
+static ir_stmt *narrow_guarded(cg_emitter *e, const ir_stmt *s)
+{
+    const ir_stmt *body = s->for_.body;
+    const ir_var *v = s->for_.var;
+    if (body->kind != IR_STMT_IF || body->if_.else_ || !ir_expr_uses_var(body->if_.cond, v)) return NULL;
+    ir_builder *b = &e->b;
+    ir_expr *lo = s->for_.min, *hi = fold(b, IR_ADD, s->for_.min, s->for_.extent);
+    if (!guard_bounds(e, body->if_.cond, v, &lo, &hi)) return NULL;
+    /* invariant parts of the condition stay as a guard inside */
+    ir_expr *ext = fold(b, IR_MAX, fold(b, IR_SUB, hi, lo), ir_int(b, 0));
+    ir_stmt *inner = body->if_.then_;
+    ir_expr *rest = NULL;
+    if (!strip_variant(b, body->if_.cond, v, &rest)) return NULL;
+    if (rest) inner = ir_if(b, rest, inner, NULL);
+    return ir_for(b, s->for_.var, lo, ext, IR_FOR_VECTORIZED, inner);
+}
+
 void cg_vector_for(cg_emitter *e, const ir_stmt *s)
 {
+    ir_stmt *narrowed = narrow_guarded(e, s);
+    if (narrowed) {
+        cg_line(e, "/* loop guard folded into the loop bounds */");
+        cg_vector_for(e, narrowed);
+        return;
+    }
     ir_stmt *vbody = inline_lets(e, s->for_.body, s->for_.var);
     if (!vbody) {
         cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");

@@ -6,6 +6,13 @@
 
 #include "smelt_rt.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC 12 with AVX-512 turns `c ? p[i] : x` in an if-converted loop into
+ * a blend from an unconditional load, which faults when the guard was
+ * keeping i outside p (padding).  Keep guarded loads guarded. */
+#pragma GCC optimize("no-tree-loop-if-convert")
+#endif
+
 #define SMELT_PRAGMA_(x) _Pragma(#x)
 #if defined(__clang__)
 /* ivdep is a hint: not vectorising a loop is not a warning */
@@ -92,6 +99,7 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restr
         {
             /* stack temp: acc */
             float t0[1] SMELT_ALIGN64;
+            (void)t0;
             t0[0] = (-INFINITY);
             for (int64_t v3 = 0; v3 < 100; ++v3) { /* k */
                 t0[0] = smelt_max_f32(t0[0], p2[((v2 * 100) + v3)]);
