@@ -91,3 +91,12 @@ endif()
 add_test(NAME errors/bad_models_alloc_fail
   COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
 set_tests_properties(errors/bad_models_alloc_fail PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
+
+# ---- AOT: packages build standalone (cc -std=c99 -O2 -Wall -Werror) and match ----
+add_test(NAME aot/tiny_cnn_embedded
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aot/tiny_cnn --embed-weights)
+add_test(NAME aot/resnet18
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
+          ${SMELT_MODEL_DIR}/resnet18 ${CMAKE_BINARY_DIR}/aot/resnet18)
+set_tests_properties(aot/resnet18 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
