@@ -699,7 +699,206 @@ static smelt_status conv_eval(smelt_ctx *ctx, const gr_node *node, const smelt_t
     return st;
 }
 
+/* ---- compute definitions ---------------------------------------------------
+ *
+ *   Conv:          y[n, m, o...] = b[m] + sum over rc, k... of
+ *                      x[n, g*Cg + rc, o*s - pad + k*d] * w[m, rc, k...]
+ *                  (g = m / Mg; taps in the padding read as 0)
+ *   ConvTranspose: y[n, m, o...] = b[m] + sum over rc, k... of
+ *                      x[n, g*Cg + rc, (o + pad - k*d) / s] * w[g*Cg + rc, m % Mg, k...]
+ *                  over the taps where o + pad - k*d is a multiple of s that
+ *                  lands inside x: the gather form of the scatter definition.
+ * The sum is one reduce stage; bias and the float16/bfloat16 rounding are an
+ * elementwise epilogue stage.
+ */
+
+smelt_tensor op_conv_te_type(const te_tensor *t)
+{
+    smelt_tensor type = {.dtype = t->buf->dtype, .rank = t->buf->rank};
+    memcpy(type.dims, t->buf->shape, sizeof(int64_t) * (size_t)type.rank);
+    return type;
+}
+
+smelt_dtype op_conv_acc_dtype(smelt_dtype dt)
+{
+    return dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+}
+
+void op_conv_spatial_axes(te_graph *g, int n_spatial, const int64_t *extents, ir_axis *axes)
+{
+    static const char *const names[OP_CONV_MAX_SPATIAL] = {"rx", "ry", "rz", "rw", "rv", "ru"};
+    for (int i = 0; i < n_spatial; i++)
+        axes[i] = te_reduce_axis(g, names[n_spatial - 1 - i], extents[i]);
+}
+
+ir_expr *op_conv_affine(ir_builder *b, ir_expr *e, int64_t scale, int64_t offset)
+{
+    if (scale != 1) e = ir_mul(b, e, ir_int(b, scale));
+    if (offset > 0) e = ir_add(b, e, ir_int(b, offset));
+    if (offset < 0) e = ir_sub(b, e, ir_int(b, -offset));
+    return e;
+}
+
+ir_expr *op_conv_and(ir_builder *b, ir_expr *a, ir_expr *c)
+{
+    return a ? ir_binary(b, IR_AND, a, c) : c;
+}
+
+ir_expr *op_conv_window_taps(te_graph *g, const op_conv_window *w, ir_expr *const *o,
+                             const ir_axis *k, ir_expr **pos)
+{
+    ir_builder *b = &g->b;
+    ir_expr *cond = NULL;
+    for (int i = 0; i < w->n_spatial; i++) {
+        ir_expr *start = op_conv_affine(b, o[i], w->stride[i], -w->pad_begin[i]);
+        ir_expr *tap = op_conv_affine(b, ir_var_ref(b, k[i].var), w->dilation[i], 0);
+        pos[i] = ir_add(b, start, tap);
+        /* positions grow with o and k: check the extremes once, here */
+        int64_t last = (w->out[i] - 1) * w->stride[i] - w->pad_begin[i] +
+                       (w->kernel[i] - 1) * w->dilation[i];
+        if (w->pad_begin[i] > 0)
+            cond = op_conv_and(b, cond, ir_binary(b, IR_GE, pos[i], ir_int(b, 0)));
+        if (last >= w->in[i])
+            cond = op_conv_and(b, cond, ir_binary(b, IR_LT, pos[i], ir_int(b, w->in[i])));
+    }
+    return cond;
+}
+
+typedef struct conv_def {
+    const te_tensor *x, *w, *bias;
+    const te_tensor *sum; /* the reduce stage, for the epilogue */
+    op_conv_shape cs;
+    smelt_dtype acc_dt;
+} conv_def;
+
+/* Input channel of reduce index rc for output channel m: g*Cg + rc. */
+static ir_expr *group_channel(ir_builder *b, const op_conv_shape *cs, ir_expr *m, ir_expr *rc)
+{
+    if (cs->group == 1) return rc;
+    int64_t cg = cs->in_channels / cs->group, mg = cs->out_channels / cs->group;
+    ir_expr *g = mg == 1 ? m : ir_binary(b, IR_FLOORDIV, m, ir_int(b, mg));
+    return ir_add(b, op_conv_affine(b, g, cg, 0), rc);
+}
+
+/* The reduce axes (rc, kernel taps...) of a convolution. */
+static int conv_axes(te_graph *g, const conv_def *d, ir_axis *axes)
+{
+    const op_conv_window *win = &d->cs.win;
+    int64_t reduced_ch = d->cs.transpose ? d->cs.in_channels / d->cs.group : d->w->buf->shape[1];
+    axes[0] = te_reduce_axis(g, "rc", reduced_ch);
+    op_conv_spatial_axes(g, win->n_spatial, win->kernel, axes + 1);
+    return 1 + win->n_spatial;
+}
+
+/* sum(select(cond, x[xi], 0) * w[wi]) in the accumulation dtype. */
+static ir_expr *conv_sum(te_graph *g, const conv_def *d, ir_expr *cond, ir_expr *const *xi,
+                         ir_expr *const *wi, int n_axes, const ir_axis *axes)
+{
+    ir_builder *b = &g->b;
+    ir_expr *xv = ir_cast(b, d->acc_dt, te_read(g, d->x, xi));
+    if (cond) xv = ir_select(b, cond, xv, ir_const_float(b, d->acc_dt, 0.0));
+    ir_expr *wv = ir_cast(b, d->acc_dt, te_read(g, d->w, wi));
+    return te_reduce(g, IR_REDUCE_SUM, ir_mul(b, xv, wv), n_axes, axes);
+}
+
+static ir_expr *conv_forward_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const conv_def *d = user;
+    ir_builder *b = &g->b;
+    int ns = d->cs.win.n_spatial;
+    ir_axis axes[1 + OP_CONV_MAX_SPATIAL];
+    int n_axes = conv_axes(g, d, axes);
+    ir_expr *xi[SMELT_MAX_RANK], *wi[SMELT_MAX_RANK];
+    ir_expr *rc = ir_var_ref(b, axes[0].var);
+    xi[0] = idx[0];
+    xi[1] = group_channel(b, &d->cs, idx[1], rc);
+    wi[0] = idx[1];
+    wi[1] = rc;
+    ir_expr *cond = op_conv_window_taps(g, &d->cs.win, idx + 2, axes + 1, xi + 2);
+    for (int i = 0; i < ns; i++) wi[2 + i] = ir_var_ref(b, axes[1 + i].var);
+    return conv_sum(g, d, cond, xi, wi, n_axes, axes);
+}
+
+/* Input coordinate read by output o through tap k on axis i of a transposed
+ * convolution, and its validity (added to *cond unless always true). */
+static ir_expr *transpose_tap(ir_builder *b, const op_conv_window *w, int i, ir_expr *o,
+                              ir_expr *k, ir_expr **cond)
+{
+    int64_t s = w->stride[i];
+    ir_expr *t = ir_sub(b, op_conv_affine(b, o, 1, w->pad_begin[i]),
+                        op_conv_affine(b, k, w->dilation[i], 0));
+    ir_expr *q = s == 1 ? t : ir_binary(b, IR_FLOORDIV, t, ir_int(b, s));
+    int64_t t_min = w->pad_begin[i] - (w->kernel[i] - 1) * w->dilation[i];
+    int64_t t_max = w->out[i] - 1 + w->pad_begin[i];
+    if (t_min < 0) *cond = op_conv_and(b, *cond, ir_binary(b, IR_GE, t, ir_int(b, 0)));
+    if (s > 1) {
+        ir_expr *rem = ir_binary(b, IR_FLOORMOD, t, ir_int(b, s));
+        *cond = op_conv_and(b, *cond, ir_binary(b, IR_EQ, rem, ir_int(b, 0)));
+    }
+    if (div_floor(t_max, s) >= w->in[i])
+        *cond = op_conv_and(b, *cond, ir_binary(b, IR_LT, q, ir_int(b, w->in[i])));
+    return q;
+}
+
+static ir_expr *conv_transpose_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const conv_def *d = user;
+    ir_builder *b = &g->b;
+    int ns = d->cs.win.n_spatial;
+    ir_axis axes[1 + OP_CONV_MAX_SPATIAL];
+    int n_axes = conv_axes(g, d, axes);
+    ir_expr *xi[SMELT_MAX_RANK], *wi[SMELT_MAX_RANK], *cond = NULL;
+    ir_expr *ic = group_channel(b, &d->cs, idx[1], ir_var_ref(b, axes[0].var));
+    int64_t mg = d->cs.out_channels / d->cs.group;
+    xi[0] = idx[0];
+    xi[1] = ic;
+    wi[0] = ic;
+    if (d->cs.group == 1)
+        wi[1] = idx[1];
+    else
+        wi[1] = mg == 1 ? ir_int(b, 0) : ir_binary(b, IR_FLOORMOD, idx[1], ir_int(b, mg));
+    for (int i = 0; i < ns; i++) {
+        wi[2 + i] = ir_var_ref(b, axes[1 + i].var);
+        xi[2 + i] = transpose_tap(b, &d->cs.win, i, idx[2 + i], wi[2 + i], &cond);
+    }
+    return conv_sum(g, d, cond, xi, wi, n_axes, axes);
+}
+
+static ir_expr *conv_epilogue_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const conv_def *d = user;
+    ir_builder *b = &g->b;
+    ir_expr *v = te_read(g, d->sum, idx);
+    if (d->bias) v = ir_add(b, v, ir_cast(b, d->acc_dt, te_read(g, d->bias, &idx[1])));
+    return ir_cast(b, d->x->buf->dtype, v);
+}
+
+static smelt_status conv_compute(op_compute_args *a)
+{
+    const smelt_tensor *y = &a->out_type[0];
+    conv_def *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
+    if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    d->x = a->in[0];
+    d->w = a->in[1];
+    d->bias = a->node->n_inputs > 2 ? a->in[2] : NULL;
+    d->acc_dt = op_conv_acc_dtype(y->dtype);
+    smelt_tensor xt = op_conv_te_type(d->x), wt = op_conv_te_type(d->w);
+    SMELT_TRY(op_conv_resolve(a->ctx, a->node, &xt, &wt, &d->cs));
+    bool epilogue = d->bias || d->acc_dt != y->dtype;
+    te_tensor *sum = te_compute(a->te, epilogue ? "conv" : "y", d->acc_dt, y->rank, y->dims,
+                                d->cs.transpose ? conv_transpose_body : conv_forward_body, d,
+                                "conv");
+    if (sum && epilogue) {
+        d->sum = sum;
+        sum = te_compute(a->te, "y", y->dtype, y->rank, y->dims, conv_epilogue_body, d,
+                         "injective");
+    }
+    a->out[0] = sum;
+    return sum ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 const op_def op_def_CONV = {
+    .compute = conv_compute,
     .import = conv_import,
     .infer = conv_infer,
     .eval = conv_eval,
@@ -710,6 +909,7 @@ const op_def op_def_CONV = {
 };
 
 const op_def op_def_CONV_TRANSPOSE = {
+    .compute = conv_compute,
     .import = conv_import,
     .infer = conv_infer,
     .eval = conv_eval,

@@ -16,6 +16,7 @@
 #define SMELT_OPS_CONV_H
 
 #include "ops/op.h"
+#include "te/te.h"
 
 #define OP_CONV_MAX_SPATIAL (SMELT_MAX_RANK - 2)
 /* The reference kernels handle up to 3 spatial dims (1D/2D/3D). */
@@ -104,13 +105,40 @@ smelt_status op_conv_window_resolve(smelt_ctx *ctx, const gr_node *node,
 
 const char *op_auto_pad_name(op_auto_pad p);
 
-/* n elements of t starting at element `off`, converted to/from double with
- * one dtype switch per call (for the reference kernels' inner loops). */
 /* Positions a in [0, na) whose partner b = a*s + off lies in [0, nb), as
  * [*lo, *hi) (empty: *lo == *hi).  s >= 1. */
 void op_conv_valid_range(int64_t na, int64_t nb, int64_t s, int64_t off, int64_t *lo,
                          int64_t *hi);
 
+/* ---- compute definitions (te; shared with pool.c) ---- */
+
+/* A te tensor's dtype and static shape as a type (no data), for the
+ * geometry resolvers. */
+smelt_tensor op_conv_te_type(const te_tensor *t);
+
+/* The dtype arithmetic runs in: float32 for float16/bfloat16 (rounding once
+ * at the end rather than after every operation), else dt itself. */
+smelt_dtype op_conv_acc_dtype(smelt_dtype dt);
+
+/* One reduce axis per spatial dim with the given extents, named (last dim
+ * first) "rx", "ry", "rz", "rw", "rv", "ru". */
+void op_conv_spatial_axes(te_graph *g, int n_spatial, const int64_t *extents, ir_axis *axes);
+
+/* The input coordinates pos[i] = o[i]*stride - pad_begin + k[i]*dilation
+ * that kernel taps k of output positions o read in a forward window.
+ * Returns the condition that every pos[i] lies inside the input, or NULL
+ * when no tap can reach the padding (no guard needed). */
+ir_expr *op_conv_window_taps(te_graph *g, const op_conv_window *w, ir_expr *const *o,
+                             const ir_axis *k, ir_expr **pos);
+
+/* e*scale + offset, leaving out a scale of 1 and an offset of 0. */
+ir_expr *op_conv_affine(ir_builder *b, ir_expr *e, int64_t scale, int64_t offset);
+
+/* a && c, where a NULL condition means "always true". */
+ir_expr *op_conv_and(ir_builder *b, ir_expr *a, ir_expr *c);
+
+/* n elements of t starting at element `off`, converted to/from double with
+ * one dtype switch per call (for the reference kernels' inner loops). */
 void op_conv_load_f64(const smelt_tensor *t, int64_t off, int64_t n, double *dst);
 void op_conv_store_f64(smelt_tensor *t, int64_t off, int64_t n, const double *src);
 

@@ -360,9 +360,261 @@ static smelt_status lrn_eval(smelt_ctx *ctx, const gr_node *node, const smelt_te
     return st;
 }
 
+/* ---- compute definitions ---------------------------------------------------
+ *
+ *   MaxPool:     y[n, c, o...] = max over taps k... of x[n, c, o*s - pad + k*d]
+ *                (taps in the padding take max's identity)
+ *   AveragePool: sum over the same taps (padding reads 0) divided by the
+ *                number of taps inside the input (count_include_pad: inside
+ *                the padded input), an expression of o per axis
+ *   Global*Pool: the same over the whole plane
+ *   LRN:         y = x / (bias + alpha/size * sum of x^2 over the channel
+ *                window)^beta
+ * Sums run in float32 for float16/bfloat16 inputs (op_conv_acc_dtype) and
+ * round once in an elementwise epilogue stage.
+ */
+
+typedef struct pool_def {
+    const te_tensor *x;
+    const te_tensor *acc; /* the reduce stage, for the epilogue */
+    op_conv_window win;
+    smelt_dtype acc_dt;
+    bool count_include_pad;
+    const op_lrn_attrs *lrn;
+} pool_def;
+
+static pool_def *pool_def_new(op_compute_args *a)
+{
+    pool_def *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
+    if (!d) {
+        op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    d->x = a->in[0];
+    d->acc_dt = op_conv_acc_dtype(d->x->buf->dtype);
+    return d;
+}
+
+/* The window's taps over x for output idx: pos (input coords) and the
+ * in-bounds guard; axes receive the kernel reduce axes. */
+static ir_expr *window_taps(te_graph *g, const pool_def *d, ir_expr *const *idx, ir_axis *axes,
+                            ir_expr **xi)
+{
+    op_conv_spatial_axes(g, d->win.n_spatial, d->win.kernel, axes);
+    xi[0] = idx[0];
+    xi[1] = idx[1];
+    return op_conv_window_taps(g, &d->win, idx + 2, axes, xi + 2);
+}
+
+static ir_expr *max_pool_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    ir_axis axes[OP_CONV_MAX_SPATIAL];
+    ir_expr *xi[SMELT_MAX_RANK];
+    ir_expr *cond = window_taps(g, d, idx, axes, xi);
+    ir_expr *v = te_read(g, d->x, xi);
+    smelt_dtype dt = d->x->buf->dtype;
+    if (cond) v = ir_select(&g->b, cond, v, te_reduce_identity(g, IR_REDUCE_MAX, dt));
+    return te_reduce(g, IR_REDUCE_MAX, v, d->win.n_spatial, axes);
+}
+
+static ir_expr *window_sum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    ir_axis axes[OP_CONV_MAX_SPATIAL];
+    ir_expr *xi[SMELT_MAX_RANK];
+    ir_expr *cond = window_taps(g, d, idx, axes, xi);
+    ir_expr *v = ir_cast(&g->b, d->acc_dt, te_read(g, d->x, xi));
+    if (cond) v = ir_select(&g->b, cond, v, ir_const_float(&g->b, d->acc_dt, 0.0));
+    return te_reduce(g, IR_REDUCE_SUM, v, d->win.n_spatial, axes);
+}
+
+/* ceil(a / d) for d >= 1. */
+static ir_expr *ceil_div(ir_builder *b, ir_expr *a, int64_t d)
+{
+    if (d == 1) return a;
+    return ir_binary(b, IR_FLOORDIV, ir_add(b, a, ir_int(b, d - 1)), ir_int(b, d));
+}
+
+static ir_expr *floor_div(ir_builder *b, ir_expr *a, int64_t d)
+{
+    return d == 1 ? a : ir_binary(b, IR_FLOORDIV, a, ir_int(b, d));
+}
+
+/* How many taps of output position o on axis i land in [lo, hi): taps k in
+ * [0, K) with lo <= start + k*d < hi, start = o*s - pad_begin. */
+static ir_expr *taps_inside(ir_builder *b, const op_conv_window *w, int i, ir_expr *o,
+                            int64_t lo, int64_t hi)
+{
+    int64_t k = w->kernel[i], d = w->dilation[i], s = w->stride[i], pb = w->pad_begin[i];
+    int64_t first_start = -pb, last_start = (w->out[i] - 1) * s - pb;
+    if (first_start >= lo && last_start + (k - 1) * d < hi) return ir_int(b, k); /* never clipped */
+    ir_expr *start = op_conv_affine(b, o, s, -pb);
+    ir_expr *first = ir_binary(b, IR_MAX, ir_int(b, 0),
+                               ceil_div(b, ir_sub(b, ir_int(b, lo), start), d));
+    ir_expr *last = ir_binary(b, IR_MIN, ir_int(b, k - 1),
+                              floor_div(b, ir_sub(b, ir_int(b, hi - 1), start), d));
+    ir_expr *count = ir_add(b, ir_sub(b, last, first), ir_int(b, 1));
+    return ir_binary(b, IR_MAX, ir_int(b, 0), count);
+}
+
+static ir_expr *average_pool_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    ir_builder *b = &g->b;
+    const op_conv_window *w = &d->win;
+    ir_expr *count = NULL;
+    for (int i = 0; i < w->n_spatial; i++) {
+        int64_t lo = d->count_include_pad ? -w->pad_begin[i] : 0;
+        int64_t hi = d->count_include_pad ? w->in[i] + w->pad_end[i] : w->in[i];
+        ir_expr *n = taps_inside(b, w, i, idx[2 + i], lo, hi);
+        count = count ? ir_mul(b, count, n) : n;
+    }
+    ir_expr *sum = te_read(g, d->acc, idx);
+    ir_expr *avg = ir_binary(b, IR_DIV, sum, ir_cast(b, d->acc_dt, count ? count : ir_int(b, 1)));
+    return ir_cast(b, d->x->buf->dtype, avg);
+}
+
+/* Does node request MaxPool's optional Indices output? */
+static bool wants_indices(const gr_node *node)
+{
+    return node->n_outputs > 1 && node->outputs[1];
+}
+
+static smelt_status pool_compute(op_compute_args *a)
+{
+    const smelt_tensor *y = &a->out_type[0];
+    if (a->node->op == OP_MAX_POOL && wants_indices(a->node))
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "the Indices output has no compiled implementation yet");
+    pool_def *d = pool_def_new(a);
+    if (!d) return smelt_ctx_status(a->ctx);
+    smelt_tensor xt = op_conv_te_type(d->x);
+    SMELT_TRY(op_pool_resolve(a->ctx, a->node, &xt, &d->win));
+    d->count_include_pad = ((const op_pool_attrs *)a->node->op_attrs)->count_include_pad;
+    te_tensor *t;
+    if (a->node->op == OP_MAX_POOL) {
+        t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, max_pool_body, d, "pool");
+    } else {
+        t = te_compute(a->te, "sum", d->acc_dt, y->rank, y->dims, window_sum_body, d, "pool");
+        d->acc = t;
+        if (t)
+            t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, average_pool_body, d,
+                           "injective");
+    }
+    a->out[0] = t;
+    return t ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* Global pools: the window is the whole plane; output spatial indices are 0.
+ * Max reduces in x's own dtype (exact); sums in the accumulation dtype. */
+static ir_expr *global_body(te_graph *g, ir_expr *const *idx, const pool_def *d,
+                            ir_reduce_op op)
+{
+    int ns = d->x->buf->rank - 2;
+    ir_axis axes[OP_CONV_MAX_SPATIAL];
+    ir_expr *xi[SMELT_MAX_RANK];
+    op_conv_spatial_axes(g, ns, d->x->buf->shape + 2, axes);
+    xi[0] = idx[0];
+    xi[1] = idx[1];
+    for (int i = 0; i < ns; i++) xi[2 + i] = ir_var_ref(&g->b, axes[i].var);
+    ir_expr *v = te_read(g, d->x, xi);
+    if (op == IR_REDUCE_SUM) v = ir_cast(&g->b, d->acc_dt, v);
+    return te_reduce(g, op, v, ns, axes);
+}
+
+static ir_expr *global_max_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return global_body(g, idx, user, IR_REDUCE_MAX);
+}
+
+static ir_expr *global_sum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return global_body(g, idx, user, IR_REDUCE_SUM);
+}
+
+static ir_expr *global_mean_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    int64_t plane = 1;
+    for (int i = 2; i < d->x->buf->rank; i++) plane *= d->x->buf->shape[i];
+    ir_expr *sum = te_read(g, d->acc, idx);
+    ir_expr *mean = ir_binary(&g->b, IR_DIV, sum, ir_const_float(&g->b, d->acc_dt, (double)plane));
+    return ir_cast(&g->b, d->x->buf->dtype, mean);
+}
+
+static smelt_status global_pool_compute(op_compute_args *a)
+{
+    const smelt_tensor *y = &a->out_type[0];
+    pool_def *d = pool_def_new(a);
+    if (!d) return smelt_ctx_status(a->ctx);
+    te_tensor *t;
+    if (a->node->op == OP_GLOBAL_MAX_POOL) {
+        t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, global_max_body, d, "reduce");
+    } else {
+        t = te_compute(a->te, "sum", d->acc_dt, y->rank, y->dims, global_sum_body, d, "reduce");
+        d->acc = t;
+        if (t)
+            t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, global_mean_body, d,
+                           "injective");
+    }
+    a->out[0] = t;
+    return t ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* LRN: the sum of squares over channels c - before .. c + after (clipped). */
+static ir_expr *lrn_square_sum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    ir_builder *b = &g->b;
+    int rank = d->x->buf->rank;
+    int64_t before = (d->lrn->size - 1) / 2, after = d->lrn->size - 1 - before;
+    ir_axis r = te_reduce_axis(g, "rc", d->lrn->size);
+    ir_expr *xi[SMELT_MAX_RANK];
+    for (int i = 0; i < rank; i++) xi[i] = idx[i];
+    xi[1] = ir_add(b, op_conv_affine(b, idx[1], 1, -before), ir_var_ref(b, r.var));
+    ir_expr *cond = NULL;
+    if (before > 0) cond = op_conv_and(b, cond, ir_binary(b, IR_GE, xi[1], ir_int(b, 0)));
+    if (after > 0)
+        cond = op_conv_and(b, cond, ir_binary(b, IR_LT, xi[1], ir_int(b, d->x->buf->shape[1])));
+    ir_expr *v = ir_cast(b, d->acc_dt, te_read(g, d->x, xi));
+    v = ir_mul(b, v, v);
+    if (cond) v = ir_select(b, cond, v, ir_const_float(b, d->acc_dt, 0.0));
+    return te_reduce(g, IR_REDUCE_SUM, v, 1, &r);
+}
+
+static ir_expr *lrn_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    ir_builder *b = &g->b;
+    smelt_dtype dt = d->acc_dt;
+    double scale = (double)d->lrn->alpha / (double)d->lrn->size;
+    ir_expr *base = ir_add(b, ir_const_float(b, dt, d->lrn->bias),
+                           ir_mul(b, ir_const_float(b, dt, scale), te_read(g, d->acc, idx)));
+    ir_expr *args[2] = {base, ir_const_float(b, dt, d->lrn->beta)};
+    ir_expr *x = ir_cast(b, dt, te_read(g, d->x, idx));
+    ir_expr *y = ir_binary(b, IR_DIV, x, ir_call(b, IR_CALL_POW, dt, 2, args));
+    return ir_cast(b, d->x->buf->dtype, y);
+}
+
+static smelt_status lrn_compute(op_compute_args *a)
+{
+    const smelt_tensor *y = &a->out_type[0];
+    pool_def *d = pool_def_new(a);
+    if (!d) return smelt_ctx_status(a->ctx);
+    d->lrn = a->node->op_attrs;
+    te_tensor *t = te_compute(a->te, "sqsum", d->acc_dt, y->rank, y->dims, lrn_square_sum_body,
+                              d, "reduce");
+    d->acc = t;
+    if (t) t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, lrn_body, d, "injective");
+    a->out[0] = t;
+    return t ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 /* ---- op table entries ------------------------------------------------------------- */
 
 const op_def op_def_MAX_POOL = {
+    .compute = pool_compute,
     .import = pool_import,
     .infer = pool_infer,
     .eval = pool_eval,
@@ -373,6 +625,7 @@ const op_def op_def_MAX_POOL = {
 };
 
 const op_def op_def_AVERAGE_POOL = {
+    .compute = pool_compute,
     .import = pool_import,
     .infer = pool_infer,
     .eval = pool_eval,
@@ -383,6 +636,7 @@ const op_def op_def_AVERAGE_POOL = {
 };
 
 const op_def op_def_GLOBAL_AVERAGE_POOL = {
+    .compute = global_pool_compute,
     .infer = global_pool_infer,
     .eval = global_pool_eval,
     .min_inputs = 1,
@@ -392,6 +646,7 @@ const op_def op_def_GLOBAL_AVERAGE_POOL = {
 };
 
 const op_def op_def_GLOBAL_MAX_POOL = {
+    .compute = global_pool_compute,
     .infer = global_pool_infer,
     .eval = global_pool_eval,
     .min_inputs = 1,
@@ -401,6 +656,7 @@ const op_def op_def_GLOBAL_MAX_POOL = {
 };
 
 const op_def op_def_LRN = {
+    .compute = lrn_compute,
     .import = lrn_import,
     .infer = lrn_infer,
     .eval = lrn_eval,
