@@ -27,6 +27,9 @@ static int reduce_axes(const te_tensor *t, const char **names)
     return t->body->reduce.n_axes;
 }
 
+static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
+                                     int vector_width, sch_schedule *s);
+
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
                                    sch_schedule *s)
 {
@@ -84,17 +87,166 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
                         vectorize && last_ext > vector_width ? outer : last);
 }
 
+/* ---- conv / matmul anchors ------------------------------------------------
+ * TVM's x86 pattern: the output is tiled into (channel or row) x vector-lane
+ * blocks; the accumulation runs at the tile loop into a tile-sized local
+ * buffer, reduction outside, the block unrolled x vectorised inside, so the
+ * accumulators can live in registers and the output is written once. */
+
+#define ANCHOR_CONV_BLOCK 8   /* output channels per register tile */
+#define ANCHOR_MATMUL_BLOCK 4 /* rows per register tile */
+
+static bool is_anchor(const te_tensor *t)
+{
+    return t->kind == TE_COMPUTE && t->body && t->body->kind == IR_REDUCE && t->n_axes >= 2 &&
+           (strcmp(t->tag, "conv") == 0 || strcmp(t->tag, "matmul") == 0);
+}
+
+static bool reads(const ir_expr *e, const ir_buffer *buf);
+
+/* The single compute reading t, or NULL. */
+static const te_tensor *sole_consumer(const te_graph *g, const te_tensor *t)
+{
+    const te_tensor *found = NULL;
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *c = g->tensors.items[i];
+        if (c == t || c->kind != TE_COMPUTE || !reads(c->body, t->buf)) continue;
+        if (found) return NULL;
+        found = c;
+    }
+    return found;
+}
+
+static bool reads(const ir_expr *e, const ir_buffer *buf)
+{
+    if (!e) return false;
+    switch (e->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return false;
+    case IR_NOT:
+    case IR_CAST: return reads(e->bin.a, buf);
+    case IR_SELECT: return reads(e->select.cond, buf) || reads(e->select.t, buf) || reads(e->select.f, buf);
+    case IR_CALL:
+        for (int i = 0; i < e->call.n; i++)
+            if (reads(e->call.args[i], buf)) return true;
+        return false;
+    case IR_LOAD:
+        if (e->load.buf == buf) return true;
+        for (int i = 0; i < e->load.n; i++)
+            if (reads(e->load.idx[i], buf)) return true;
+        return false;
+    case IR_REDUCE: return reads(e->reduce.src, buf);
+    default: return reads(e->bin.a, buf) || reads(e->bin.b, buf);
+    }
+}
+
+static void iter_name(char *out, size_t cap, const char *base, const char *suffix)
+{
+    snprintf(out, cap, "%s%s", base, suffix);
+}
+
+/* Tile the output `out` and compute the accumulation stage `acc` (same
+ * shape, data axes named like out's) at the tile loop. */
+static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
+                                    const te_tensor *out, int vw, sch_schedule *s)
+{
+    int r = out->n_axes;
+    bool conv = strcmp(anchor->tag, "conv") == 0;
+    int t = conv ? 1 : r - 2, l = r - 1;
+    const char *on = out->buf->name;
+    char tn[64], ln[64], to[80], ti[80], lo[80], li[80];
+    snprintf(tn, sizeof tn, "%s", out->axes[t].var->name);
+    snprintf(ln, sizeof ln, "%s", out->axes[l].var->name);
+    iter_name(to, sizeof to, tn, ".o");
+    iter_name(ti, sizeof ti, tn, ".i");
+    iter_name(lo, sizeof lo, ln, ".o");
+    iter_name(li, sizeof li, ln, ".i");
+    int64_t block = conv ? ANCHOR_CONV_BLOCK : ANCHOR_MATMUL_BLOCK;
+    bool vec = vw > 1 && out->axes[l].extent >= 4;
+    SMELT_TRY(sch_split(ctx, s, on, tn, block));
+    SMELT_TRY(sch_split(ctx, s, on, ln, vec ? vw : 1));
+    /* out: leading axes (t's outer part in place), l.o, then t.i, l.i */
+    const char *order[SCH_MAX_STEP_ITERS];
+    int n = 0;
+    for (int d = 0; d < r - 1; d++) order[n++] = d == t ? to : out->axes[d].var->name;
+    order[n++] = lo;
+    order[n++] = ti;
+    order[n++] = li;
+    SMELT_TRY(sch_reorder(ctx, s, on, n, order));
+    SMELT_TRY(sch_compute_at(ctx, s, acc, on, lo));
+    if (vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, on, li));
+    /* parallel over the fused leading axes */
+    char fused[512];
+    snprintf(fused, sizeof fused, "%s", order[0]);
+    for (int d = 1; d < r - 1; d++) {
+        SMELT_TRY(sch_fuse(ctx, s, on, fused, order[d]));
+        size_t len = strlen(fused);
+        snprintf(fused + len, sizeof fused - len, ".%s", order[d]);
+    }
+    SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, on, fused));
+    /* acc over its (tile-sized) region: other axes, reductions, block, lanes */
+    n = 0;
+    for (int d = 0; d < r; d++)
+        if (d != t && d != l) order[n++] = anchor->axes[d].var->name;
+    const char *rn[SMELT_MAX_RANK];
+    int nr = reduce_axes(anchor, rn);
+    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 2; k++) order[n++] = rn[k];
+    order[n++] = anchor->axes[t].var->name;
+    order[n++] = anchor->axes[l].var->name;
+    SMELT_TRY(sch_reorder(ctx, s, acc, n, order));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, anchor->axes[t].var->name));
+    if (vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, acc, anchor->axes[l].var->name));
+    return SMELT_OK;
+}
+
+/* If t is a conv/matmul accumulation: schedule it with its epilogue and mark
+ * both as done. */
+static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
+                               sch_schedule *s, bool *done)
+{
+    if (!is_anchor(t)) return SMELT_OK;
+    if (stage_is_output(g, t)) {
+        char local[256];
+        snprintf(local, sizeof local, "%s.local", t->buf->name);
+        SMELT_TRY(sch_cache_write(ctx, s, t->buf->name));
+        SMELT_TRY(schedule_anchor(ctx, t, local, t, vw, s));
+        done[t->index] = true;
+        return SMELT_OK;
+    }
+    const te_tensor *e = sole_consumer(g, t);
+    if (!e || !stage_is_output(g, e) || (e->body && e->body->kind == IR_REDUCE) ||
+        e->n_axes != t->n_axes)
+        return SMELT_OK;
+    for (int d = 0; d < t->n_axes; d++)
+        if (e->axes[d].extent != t->axes[d].extent) return SMELT_OK;
+    SMELT_TRY(schedule_anchor(ctx, t, t->buf->name, e, vw, s));
+    done[t->index] = done[e->index] = true;
+    return SMELT_OK;
+}
+
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s)
 {
-    for (int i = 0; i < g->tensors.len; i++) {
+    bool *done = smelt_calloc((size_t)g->tensors.len + 1, sizeof *done);
+    if (!done) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_status st = SMELT_OK;
+    for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
+        st = try_anchor(ctx, g, g->tensors.items[i], vector_width, s, done);
+    for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
-        if (t->kind != TE_COMPUTE) continue;
-        bool is_reduce = t->body && t->body->kind == IR_REDUCE;
-        if (!stage_is_output(g, t) && !is_reduce) {
-            SMELT_TRY(sch_compute_inline(ctx, s, t->buf->name));
-            continue;
-        }
-        SMELT_TRY(schedule_stage(ctx, t, vector_width, s));
+        if (t->kind != TE_COMPUTE || done[i]) continue;
+        st = schedule_generic(ctx, g, t, vector_width, s);
     }
-    return SMELT_OK;
+    smelt_free(done);
+    return st;
+}
+
+static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
+                                     int vector_width, sch_schedule *s)
+{
+    {
+        bool is_reduce = t->body && t->body->kind == IR_REDUCE;
+        if (!stage_is_output(g, t) && !is_reduce) return sch_compute_inline(ctx, s, t->buf->name);
+        return schedule_stage(ctx, t, vector_width, s);
+    }
 }
