@@ -12,6 +12,11 @@
 #include "frontend/onnx_internal.h"
 #include "ops/op.h"
 
+/* Inlining multiplies: F0 calling F1 twice, F1 calling F2 twice... turns a
+ * 2 KB file into millions of nodes whose names grow with the depth.  Real
+ * exports inline a few thousand; this cap keeps hostile ones cheap. */
+#define SMELT_LIMIT_INLINED_NODES 200000
+
 /* Values are renamed inside inlined functions; a scope maps a function's
  * formal names to the caller's names. */
 typedef struct import_scope {
@@ -38,6 +43,7 @@ typedef struct import_state {
     int n_unsupported, n_unsupported_total;
     int n_nodes;
     int n_renamed; /* suffix counter for duplicate node names */
+    int n_inlined; /* nodes (and calls) imported from function bodies */
 } import_state;
 
 /* ---- names ---- */
@@ -100,6 +106,12 @@ static const Onnx__AttributeProto *call_attr(const Onnx__NodeProto *call, const 
     return NULL;
 }
 
+/* A bytes field as a C string; an unset field has data == NULL. */
+static char *bytes_dup(smelt_arena *ar, ProtobufCBinaryData b)
+{
+    return smelt_arena_strndup(ar, b.data ? (const char *)b.data : "", b.data ? b.len : 0);
+}
+
 static smelt_status attr_convert(import_state *st, const char *node_name, const char *op_type,
                                  const Onnx__AttributeProto *ap, gr_attr *a)
 {
@@ -117,7 +129,7 @@ static smelt_status attr_convert(import_state *st, const char *node_name, const 
         return SMELT_OK;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
         a->type = GR_ATTR_STRING;
-        a->s = smelt_arena_strndup(ar, (const char *)ap->s.data, ap->s.len);
+        a->s = bytes_dup(ar, ap->s);
         a->s_len = ap->s.len;
         return a->s ? SMELT_OK : smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
@@ -157,8 +169,7 @@ static smelt_status attr_convert(import_state *st, const char *node_name, const 
         a->strings = smelt_arena_alloc(ar, sizeof(char *) * (ap->n_strings + 1));
         if (!a->strings) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
         for (size_t i = 0; i < ap->n_strings; i++) {
-            a->strings[i] = smelt_arena_strndup(ar, (const char *)ap->strings[i].data,
-                                                ap->strings[i].len);
+            a->strings[i] = bytes_dup(ar, ap->strings[i]);
             if (!a->strings[i]) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
         }
         return SMELT_OK;
@@ -385,6 +396,11 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
         return smelt_errf(st->ctx, SMELT_ERR_LIMIT,
                           "the model has more than %d nodes (SMELT_LIMIT_NODES)",
                           SMELT_LIMIT_NODES);
+    if (sc && ++st->n_inlined > SMELT_LIMIT_INLINED_NODES)
+        return smelt_errf(st->ctx, SMELT_ERR_LIMIT,
+                          "inlining model-local functions gives more than %d nodes "
+                          "(SMELT_LIMIT_INLINED_NODES in src/frontend/onnx.c)",
+                          SMELT_LIMIT_INLINED_NODES);
     const char *name = unique_node_name(st, sc, np);
     if (!name) return SMELT_ERR_NOMEM;
     const Onnx__FunctionProto *f = find_function(st, np);
@@ -564,24 +580,45 @@ static smelt_status import_initializers(import_state *st, const Onnx__GraphProto
     return SMELT_OK;
 }
 
+/* "expected 1 to 2", "expected 1", "expected at least 1"; max -1 = variadic. */
+static void arity_text(char *buf, size_t cap, int min, int max)
+{
+    if (max < 0) snprintf(buf, cap, "at least %d", min);
+    else if (min == max) snprintf(buf, cap, "%d", min);
+    else snprintf(buf, cap, "%d to %d", min, max);
+}
+
+/* Input/output counts against the op_def (max_outputs 0: arity not
+ * declared).  Imports and kernels may then index required inputs freely. */
+static smelt_status check_arity(smelt_ctx *ctx, const gr_node *n, const op_def *d)
+{
+    if (d->max_outputs == 0) return SMELT_OK;
+    char want[48];
+    if (n->n_inputs < d->min_inputs || (d->max_inputs >= 0 && n->n_inputs > d->max_inputs)) {
+        arity_text(want, sizeof want, d->min_inputs, d->max_inputs);
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "has %d inputs, expected %s", n->n_inputs, want);
+    }
+    if (n->n_outputs < d->min_outputs || (d->max_outputs > 0 && n->n_outputs > d->max_outputs)) {
+        arity_text(want, sizeof want, d->min_outputs, d->max_outputs);
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "has %d outputs, expected %s", n->n_outputs,
+                       want);
+    }
+    for (int k = 0; k < d->min_inputs; k++)
+        if (!n->inputs[k])
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "required input %d is missing", k);
+    for (int k = 0; k < d->min_outputs; k++) /* kernels write required outputs */
+        if (!n->outputs[k])
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "required output %d is missing", k);
+    return SMELT_OK;
+}
+
 /* Each op's import hook, after arity checks against its op_def. */
 static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
 {
     for (int i = 0; i < g->nodes.len; i++) {
         gr_node *n = g->nodes.items[i];
         const op_def *d = op_get(n->op)->def;
-        int present_outputs = n->n_outputs;
-        if (d->max_outputs > 0) {
-            if (n->n_inputs < d->min_inputs || (d->max_inputs >= 0 && n->n_inputs > d->max_inputs))
-                return op_errf(ctx, n, SMELT_ERR_MODEL, "has %d inputs, expected %d to %d",
-                               n->n_inputs, d->min_inputs, d->max_inputs);
-            if (present_outputs < d->min_outputs || present_outputs > d->max_outputs)
-                return op_errf(ctx, n, SMELT_ERR_MODEL, "has %d outputs, expected %d to %d",
-                               present_outputs, d->min_outputs, d->max_outputs);
-            for (int k = 0; k < d->min_inputs && k < n->n_inputs; k++)
-                if (!n->inputs[k])
-                    return op_errf(ctx, n, SMELT_ERR_MODEL, "required input %d is missing", k);
-        }
+        SMELT_TRY(check_arity(ctx, n, d));
         for (int k = 0; k < n->n_attrs; k++)
             if (n->attrs[k].type == GR_ATTR_GRAPH)
                 return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,

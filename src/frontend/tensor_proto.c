@@ -1,16 +1,22 @@
 /* TensorProto <-> smelt_tensor, including external data files. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "frontend/onnx_internal.h"
 
+/* allocator_data, when set, points to a bool raised on allocation failure:
+ * protobuf-c reports only "could not unpack", and running out of memory
+ * must not be reported as a corrupt file. */
 static void *pb_alloc(void *user, size_t size)
 {
-    (void)user;
-    return smelt_alloc(size);
+    void *p = smelt_alloc(size);
+    if (!p && user) *(bool *)user = true;
+    return p;
 }
 
 static void pb_free(void *user, void *p)
@@ -150,8 +156,14 @@ static smelt_status read_external(smelt_ctx *ctx, const Onnx__TensorProto *tp,
         return smelt_errf(ctx, SMELT_ERR_MODEL,
                           "%s: external data length %lld does not match its shape (%zu bytes)",
                           what, (long long)length, nbytes);
-    FILE *f = fopen(path, "rb");
-    if (!f) return smelt_errf(ctx, SMELT_ERR_IO, "%s: cannot open '%s'", what, location);
+    /* O_NONBLOCK: opening a FIFO planted in the folder must not hang; the
+     * regular-file check below then refuses it */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return smelt_errf(ctx, SMELT_ERR_IO, "%s: cannot open '%s'", what, location);
+    }
     struct stat st;
     smelt_status s = SMELT_OK;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -229,13 +241,17 @@ smelt_status onnx_tensor_load_pb(smelt_ctx *ctx, const char *path, smelt_tensor 
     void *bytes;
     size_t size;
     SMELT_TRY(smelt_read_file(ctx, path, SMELT_LIMIT_MODEL_BYTES, &bytes, &size));
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&onnx_pb_allocator, size, bytes);
+    bool oom = false;
+    ProtobufCAllocator pba = onnx_pb_allocator;
+    pba.allocator_data = &oom;
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&pba, size, bytes);
     smelt_free(bytes);
+    if (!tp && oom) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory decoding '%s'", path);
     if (!tp) return smelt_errf(ctx, SMELT_ERR_PARSE, "'%s' is not a valid TensorProto", path);
     char what[512];
     snprintf(what, sizeof what, "tensor file '%s'", path);
     smelt_status s = onnx_tensor_from_proto(ctx, tp, NULL, what, out);
-    onnx__tensor_proto__free_unpacked(tp, &onnx_pb_allocator);
+    onnx__tensor_proto__free_unpacked(tp, &pba);
     return s;
 }
 

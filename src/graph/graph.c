@@ -22,6 +22,7 @@ void gr_graph_free(gr_graph *g)
     smelt_ptrvec_fini(&g->inputs);
     smelt_ptrvec_fini(&g->outputs);
     smelt_ptrvec_fini(&g->syms);
+    smelt_strmap_fini(&g->sym_index);
     smelt_arena_fini(&g->arena);
     smelt_free(g);
 }
@@ -46,20 +47,31 @@ gr_value *gr_graph_find_value(const gr_graph *g, const char *name)
     return NULL;
 }
 
-int gr_graph_sym(gr_graph *g, const char *name)
+/* Named symbols are found through sym_index (a model may name thousands of
+ * dims); anonymous ones are never looked up by name. */
+static int sym_add(gr_graph *g, const char *name)
 {
-    for (int i = 0; i < g->syms.len; i++)
-        if (strcmp(g->syms.items[i], name) == 0) return i;
     char *copy = smelt_arena_strdup(&g->arena, name);
     if (!copy || !smelt_ptrvec_push(&g->syms, copy)) return -1;
     return g->syms.len - 1;
+}
+
+int gr_graph_sym(gr_graph *g, const char *name)
+{
+    void *found = smelt_strmap_get(&g->sym_index, name);
+    if (found) return (int)((intptr_t)found - 1);
+    int id = sym_add(g, name);
+    if (id < 0 ||
+        !smelt_strmap_put(&g->sym_index, g->syms.items[id], (void *)((intptr_t)id + 1)))
+        return -1;
+    return id;
 }
 
 int gr_graph_new_sym(gr_graph *g)
 {
     char name[32];
     snprintf(name, sizeof name, "?%d", g->syms.len);
-    return gr_graph_sym(g, name);
+    return sym_add(g, name);
 }
 
 smelt_status gr_value_set_constant(smelt_ctx *ctx, gr_graph *g, gr_value *v, smelt_tensor *t)
@@ -148,60 +160,148 @@ int64_t gr_value_numel(const gr_value *v)
     return n;
 }
 
-/* Kahn's algorithm over producer edges; stable with respect to model order. */
+/* Min-heap of node indices: Kahn's algorithm takes the ready node that came
+ * first in the model, so an already sorted model keeps its order. */
+typedef struct topo_heap {
+    int *items;
+    int len;
+} topo_heap;
+
+static void heap_push(topo_heap *h, int x)
+{
+    int i = h->len++;
+    while (i > 0 && h->items[(i - 1) / 2] > x) {
+        h->items[i] = h->items[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->items[i] = x;
+}
+
+static int heap_pop(topo_heap *h)
+{
+    int top = h->items[0], x = h->items[--h->len], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->len) break;
+        if (c + 1 < h->len && h->items[c + 1] < h->items[c]) c++;
+        if (h->items[c] >= x) break;
+        h->items[i] = h->items[c];
+        i = c;
+    }
+    if (h->len) h->items[i] = x;
+    return top;
+}
+
+/* v's producer if it is one of g's nodes (ids numbered), else NULL. */
+static const gr_node *member_producer(const gr_graph *g, const gr_value *v)
+{
+    const gr_node *p = v ? v->producer : NULL;
+    if (!p || p->id < 0 || p->id >= g->nodes.len || g->nodes.items[p->id] != p) return NULL;
+    return p;
+}
+
+/* Edges producer -> consumer in CSR form: the consumers of node p are
+ * cons[start[p] .. start[p+1]).  pending[c] counts c's unplaced producer edges. */
+typedef struct topo_edges {
+    int *start, *cons, *pending;
+} topo_edges;
+
+static bool topo_edges_build(const gr_graph *g, topo_edges *e)
+{
+    int n = g->nodes.len;
+    int64_t n_edges = 0;
+    for (int i = 0; i < n; i++) n_edges += ((gr_node *)g->nodes.items[i])->n_inputs;
+    if (n_edges >= INT32_MAX) return false;
+    e->start = smelt_calloc((size_t)n + 1, sizeof(int));
+    e->cons = smelt_calloc((size_t)n_edges + 1, sizeof(int));
+    e->pending = smelt_calloc((size_t)n + 1, sizeof(int));
+    if (!e->start || !e->cons || !e->pending) return false;
+    for (int i = 0; i < n; i++) {
+        const gr_node *node = g->nodes.items[i];
+        for (int k = 0; k < node->n_inputs; k++) {
+            const gr_node *p = member_producer(g, node->inputs[k]);
+            if (!p) continue;
+            e->start[p->id + 1]++;
+            e->pending[i]++;
+        }
+    }
+    for (int i = 0; i < n; i++) e->start[i + 1] += e->start[i];
+    int *cursor = smelt_calloc((size_t)n + 1, sizeof(int));
+    if (!cursor) return false;
+    memcpy(cursor, e->start, sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        const gr_node *node = g->nodes.items[i];
+        for (int k = 0; k < node->n_inputs; k++) {
+            const gr_node *p = member_producer(g, node->inputs[k]);
+            if (p) e->cons[cursor[p->id]++] = i;
+        }
+    }
+    smelt_free(cursor);
+    return true;
+}
+
+static void topo_edges_free(topo_edges *e)
+{
+    smelt_free(e->start);
+    smelt_free(e->cons);
+    smelt_free(e->pending);
+}
+
+/* A node on a cycle, given the unplaced nodes (pending > 0) after Kahn's
+ * algorithm: each has an unplaced producer, so walking producers n times from
+ * any of them ends inside a cycle (not merely downstream of one). */
+static const gr_node *on_cycle(const gr_graph *g, const int *pending)
+{
+    int cur = 0;
+    while (pending[cur] == 0) cur++;
+    for (int step = 0; step < g->nodes.len; step++) {
+        const gr_node *node = g->nodes.items[cur];
+        for (int k = 0; k < node->n_inputs; k++) {
+            const gr_node *p = member_producer(g, node->inputs[k]);
+            if (p && pending[p->id] > 0) {
+                cur = p->id;
+                break;
+            }
+        }
+    }
+    return g->nodes.items[cur];
+}
+
+/* Kahn's algorithm over producer edges, O((nodes + edges) log nodes). */
 smelt_status gr_graph_toposort(smelt_ctx *ctx, gr_graph *g)
 {
     int n = g->nodes.len;
     if (n == 0) return SMELT_OK;
-    int *pending = smelt_calloc((size_t)n, sizeof(int));
-    gr_node **order = smelt_calloc((size_t)n, sizeof(gr_node *));
-    bool *done = smelt_calloc((size_t)n, sizeof(bool));
-    if (!pending || !order || !done) {
-        smelt_free(pending);
-        smelt_free(order);
-        smelt_free(done);
-        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory sorting the graph");
-    }
     for (int i = 0; i < n; i++) ((gr_node *)g->nodes.items[i])->id = i;
-    int placed = 0;
-    /* Repeated scans keep model order among ready nodes; graphs are small
-     * enough that O(n * depth) is fine, and it needs no consumer lists. */
-    bool progress = true;
-    while (placed < n && progress) {
-        progress = false;
-        for (int i = 0; i < n; i++) {
-            if (done[i]) continue;
-            gr_node *node = g->nodes.items[i];
-            bool ready = true;
-            for (int k = 0; k < node->n_inputs && ready; k++) {
-                gr_value *v = node->inputs[k];
-                if (v && v->producer && !done[v->producer->id]) ready = false;
-            }
-            if (!ready) continue;
-            done[i] = true;
-            order[placed++] = node;
-            progress = true;
-        }
-    }
+    topo_edges e = {NULL, NULL, NULL};
+    topo_heap h = {smelt_calloc((size_t)n, sizeof(int)), 0};
+    gr_node **order = smelt_calloc((size_t)n, sizeof(gr_node *));
     smelt_status s = SMELT_OK;
-    if (placed < n) {
-        for (int i = 0; i < n; i++) {
-            if (done[i]) continue;
-            gr_node *node = g->nodes.items[i];
-            s = smelt_errf(ctx, SMELT_ERR_MODEL,
-                           "node '%s' (%s): the graph has a cycle through this node",
-                           node->name, node->op_type);
-            break;
-        }
-    } else {
+    if (!topo_edges_build(g, &e) || !h.items || !order)
+        s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory sorting the graph");
+    int placed = 0;
+    for (int i = 0; s == SMELT_OK && i < n; i++)
+        if (e.pending[i] == 0) heap_push(&h, i);
+    while (s == SMELT_OK && h.len > 0) {
+        int p = heap_pop(&h);
+        order[placed++] = g->nodes.items[p];
+        for (int k = e.start[p]; k < e.start[p + 1]; k++)
+            if (--e.pending[e.cons[k]] == 0) heap_push(&h, e.cons[k]);
+    }
+    if (s == SMELT_OK && placed < n) {
+        const gr_node *node = on_cycle(g, e.pending);
+        s = smelt_errf(ctx, SMELT_ERR_MODEL,
+                       "node '%s' (%s): the graph has a cycle through this node", node->name,
+                       node->op_type);
+    } else if (s == SMELT_OK) {
         for (int i = 0; i < n; i++) {
             g->nodes.items[i] = order[i];
             order[i]->id = i;
         }
     }
-    smelt_free(pending);
+    topo_edges_free(&e);
+    smelt_free(h.items);
     smelt_free(order);
-    smelt_free(done);
     return s;
 }
 

@@ -78,6 +78,7 @@ struct gr_graph {
     smelt_ptrvec inputs; /* gr_value*, runtime inputs in model order */
     smelt_ptrvec outputs; /* gr_value*, in model order */
     smelt_ptrvec syms; /* char*, names of symbolic dims */
+    smelt_strmap sym_index; /* named (not anonymous) dim -> id + 1 */
     smelt_ptrvec owned_tensors; /* smelt_tensor* freed with the graph */
     const char *name;
     int64_t opset; /* default-domain opset */

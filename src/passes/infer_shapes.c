@@ -35,12 +35,32 @@ static bool outputs_small(const gr_node *n)
     return true;
 }
 
+/* Static dims whose product overflows or passes the cap can never be
+ * allocated; saying so here keeps later passes' size arithmetic in range. */
+static smelt_status check_elems(smelt_ctx *ctx, const gr_node *n, int k, const gr_value *v)
+{
+    int64_t numel = 1;
+    for (int d = 0; d < v->rank; d++) {
+        if (v->dims[d] < 0) continue;
+        if (smelt_mul_overflow_i64(numel, v->dims[d], &numel) ||
+            numel > SMELT_LIMIT_TENSOR_ELEMS)
+            return op_errf(ctx, n, SMELT_ERR_LIMIT,
+                           "output %d '%s' has more than %lld elements "
+                           "(SMELT_LIMIT_TENSOR_ELEMS)",
+                           k, v->name, (long long)SMELT_LIMIT_TENSOR_ELEMS);
+    }
+    return SMELT_OK;
+}
+
 static smelt_status set_output_types(smelt_ctx *ctx, gr_graph *g, gr_node *n,
                                      const smelt_tensor *out)
 {
     for (int k = 0; k < n->n_outputs; k++) {
         gr_value *v = n->outputs[k];
         if (!v) continue;
+        if (out[k].rank < 0 || out[k].rank > SMELT_MAX_RANK)
+            return op_errf(ctx, n, SMELT_ERR_INTERNAL, "inferred rank %d for output %d",
+                           out[k].rank, k);
         v->dtype = out[k].dtype;
         v->rank = out[k].rank;
         for (int d = 0; d < out[k].rank; d++) {
@@ -52,49 +72,46 @@ static smelt_status set_output_types(smelt_ctx *ctx, gr_graph *g, gr_node *n,
             }
             v->dims[d] = dim;
         }
+        SMELT_TRY(check_elems(ctx, n, k, v));
     }
     return SMELT_OK;
 }
 
 /* Evaluate n now and turn its outputs into constants; n is then dead. */
 static smelt_status fold_node(smelt_ctx *ctx, gr_graph *g, gr_node *n, const smelt_tensor **in,
-                              bool *folded)
+                              smelt_tensor *out, bool *folded)
 {
-    smelt_tensor out[8];
-    if (n->n_outputs > 8) return SMELT_OK;
     SMELT_TRY(exec_node(ctx, n, in, out));
+    smelt_status s = SMELT_OK;
     for (int k = 0; k < n->n_outputs; k++) {
         gr_value *v = n->outputs[k];
-        if (!v) continue;
+        if (!v || s != SMELT_OK) { /* after a failure: free what is left */
+            smelt_free(out[k].data);
+            continue;
+        }
         smelt_tensor *t = smelt_alloc(sizeof *t);
         if (!t) {
-            for (int j = k; j < n->n_outputs; j++) smelt_free(out[j].data);
-            return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+            smelt_free(out[k].data);
+            s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+            continue;
         }
         *t = out[k];
-        SMELT_TRY(gr_value_set_constant(ctx, g, v, t));
-        v->producer = NULL;
+        s = gr_value_set_constant(ctx, g, v, t); /* frees t on failure */
+        if (s == SMELT_OK) v->producer = NULL;
     }
-    *folded = true;
-    return SMELT_OK;
+    *folded = s == SMELT_OK;
+    return s;
 }
 
-static smelt_status infer_node(smelt_ctx *ctx, gr_graph *g, gr_node *n, bool *folded)
+static smelt_status infer_with(smelt_ctx *ctx, gr_graph *g, gr_node *n, smelt_tensor *infos,
+                               const smelt_tensor **in, smelt_tensor *out, bool *folded)
 {
-    const op_info *info = op_get(n->op);
-    const op_def *d = info->def;
-    *folded = false;
-    for (int k = 0; k < n->n_inputs; k++) /* unknown rank: outputs stay unknown */
-        if (n->inputs[k] && n->inputs[k]->rank < 0) return SMELT_OK;
-    smelt_tensor infos[64], out[8];
-    const smelt_tensor *in[64];
-    if (n->n_inputs > 64 || n->n_outputs > 8)
-        return op_errf(ctx, n, SMELT_ERR_LIMIT, "too many inputs or outputs");
+    const op_def *d = op_get(n->op)->def;
     for (int k = 0; k < n->n_inputs; k++) {
         if (n->inputs[k]) infos[k] = gr_value_info(n->inputs[k]);
         in[k] = n->inputs[k] ? &infos[k] : NULL;
     }
-    memset(out, 0, sizeof out);
+    memset(out, 0, sizeof *out * (size_t)n->n_outputs);
     smelt_ctx local = {SMELT_OK, ""};
     smelt_status s = d->infer(&local, n, in, out);
     if (s == SMELT_ERR_UNSUPPORTED) return SMELT_OK; /* needs run-time data: shapes stay unknown */
@@ -102,8 +119,29 @@ static smelt_status infer_node(smelt_ctx *ctx, gr_graph *g, gr_node *n, bool *fo
     SMELT_TRY(set_output_types(ctx, g, n, out));
     bool shape_only = d->flags & OP_FLAG_SHAPE_ONLY;
     if (!(d->flags & OP_FLAG_NO_FOLD) && inputs_known(n, shape_only) && outputs_small(n))
-        return fold_node(ctx, g, n, in, folded);
+        return fold_node(ctx, g, n, in, out, folded);
     return SMELT_OK;
+}
+
+/* Small nodes use the stack; variadic ones (a Concat of 100 inputs) the heap. */
+static smelt_status infer_node(smelt_ctx *ctx, gr_graph *g, gr_node *n, bool *folded)
+{
+    *folded = false;
+    for (int k = 0; k < n->n_inputs; k++) /* unknown rank: outputs stay unknown */
+        if (n->inputs[k] && n->inputs[k]->rank < 0) return SMELT_OK;
+    enum { IN_STACK = 16, OUT_STACK = 8 };
+    smelt_tensor info_buf[IN_STACK], out_buf[OUT_STACK];
+    const smelt_tensor *in_buf[IN_STACK];
+    int ni = n->n_inputs, no = n->n_outputs;
+    smelt_tensor *infos = ni <= IN_STACK ? info_buf : smelt_calloc((size_t)ni, sizeof *infos);
+    const smelt_tensor **in = ni <= IN_STACK ? in_buf : smelt_calloc((size_t)ni, sizeof *in);
+    smelt_tensor *out = no <= OUT_STACK ? out_buf : smelt_calloc((size_t)no, sizeof *out);
+    smelt_status s = infos && in && out ? infer_with(ctx, g, n, infos, in, out, folded)
+                                        : op_errf(ctx, n, SMELT_ERR_NOMEM, "out of memory");
+    if (infos != info_buf) smelt_free(infos);
+    if (in != in_buf) smelt_free((void *)in);
+    if (out != out_buf) smelt_free(out);
+    return s;
 }
 
 smelt_status pass_infer_shapes(smelt_ctx *ctx, gr_graph *g)

@@ -1,0 +1,638 @@
+#!/usr/bin/python3
+"""Write malformed and hostile ONNX models for smelt's error tests.
+
+    /usr/bin/python3 tests/errors/gen_bad_models.py --out DIR
+
+Each case is DIR/<case>/model.onnx (one folder per case, so external-data
+cases have a model folder of their own) plus DIR/cases.txt, one line per case,
+tab-separated:
+
+    <case>  <compile|run>  <expected status name>  <substring> [<substring>...]
+
+A status of "ok" means the model must load (exit status 0).
+check_bad_models.sh runs `smelt compile` (or `smelt run --reference` for
+"run" cases) on each model and expects exit status 1, stderr holding
+"smelt: <status name>: " and every substring.
+
+The bad models are built with onnx.helper and serialized directly: never
+passed through onnx.checker or onnx.save (which would reject or rewrite
+them).  The output is deterministic: same bytes on every run.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+F = TensorProto.FLOAT
+CASES = []  # (name, mode, status, [substrings]), in generation order
+
+
+def case(name, mode, status, *subs):
+    """Decorator: register a generator writing DIR/<name>/model.onnx."""
+    def wrap(fn):
+        CASES.append((name, mode, status, list(subs), fn))
+        return fn
+    return wrap
+
+
+def model(nodes, inputs, outputs, inits=(), opset=OPSET, **kw):
+    graph = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], **kw)
+    m.ir_version = 8
+    return m
+
+
+def vi(name, shape, dt=F):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+def relu_model():
+    """A small valid model (x -> Relu -> y) that cases then break."""
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu1")],
+                 [vi("x", [1, 4])], [vi("y", [1, 4])])
+
+
+def write(d, m):
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(m.SerializeToString() if not isinstance(m, bytes) else m)
+
+
+def ext_tensor(name, dims, location, offset=None, length=None):
+    """A float initializer whose data lives in an external file."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = F
+    t.dims.extend(dims)
+    t.data_location = TensorProto.EXTERNAL
+    entries = [("location", location)]
+    if offset is not None:
+        entries.append(("offset", str(offset)))
+    if length is not None:
+        entries.append(("length", str(length)))
+    for k, v in entries:
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return t
+
+
+def add_model(init):
+    """y = x + W with W an initializer of shape [2, 2]."""
+    return model([helper.make_node("Add", ["x", "W"], ["y"], name="add1")],
+                 [vi("x", [2, 2])], [vi("y", [2, 2])], inits=[init])
+
+
+# ---- graph structure -------------------------------------------------------
+
+@case("unsupported_op", "compile", "unsupported",
+      "FancyOp (ai.onnx, opset 13) at 'fancy1'")
+def _(d):
+    write(d, model([helper.make_node("FancyOp", ["x"], ["y"], name="fancy1")],
+                   [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("unsupported_two_ops", "compile", "unsupported", "3 node(s) with unsupported ops",
+      "FancyOp (ai.onnx, opset 13) at 'fancy1', 'fancy2'",
+      "OtherOp (domain com.example) at 'other1'")
+def _(d):
+    nodes = [helper.make_node("FancyOp", ["x"], ["a"], name="fancy1"),
+             helper.make_node("OtherOp", ["a"], ["b"], name="other1", domain="com.example"),
+             helper.make_node("FancyOp", ["b"], ["y"], name="fancy2")]
+    write(d, model(nodes, [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("dangling_input", "compile", "invalid model",
+      "node 'add1' (Add): input 'nowhere' is never produced")
+def _(d):
+    write(d, model([helper.make_node("Add", ["x", "nowhere"], ["y"], name="add1")],
+                   [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("output_never_produced", "compile", "invalid model",
+      "graph output 'ghost' is never produced")
+def _(d):
+    m = relu_model()
+    m.graph.output.append(vi("ghost", [1]))
+    write(d, m)
+
+
+@case("cycle", "compile", "invalid model", "the graph has a cycle")
+def _(d):
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="add_a"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu_b")]
+    write(d, model(nodes, [vi("x", [1])], [vi("b", [1])]))
+
+
+@case("self_loop", "compile", "invalid model", "node 'loop1' (Add)", "cycle")
+def _(d):
+    write(d, model([helper.make_node("Add", ["x", "y"], ["y"], name="loop1")],
+                   [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("two_producers", "compile", "invalid model",
+      "node 'relu2' (Relu): output 'y' is already defined elsewhere")
+def _(d):
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu1"),
+             helper.make_node("Relu", ["x"], ["y"], name="relu2")]
+    write(d, model(nodes, [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("output_overwrites_input", "compile", "invalid model",
+      "output 'x' is already defined elsewhere")
+def _(d):
+    write(d, model([helper.make_node("Relu", ["x"], ["x"], name="relu1")],
+                   [vi("x", [1])], [vi("x", [1])]))
+
+
+@case("no_outputs", "compile", "invalid model", "the graph has no outputs")
+def _(d):
+    write(d, model([helper.make_node("Relu", ["x"], ["y"], name="relu1")], [vi("x", [1])], []))
+
+
+@case("no_op_type", "compile", "invalid model", "node 'blank' has no op_type")
+def _(d):
+    write(d, model([helper.make_node("", ["x"], ["y"], name="blank")],
+                   [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("input_listed_twice", "compile", "invalid model", "graph input 'x' is listed twice")
+def _(d):
+    m = relu_model()
+    m.graph.input.append(vi("x", [1, 4]))
+    write(d, m)
+
+
+@case("no_graph", "compile", "invalid model", "the model has no graph")
+def _(d):
+    m = onnx.ModelProto()
+    m.ir_version = 8
+    m.opset_import.append(helper.make_opsetid("", OPSET))
+    write(d, m)
+
+
+@case("empty_file", "compile", "invalid model", "the model has no graph")
+def _(d):
+    write(d, b"")
+
+
+@case("no_default_opset", "compile", "invalid model",
+      "node 'relu1' (Relu): the model uses ai.onnx ops but imports no ai.onnx opset")
+def _(d):
+    # (no opset_import at all reads as an IR v2 model, i.e. opset 1)
+    m = relu_model()
+    del m.opset_import[:]
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    write(d, m)
+
+
+@case("bad_opset_version", "compile", "invalid model", "invalid ai.onnx opset 0")
+def _(d):
+    m = relu_model()
+    m.opset_import[0].version = 0
+    write(d, m)
+
+
+@case("not_protobuf", "compile", "parse error", "could not be decoded")
+def _(d):
+    write(d, b"this is not an ONNX model, just text\n" * 4)
+
+
+@case("truncated", "compile", "parse error", "could not be decoded")
+def _(d):
+    data = add_model(numpy_helper.from_array(np.ones((2, 2), np.float32), "W"))
+    b = data.SerializeToString()
+    write(d, b[: len(b) - 7])
+
+
+# ---- op arity, attributes and shapes ----------------------------------------
+
+@case("conv_rank3", "compile", "shape error", "node 'conv3' (Conv): ", "rank 4, expected 3")
+def _(d):
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "W")
+    write(d, model([helper.make_node("Conv", ["x", "W"], ["y"], name="conv3")],
+                   [vi("x", [1, 3, 8])], [vi("y", None)], inits=[w]))
+
+
+@case("wrong_input_count", "compile", "invalid model",
+      "node 'add1' (Add): has 1 inputs, expected 2")
+def _(d):
+    write(d, model([helper.make_node("Add", ["x"], ["y"], name="add1")],
+                   [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("too_many_outputs", "compile", "invalid model",
+      "node 'relu1' (Relu): has 3 outputs, expected 1")
+def _(d):
+    write(d, model([helper.make_node("Relu", ["x"], ["y", "z", "w"], name="relu1")],
+                   [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("missing_required_input", "compile", "invalid model",
+      "node 'split1' (Split): required input 0 is missing")
+def _(d):
+    # "" marks an omitted optional input; Split's data input is not optional
+    write(d, model([helper.make_node("Split", ["", "x"], ["a", "b"], name="split1", axis=0)],
+                   [vi("x", [2])], [vi("a", None), vi("b", None)]))
+
+
+@case("split_no_inputs", "compile", "invalid model",
+      "node 'split1' (Split): has 0 inputs, expected 1 to 2")
+def _(d):
+    write(d, model([helper.make_node("Split", [], ["a", "b"], name="split1", axis=0)],
+                   [vi("x", [2])], [vi("a", None), vi("b", None)], opset=7))
+
+
+@case("missing_required_output", "compile", "invalid model",
+      "node 'relu1' (Relu): required output 0 is missing")
+def _(d):
+    write(d, model([helper.make_node("Relu", ["x"], [""], name="relu1"),
+                    helper.make_node("Relu", ["x"], ["y"], name="relu2")],
+                   [vi("x", [2])], [vi("y", None)]))
+
+
+@case("bad_attribute_type", "compile", "attribute error",
+      "node 'softmax1' (Softmax): attribute 'axis' has type string, expected int")
+def _(d):
+    write(d, model([helper.make_node("Softmax", ["x"], ["y"], name="softmax1", axis="one")],
+                   [vi("x", [2, 3])], [vi("y", [2, 3])]))
+
+
+@case("attribute_unsupported_type", "compile", "unsupported",
+      "node 'relu1' (Relu): attribute 'weird' has unsupported type 11")
+def _(d):
+    m = relu_model()
+    a = m.graph.node[0].attribute.add()
+    a.name, a.type = "weird", onnx.AttributeProto.SPARSE_TENSOR
+    write(d, m)
+
+
+@case("constant_two_values", "compile", "invalid model",
+      "node 'c1' (Constant): expected exactly one value attribute, got 2")
+def _(d):
+    c = helper.make_node("Constant", [], ["c"], name="c1", value_float=1.0, value_int=2)
+    write(d, model([c, helper.make_node("Add", ["x", "c"], ["y"], name="add1")],
+                   [vi("x", [1])], [vi("y", [1])]))
+
+
+@case("reshape_bad_count", "compile", "shape error", "node 'reshape1' (Reshape): ")
+def _(d):
+    s = numpy_helper.from_array(np.array([4, 2], np.int64), "shape")
+    write(d, model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape1")],
+                   [vi("x", [2, 3])], [vi("y", None)], inits=[s]))
+
+
+@case("gather_index_out_of_range", "run", "runtime error",
+      "node 'gather1' (Gather): ")
+def _(d):
+    idx = numpy_helper.from_array(np.array([1, 7], np.int64), "idx")
+    write(d, model([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather1", axis=0)],
+                   [vi("x", [3, 4])], [vi("y", None)], inits=[idx]))
+
+
+@case("huge_intermediate", "run", "out of memory",
+      "node 'expand1' (Expand): out of memory for output 0 (34359738368 bytes)")
+def _(d):
+    # 2^33 floats: under the element cap, but no machine here has 32 GiB to give
+    shape = numpy_helper.from_array(np.array([1 << 17, 1 << 16], np.int64), "shape")
+    write(d, model([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand1")],
+                   [vi("x", [1, 1])], [vi("y", None)], inits=[shape]))
+
+
+@case("too_many_elements", "compile", "limit exceeded",
+      "node 'expand1' (Expand): output 0 'y' has more than 17179869184 elements")
+def _(d):
+    shape = numpy_helper.from_array(np.array([1 << 20, 1 << 20, 1 << 20], np.int64), "shape")
+    write(d, model([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand1")],
+                   [vi("x", [1, 1, 1])], [vi("y", None)], inits=[shape]))
+
+
+@case("subgraph_attribute", "compile", "unsupported",
+      "node 'relu1' (Relu): attribute 'body' holds a subgraph")
+def _(d):
+    body = helper.make_graph([helper.make_node("Relu", ["a"], ["b"])], "body",
+                             [vi("a", [1])], [vi("b", [1])])
+    m = relu_model()
+    m.graph.node[0].attribute.append(helper.make_attribute("body", body))
+    write(d, m)
+
+
+@case("if_node", "compile", "unsupported", "If (ai.onnx, opset 13) at 'if1'")
+def _(d):
+    def branch(name, val):
+        c = helper.make_node("Constant", [], ["out_" + name],
+                             value=numpy_helper.from_array(np.array([val], np.float32)))
+        return helper.make_graph([c], name, [], [vi("out_" + name, [1])])
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    node = helper.make_node("If", ["cond"], ["y"], name="if1",
+                            then_branch=branch("then", 1.0), else_branch=branch("else", 0.0))
+    write(d, model([node], [], [vi("y", [1])], inits=[cond]))
+
+
+@case("recursive_function", "compile", "limit exceeded",
+      "functions nest deeper than 32", "SMELT_LIMIT_FUNCTION_DEPTH")
+def _(d):
+    body = [helper.make_node("Rec", ["a"], ["t"], domain="local"),
+            helper.make_node("Relu", ["t"], ["b"])]
+    f = helper.make_function("local", "Rec", ["a"], ["b"], body,
+                             [helper.make_opsetid("", OPSET), helper.make_opsetid("local", 1)])
+    m = model([helper.make_node("Rec", ["x"], ["y"], name="call1", domain="local")],
+              [vi("x", [1])], [vi("y", [1])],
+              functions=[f])
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    write(d, m)
+
+
+@case("mutually_recursive_functions", "compile", "limit exceeded",
+      "functions nest deeper than 32")
+def _(d):
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid("local", 1)]
+    # Ping calls Pong twice, Pong calls Ping twice: 2^depth calls if unbounded.
+    ping = helper.make_function("local", "Ping", ["a"], ["b"], [
+        helper.make_node("Pong", ["a"], ["t"], domain="local"),
+        helper.make_node("Pong", ["t"], ["b"], domain="local")], opsets)
+    pong = helper.make_function("local", "Pong", ["a"], ["b"], [
+        helper.make_node("Ping", ["a"], ["t"], domain="local"),
+        helper.make_node("Ping", ["t"], ["b"], domain="local")], opsets)
+    m = model([helper.make_node("Ping", ["x"], ["y"], name="call1", domain="local")],
+              [vi("x", [1])], [vi("y", [1])], functions=[ping, pong])
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    write(d, m)
+
+
+@case("function_blowup", "compile", "limit exceeded",
+      "more than 200000 nodes (SMELT_LIMIT_INLINED_NODES")
+def _(d):
+    # F0 calls F1 twice, F1 calls F2 twice...: 2^24 nodes once inlined, from a
+    # model of a few KB.  The cap on inlined nodes must stop it early.
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid("local", 1)]
+    depth = 24
+    funcs = []
+    for i in range(depth):
+        if i + 1 < depth:
+            body = [helper.make_node(f"F{i + 1}", ["a"], ["t"], domain="local"),
+                    helper.make_node(f"F{i + 1}", ["t"], ["b"], domain="local")]
+        else:
+            body = [helper.make_node("Relu", ["a"], ["b"])]
+        funcs.append(helper.make_function("local", f"F{i}", ["a"], ["b"], body, opsets))
+    m = model([helper.make_node("F0", ["x"], ["y"], name="call1", domain="local")],
+              [vi("x", [1])], [vi("y", [1])], functions=funcs)
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    write(d, m)
+
+
+# ---- tensors -------------------------------------------------------------------
+
+@case("raw_data_length", "compile", "invalid model",
+      "initializer 'W': raw_data has 12 bytes, its shape needs 16")
+def _(d):
+    t = numpy_helper.from_array(np.ones((2, 2), np.float32), "W")
+    t.raw_data = t.raw_data[:12]
+    write(d, add_model(t))
+
+
+@case("typed_data_count", "compile", "invalid model",
+      "initializer 'W': holds 3 values, its shape needs 4")
+def _(d):
+    t = helper.make_tensor("W", F, [3], [1.0, 2.0, 3.0])
+    t.dims[:] = [2, 2]
+    write(d, add_model(t))
+
+
+@case("negative_dims", "compile", "invalid model", "initializer 'W': negative dim -2")
+def _(d):
+    t = helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    t.dims[0] = -2
+    write(d, add_model(t))
+
+
+@case("dims_overflow_int64", "compile", "limit exceeded",
+      "initializer 'W': element count exceeds the limit", "SMELT_LIMIT_TENSOR_ELEMS")
+def _(d):
+    t = helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    del t.dims[:]
+    t.dims.extend([1 << 32, 1 << 32, 1 << 32])  # product wraps int64
+    write(d, add_model(t))
+
+
+@case("dims_huge", "compile", "limit exceeded", "initializer 'W': element count exceeds")
+def _(d):
+    t = helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    del t.dims[:]
+    t.dims.extend([1 << 20, 1 << 20])
+    write(d, add_model(t))
+
+
+@case("rank_9_initializer", "compile", "limit exceeded",
+      "initializer 'W': rank 9 exceeds the maximum rank 8")
+def _(d):
+    write(d, add_model(helper.make_tensor("W", F, [1] * 9, [1.0])))
+
+
+@case("rank_9_input", "compile", "limit exceeded",
+      "graph input 'x': rank 9 exceeds the maximum rank 8")
+def _(d):
+    write(d, model([helper.make_node("Relu", ["x"], ["y"], name="relu1")],
+                   [vi("x", [1] * 9)], [vi("y", None)]))
+
+
+@case("string_initializer", "compile", "unsupported",
+      "initializer 'W': data type 8 is not supported")
+def _(d):
+    t = helper.make_tensor("W", TensorProto.STRING, [2], [b"a", b"b"])
+    write(d, add_model(t))
+
+
+@case("string_input", "compile", "unsupported",
+      "graph input 'x': element type 8 is not supported")
+def _(d):
+    write(d, model([helper.make_node("Relu", ["x"], ["y"], name="relu1")],
+                   [vi("x", [1], TensorProto.STRING)], [vi("y", [1])]))
+
+
+@case("undefined_dtype_initializer", "compile", "unsupported",
+      "initializer 'W': data type 0 is not supported")
+def _(d):
+    t = helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    t.data_type = 0
+    write(d, add_model(t))
+
+
+@case("bad_dtype_initializer", "compile", "unsupported",
+      "initializer 'W': data type 99 is not supported")
+def _(d):
+    t = helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    t.data_type = 99
+    write(d, add_model(t))
+
+
+@case("unnamed_initializer", "compile", "invalid model", "initializer 0 has no name")
+def _(d):
+    write(d, add_model(helper.make_tensor("", F, [2, 2], [1.0, 2.0, 3.0, 4.0])))
+
+
+@case("initializer_twice", "compile", "invalid model", "value 'W' is defined more than once")
+def _(d):
+    m = add_model(helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0]))
+    m.graph.initializer.append(helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0]))
+    write(d, m)
+
+
+@case("segmented_tensor", "compile", "unsupported", "segmented tensors are not supported")
+def _(d):
+    t = helper.make_tensor("W", F, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    t.segment.begin, t.segment.end = 0, 2
+    write(d, add_model(t))
+
+
+@case("sparse_initializer", "compile", "unsupported", "sparse initializers are not supported")
+def _(d):
+    m = relu_model()
+    vals = helper.make_tensor("sp", F, [1], [1.0])
+    idx = helper.make_tensor("sp_idx", TensorProto.INT64, [1], [0])
+    m.graph.sparse_initializer.append(helper.make_sparse_tensor(vals, idx, [4]))
+    write(d, m)
+
+
+# ---- external data ------------------------------------------------------------------
+
+def write_bin(d, name, nbytes):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(bytes(range(256)) * (nbytes // 256) + bytes(nbytes % 256))
+
+
+@case("ext_absolute_path", "compile", "invalid model",
+      "initializer 'W': external data location must be a relative path")
+def _(d):
+    write(d, add_model(ext_tensor("W", [2, 2], "/etc/passwd")))
+
+
+@case("ext_dotdot", "compile", "invalid model",
+      "initializer 'W': external data location '../ext_ok/w.bin' contains '..'")
+def _(d):
+    write(d, add_model(ext_tensor("W", [2, 2], "../ext_ok/w.bin")))
+
+
+@case("ext_dotdot_inner", "compile", "invalid model", "contains '..'")
+def _(d):
+    os.makedirs(os.path.join(d, "sub"))
+    write_bin(d, "w.bin", 16)
+    write(d, add_model(ext_tensor("W", [2, 2], "sub/../w.bin")))
+
+
+@case("ext_symlink_escape", "compile", "invalid model",
+      "initializer 'W': external data 'w.bin' resolves outside the model's folder")
+def _(d):
+    # points at a real file in a sibling folder: valid data, wrong place
+    os.symlink("../ext_ok/w.bin", os.path.join(d, "w.bin"))
+    write(d, add_model(ext_tensor("W", [2, 2], "w.bin")))
+
+
+@case("ext_symlink_dir_escape", "compile", "invalid model", "resolves outside the model's folder")
+def _(d):
+    os.symlink("../ext_ok", os.path.join(d, "data"))
+    write(d, add_model(ext_tensor("W", [2, 2], "data/w.bin")))
+
+
+@case("ext_offset_beyond", "compile", "invalid model",
+      "initializer 'W': external data [8, +16) lies beyond the end of 'w.bin' (16 bytes)")
+def _(d):
+    write_bin(d, "w.bin", 16)
+    write(d, add_model(ext_tensor("W", [2, 2], "w.bin", offset=8)))
+
+
+@case("ext_offset_huge", "compile", "invalid model", "lies beyond the end of 'w.bin'")
+def _(d):
+    write_bin(d, "w.bin", 16)
+    write(d, add_model(ext_tensor("W", [2, 2], "w.bin", offset=(1 << 63) - 1)))
+
+
+@case("ext_length_mismatch", "compile", "invalid model",
+      "external data length 64 does not match its shape (16 bytes)")
+def _(d):
+    write_bin(d, "w.bin", 64)
+    write(d, add_model(ext_tensor("W", [2, 2], "w.bin", length=64)))
+
+
+@case("ext_negative_offset", "compile", "invalid model", "bad external data offset '-4'")
+def _(d):
+    write_bin(d, "w.bin", 16)
+    write(d, add_model(ext_tensor("W", [2, 2], "w.bin", offset=-4)))
+
+
+@case("ext_missing_file", "compile", "io error", "cannot open external data 'nothere.bin'")
+def _(d):
+    write(d, add_model(ext_tensor("W", [2, 2], "nothere.bin")))
+
+
+@case("ext_directory", "compile", "io error", "'sub' is not a regular file")
+def _(d):
+    os.makedirs(os.path.join(d, "sub"))
+    write(d, add_model(ext_tensor("W", [2, 2], "sub")))
+
+
+@case("ext_fifo", "compile", "io error", "'w.bin' is not a regular file")
+def _(d):
+    os.mkfifo(os.path.join(d, "w.bin"))  # opening it must not block
+    write(d, add_model(ext_tensor("W", [2, 2], "w.bin")))
+
+
+@case("ext_no_location", "compile", "invalid model",
+      "external data location must be a relative path")
+def _(d):
+    t = ext_tensor("W", [2, 2], "w.bin")
+    del t.external_data[:]
+    write(d, add_model(t))
+
+
+# A valid external-data model: the sibling the escape cases point into, and a
+# check that the confinement does not refuse legitimate data.
+def gen_ext_ok(d):
+    write_bin(d, "w.bin", 16)
+    write(d, add_model(ext_tensor("W", [2, 2], "w.bin", offset=0, length=16)))
+
+
+# Valid models that stress sizes the importer must not cap too tightly;
+# listed in cases.txt with status "ok".
+def gen_wide(d):
+    """Split into 12 outputs and a Concat of 100 inputs, runnable."""
+    outs = [f"s{i}" for i in range(12)]
+    nodes = [helper.make_node("Split", ["x"], outs, name="split1", axis=0),
+             helper.make_node("Concat", outs * 8 + outs[:4], ["y"], name="concat1", axis=0)]
+    write(d, model(nodes, [vi("x", [12, 2])], [vi("y", [100, 2])]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="output folder (recreated)")
+    args = ap.parse_args()
+    out = os.path.abspath(args.out)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    os.makedirs(os.path.join(out, "ext_ok"))
+    gen_ext_ok(os.path.join(out, "ext_ok"))
+    os.makedirs(os.path.join(out, "wide_ok"))
+    gen_wide(os.path.join(out, "wide_ok"))
+    lines = ["ext_ok\tcompile\tok",  # must load: confinement refuses only escapes
+             "wide_ok\trun\tok"]
+    for name, mode, status, subs, fn in CASES:
+        d = os.path.join(out, name)
+        os.makedirs(d)
+        fn(d)
+        for s in subs:
+            assert "\t" not in s and "\n" not in s, name
+        lines.append("\t".join([name, mode, status] + subs))
+    with open(os.path.join(out, "cases.txt"), "w") as f:
+        f.write("# <case>\t<compile|run>\t<status>\t<substring>...  (generated)\n")
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {len(CASES)} bad models to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
