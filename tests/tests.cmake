@@ -100,3 +100,8 @@ add_test(NAME aot/resnet18
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
           ${SMELT_MODEL_DIR}/resnet18 ${CMAKE_BINARY_DIR}/aot/resnet18)
 set_tests_properties(aot/resnet18 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
+
+# ---- Golden generated C for small graphs (codegen drift shows in review) ----
+add_test(NAME golden/graph_c
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/golden/check_graph_golden.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/tests/golden)
