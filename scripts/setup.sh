@@ -29,3 +29,10 @@ if ((${#missing[@]})); then
 else
     echo "setup: all Debian packages present"
 fi
+
+# ONNX Runtime: the peer in bench/bench_models.py (PyPI, for the python3 on PATH;
+# Debian's /usr/bin/python3 keeps torch/onnx for generating test models).
+if ! python3 -c "import onnxruntime, numpy" 2>/dev/null; then
+    echo "setup: installing onnxruntime (PyPI) for the benchmarks"
+    python3 -m pip install --quiet --disable-pip-version-check onnxruntime numpy
+fi
