@@ -377,6 +377,8 @@ static smelt_status lrn_eval(smelt_ctx *ctx, const gr_node *node, const smelt_te
 typedef struct pool_def {
     const te_tensor *x;
     const te_tensor *acc; /* the reduce stage, for the epilogue */
+    const te_tensor *argmax; /* MaxPool Indices: first row-major position of the max */
+    bool column_major;
     op_conv_window win;
     smelt_dtype acc_dt;
     bool count_include_pad;
@@ -475,6 +477,77 @@ static ir_expr *average_pool_body(te_graph *g, ir_expr *const *idx, void *user)
     return ir_cast(b, d->x->buf->dtype, avg);
 }
 
+/* MaxPool Indices: the first window position (row-major order, as the
+ * reference scans) holding the maximum, as a flat index into x; -1 when the
+ * window lies entirely in padding.  Stage 1 takes the smallest row-major
+ * position equal to the max; stage 2 maps "none" to -1 and, for
+ * storage_order=1, re-flattens the spatial part column-major. */
+static ir_expr *row_major_position(ir_builder *b, const te_tensor *x, ir_expr *const *xi)
+{
+    ir_expr *pos = xi[0];
+    for (int d = 1; d < x->buf->rank; d++)
+        pos = ir_add(b, ir_mul(b, pos, ir_int(b, x->buf->shape[d])), xi[d]);
+    return pos;
+}
+
+static ir_expr *argmax_pos_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    ir_builder *b = &g->b;
+    ir_axis axes[OP_CONV_MAX_SPATIAL];
+    ir_expr *xi[SMELT_MAX_RANK];
+    ir_expr *cond = window_taps(g, d, idx, axes, xi);
+    ir_expr *hit = ir_binary(b, IR_EQ, te_read(g, d->x, xi), te_read(g, d->acc, idx));
+    if (cond) hit = ir_select(b, cond, hit, ir_const_int(b, SMELT_DT_BOOL, 0)); /* guarded load */
+    ir_expr *none = ir_int(b, INT64_MAX);
+    return te_reduce(g, IR_REDUCE_MIN, ir_select(b, hit, row_major_position(b, d->x, xi), none),
+                     d->win.n_spatial, axes);
+}
+
+static ir_expr *indices_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    ir_builder *b = &g->b;
+    ir_expr *pos = te_read(g, d->argmax, idx);
+    ir_expr *flat = pos;
+    if (d->column_major) {
+        const int64_t *shape = d->x->buf->shape;
+        int rank = d->x->buf->rank;
+        int64_t plane = 1;
+        for (int k = 2; k < rank; k++) plane *= shape[k];
+        ir_expr *in_plane = ir_binary(b, IR_FLOORMOD, pos, ir_int(b, plane));
+        ir_expr *base = ir_sub(b, pos, in_plane);
+        ir_expr *col = ir_int(b, 0), *rest = in_plane;
+        /* coords from the last axis up; column-major weights from the first */
+        int64_t weight[SMELT_MAX_RANK];
+        int64_t w = 1;
+        for (int k = 2; k < rank; k++) {
+            weight[k] = w;
+            w *= shape[k];
+        }
+        for (int k = rank - 1; k >= 2; k--) {
+            ir_expr *coord = ir_binary(b, IR_FLOORMOD, rest, ir_int(b, shape[k]));
+            rest = ir_binary(b, IR_FLOORDIV, rest, ir_int(b, shape[k]));
+            col = ir_add(b, col, ir_mul(b, coord, ir_int(b, weight[k])));
+        }
+        flat = ir_add(b, base, col);
+    }
+    return ir_select(b, ir_binary(b, IR_EQ, pos, ir_int(b, INT64_MAX)), ir_int(b, -1), flat);
+}
+
+static smelt_status max_pool_indices(op_compute_args *a, pool_def *d, te_tensor *y)
+{
+    const smelt_tensor *it = &a->out_type[1];
+    d->acc = y;
+    d->column_major = ((const op_pool_attrs *)a->node->op_attrs)->column_major_indices;
+    d->argmax = te_compute(a->te, "argmax_pos", SMELT_DT_INT64, it->rank, it->dims,
+                           argmax_pos_body, d, "pool");
+    if (!d->argmax) return smelt_ctx_status(a->ctx);
+    a->out[1] = te_compute(a->te, "indices", SMELT_DT_INT64, it->rank, it->dims, indices_body, d,
+                           "injective");
+    return a->out[1] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 /* Does node request MaxPool's optional Indices output? */
 static bool wants_indices(const gr_node *node)
 {
@@ -484,9 +557,6 @@ static bool wants_indices(const gr_node *node)
 static smelt_status pool_compute(op_compute_args *a)
 {
     const smelt_tensor *y = &a->out_type[0];
-    if (a->node->op == OP_MAX_POOL && wants_indices(a->node))
-        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
-                       "the Indices output has no compiled implementation yet");
     pool_def *d = pool_def_new(a);
     if (!d) return smelt_ctx_status(a->ctx);
     smelt_tensor xt = op_conv_te_type(d->x);
@@ -495,6 +565,7 @@ static smelt_status pool_compute(op_compute_args *a)
     te_tensor *t;
     if (a->node->op == OP_MAX_POOL) {
         t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, max_pool_body, d, "pool");
+        if (t && wants_indices(a->node)) SMELT_TRY(max_pool_indices(a, d, t));
     } else {
         t = te_compute(a->te, "sum", d->acc_dt, y->rank, y->dims, window_sum_body, d, "pool");
         d->acc = t;

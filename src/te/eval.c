@@ -234,9 +234,13 @@ static ev_val eval(ev_ctx *ec, const ir_expr *e, ev_env *env)
     case IR_LT:
     case IR_LE:
     case IR_GT:
-    case IR_GE:
-    case IR_AND:
-    case IR_OR: return eval_compare(e, eval(ec, e->bin.a, env), eval(ec, e->bin.b, env));
+    case IR_GE: return eval_compare(e, eval(ec, e->bin.a, env), eval(ec, e->bin.b, env));
+    case IR_AND: /* short-circuit, like the emitted C */
+        return eval(ec, e->bin.a, env).i ? mk(SMELT_DT_BOOL, 0, eval(ec, e->bin.b, env).i != 0)
+                                         : mk(SMELT_DT_BOOL, 0, 0);
+    case IR_OR:
+        return eval(ec, e->bin.a, env).i ? mk(SMELT_DT_BOOL, 0, 1)
+                                         : mk(SMELT_DT_BOOL, 0, eval(ec, e->bin.b, env).i != 0);
     default: return eval_arith(ec, e, eval(ec, e->bin.a, env), eval(ec, e->bin.b, env));
     }
 }

@@ -272,17 +272,24 @@ static const node_case k_cases[] = {
     {OP_LRN, {T(F32, 4, 1, 3, 2, 2)}, "size=9 alpha=0.2"},
 };
 
-/* MaxPool's Indices output has no compute: a clean UNSUPPORTED. */
-static void test_max_pool_indices_unsupported(void)
+/* MaxPool's Indices output (both storage orders, padding, ceil mode) matches
+ * the reference: the first row-major position of each window's maximum. */
+static void test_max_pool_indices(void)
 {
-    node_case c = {OP_MAX_POOL, {T(F32, 4, 1, 1, 4, 4)}, "kernel_shape=2,2"};
-    CHECK(run_node(&c, 2, false) == SMELT_ERR_UNSUPPORTED);
+    static const node_case cases[] = {
+        {OP_MAX_POOL, {T(F32, 4, 1, 2, 5, 6)}, "kernel_shape=2,2"},
+        {OP_MAX_POOL, {T(F32, 4, 2, 1, 5, 7)}, "kernel_shape=3,3 pads=1,1,1,1 storage_order=1"},
+        {OP_MAX_POOL, {T(F32, 4, 1, 2, 9, 10)}, "kernel_shape=3,2 strides=2,3 pads=1,0,1,1 ceil_mode=1"},
+        {OP_MAX_POOL, {T(F32, 3, 2, 3, 11)}, "kernel_shape=4, strides=3, pads=2,1 storage_order=1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(run_node(&cases[i], 2, true) == SMELT_OK);
 }
 
 int main(void)
 {
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
         CHECK(run_node(&k_cases[i], 1, true) == SMELT_OK);
-    test_max_pool_indices_unsupported();
+    test_max_pool_indices();
     TEST_MAIN_END();
 }
