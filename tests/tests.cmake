@@ -56,6 +56,10 @@ add_test(NAME errors/bad_models
   COMMAND ${CMAKE_SOURCE_DIR}/tests/errors/check_bad_models.sh $<TARGET_FILE:smelt_cli>
           ${SMELT_BAD_MODEL_DIR})
 set_tests_properties(errors/bad_models PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
+# Allocation failures while loading each bad model: clean errors, no leaks.
+add_test(NAME errors/bad_models_alloc_fail
+  COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
+set_tests_properties(errors/bad_models_alloc_fail PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
 # Mutation and allocation-failure tests start from the checked-in tiny CNN.
 target_compile_definitions(test_frontend_fuzz PRIVATE
   SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
@@ -83,14 +87,11 @@ if(SMELT_FUZZ)
     COMMAND ${CMAKE_COMMAND} -E env SMELT_FUZZ_RUN=1
             $<TARGET_FILE:fuzz_onnx_import> -max_total_time=60 -timeout=10 -rss_limit_mb=2048
             -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/onnx.dict
+            -artifact_prefix=${CMAKE_BINARY_DIR}/fuzz/artifacts/
             ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus ${SMELT_FUZZ_IMPORT_DIRS})
-  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus)
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus ${CMAKE_BINARY_DIR}/fuzz/artifacts)
   set_tests_properties(fuzz/onnx_import_brief PROPERTIES TIMEOUT 300)
 endif()
-# Allocation failures while loading each bad model: clean errors, no leaks.
-add_test(NAME errors/bad_models_alloc_fail
-  COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
-set_tests_properties(errors/bad_models_alloc_fail PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
 
 # ---- AOT: packages build standalone (cc -std=c99 -O2 -Wall -Werror) and match ----
 add_test(NAME aot/tiny_cnn_embedded

@@ -28,5 +28,7 @@ flags=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats
 if [ -n "${FUZZ_JOBS:-}" ]; then
     flags+=(-fork="$FUZZ_JOBS" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 fi
-SMELT_FUZZ_RUN=${SMELT_FUZZ_RUN:-1} build-fuzz/fuzz/fuzz_onnx_import "${flags[@]}" "$@" "$work"
+rc=0
+SMELT_FUZZ_RUN=${SMELT_FUZZ_RUN:-1} build-fuzz/fuzz/fuzz_onnx_import "${flags[@]}" "$@" "$work" || rc=$?
 echo "corpus: $(ls "$work" | wc -l) files, $(du -sh "$work" | cut -f1); artifacts: $(ls "$art" | wc -l)"
+exit "$rc"
