@@ -442,7 +442,9 @@ static smelt_status slice_eval(smelt_ctx *ctx, const gr_node *node,
     op_strides(x, xs);
     for (int d = 0; d < x->rank; d++) {
         base += p.start[d] * xs[d];
-        stride[d] = p.step[d] * xs[d];
+        /* one element or none along d: its step never applies (and a huge
+         * step would overflow) */
+        stride[d] = p.count[d] > 1 ? p.step[d] * xs[d] : 0;
     }
     strided_copy(out[0].data, x->data, smelt_dtype_size(x->dtype), x->rank, out[0].dims, base,
                  stride);

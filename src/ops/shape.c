@@ -1030,6 +1030,7 @@ static smelt_status tile_eval(smelt_ctx *ctx, const gr_node *node,
     const smelt_tensor *x = in[0];
     int64_t r[SMELT_MAX_RANK], xs[SMELT_MAX_RANK];
     SMELT_TRY(tile_repeats(ctx, node, x, in[1], r));
+    if (op_numel(&out[0]) == 0) return SMELT_OK; /* huge repeats of nothing: no strides to walk */
     op_strides(x, xs);
     int64_t dims[COPY_MAX_DIMS], src[COPY_MAX_DIMS];
     for (int i = 0; i < x->rank; i++) {
