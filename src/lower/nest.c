@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lower/lower.h"
+#include "lower/tensorize.h"
 
 typedef struct region {
     ir_expr *min[SMELT_MAX_RANK]; /* in the consumer's outer loop variables */
@@ -454,6 +455,13 @@ static ir_stmt *wrap_attached(nest_ctx *nc, const attached_set *a, ir_stmt *inne
     return s;
 }
 
+static int leaf_index(const sch_stage *sg, int iter)
+{
+    for (int k = 0; k < sg->n_leaves; k++)
+        if (sg->leaves[k] == iter) return k;
+    return -1;
+}
+
 static int first_reduce_pos(const sch_stage *sg)
 {
     for (int k = 0; k < sg->n_leaves; k++)
@@ -515,6 +523,54 @@ static ir_stmt *innermost_store(nest_ctx *nc, const sch_stage *sg, iter_vals *iv
     return g ? ir_if(b, g, s, NULL) : s;
 }
 
+/* Each guard innermost_store would test, as a separate condition. */
+static int guard_list(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, const region *own,
+                      ir_expr **out)
+{
+    ir_builder *b = nc->b;
+    int n = 0;
+    for (int i = 0; i < sg->n_iters; i++) {
+        const sch_iter *it = &sg->iters[i];
+        if (it->split_outer < 0) continue;
+        int64_t f = sg->iters[it->split_outer].factor;
+        if (iv->extent[it->split_outer] * f == iv->extent[i]) continue;
+        out[n++] = ir_binary(b, IR_LT, iter_value(nc, sg, iv, i), ir_int(b, iv->extent[i]));
+    }
+    for (int d = 0; own && d < sg->n_axes; d++) {
+        if (own->extent[d] == sg->buf->shape[d] && ir_is_int(own->min[d], 0)) continue;
+        out[n++] = ir_binary(b, IR_LT, ir_add(b, own->min[d], iter_value(nc, sg, iv, d)),
+                             ir_int(b, sg->buf->shape[d]));
+    }
+    return n;
+}
+
+/* The micro-kernel call replacing the leaves from tpos inward (tensorize). */
+static smelt_status tensorized_body(nest_ctx *nc, const sch_stage *sg, iter_vals *iv,
+                                    const region *own, int si, int tpos, ir_stmt **out)
+{
+    lt_request rq = {.kernel = sg->tensor_kernel, .stage = sg->buf->name};
+    for (int k = tpos; k < sg->n_leaves; k++) {
+        int it = sg->leaves[k];
+        if (rq.n_inner == LT_MAX_INNER)
+            return smelt_errf(nc->ctx, SMELT_ERR_ARG, "tensorize '%s': too many loops", rq.stage);
+        rq.var[rq.n_inner] = iv->var[it];
+        rq.extent[rq.n_inner] = iv->extent[it];
+        rq.reduce[rq.n_inner++] = sg->iters[it].reduce;
+    }
+    ir_expr *idx[SMELT_MAX_RANK];
+    store_index(nc, sg, iv, idx);
+    rq.dst = storage_of(nc, si);
+    if (!own && !nc->local[si] && rq.dst != sg->buf) rq.dst = sg->buf;
+    rq.dst_n = sg->n_axes;
+    rq.dst_idx = idx;
+    rq.value = stage_body(nc, sg, iv, own);
+    ir_expr *guards[SCH_MAX_ITERS + SMELT_MAX_RANK];
+    rq.guards = guards;
+    rq.n_guards = guard_list(nc, sg, iv, own, guards);
+    if (nc->b->failed) return oom(nc);
+    return lower_tensorize(nc->ctx, nc->b, &rq, out);
+}
+
 static smelt_status check_attach_points(nest_ctx *nc, int si)
 {
     const sch_state *st = nc->st;
@@ -550,12 +606,22 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
     }
     /* attached producers first: their local buffers change how our body reads them */
     for (int k = 0; k < sg->n_leaves; k++) SMELT_TRY(prepare_attached(nc, si, iv, own, k, &att[k]));
-    ir_stmt *s = innermost_store(nc, sg, iv, own, si);
+    int tpos = sg->tensor_iter >= 0 ? leaf_index(sg, sg->tensor_iter) : -1;
+    ir_stmt *s;
+    if (tpos >= 0) SMELT_TRY(tensorized_body(nc, sg, iv, own, si, tpos, &s));
+    else s = innermost_store(nc, sg, iv, own, si);
     int rpos = sg->body->kind == IR_REDUCE ? first_reduce_pos(sg) : -1;
+    if (tpos >= 0 && rpos > tpos) rpos = tpos; /* the identity goes before the kernel call */
     for (int k = sg->n_leaves - 1; k >= 0; k--) {
         int it = sg->leaves[k];
-        s = wrap_attached(nc, &att[k], s);
-        s = ir_for(b, iv->var[it], ir_int(b, 0), ir_int(b, iv->extent[it]), sg->iters[it].annot, s);
+        if (tpos >= 0 && k >= tpos) {
+            if (att[k].n) /* replay forbids this; never drop a producer's nest */
+                return smelt_errf(nc->ctx, SMELT_ERR_ARG, "tensorize '%s': a stage is computed at "
+                                  "a replaced loop", sg->buf->name);
+        } else {
+            s = wrap_attached(nc, &att[k], s);
+            s = ir_for(b, iv->var[it], ir_int(b, 0), ir_int(b, iv->extent[it]), sg->iters[it].annot, s);
+        }
         if (k == rpos) s = ir_seq2(b, init_nest(nc, sg, iv, k, si), s);
     }
     if (sg->n_leaves == 0 && sg->body->kind == IR_REDUCE) /* rank-0, no reduce axes */

@@ -14,6 +14,19 @@
  *   vectorize C i1.i       unroll C k           parallel C i0.i1
  *   compute_inline T       compute_at T C i0.o  cache_write C
  *   tile C i0 i1 8 16      (= split i0 8, split i1 16, reorder i0.o i1.o i0.i i1.i)
+ *   tensorize C i0.i smelt.gemm_f32
+ * tensorize STAGE ITER KERNEL replaces the loops from ITER inward by a call
+ * to a micro-kernel whose declared computation they must match.  Kernels:
+ *   smelt.gemm_f32  C[i*ldc + j] += sum_k A[i*lda_i + k*lda_k] * B[k*ldb_k + j*ldb_j]
+ *                   for i < M, j < N, k < K (float32).  Legal when the stage is
+ *                   a float32 sum of a product of two float32 loads and the
+ *                   leaves from ITER inward are two data loops (i, j: j is the
+ *                   one with unit stride in the output) and one reduce loop (k)
+ *                   in any order, none of them with a stage computed at it.
+ *   Lowering checks that every index is affine in i, j, k with constant
+ *   strides; splits that do not divide shrink M/N/K at the edge.  After
+ *   tensorize, the stage's loops can no longer be split, fused or reordered,
+ *   and the covered loops cannot be annotated or hold compute_at.
  * Illegal steps (unknown names, vectorizing a reduction, inlining a
  * reduction, compute_at a loop that does not enclose the consumer...) fail
  * with SMELT_ERR_ARG and a message naming the step, never wrong code.
@@ -33,6 +46,7 @@ typedef enum sch_kind {
     SCH_COMPUTE_INLINE,
     SCH_COMPUTE_AT,
     SCH_CACHE_WRITE,
+    SCH_TENSORIZE,
     SCH_KIND_COUNT_
 } sch_kind;
 
@@ -43,7 +57,8 @@ typedef struct sch_step {
     const char *stage;                       /* tensor (stage) name */
     int n_iters;
     const char *iters[SCH_MAX_STEP_ITERS];   /* iter names the step refers to */
-    const char *target;                      /* compute_at: the consumer stage */
+    const char *target;                      /* compute_at: the consumer stage;
+                                              * tensorize: the micro-kernel name */
     int64_t factor;                          /* split factor */
 } sch_step;
 
@@ -69,6 +84,10 @@ smelt_status sch_compute_inline(smelt_ctx *ctx, sch_schedule *s, const char *sta
 smelt_status sch_compute_at(smelt_ctx *ctx, sch_schedule *s, const char *stage,
                             const char *consumer, const char *iter);
 smelt_status sch_cache_write(smelt_ctx *ctx, sch_schedule *s, const char *stage);
+smelt_status sch_tensorize(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
+                           const char *kernel);
+/* Is `name` a micro-kernel tensorize knows the computation of? */
+bool sch_tensor_kernel_known(const char *name);
 /* split, split, reorder: outer0 outer1 inner0 inner1 */
 smelt_status sch_tile(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *i0,
                       const char *i1, int64_t f0, int64_t f1);
@@ -117,6 +136,8 @@ typedef struct sch_stage {
     sch_iter iters[SCH_MAX_ITERS];
     int n_leaves;
     int leaves[SCH_MAX_ITERS]; /* loop order, outermost first */
+    int tensor_iter;           /* tensorize: the leaf the kernel replaces from, else -1 */
+    const char *tensor_kernel; /* tensorize: the micro-kernel name */
     const char *tag;
 } sch_stage;
 

@@ -14,6 +14,7 @@ static const char *const step_names[] = {
     [SCH_COMPUTE_INLINE] = "compute_inline",
     [SCH_COMPUTE_AT] = "compute_at",
     [SCH_CACHE_WRITE] = "cache_write",
+    [SCH_TENSORIZE] = "tensorize",
 };
 _Static_assert(SMELT_ARRAY_LEN(step_names) == SCH_KIND_COUNT_, "step names");
 
@@ -106,6 +107,14 @@ smelt_status sch_cache_write(smelt_ctx *ctx, sch_schedule *s, const char *stage)
     return sch_add(ctx, s, &st);
 }
 
+smelt_status sch_tensorize(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
+                           const char *kernel)
+{
+    sch_step st = {.kind = SCH_TENSORIZE, .stage = stage, .n_iters = 1, .iters = {iter},
+                   .target = kernel};
+    return sch_add(ctx, s, &st);
+}
+
 smelt_status sch_tile(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *i0,
                       const char *i1, int64_t f0, int64_t f1)
 {
@@ -128,6 +137,7 @@ void sch_schedule_print(const sch_schedule *s, smelt_strbuf *out)
         if (st->kind == SCH_COMPUTE_AT) smelt_strbuf_printf(out, " %s", st->target);
         for (int k = 0; k < st->n_iters; k++) smelt_strbuf_printf(out, " %s", st->iters[k]);
         if (st->kind == SCH_SPLIT) smelt_strbuf_printf(out, " %lld", (long long)st->factor);
+        if (st->kind == SCH_TENSORIZE) smelt_strbuf_printf(out, " %s", st->target);
         smelt_strbuf_append(out, "\n");
     }
 }
@@ -178,6 +188,11 @@ static smelt_status parse_step(smelt_ctx *ctx, char **w, int n, int line, sch_sc
     if (kind == SCH_SPLIT) {
         if (n != 4) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: split STAGE ITER FACTOR", line);
         SMELT_TRY(parse_factor(ctx, w[3], line, &st.factor));
+        last = 3;
+    }
+    if (kind == SCH_TENSORIZE) {
+        if (n != 4) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: tensorize STAGE ITER KERNEL", line);
+        st.target = w[3];
         last = 3;
     }
     for (int i = first_iter; i < last; i++) st.iters[st.n_iters++] = w[i];

@@ -84,6 +84,7 @@ static smelt_status init_stage(smelt_ctx *ctx, sch_state *st, sch_stage *sg, con
     sg->buf = t->buf;
     sg->is_placeholder = t->kind == TE_PLACEHOLDER;
     sg->attach_stage = sg->attach_iter = -1;
+    sg->tensor_iter = -1;
     sg->tag = t->tag;
     sg->n_axes = t->n_axes;
     for (int i = 0; i < t->n_axes; i++) sg->axes[i] = t->axes[i];
@@ -301,6 +302,9 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
     for (int i = 0; i < st->n_stages; i++) {
         sch_stage *c = &st->stages[i];
         if (i == si || c->is_placeholder || !expr_reads(c->body, sg->buf)) continue;
+        if (c->tensor_iter >= 0)
+            return step_err(ctx, step, "consumer '%s' is tensorized; inline before tensorize",
+                            c->buf->name);
         ir_expr *nb = inline_loads(&st->b, c->body, sg);
         if (!nb) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
         stage_set_body(c, nb);
@@ -328,6 +332,8 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
     sch_step at = *step;
     at.stage = step->target;
     SMELT_TRY(find_leaf(ctx, &at, c, step->iters[0], &it, &pos));
+    if (c->tensor_iter >= 0 && pos >= leaf_position(c, c->tensor_iter))
+        return step_err(ctx, step, "loop '%s' is replaced by a micro-kernel (tensorize)", step->iters[0]);
     sg->attach_stage = ci;
     sg->attach_iter = it;
     return SMELT_OK;
@@ -363,6 +369,103 @@ static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_s
     return init_iters(ctx, st, sg);
 }
 
+/* ---- tensorize ---- */
+
+static const char *const tensor_kernels[] = {"smelt.gemm_f32"};
+
+bool sch_tensor_kernel_known(const char *name)
+{
+    for (size_t i = 0; name && i < SMELT_ARRAY_LEN(tensor_kernels); i++)
+        if (!strcmp(tensor_kernels[i], name)) return true;
+    return false;
+}
+
+/* A float32 load, possibly under a no-op cast to float32. */
+static bool is_f32_load(const ir_expr *e)
+{
+    while (e->kind == IR_CAST && e->dtype == SMELT_DT_FLOAT32) e = e->bin.a;
+    return e->kind == IR_LOAD && e->load.buf->dtype == SMELT_DT_FLOAT32;
+}
+
+/* gemm_f32's computation: a float32 sum over a product of two float32 loads. */
+static smelt_status check_gemm_body(smelt_ctx *ctx, const sch_step *step, const sch_stage *sg)
+{
+    const ir_expr *b = sg->body;
+    if (sg->buf->dtype != SMELT_DT_FLOAT32 || b->kind != IR_REDUCE || b->reduce.op != IR_REDUCE_SUM)
+        return step_err(ctx, step, "%s needs a float32 sum reduction", step->target);
+    const ir_expr *src = b->reduce.src;
+    if (src->kind != IR_MUL || src->dtype != SMELT_DT_FLOAT32 || !is_f32_load(src->bin.a) ||
+        !is_f32_load(src->bin.b))
+        return step_err(ctx, step, "%s needs the reduced value to be a product of two float32 loads",
+                        step->target);
+    return SMELT_OK;
+}
+
+/* The leaves from pos inward: two data loops and one reduce loop, no
+ * stage computed at any of them. */
+static smelt_status check_gemm_leaves(smelt_ctx *ctx, const sch_state *st, const sch_step *step,
+                                      int si, int pos)
+{
+    const sch_stage *sg = &st->stages[si];
+    int n_data = 0, n_red = 0;
+    for (int k = pos; k < sg->n_leaves; k++) {
+        if (sg->iters[sg->leaves[k]].reduce) n_red++;
+        else n_data++;
+    }
+    if (n_data != 2 || n_red != 1)
+        return step_err(ctx, step, "%s covers exactly two data loops and one reduce loop; "
+                                   "reorder so that they are the innermost three", step->target);
+    for (int i = 0; i < st->n_stages; i++) {
+        const sch_stage *p = &st->stages[i];
+        if (p->attach_stage == si && !p->inlined && leaf_position(sg, p->attach_iter) >= pos)
+            return step_err(ctx, step, "stage '%s' is computed at a loop tensorize would replace",
+                            p->buf->name);
+    }
+    return SMELT_OK;
+}
+
+static smelt_status apply_tensorize(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
+{
+    sch_stage *sg = &st->stages[si];
+    if (!sch_tensor_kernel_known(step->target))
+        return step_err(ctx, step, "unknown micro-kernel '%s'", step->target);
+    if (sg->inlined) return step_err(ctx, step, "an inlined stage has no loops%s", NULL);
+    int it, pos;
+    SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &it, &pos));
+    SMELT_TRY(check_gemm_body(ctx, step, sg));
+    SMELT_TRY(check_gemm_leaves(ctx, st, step, si, pos));
+    sg->tensor_iter = it;
+    sg->tensor_kernel = smelt_arena_strdup(&st->arena, step->target);
+    return sg->tensor_kernel ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* After tensorize the covered loops are fixed: no loop-changing steps, no
+ * annotations on covered loops. */
+static smelt_status check_after_tensorize(smelt_ctx *ctx, const sch_step *step, const sch_stage *sg)
+{
+    if (sg->tensor_iter < 0) return SMELT_OK;
+    switch (step->kind) {
+    case SCH_SPLIT:
+    case SCH_FUSE:
+    case SCH_REORDER:
+    case SCH_TENSORIZE:
+    case SCH_CACHE_WRITE:
+        return step_err(ctx, step, "stage is already tensorized; tensorize must be its last loop "
+                                   "step%s", NULL);
+    case SCH_VECTORIZE:
+    case SCH_UNROLL:
+    case SCH_PARALLEL: {
+        int it = step->n_iters ? sch_iter_index(sg, step->iters[0]) : -1;
+        int pos = it >= 0 ? leaf_position(sg, it) : -1;
+        if (pos >= leaf_position(sg, sg->tensor_iter))
+            return step_err(ctx, step, "loop '%s' is replaced by a micro-kernel (tensorize)",
+                            step->iters[0]);
+        return SMELT_OK;
+    }
+    default: return SMELT_OK;
+    }
+}
+
 static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *step)
 {
     int si = sch_stage_index(st, step->stage);
@@ -372,6 +475,7 @@ static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *st
     if (step->n_iters > 0 && step->kind != SCH_REORDER && step->kind != SCH_FUSE &&
         step->kind != SCH_COMPUTE_AT && step->n_iters != 1)
         return step_err(ctx, step, "expects one iteration variable%s", NULL);
+    SMELT_TRY(check_after_tensorize(ctx, step, sg));
     switch (step->kind) {
     case SCH_SPLIT: return apply_split(ctx, st, step, sg);
     case SCH_FUSE: return apply_fuse(ctx, st, step, sg);
@@ -382,6 +486,7 @@ static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *st
     case SCH_COMPUTE_INLINE: return apply_inline(ctx, st, step, si);
     case SCH_COMPUTE_AT: return apply_compute_at(ctx, st, step, si);
     case SCH_CACHE_WRITE: return apply_cache_write(ctx, st, step, si);
+    case SCH_TENSORIZE: return apply_tensorize(ctx, st, step, si);
     default: return step_err(ctx, step, "unknown step%s", NULL);
     }
 }

@@ -438,6 +438,54 @@ static smelt_status run_allocate(tir_interp *it, const ir_stmt *s)
     return st;
 }
 
+/* ---- micro-kernels ---- */
+
+/* A float32 element at base + off of a call's buffer argument, bounds-checked. */
+static smelt_status kernel_elem(tir_interp *it, const tir_interp_buf *bb, int64_t base, int64_t off,
+                                float **out)
+{
+    int64_t i = base + off;
+    if (i < 0 || i >= bb->n_elems)
+        return smelt_errf(it->ctx, SMELT_ERR_RUNTIME,
+                          "tir interpreter: micro-kernel access %lld outside '%s' (%lld elements)",
+                          (long long)i, bb->buf->name, (long long)bb->n_elems);
+    *out = (float *)bb->data + i;
+    return SMELT_OK;
+}
+
+/* smelt.gemm_f32(C, A, B, M, N, K, ldc, lda_i, lda_k, ldb_k, ldb_j):
+ * C[i*ldc+j] += A[i*lda_i+k*lda_k] * B[k*ldb_k+j*ldb_j], k innermost, one
+ * float rounding per operation like the loop nest it replaces. */
+static smelt_status run_gemm_f32(tir_interp *it, const ir_stmt *s)
+{
+    if (s->call.n != 11)
+        return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: smelt.gemm_f32 takes 11 arguments");
+    const tir_interp_buf *bb[3];
+    int64_t v[11];
+    for (int a = 0; a < 11; a++) {
+        const ir_call_arg *arg = &s->call.args[a];
+        if ((a < 3) != (arg->buf != NULL) || (arg->buf && arg->buf->dtype != SMELT_DT_FLOAT32))
+            return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: bad smelt.gemm_f32 argument %d", a);
+        tir_value x;
+        SMELT_TRY(tir_interp_eval(it, arg->index, &x));
+        v[a] = cast_value(x, SMELT_DT_INT64).i;
+        if (a < 3 && !(bb[a] = find_buf(it, arg->buf)))
+            return smelt_errf(it->ctx, SMELT_ERR_ARG, "tir interpreter: buffer '%s' is not bound", arg->buf->name);
+    }
+    for (int64_t i = 0; i < v[3]; i++)
+        for (int64_t j = 0; j < v[4]; j++) {
+            float *c, *pa, *pb;
+            SMELT_TRY(kernel_elem(it, bb[0], v[0], i * v[6] + j, &c));
+            for (int64_t k = 0; k < v[5]; k++) {
+                SMELT_TRY(kernel_elem(it, bb[1], v[1], i * v[7] + k * v[8], &pa));
+                SMELT_TRY(kernel_elem(it, bb[2], v[2], k * v[9] + j * v[10], &pb));
+                float prod = *pa * *pb;
+                *c = *c + prod;
+            }
+        }
+    return SMELT_OK;
+}
+
 smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
 {
     if (!s) return SMELT_OK;
@@ -466,6 +514,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         return tir_interp_run(it, truthy(c) ? s->if_.then_ : s->if_.else_);
     }
     case IR_STMT_CALL:
+        if (!strcmp(s->call.kernel, "smelt.gemm_f32")) return run_gemm_f32(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
                           s->call.kernel);
     default: return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: unknown statement");
