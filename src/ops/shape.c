@@ -493,7 +493,7 @@ static smelt_status reshape_infer_minus_one(smelt_ctx *ctx, const gr_node *node,
 static smelt_status reshape_check_count(smelt_ctx *ctx, const gr_node *node,
                                         const smelt_tensor *x, const smelt_tensor *o)
 {
-    int64_t a, b;
+    int64_t a = -1, b = -1;
     SMELT_TRY(dims_product(ctx, node, x->dims, 0, x->rank, &a));
     SMELT_TRY(dims_product(ctx, node, o->dims, 0, o->rank, &b));
     if (a >= 0 && b >= 0 && a != b) {
@@ -1164,7 +1164,7 @@ typedef struct concat_map {
 static ir_expr *read_shifted(te_graph *g, const te_tensor *t, ir_expr *const *idx, int axis,
                              int64_t offset)
 {
-    ir_expr *xi[SMELT_MAX_RANK];
+    ir_expr *xi[SMELT_MAX_RANK] = {0};
     for (int d = 0; d < t->buf->rank; d++) xi[d] = idx[d];
     if (offset) xi[axis] = ir_sub(&g->b, idx[axis], ir_int(&g->b, offset));
     return te_read(g, t, xi);
