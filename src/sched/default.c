@@ -176,10 +176,12 @@ static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, con
     SMELT_TRY(sch_reorder(ctx, s, on, n, order));
     SMELT_TRY(sch_compute_at(ctx, s, acc, on, lo));
     if (vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, on, li));
-    /* parallel over the fused leading axes */
+    /* parallel over the fused axes up to the blocked one; spatial axes stay
+     * separate loops so partitioning can peel their padding edges (a fused
+     * index hides them behind floordiv/floormod) */
     char fused[512];
     snprintf(fused, sizeof fused, "%s", order[0]);
-    for (int d = 1; d < r - 1; d++) {
+    for (int d = 1; d <= t; d++) {
         SMELT_TRY(sch_fuse(ctx, s, on, fused, order[d]));
         size_t len = strlen(fused);
         snprintf(fused + len, sizeof fused - len, ".%s", order[d]);
@@ -200,6 +202,15 @@ static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, con
     return SMELT_OK;
 }
 
+/* An elementwise stage over the same iteration space as t. */
+static bool same_data_shape(const te_tensor *e, const te_tensor *t)
+{
+    if ((e->body && e->body->kind == IR_REDUCE) || e->n_axes != t->n_axes) return false;
+    for (int d = 0; d < t->n_axes; d++)
+        if (e->axes[d].extent != t->axes[d].extent) return false;
+    return true;
+}
+
 /* If t is a conv/matmul accumulation: schedule it with its epilogue and mark
  * both as done. */
 static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
@@ -214,12 +225,15 @@ static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tenso
         done[t->index] = true;
         return SMELT_OK;
     }
+    /* a fused epilogue (bias, relu, residual add): intermediate stages are
+     * inlined into the last, which the tile is computed at */
     const te_tensor *e = sole_consumer(g, t);
-    if (!e || !stage_is_output(g, e) || (e->body && e->body->kind == IR_REDUCE) ||
-        e->n_axes != t->n_axes)
-        return SMELT_OK;
-    for (int d = 0; d < t->n_axes; d++)
-        if (e->axes[d].extent != t->axes[d].extent) return SMELT_OK;
+    while (e && !stage_is_output(g, e) && same_data_shape(e, t)) e = sole_consumer(g, e);
+    if (!e || !stage_is_output(g, e) || !same_data_shape(e, t)) return SMELT_OK;
+    for (const te_tensor *m = sole_consumer(g, t); m != e; m = sole_consumer(g, m)) {
+        SMELT_TRY(sch_compute_inline(ctx, s, m->buf->name));
+        done[m->index] = true;
+    }
     SMELT_TRY(schedule_anchor(ctx, t, t->buf->name, e, vw, s));
     done[t->index] = done[e->index] = true;
     return SMELT_OK;
