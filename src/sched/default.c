@@ -10,8 +10,20 @@
 
 #include "sched/sched.h"
 
-/* Work below this many output elements is not worth waking threads. */
-#define DEFAULT_PARALLEL_MIN_ELEMS 4096
+/* Work (output elements x reduction length) below this is not worth waking
+ * threads: a dispatch costs about a microsecond on a quiet machine and much
+ * more on a busy one. */
+#define DEFAULT_PARALLEL_MIN_WORK (1 << 16)
+
+/* Output elements times the extent of the reduction, if any. */
+static int64_t stage_work(const te_tensor *t)
+{
+    int64_t w = 1;
+    for (int i = 0; i < t->n_axes; i++) w *= t->axes[i].extent;
+    if (t->body && t->body->kind == IR_REDUCE)
+        for (int i = 0; i < t->body->reduce.n_axes; i++) w *= t->body->reduce.axes[i].extent;
+    return w;
+}
 
 static bool stage_is_output(const te_graph *g, const te_tensor *t)
 {
@@ -41,8 +53,6 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
     const char *last = t->axes[rank - 1].var->name;
     int64_t last_ext = t->axes[rank - 1].extent;
     bool vectorize = vector_width > 1 && last_ext >= 4;
-    int64_t numel = 1;
-    for (int i = 0; i < rank; i++) numel *= t->axes[i].extent;
 
     /* order: leading data axes, reduce axes, last data axis */
     if (nr > 0 && vectorize) {
@@ -62,7 +72,7 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
     } else if (vectorize) {
         SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, name, last));
     }
-    if (numel < DEFAULT_PARALLEL_MIN_ELEMS) return SMELT_OK;
+    if (stage_work(t) < DEFAULT_PARALLEL_MIN_WORK) return SMELT_OK;
     /* parallel over the fused leading data axes (or the vector loop's outer part) */
     char fused[1024];
     if (rank >= 2) {
@@ -146,6 +156,20 @@ static void iter_name(char *out, size_t cap, const char *base, const char *suffi
     snprintf(out, cap, "%s%s", base, suffix);
 }
 
+/* Fuse order[0..last] and run the result on the thread pool. */
+static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const char *stage,
+                                        const char *const *order, int last)
+{
+    char fused[512];
+    snprintf(fused, sizeof fused, "%s", order[0]);
+    for (int d = 1; d <= last; d++) {
+        SMELT_TRY(sch_fuse(ctx, s, stage, fused, order[d]));
+        size_t len = strlen(fused);
+        snprintf(fused + len, sizeof fused - len, ".%s", order[d]);
+    }
+    return sch_annotate(ctx, s, SCH_PARALLEL, stage, fused);
+}
+
 /* Tile the output `out` and compute the accumulation stage `acc` (same
  * shape, data axes named like out's) at the tile loop. */
 static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
@@ -179,14 +203,8 @@ static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, con
     /* parallel over the fused axes up to the blocked one; spatial axes stay
      * separate loops so partitioning can peel their padding edges (a fused
      * index hides them behind floordiv/floormod) */
-    char fused[512];
-    snprintf(fused, sizeof fused, "%s", order[0]);
-    for (int d = 1; d <= t; d++) {
-        SMELT_TRY(sch_fuse(ctx, s, on, fused, order[d]));
-        size_t len = strlen(fused);
-        snprintf(fused + len, sizeof fused - len, ".%s", order[d]);
-    }
-    SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, on, fused));
+    if (stage_work(anchor) >= DEFAULT_PARALLEL_MIN_WORK)
+        SMELT_TRY(parallelize_leading(ctx, s, on, order, t));
     /* acc over its (tile-sized) region: other axes, reductions, block, lanes */
     n = 0;
     for (int d = 0; d < r; d++)
