@@ -32,31 +32,26 @@
 #define SMELT_ALIGN64
 #endif
 
-/* Through the pool's head, so the module needs no runtime symbol. */
-static inline void smelt_par_(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *cl)
+/* f_0: f0_conv
+ * Conv_1 */
+static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2)
 {
-    if (n <= 0) return;
-    if (pool)
-        ((const smelt_rt_pool_head *)(const void *)pool)->parallel_for(pool, n, fn, cl);
-    else
-        fn(cl, 0, n);
-}
-
-typedef struct f0_task0_t {
-    const float *p0;
-    const float *p1;
-    float *p2;
-    int64_t lo;
-} f0_task0_t;
-
-static void f0_task0(void *arg_, int64_t begin_, int64_t end_)
-{
-    const f0_task0_t *cl_ = (const f0_task0_t *)arg_;
-    const float *restrict p0 = cl_->p0;
-    const float *restrict p1 = cl_->p1;
-    float *restrict p2 = cl_->p2;
-    const int64_t lo_ = cl_->lo;
-    for (int64_t v3 = lo_ + begin_; v3 < lo_ + end_; ++v3) { /* y.i0.i1.o.i2 */
+    (void)pool;
+    for (int64_t v0 = 0; v0 < 5; ++v0) { /* y.i3.o */
+        {
+            /* stack temp: y.local.at */
+            float t0[1] SMELT_ALIGN64;
+            (void)t0;
+            t0[0] = 0.0f;
+            for (int64_t v1 = 0; v1 < 3; ++v1) { /* y.local.ry */
+                for (int64_t v2 = 0; v2 < 3; ++v2) { /* y.local.rx */
+                    t0[0] = (t0[0] + (((((v1 >= 1) && ((v0 + v2) >= 1)) && ((v0 + v2) < 6)) ? p0[((((v1 * 5) + v0) + v2) - 6)] : 0.0f) * p1[((v1 * 3) + v2)]));
+                }
+            }
+            p2[v0] = t0[0];
+        }
+    }
+    for (int64_t v3 = 1; v3 < 4; ++v3) { /* y.i2 */
         {
             /* stack temp: y.local.at */
             float t1[1] SMELT_ALIGN64;
@@ -95,34 +90,6 @@ static void f0_task0(void *arg_, int64_t begin_, int64_t end_)
             }
             p2[((v3 * 5) + 4)] = t3[0];
         }
-    }
-}
-
-/* f_0: f0_conv
- * Conv_1 */
-static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2)
-{
-    for (int64_t v0 = 0; v0 < 5; ++v0) { /* y.i3.o */
-        {
-            /* stack temp: y.local.at */
-            float t0[1] SMELT_ALIGN64;
-            (void)t0;
-            t0[0] = 0.0f;
-            for (int64_t v1 = 0; v1 < 3; ++v1) { /* y.local.ry */
-                for (int64_t v2 = 0; v2 < 3; ++v2) { /* y.local.rx */
-                    t0[0] = (t0[0] + (((((v1 >= 1) && ((v0 + v2) >= 1)) && ((v0 + v2) < 6)) ? p0[((((v1 * 5) + v0) + v2) - 6)] : 0.0f) * p1[((v1 * 3) + v2)]));
-                }
-            }
-            p2[v0] = t0[0];
-        }
-    }
-    {
-        f0_task0_t cl_;
-        cl_.p0 = p0;
-        cl_.p1 = p1;
-        cl_.p2 = p2;
-        cl_.lo = 1;
-        smelt_par_(pool, 3, f0_task0, &cl_);
     }
     for (int64_t v11 = 0; v11 < 5; ++v11) { /* y.i3.o */
         {
