@@ -122,7 +122,14 @@ typedef struct smelt_options {
     int num_threads;    /* 0: the cores available */
     int dump_c;         /* print the generated C to stdout */
     int embed_weights;  /* AOT: weights as const arrays in model.c */
+    int opt_level;      /* graph optimisation -O0..-O3; smelt_options_init sets 2 */
+    const char *disabled_passes; /* comma-separated pass names to skip (NULL: none) */
+    const char *dump_ir_after;   /* pass name or "all": print the graph after it */
 } smelt_options;
+
+/* The defaults (opt_level 2); a NULL options pointer means the same.  The
+ * strings are borrowed and must outlive the model. */
+void smelt_options_init(smelt_options *o);
 
 /* Lower, generate C, build it (through the compile cache) and load it.
  * Called implicitly by smelt_model_run; o may be NULL for defaults. */

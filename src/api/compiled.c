@@ -67,6 +67,8 @@ smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_opt
 {
     if (o) m->options = *o;
     if (m->compiled || !smelt_graph_is_static(m->graph)) return SMELT_OK; /* dynamic: per run */
+    SMELT_TRY(smelt_model_optimize(ctx, m, NULL));
+    o = &m->options;
     smelt_compiled *c = smelt_calloc(1, sizeof *c);
     if (!c) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     c->target = pick_target(ctx, o ? o->target : NULL);
@@ -85,11 +87,23 @@ smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const cha
 {
     const cg_target *t = pick_target(ctx, o ? o->target : NULL);
     if (!t) return SMELT_ERR_ARG;
+    SMELT_TRY(smelt_model_optimize(ctx, m, o));
     lowered_program *lp;
     SMELT_TRY(lower_model(ctx, m, t, &lp));
     smelt_status s = cg_write_package(ctx, &lp->prog, t, dir, o && o->embed_weights);
     lowered_program_free(lp);
     return s;
+}
+
+bool smelt_model_totals(const smelt_model *m, smelt_compile_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    if (!m->compiled) return false;
+    const ir_program *p = &m->compiled->lp->prog;
+    t->functions = p->n_funcs;
+    t->arena_bytes = p->arena_bytes;
+    t->weight_bytes = p->weight_bytes;
+    return true;
 }
 
 static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *info,

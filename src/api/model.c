@@ -35,12 +35,33 @@ smelt_model *smelt_model_load_bytes(smelt_ctx *ctx, const void *bytes, size_t si
         return NULL;
     }
     m->graph = g;
+    smelt_options_init(&m->options);
     if (!smelt_graph_is_static(g) && !keep_bytes(m, bytes, size, base_dir)) {
         smelt_model_free(m);
         smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
         return NULL;
     }
     return m;
+}
+
+void smelt_options_init(smelt_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->opt_level = 2;
+}
+
+smelt_status smelt_model_optimize(smelt_ctx *ctx, smelt_model *m, const smelt_options *o)
+{
+    if (o) m->options = *o;
+    if (m->optimized) return SMELT_OK;
+    const smelt_options *mo = &m->options;
+    if (mo->opt_level < 0 || mo->opt_level > 3)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "optimisation level %d (expected 0..3)",
+                          mo->opt_level);
+    pass_options po = {mo->opt_level, mo->disabled_passes, mo->dump_ir_after, NULL};
+    SMELT_TRY(pass_pipeline_run(ctx, m->graph, &po, &m->report));
+    m->optimized = true;
+    return SMELT_OK;
 }
 
 smelt_model *smelt_model_load(smelt_ctx *ctx, const char *path)

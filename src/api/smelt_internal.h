@@ -4,6 +4,7 @@
 
 #include "exec/exec.h"
 #include "graph/graph.h"
+#include "passes/passes.h"
 
 typedef struct smelt_compiled smelt_compiled;
 
@@ -11,6 +12,8 @@ struct smelt_model {
     gr_graph *graph;
     smelt_compiled *compiled; /* built on first compiled run */
     smelt_options options;    /* of the last compile */
+    bool optimized;           /* the pass pipeline has run on graph */
+    pass_report report;       /* what each pass did */
     /* dynamic models: the bytes to re-import, and compiled specialisations */
     void *bytes;
     size_t size;
@@ -24,6 +27,16 @@ smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_t
                                    int num_inputs, smelt_tensor *outputs, int num_outputs);
 
 void smelt_compiled_free(smelt_compiled *c);
+/* Run the graph pass pipeline once (smelt_model_compile does it first). */
+smelt_status smelt_model_optimize(smelt_ctx *ctx, smelt_model *m, const smelt_options *o);
+
+typedef struct smelt_compile_totals {
+    int functions;        /* generated functions */
+    int64_t arena_bytes;  /* activation arena */
+    int64_t weight_bytes;
+} smelt_compile_totals;
+/* Totals of the compiled (static) model; false when it is not compiled. */
+bool smelt_model_totals(const smelt_model *m, smelt_compile_totals *t);
 
 gr_graph *smelt_model_graph(smelt_model *m);
 /* Run every node through its compute definition with the te interpreter

@@ -89,8 +89,12 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
 int cli_bench(int argc, char **argv)
 {
     bench_opts o = {NULL, 3, 20, false, {0}};
+    smelt_options_init(&o.compile);
     for (int i = 0; i < argc; i++) {
         const char *v;
+        int po = cli_pass_opt(argc, argv, &i, &o.compile);
+        if (po < 0) return 2;
+        if (po > 0) continue;
         if (strcmp(argv[i], "--reference") == 0) {
             o.reference = true;
         } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {

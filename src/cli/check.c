@@ -17,6 +17,7 @@ typedef struct check_opts {
     check_mode mode;
     const char *xfail_file;
     bool verbose;
+    smelt_options compile;
 } check_opts;
 
 typedef struct xfail_entry {
@@ -207,6 +208,7 @@ static check_result run_test(const char *dir, const check_opts *o, char *why, si
     char path[4096];
     snprintf(path, sizeof path, "%s/model.onnx", dir);
     smelt_model *m = smelt_model_load(ctx, path);
+    if (m) m->options = o->compile;
     check_result r = CHECK_PASS;
     if (!m) {
         snprintf(why, cap, "%s", smelt_ctx_message(ctx));
@@ -306,13 +308,17 @@ static void check_tree(const char *dir, const check_opts *o, check_totals *t, in
 
 int cli_check(int argc, char **argv)
 {
-    check_opts o = {1e-3, 1e-7, MODE_COMPILED, NULL, false};
+    check_opts o = {1e-3, 1e-7, MODE_COMPILED, NULL, false, {0}};
+    smelt_options_init(&o.compile);
     check_totals t;
     memset(&t, 0, sizeof t);
     const char *dirs[256];
     int nd = 0;
     for (int i = 0; i < argc; i++) {
         const char *v;
+        int po = cli_pass_opt(argc, argv, &i, &o.compile);
+        if (po < 0) return 2;
+        if (po > 0) continue;
         if (strcmp(argv[i], "--reference") == 0) {
             o.mode = MODE_REFERENCE;
         } else if (strcmp(argv[i], "--compiled") == 0) {

@@ -16,4 +16,8 @@ int cli_fail(const smelt_ctx *ctx);
  * set *val and advance; returns true on a match. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 
+/* -O0..-O3 and --disable-pass=NAME (repeatable, checked against the pass
+ * table): 1 if argv[*i] was one of them, 0 if not, -1 after printing an error. */
+int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o);
+
 #endif

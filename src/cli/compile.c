@@ -1,69 +1,197 @@
-/* smelt compile: import and optimise a model; print its IR on request. */
+/* smelt compile: import and optimise a model; print its IR or statistics. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/smelt_internal.h"
 #include "cli/cli.h"
+#include "ops/op.h"
+
+typedef struct compile_opts {
+    const char *model, *dump, *out_dir;
+    bool stats, json;
+    smelt_options o;
+} compile_opts;
+
+/* Bytes of the values nodes produce that are not graph outputs. */
+static int64_t intermediate_bytes(const gr_graph *g)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < g->nodes.len; i++) {
+        const gr_node *n = g->nodes.items[i];
+        for (int k = 0; k < n->n_outputs; k++) {
+            const gr_value *v = n->outputs[k];
+            int64_t numel = v ? gr_value_numel(v) : -1;
+            if (v && !v->is_output && numel > 0) sum += numel * (int64_t)smelt_dtype_size(v->dtype);
+        }
+    }
+    return sum;
+}
+
+static void print_ops_text(const gr_graph *g)
+{
+    int counts[OP_COUNT_] = {0};
+    for (int i = 0; i < g->nodes.len; i++) counts[((gr_node *)g->nodes.items[i])->op]++;
+    printf("ops:");
+    for (int k = 0; k < OP_COUNT_; k++)
+        if (counts[k]) printf(" %s=%d", op_get((op_kind)k)->name, counts[k]);
+    printf("\n");
+}
+
+static void print_stats_text(const smelt_model *m, const smelt_compile_totals *t)
+{
+    const pass_report *r = &m->report;
+    printf("%-18s %7s %7s %9s  %s\n", "pass", "before", "after", "ms", "changes");
+    for (int i = 0; i < r->n; i++) {
+        const pass_stat *st = &r->passes[i];
+        if (!st->ran) {
+            printf("%-18s %7s %7s %9s  (skipped)\n", st->name, "-", "-", "-");
+            continue;
+        }
+        printf("%-18s %7d %7d %9.2f  %s\n", st->name, st->nodes_before, st->nodes_after, st->ms,
+               st->changed ? st->change : "(unchanged)");
+    }
+    const gr_graph *g = m->graph;
+    printf("nodes: %d\nfunctions: %d\narena bytes: %lld\nintermediate bytes: %lld\n"
+           "weight bytes: %lld\n",
+           g->nodes.len, t->functions, (long long)t->arena_bytes,
+           (long long)intermediate_bytes(g), (long long)t->weight_bytes);
+    print_ops_text(g);
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_stats_json(const smelt_model *m, const smelt_compile_totals *t)
+{
+    const pass_report *r = &m->report;
+    const gr_graph *g = m->graph;
+    printf("{\"opt_level\": %d, \"passes\": [", m->options.opt_level);
+    for (int i = 0; i < r->n; i++) {
+        const pass_stat *st = &r->passes[i];
+        printf("%s{\"name\": ", i ? ", " : "");
+        json_string(st->name);
+        printf(", \"ran\": %s, \"nodes_before\": %d, \"nodes_after\": %d, \"ms\": %.3f, "
+               "\"changed\": %s, \"changes\": ",
+               st->ran ? "true" : "false", st->nodes_before, st->nodes_after, st->ms,
+               st->changed ? "true" : "false");
+        json_string(st->change);
+        printf("}");
+    }
+    printf("], \"nodes\": %d, \"functions\": %d, \"arena_bytes\": %lld, "
+           "\"intermediate_bytes\": %lld, \"weight_bytes\": %lld, \"ops\": {",
+           g->nodes.len, t->functions, (long long)t->arena_bytes,
+           (long long)intermediate_bytes(g), (long long)t->weight_bytes);
+    int counts[OP_COUNT_] = {0}, first = 1;
+    for (int i = 0; i < g->nodes.len; i++) counts[((gr_node *)g->nodes.items[i])->op]++;
+    for (int k = 0; k < OP_COUNT_; k++) {
+        if (!counts[k]) continue;
+        printf("%s\"%s\": %d", first ? "" : ", ", op_get((op_kind)k)->name, counts[k]);
+        first = 0;
+    }
+    printf("}}\n");
+}
+
+static int print_graph(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
+{
+    if (smelt_model_optimize(ctx, m, &c->o) != SMELT_OK) return cli_fail(ctx);
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    gr_graph_print(smelt_model_graph(m), &sb);
+    fputs(smelt_strbuf_cstr(&sb), stdout);
+    smelt_strbuf_fini(&sb);
+    return 0;
+}
 
 /* Without -o: build the model (JIT cache) and report; -o DIR: AOT package. */
-static int compile_model(smelt_ctx *ctx, smelt_model *m, const char *path, const char *dump,
-                         const char *out_dir, const smelt_options *opts)
+static int compile_model(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
 {
     gr_graph *g = smelt_model_graph(m);
-    if (dump && strcmp(dump, "graph") == 0) {
-        smelt_strbuf sb;
-        smelt_strbuf_init(&sb);
-        gr_graph_print(g, &sb);
-        fputs(smelt_strbuf_cstr(&sb), stdout);
-        smelt_strbuf_fini(&sb);
-        return 0;
-    }
+    const char *dump = c->dump;
+    if (dump && strcmp(dump, "graph") == 0) return print_graph(ctx, m, c);
     if (dump && strcmp(dump, "tir") == 0) setenv("SMELT_DEBUG", "3", 1);
-    if (out_dir) {
-        if (smelt_model_write_package(ctx, m, out_dir, opts) != SMELT_OK) return cli_fail(ctx);
-        printf("wrote package %s\n", out_dir);
+    if (c->out_dir) {
+        if (smelt_model_write_package(ctx, m, c->out_dir, &c->o) != SMELT_OK) return cli_fail(ctx);
+        printf("wrote package %s\n", c->out_dir);
         return 0;
     }
-    if (smelt_model_compile(ctx, m, opts) != SMELT_OK) return cli_fail(ctx);
-    if (!dump)
-        printf("%s: %d nodes, %d inputs, %d outputs (opset %lld); compiled\n", path,
+    if (smelt_model_compile(ctx, m, &c->o) != SMELT_OK) return cli_fail(ctx);
+    smelt_compile_totals t;
+    smelt_model_totals(m, &t);
+    if (c->stats && c->json) print_stats_json(m, &t);
+    else if (c->stats) print_stats_text(m, &t);
+    else if (!dump)
+        printf("%s: %d nodes, %d inputs, %d outputs (opset %lld); compiled\n", c->model,
                g->nodes.len, g->inputs.len, g->outputs.len, (long long)g->opset);
+    return 0;
+}
+
+/* --dump-ir: graph (after the passes), tir, c, all (graph after every pass)
+ * or after:PASS. */
+static bool set_dump(compile_opts *c, const char *v)
+{
+    c->dump = v;
+    if (strcmp(v, "all") == 0) c->o.dump_ir_after = v;
+    else if (strncmp(v, "after:", 6) == 0) c->o.dump_ir_after = v + 6;
+    else return strcmp(v, "graph") == 0 || strcmp(v, "c") == 0 || strcmp(v, "tir") == 0;
+    return true;
+}
+
+static int parse(int argc, char **argv, compile_opts *c)
+{
+    memset(c, 0, sizeof *c);
+    smelt_options_init(&c->o);
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        int po = cli_pass_opt(argc, argv, &i, &c->o);
+        if (po < 0) return 2;
+        if (po > 0) continue;
+        if (cli_opt(argc, argv, &i, "--dump-ir", &v)) {
+            if (!v) return 2;
+            if (!set_dump(c, v))
+                return fprintf(stderr, "smelt compile: unknown IR '%s' for --dump-ir (known: "
+                                       "graph, tir, c, all, after:PASS)\n", v), 2;
+        } else if (cli_opt(argc, argv, &i, "-o", &v)) {
+            if (!(c->out_dir = v)) return 2;
+        } else if (cli_opt(argc, argv, &i, "--target", &v)) {
+            if (!(c->o.target = v)) return 2;
+        } else if (strcmp(argv[i], "--embed-weights") == 0) {
+            c->o.embed_weights = 1;
+        } else if (strcmp(argv[i], "--stats") == 0) {
+            c->stats = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            c->json = true;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "smelt compile: unknown option '%s'\n", argv[i]);
+            return 2;
+        } else {
+            c->model = argv[i];
+        }
+    }
+    if (!c->model)
+        return fprintf(stderr, "usage: smelt compile MODEL [-o DIR] [--embed-weights] "
+                               "[--target T] [-O0..-O3] [--disable-pass=PASS] [--stats [--json]] "
+                               "[--dump-ir=graph|tir|c|all|after:PASS]\n"), 2;
+    c->o.dump_c = c->dump && strcmp(c->dump, "c") == 0;
     return 0;
 }
 
 int cli_compile(int argc, char **argv)
 {
-    const char *model = NULL, *dump = NULL, *out_dir = NULL;
-    smelt_options opts = {0};
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        if (cli_opt(argc, argv, &i, "--dump-ir", &v)) {
-            if (!(dump = v)) return 2;
-        } else if (cli_opt(argc, argv, &i, "-o", &v)) {
-            if (!(out_dir = v)) return 2;
-        } else if (cli_opt(argc, argv, &i, "--target", &v)) {
-            if (!(opts.target = v)) return 2;
-        } else if (strcmp(argv[i], "--embed-weights") == 0) {
-            opts.embed_weights = 1;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "smelt compile: unknown option '%s'\n", argv[i]);
-            return 2;
-        } else {
-            model = argv[i];
-        }
-    }
-    if (!model)
-        return fprintf(stderr, "usage: smelt compile MODEL [-o DIR] [--embed-weights] "
-                               "[--target T] [--dump-ir=graph|tir|c]\n"), 2;
-    if (dump && strcmp(dump, "graph") != 0 && strcmp(dump, "c") != 0 && strcmp(dump, "tir") != 0) {
-        fprintf(stderr, "smelt compile: unknown IR '%s' for --dump-ir (known: graph, tir, c)\n",
-                dump);
-        return 2;
-    }
-    opts.dump_c = dump && strcmp(dump, "c") == 0;
+    compile_opts c;
+    int rc = parse(argc, argv, &c);
+    if (rc) return rc;
     smelt_ctx *ctx = smelt_ctx_new();
-    smelt_model *m = smelt_model_load(ctx, model);
-    int rc = m ? compile_model(ctx, m, model, dump, out_dir, &opts) : cli_fail(ctx);
+    smelt_model *m = smelt_model_load(ctx, c.model);
+    rc = m ? compile_model(ctx, m, &c) : cli_fail(ctx);
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "passes/passes.h"
 
 static const char usage[] =
     "usage: smelt <command> [options]\n"
@@ -15,12 +16,17 @@ static const char usage[] =
     "        [--expected-failures FILE] DIR...\n"
     "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
     "      test_data_set_*/) and compare with the expected outputs\n"
-    "  compile MODEL [-o DIR] [--embed-weights] [--target T] [--dump-ir=graph|tir|c]\n"
-    "      build the model (JIT cache); -o writes a standalone C package\n"
+    "  compile MODEL [-o DIR] [--embed-weights] [--target T] [--stats [--json]]\n"
+    "        [--dump-ir=graph|tir|c|all|after:PASS]\n"
+    "      build the model (JIT cache); -o writes a standalone C package; --stats\n"
+    "      prints what each graph pass did and the totals\n"
     "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N]\n"
     "      median latency on seeded random inputs\n"
     "  graph MODEL -o FILE.dot|.svg|.png\n"
     "      draw the graph with op, dtype and shape on every edge\n"
+    "\n"
+    "run, check and compile take -O0..-O3 (graph optimisation level, default -O2)\n"
+    "and --disable-pass=PASS (repeatable)\n"
     "\n"
     "environment: SMELT_DEBUG=1..4 for more logging\n";
 
@@ -65,4 +71,29 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
     }
     *val = argv[++*i];
     return true;
+}
+
+int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o)
+{
+    static char disabled[1024];
+    const char *a = argv[*i], *v;
+    if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+        o->opt_level = a[2] - '0';
+        return 1;
+    }
+    if (!cli_opt(argc, argv, i, "--disable-pass", &v)) return 0;
+    if (!v) return -1;
+    smelt_ctx *ctx = smelt_ctx_new();
+    bool ok = pass_check_names(ctx, v) == SMELT_OK;
+    if (!ok) fprintf(stderr, "smelt: %s\n", smelt_ctx_message(ctx));
+    smelt_ctx_free(ctx);
+    size_t used = strlen(disabled);
+    if (ok && used + strlen(v) + 2 > sizeof disabled) {
+        fprintf(stderr, "smelt: too many --disable-pass\n");
+        ok = false;
+    }
+    if (!ok) return -1;
+    snprintf(disabled + used, sizeof disabled - used, "%s%s", used ? "," : "", v);
+    o->disabled_passes = disabled;
+    return 1;
 }

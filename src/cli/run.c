@@ -24,8 +24,12 @@ typedef struct run_opts {
 static int parse_run_opts(int argc, char **argv, run_opts *o)
 {
     memset(o, 0, sizeof *o);
+    smelt_options_init(&o->compile);
     for (int i = 0; i < argc; i++) {
         const char *v;
+        int po = cli_pass_opt(argc, argv, &i, &o->compile);
+        if (po < 0) return 2;
+        if (po > 0) continue;
         if (strcmp(argv[i], "--reference") == 0) {
             o->reference = true;
         } else if (strcmp(argv[i], "--te") == 0) {

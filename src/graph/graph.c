@@ -111,6 +111,7 @@ gr_node *gr_node_new(gr_graph *g, const char *name, const char *op_type, op_kind
     n->op = op;
     n->n_inputs = n_inputs;
     n->n_outputs = n_outputs;
+    n->group = -1;
     n->inputs = smelt_arena_alloc(&g->arena, sizeof(gr_value *) * (size_t)(n_inputs + 1));
     n->outputs = smelt_arena_alloc(&g->arena, sizeof(gr_value *) * (size_t)(n_outputs + 1));
     if (!n->name || !n->op_type || !n->inputs || !n->outputs) return NULL;

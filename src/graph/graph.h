@@ -69,6 +69,7 @@ struct gr_node {
     int n_attrs;
     gr_attr *attrs;
     void *op_attrs; /* typed attribute struct of the op, set by its import */
+    int group;      /* fused group (pass_fuse_ops): one generated function; -1 = alone */
 };
 
 struct gr_graph {

@@ -104,7 +104,9 @@ void gr_graph_print(const gr_graph *g, smelt_strbuf *out)
             print_value_ref(n->inputs[k], out);
             if (n->inputs[k] && n->inputs[k]->constant) smelt_strbuf_append(out, "(const)");
         }
-        smelt_strbuf_printf(out, ")  # %s\n", n->name);
+        smelt_strbuf_printf(out, ")  # %s", n->name);
+        if (n->group >= 0) smelt_strbuf_printf(out, " [group %d]", n->group);
+        smelt_strbuf_append(out, "\n");
     }
     smelt_strbuf_append(out, "  return ");
     for (int i = 0; i < g->outputs.len; i++) {

@@ -2,15 +2,18 @@
  * with every argument bound to a model input/output, the weight blob or the
  * activation arena.
  *
- * Groups are single nodes for now (fusion forms bigger ones), and every
- * intermediate value gets its own arena slot (the memory planner shares
- * them).  Graph outputs that no node produces (constants, or inputs passed
- * through) are copied by a generated identity function.
+ * A group is a run of consecutive nodes with one node->group (pass_fuse_ops),
+ * or a single node.  Values that leave their group live in the arena at
+ * offsets from the memory plan (passes/plan_memory.h) over the call order;
+ * values inside a group never reach memory.  Graph outputs that no node
+ * produces (constants, or inputs passed through) are copied by a generated
+ * identity function.
  */
 #include <string.h>
 
 #include "lower/program.h"
 #include "ops/op.h"
+#include "passes/plan_memory.h"
 
 #define SLOT_ALIGN 64
 
@@ -28,6 +31,10 @@ typedef struct prog_builder {
     smelt_ptrvec funcs, calls; /* ir_func*, ir_call_site* */
     int64_t arena_bytes, weight_bytes;
     smelt_ptrvec weight_values; /* gr_value* in blob order */
+    mem_block *blocks; /* per arena value, in order of creation (ir_slot.index until planned) */
+    int n_blocks, cap_blocks;
+    int *unit_of; /* per value id: the unit (lowered function) producing it, -1: none */
+    bool *escapes; /* per value id: read outside its unit, or a graph output */
 } prog_builder;
 
 static smelt_status oom(prog_builder *pb) { return smelt_errf(pb->ctx, SMELT_ERR_NOMEM, "out of memory"); }
@@ -47,6 +54,24 @@ static int graph_index(const smelt_ptrvec *list, const gr_value *v)
     for (int i = 0; i < list->len; i++)
         if (list->items[i] == v) return i;
     return -1;
+}
+
+/* An arena value is first written by the call being added; its offset comes
+ * from the memory plan once every call is known. */
+static smelt_status new_block(prog_builder *pb, int64_t bytes, ir_slot *slot)
+{
+    if (pb->n_blocks == pb->cap_blocks) {
+        int cap = pb->cap_blocks ? 2 * pb->cap_blocks : 64;
+        mem_block *nb = smelt_realloc(pb->blocks, sizeof *nb * (size_t)pb->cap_blocks,
+                                       sizeof *nb * (size_t)cap);
+        if (!nb) return oom(pb);
+        pb->blocks = nb;
+        pb->cap_blocks = cap;
+    }
+    int call = pb->calls.len;
+    pb->blocks[pb->n_blocks] = (mem_block){bytes, call, call, -1, 0};
+    *slot = (ir_slot){IR_SLOT_ARENA, pb->n_blocks++, 0};
+    return SMELT_OK;
 }
 
 static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
@@ -71,8 +96,7 @@ static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
     } else if (outi >= 0) {
         vs->slot = (ir_slot){IR_SLOT_OUTPUT, outi, 0};
     } else {
-        vs->slot = (ir_slot){IR_SLOT_ARENA, 0, pb->arena_bytes};
-        pb->arena_bytes = align_up(pb->arena_bytes + (bytes ? bytes : 1));
+        SMELT_TRY(new_block(pb, bytes ? bytes : 1, &vs->slot));
     }
     vs->assigned = true;
     *out = vs->slot;
@@ -117,11 +141,36 @@ static char *func_name(prog_builder *pb, const char *op_type)
     return smelt_arena_strdup(&pb->lp->arena, name);
 }
 
+static bool same_dims(const gr_value *a, const gr_value *b)
+{
+    return a->rank == b->rank && memcmp(a->dims, b->dims, sizeof(gr_dim) * (size_t)a->rank) == 0;
+}
+
+/* Arena inputs live up to this call.  An elementwise call's only output may
+ * overwrite an input of its shape and size (the planner checks the input
+ * dies here). */
+static void note_lifetimes(prog_builder *pb, const ir_slot *args, const gr_value *const *in_vals,
+                           int n_in, const gr_value *const *out_vals, int n_out, bool elementwise)
+{
+    int call = pb->calls.len;
+    for (int i = 0; i < n_in; i++)
+        if (args[i].kind == IR_SLOT_ARENA) pb->blocks[args[i].index].last = call;
+    const ir_slot *o = &args[n_in];
+    if (!elementwise || n_out != 1 || o->kind != IR_SLOT_ARENA || pb->blocks[o->index].first != call)
+        return;
+    for (int i = 0; i < n_in; i++)
+        if (args[i].kind == IR_SLOT_ARENA && same_dims(in_vals[i], out_vals[0]) &&
+            pb->blocks[args[i].index].bytes == pb->blocks[o->index].bytes) {
+            pb->blocks[o->index].inplace_of = args[i].index;
+            return;
+        }
+}
+
 /* Lower te graph `te` (outputs bound to out_vals, placeholders to in_vals)
  * and append the call. */
 static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *const *in_vals,
                               int n_in, const gr_value *const *out_vals, int n_out,
-                              const ir_slot *forced_out, const char *op_type,
+                              const ir_slot *forced_out, bool elementwise, const char *op_type,
                               const char *comment)
 {
     if (!smelt_ptrvec_push(&pb->lp->te_graphs, te)) {
@@ -154,10 +203,17 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         if (forced_out) args[n_in + i] = forced_out[i];
         else SMELT_TRY(slot_of(pb, out_vals[i], &args[n_in + i]));
     }
+    note_lifetimes(pb, args, in_vals, n_in, out_vals, n_out, elementwise);
     cs->func = f;
     cs->args = args;
     if (!smelt_ptrvec_push(&pb->funcs, f) || !smelt_ptrvec_push(&pb->calls, cs)) return oom(pb);
     return SMELT_OK;
+}
+
+static bool is_elementwise(const gr_node *n)
+{
+    op_pattern p = op_get(n->op)->pattern;
+    return p == OP_PATTERN_ELEMWISE || p == OP_PATTERN_BROADCAST;
 }
 
 static smelt_status lower_node(prog_builder *pb, const gr_node *n)
@@ -175,7 +231,8 @@ static smelt_status lower_node(prog_builder *pb, const gr_node *n)
         if (n->inputs[i]) in_vals[n_in++] = n->inputs[i];
     for (int i = 0; i < n->n_outputs; i++)
         if (n->outputs[i]) out_vals[n_out++] = n->outputs[i];
-    return add_group(pb, te, in_vals, n_in, out_vals, n_out, NULL, n->op_type, n->name);
+    return add_group(pb, te, in_vals, n_in, out_vals, n_out, NULL, is_elementwise(n), n->op_type,
+                     n->name);
 }
 
 /* ---- outputs no node produces ---- */
@@ -205,7 +262,7 @@ static smelt_status copy_output(prog_builder *pb, int out_index, const gr_value 
     /* the destination is bound explicitly: dst may be the very value src */
     const gr_value *ins[1] = {src};
     ir_slot dst_slot = {IR_SLOT_OUTPUT, out_index, 0};
-    return add_group(pb, te, ins, 1, &dst, 1, &dst_slot, "Copy", dst->name);
+    return add_group(pb, te, ins, 1, &dst, 1, &dst_slot, false, "Copy", dst->name);
 }
 
 /* An output needs a copy when no compiled node writes it at its own index. */
@@ -257,14 +314,119 @@ static smelt_status describe_io(prog_builder *pb)
     return SMELT_OK;
 }
 
+/* ---- units: maximal runs of consecutive nodes of one fused group -------
+ * (a single node when not fused).  Node order is the execution order; a
+ * group split into several runs still lowers correctly, as several units. */
+
+static int unit_end(const gr_graph *g, int start)
+{
+    const gr_node *n = g->nodes.items[start];
+    int end = start + 1;
+    if (n->group < 0) return end;
+    while (end < g->nodes.len && ((gr_node *)g->nodes.items[end])->group == n->group) end++;
+    return end;
+}
+
+static smelt_status find_escapes(prog_builder *pb)
+{
+    const gr_graph *g = pb->g;
+    for (int i = 0; i < g->values.len; i++) pb->unit_of[i] = -1;
+    for (int start = 0, u = 0; start < g->nodes.len; u++) {
+        int end = unit_end(g, start);
+        for (int k = start; k < end; k++) {
+            const gr_node *n = g->nodes.items[k];
+            for (int i = 0; i < n->n_outputs; i++)
+                if (n->outputs[i]) pb->unit_of[n->outputs[i]->id] = u;
+        }
+        start = end;
+    }
+    /* a value nobody reads stays an output of its unit, as before fusion */
+    bool *read = smelt_calloc((size_t)g->values.len + 1, sizeof *read);
+    if (!read) return oom(pb);
+    for (int start = 0, u = 0; start < g->nodes.len; u++) {
+        int end = unit_end(g, start);
+        for (int k = start; k < end; k++) {
+            const gr_node *n = g->nodes.items[k];
+            for (int i = 0; i < n->n_inputs; i++) {
+                const gr_value *v = n->inputs[i];
+                if (!v) continue;
+                read[v->id] = true;
+                if (pb->unit_of[v->id] != u) pb->escapes[v->id] = true;
+            }
+        }
+        start = end;
+    }
+    for (int i = 0; i < g->values.len; i++)
+        if (!read[i]) pb->escapes[i] = true;
+    for (int i = 0; i < g->outputs.len; i++) pb->escapes[((gr_value *)g->outputs.items[i])->id] = true;
+    smelt_free(read);
+    return SMELT_OK;
+}
+
+static bool value_escapes(const gr_value *v, void *user)
+{
+    return ((prog_builder *)user)->escapes[v->id];
+}
+
+static smelt_status lower_unit(prog_builder *pb, int start, int end)
+{
+    if (end - start == 1) return lower_node(pb, pb->g->nodes.items[start]);
+    const gr_node *const *nodes = (const gr_node *const *)pb->g->nodes.items + start;
+    te_group_io *io = smelt_calloc(1, sizeof *io);
+    if (!io) return oom(pb);
+    te_graph *te;
+    smelt_status s = te_from_group(pb->ctx, nodes, end - start, value_escapes, pb, &te, io);
+    /* the function is named after the first node (the anchor of an epilogue group) */
+    const gr_node *last = nodes[end - start - 1];
+    char comment[256];
+    snprintf(comment, sizeof comment, "%s .. %s (%d nodes)", nodes[0]->name, last->name,
+             end - start);
+    bool elementwise = true;
+    for (int k = 0; k < end - start; k++) elementwise = elementwise && is_elementwise(nodes[k]);
+    if (s == SMELT_OK)
+        s = add_group(pb, te, io->in, io->n_in, io->out, io->n_out, NULL, elementwise,
+                      nodes[0]->op_type, comment);
+    smelt_free(io);
+    return s;
+}
+
+/* Offsets for every arena value from the memory plan, written into the
+ * call arguments (which carried the value's block number until now). */
+static smelt_status plan_arena(prog_builder *pb)
+{
+    SMELT_TRY(mem_plan(pb->ctx, pb->blocks, pb->n_blocks, &pb->arena_bytes));
+    for (int c = 0; c < pb->calls.len; c++) {
+        ir_call_site *cs = pb->calls.items[c];
+        for (int i = 0; i < cs->func->n_params; i++)
+            if (cs->args[i].kind == IR_SLOT_ARENA) {
+                cs->args[i].offset = pb->blocks[cs->args[i].index].offset;
+                cs->args[i].index = 0;
+            }
+    }
+    for (int i = 0; i < pb->n_blocks; i++) pb->lp->materialized_bytes += pb->blocks[i].bytes;
+    const gr_graph *g = pb->g;
+    for (int i = 0; i < g->values.len; i++) {
+        const gr_value *v = g->values.items[i];
+        if (v->producer && !v->constant && graph_index(&g->outputs, v) < 0 && value_bytes(v) > 0)
+            pb->lp->intermediate_bytes += value_bytes(v);
+    }
+    return SMELT_OK;
+}
+
 static smelt_status build_program(prog_builder *pb)
 {
     const gr_graph *g = pb->g;
     SMELT_TRY(describe_io(pb));
-    for (int i = 0; i < g->nodes.len; i++) SMELT_TRY(lower_node(pb, g->nodes.items[i]));
+    SMELT_TRY(find_escapes(pb));
+    for (int start = 0; start < g->nodes.len;) {
+        int end = unit_end(g, start);
+        SMELT_TRY(lower_unit(pb, start, end));
+        start = end;
+    }
     for (int i = 0; i < g->outputs.len; i++)
         if (output_needs_copy(pb, i)) SMELT_TRY(copy_output(pb, i, g->outputs.items[i]));
     SMELT_TRY(pack_weights(pb));
+    SMELT_TRY(plan_arena(pb));
     ir_program *p = &pb->lp->prog;
     p->n_funcs = pb->funcs.len;
     p->n_calls = pb->calls.len;
@@ -287,10 +449,15 @@ smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options 
     if (!lp) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_arena_init(&lp->arena);
     ir_builder_init(&lp->b, &lp->arena);
-    prog_builder pb = {ctx, g, opts, lp, NULL, {0}, {0}, 0, 0, {0}};
+    prog_builder pb = {ctx, g, opts, lp, NULL, {0}, {0}, 0, 0, {0}, NULL, 0, 0, NULL, NULL};
     pb.slots = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.slots);
-    smelt_status s = pb.slots ? build_program(&pb) : oom(&pb);
+    pb.unit_of = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.unit_of);
+    pb.escapes = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.escapes);
+    smelt_status s = pb.slots && pb.unit_of && pb.escapes ? build_program(&pb) : oom(&pb);
     smelt_free(pb.slots);
+    smelt_free(pb.unit_of);
+    smelt_free(pb.blocks);
+    smelt_free(pb.escapes);
     smelt_ptrvec_fini(&pb.funcs);
     smelt_ptrvec_fini(&pb.calls);
     smelt_ptrvec_fini(&pb.weight_values);

@@ -17,6 +17,9 @@ typedef struct lowered_program {
     smelt_ptrvec te_graphs; /* te_graph*: own the placeholder/output buffers */
     smelt_ptrvec states;    /* sch_state* */
     unsigned char *weights; /* the blob prog.weights points to */
+    /* --stats: bytes of all intermediate values of the graph, and of those
+     * written to memory (group outputs), against prog.arena_bytes */
+    int64_t intermediate_bytes, materialized_bytes;
 } lowered_program;
 
 smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,

@@ -165,8 +165,8 @@ static ir_call_arg int_arg(lt *t, int64_t v) { return (ir_call_arg){NULL, ir_int
 
 static smelt_status build_gemm(lt *t, ir_stmt **out)
 {
-    int ijk[3];
-    access c, a, bb;
+    int ijk[3] = {0, 1, 2};
+    access c = {0}, a = {0}, bb = {0};
     SMELT_TRY(assign_roles(t, ijk, &c));
     SMELT_TRY(assign_operands(t, ijk, &a, &bb));
     ir_expr *ext[LT_MAX_INNER], *outer = NULL;

@@ -373,6 +373,39 @@ static smelt_status slice_read(smelt_ctx *ctx, const gr_node *node, const smelt_
     return SMELT_OK;
 }
 
+/* Parameters known only at run time: what can be checked now must be, as
+ * the compiled code indexes them by entry of 'starts' (fuzz_pipeline found
+ * constant axes shorter than non-constant starts). */
+static smelt_status slice_check_runtime(smelt_ctx *ctx, const gr_node *node,
+                                        const smelt_tensor *x, const smelt_tensor *const *in)
+{
+    static const char *const what[5] = {"", "starts", "ends", "axes", "steps"};
+    const smelt_tensor *starts = in[1];
+    for (int i = 1; i <= 4; i++) {
+        const smelt_tensor *t = op_input(node, in, i);
+        if (!t) continue;
+        if (t->rank != 1)
+            return op_errf(ctx, node, SMELT_ERR_SHAPE, "input '%s' must be 1-D, not rank %d",
+                           what[i], t->rank);
+        if (t->dims[0] >= 0 && starts->dims[0] >= 0 && t->dims[0] != starts->dims[0])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE, "input '%s' has %lld values, expected "
+                           "%lld (one per entry of 'starts')", what[i],
+                           (long long)t->dims[0], (long long)starts->dims[0]);
+    }
+    if (starts->dims[0] > x->rank)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "input 'starts' has %lld values for an input "
+                       "of rank %d", (long long)starts->dims[0], x->rank);
+    const smelt_tensor *axes = op_input(node, in, 3);
+    bool seen[SMELT_MAX_RANK] = {false};
+    for (int64_t i = 0; axes && axes->data && i < op_numel(axes); i++) {
+        int a;
+        SMELT_TRY(op_norm_axis(ctx, node, op_get_i64(axes, i), x->rank, &a));
+        if (seen[a]) return op_errf(ctx, node, SMELT_ERR_ATTR, "axis %d is sliced twice", a);
+        seen[a] = true;
+    }
+    return SMELT_OK;
+}
+
 static smelt_status slice_plan_make(smelt_ctx *ctx, const gr_node *node,
                                     const smelt_tensor *const *in, slice_plan *p)
 {
@@ -386,6 +419,7 @@ static smelt_status slice_plan_make(smelt_ctx *ctx, const gr_node *node,
         p->count[d] = x->dims[d];
     }
     if (!starts->data || !ends->data || (axes && !axes->data) || (steps && !steps->data)) {
+        SMELT_TRY(slice_check_runtime(ctx, node, x, in));
         slice_mark_unknown(x, starts, axes, p);
         return SMELT_OK;
     }

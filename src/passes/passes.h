@@ -1,6 +1,9 @@
-/* Graph passes: one entry function per pass, one file per pass. */
+/* Graph passes: one entry function per pass, one file per pass.  The ordered
+ * pipeline is the table in pipeline.c. */
 #ifndef SMELT_PASSES_H
 #define SMELT_PASSES_H
+
+#include <stdio.h>
 
 #include "graph/graph.h"
 
@@ -9,5 +12,62 @@
  * constants, so shape subgraphs (Shape -> Gather -> Concat -> Reshape)
  * resolve when shapes are static. */
 smelt_status pass_infer_shapes(smelt_ctx *ctx, gr_graph *g);
+
+/* Evaluate nodes whose inputs are all constants with the reference kernels,
+ * unless the result would be bigger than max(64 KiB, the inputs' bytes). */
+smelt_status pass_fold_constants(smelt_ctx *ctx, gr_graph *g);
+
+/* Drop nodes whose outputs reach no graph output, and unused values. */
+smelt_status pass_eliminate_dead(smelt_ctx *ctx, gr_graph *g);
+
+/* Common subexpressions: same op, inputs and attributes computed once;
+ * identical tiny constants shared. */
+smelt_status pass_eliminate_common(smelt_ctx *ctx, gr_graph *g);
+
+/* Algebraic identities and pattern recognition (see simplify_algebra.c). */
+smelt_status pass_simplify_algebra(smelt_ctx *ctx, gr_graph *g);
+
+/* BatchNormalization and per-channel Mul/Add by constants folded into the
+ * weights and bias of the Conv before them. */
+smelt_status pass_fold_batchnorm(smelt_ctx *ctx, gr_graph *g);
+
+/* Group nodes TVM-style (injective chains, conv/matmul epilogues,
+ * producers into reductions); each group lowers to one function. */
+smelt_status pass_fuse_ops(smelt_ctx *ctx, gr_graph *g);
+
+/* ---- the pipeline (pipeline.c) ---- */
+
+#define PASS_MAX 16
+
+typedef struct pass_options {
+    int opt_level;             /* 0..3 */
+    const char *disabled;      /* comma-separated pass names, or NULL */
+    const char *dump_after;    /* pass name or "all": print the graph after it */
+    FILE *dump_out;            /* where dumps go (stdout if NULL) */
+} pass_options;
+
+typedef struct pass_stat {
+    const char *name;
+    bool ran;             /* false: below the level or disabled */
+    bool changed;
+    int nodes_before, nodes_after;
+    double ms;
+    char change[160];     /* op-count differences, e.g. "-53 BatchNormalization" */
+} pass_stat;
+
+typedef struct pass_report {
+    int n;
+    pass_stat passes[PASS_MAX];
+} pass_report;
+
+int pass_count(void);
+const char *pass_name(int i);
+const char *pass_description(int i);
+int pass_min_level(int i);
+/* Check every name in a comma-separated list; the error lists the valid ones. */
+smelt_status pass_check_names(smelt_ctx *ctx, const char *list);
+/* Run the table in order; report may be NULL. */
+smelt_status pass_pipeline_run(smelt_ctx *ctx, gr_graph *g, const pass_options *o,
+                               pass_report *report);
 
 #endif

@@ -75,6 +75,23 @@ smelt_status te_from_node(smelt_ctx *ctx, const struct gr_node *node,
                           const smelt_tensor *const *in, const smelt_tensor *out_types,
                           te_graph **out);
 
+/* The te graph of a fused group: nodes (in topological order) chained
+ * through their compute hooks.  An input produced inside the group reads the
+ * producer's compute; each value from outside gets one placeholder ("x0",
+ * ...) in first-use order, listed in io->in; the values escapes() accepts
+ * (used outside the group, graph outputs) become the outputs, in node order,
+ * listed in io->out.  Stage names are prefixed with the node's position
+ * ("n2_y") to keep them unique. */
+#define TE_GROUP_MAX_IO 256
+struct gr_value;
+typedef struct te_group_io {
+    const struct gr_value *in[TE_GROUP_MAX_IO], *out[TE_GROUP_MAX_IO];
+    int n_in, n_out;
+} te_group_io;
+smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
+                           bool (*escapes)(const struct gr_value *v, void *user), void *user,
+                           te_graph **out, te_group_io *io);
+
 /* Human-readable listing of the graph's tensors and bodies. */
 void te_graph_print(const te_graph *g, smelt_strbuf *out);
 

@@ -474,7 +474,7 @@ static smelt_status run_gemm_f32(tir_interp *it, const ir_stmt *s)
     }
     for (int64_t i = 0; i < v[3]; i++)
         for (int64_t j = 0; j < v[4]; j++) {
-            float *c, *pa, *pb;
+            float *c = NULL, *pa = NULL, *pb = NULL;
             SMELT_TRY(kernel_elem(it, bb[0], v[0], i * v[6] + j, &c));
             for (int64_t k = 0; k < v[5]; k++) {
                 SMELT_TRY(kernel_elem(it, bb[1], v[1], i * v[7] + k * v[8], &pa));
