@@ -39,6 +39,17 @@ foreach(m ${SMELT_TEST_MODELS})
     COMMAND smelt_cli check --compiled --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_compiled PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
 endforeach()
+# Outputs must not depend on the optimisation level: a few models also at -O0
+# (the _compiled tests above run at the default -O2, the highest level in use).
+foreach(m resnet18 mobilenet_v2 bert_tiny_like)
+  add_test(NAME models/${m}_O0
+    COMMAND smelt_cli check --compiled -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+  set_tests_properties(models/${m}_O0 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
+endforeach()
+foreach(level O0 O3)
+  add_test(NAME models/tiny_cnn_${level}
+    COMMAND smelt_cli check --compiled -${level} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+endforeach()
 foreach(mode reference compiled)
   add_test(NAME models/tiny_cnn_${mode}
     COMMAND smelt_cli check --${mode} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
@@ -65,33 +76,57 @@ target_compile_definitions(test_frontend_fuzz PRIVATE
   SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
 set_tests_properties(unit/test_frontend_fuzz PROPERTIES TIMEOUT 300)
 
-# ---- Fuzzing: ONNX import harness (see docs/fuzzing.md) ----
-# Every build replays the seed corpus and the crash regressions through the
-# harness (replay_main.c stands in for libFuzzer); -DSMELT_FUZZ=ON (clang)
-# also builds the real fuzzer and runs it briefly.
-set(SMELT_FUZZ_IMPORT_DIRS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/onnx_import
-    ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/onnx_import)
-add_executable(fuzz_onnx_import_replay tests/fuzz/fuzz_onnx_import.c tests/fuzz/replay_main.c)
-target_link_libraries(fuzz_onnx_import_replay PRIVATE smelt)
-set_target_properties(fuzz_onnx_import_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-add_test(NAME fuzz/onnx_import_replay COMMAND fuzz_onnx_import_replay ${SMELT_FUZZ_IMPORT_DIRS})
-set_tests_properties(fuzz/onnx_import_replay PROPERTIES ENVIRONMENT SMELT_FUZZ_RUN=1 TIMEOUT 300)
+# ---- Fuzzing: libFuzzer harnesses (see docs/fuzzing.md) ----
+# Every build replays each harness's seed corpus and crash regressions
+# (replay_main.c stands in for libFuzzer); -DSMELT_FUZZ=ON (clang) also
+# builds the real fuzzers and runs each for 60 s.
+#   onnx_import  ONNX bytes -> decode, import, shape inference (+ reference run)
+#   pipeline     a byte recipe -> generated model -> import, lower, emit C
+#   runtime      fuzzed calls into libsmelt_rt on a small compiled module
+set(SMELT_FUZZ_HARNESSES onnx_import pipeline runtime)
+foreach(h ${SMELT_FUZZ_HARNESSES})
+  set(dirs ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${h} ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/${h})
+  add_executable(fuzz_${h}_replay tests/fuzz/fuzz_${h}.c tests/fuzz/replay_main.c)
+  target_link_libraries(fuzz_${h}_replay PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
+  set_target_properties(fuzz_${h}_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME fuzz/${h}_replay COMMAND fuzz_${h}_replay ${dirs})
+  set_tests_properties(fuzz/${h}_replay PROPERTIES ENVIRONMENT SMELT_FUZZ_RUN=1 TIMEOUT 300)
+  if(SMELT_FUZZ)
+    add_executable(fuzz_${h} tests/fuzz/fuzz_${h}.c)
+    target_link_libraries(fuzz_${h} PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
+    target_compile_options(fuzz_${h} PRIVATE -fsanitize=fuzzer)
+    target_link_options(fuzz_${h} PRIVATE -fsanitize=fuzzer)
+    set_target_properties(fuzz_${h} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+    set(dict)
+    if(h STREQUAL onnx_import)
+      set(dict -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/onnx.dict)
+    endif()
+    # mutates a scratch copy: the checked-in corpus only changes by hand
+    set(scratch ${CMAKE_BINARY_DIR}/fuzz/scratch_${h})
+    file(MAKE_DIRECTORY ${scratch} ${CMAKE_BINARY_DIR}/fuzz/artifacts)
+    add_test(NAME fuzz/${h}_brief
+      COMMAND ${CMAKE_COMMAND} -E env SMELT_FUZZ_RUN=1
+              $<TARGET_FILE:fuzz_${h}> -max_total_time=60 -timeout=10 -rss_limit_mb=2048 ${dict}
+              -artifact_prefix=${CMAKE_BINARY_DIR}/fuzz/artifacts/${h}-
+              ${scratch} ${dirs})
+    # one fuzzer at a time: each wants a core for its minute
+    set_tests_properties(fuzz/${h}_brief PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+  endif()
+endforeach()
+# the runtime harness builds its module through the compile cache at startup
+target_compile_definitions(fuzz_runtime_replay PRIVATE
+  SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
 if(SMELT_FUZZ)
-  add_executable(fuzz_onnx_import tests/fuzz/fuzz_onnx_import.c)
-  target_link_libraries(fuzz_onnx_import PRIVATE smelt)
-  target_compile_options(fuzz_onnx_import PRIVATE -fsanitize=fuzzer)
-  target_link_options(fuzz_onnx_import PRIVATE -fsanitize=fuzzer)
-  set_target_properties(fuzz_onnx_import PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
-  # mutates a scratch copy: the checked-in corpus only changes by hand
-  add_test(NAME fuzz/onnx_import_brief
-    COMMAND ${CMAKE_COMMAND} -E env SMELT_FUZZ_RUN=1
-            $<TARGET_FILE:fuzz_onnx_import> -max_total_time=60 -timeout=10 -rss_limit_mb=2048
-            -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/onnx.dict
-            -artifact_prefix=${CMAKE_BINARY_DIR}/fuzz/artifacts/
-            ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus ${SMELT_FUZZ_IMPORT_DIRS})
-  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz/scratch_corpus ${CMAKE_BINARY_DIR}/fuzz/artifacts)
-  set_tests_properties(fuzz/onnx_import_brief PROPERTIES TIMEOUT 300)
+  target_compile_definitions(fuzz_runtime PRIVATE
+    SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
 endif()
+
+# Hostile names end to end: JIT, reference and AOT outputs right, and the
+# generated C holds no name raw (issue 5).
+add_test(NAME errors/hostile_names
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/errors/check_hostile_names.py
+          $<TARGET_FILE:smelt_cli> ${CMAKE_BINARY_DIR}/tests/hostile_names)
+set_tests_properties(errors/hostile_names PROPERTIES TIMEOUT 300)
 
 # ---- AOT: packages build standalone (cc -std=c99 -O2 -Wall -Werror) and match ----
 add_test(NAME aot/tiny_cnn_embedded

@@ -15,52 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_util.h"
 #include "io/io.h"
-#include "smelt.h"
 
-#define MAX_ALLOC ((size_t)4 << 20) /* 1 Mi floats: keeps kernels fast under ASan */
-#define MAX_LIVE ((size_t)64 << 20)
 #define MAX_INPUT_ELEMS 4096
-
-static size_t g_live;
-
-/* A 16-byte header keeps each block's size for the live total. */
-static void *budget_alloc(void *user, size_t size)
-{
-    (void)user;
-    if (size > MAX_ALLOC || g_live + size > MAX_LIVE) return NULL;
-    unsigned char *p = malloc(size + 16);
-    if (!p) return NULL;
-    memcpy(p, &size, sizeof size);
-    g_live += size;
-    return p + 16;
-}
-
-static void budget_release(void *user, void *ptr)
-{
-    (void)user;
-    if (!ptr) return;
-    unsigned char *p = (unsigned char *)ptr - 16;
-    size_t size;
-    memcpy(&size, p, sizeof size);
-    g_live -= size;
-    free(p);
-}
-
-/* A failed call must say why, and must not be a compiler bug. */
-static void check_failed(const smelt_ctx *ctx)
-{
-    smelt_status s = smelt_ctx_status(ctx);
-    const char *msg = smelt_ctx_message(ctx);
-    if (s == SMELT_OK || s >= SMELT_STATUS_COUNT_ || !msg || !*msg) {
-        fprintf(stderr, "failure without a status or message (status %d)\n", (int)s);
-        abort();
-    }
-    if (s == SMELT_ERR_INTERNAL) {
-        fprintf(stderr, "internal error on user input: %s\n", msg);
-        abort();
-    }
-}
 
 static void release_inputs(smelt_tensor *ins, int n)
 {
@@ -102,7 +60,7 @@ static void run_model(smelt_ctx *ctx, smelt_model *m)
     if (smelt_model_run_reference(ctx, m, ins, ni, outs, no) == SMELT_OK) {
         for (int i = 0; i < no; i++) smelt_tensor_release(&outs[i]);
     } else {
-        check_failed(ctx);
+        fuzz_check_failed(ctx);
     }
     free(outs);
     release_inputs(ins, ni);
@@ -112,14 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int run_too = -1;
     if (run_too < 0) {
-        smelt_allocator a = {budget_alloc, budget_release, NULL};
-        smelt_set_allocator(&a);
+        fuzz_use_budget_allocator();
         const char *e = getenv("SMELT_FUZZ_RUN");
         run_too = e && *e == '1';
     }
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load_bytes(ctx, data, size, NULL);
-    if (!m) check_failed(ctx);
+    if (!m) fuzz_check_failed(ctx);
     else if (run_too) run_model(ctx, m);
     smelt_model_free(m);
     smelt_ctx_free(ctx);
