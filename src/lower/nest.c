@@ -633,31 +633,6 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
 
 /* ---- whole function ---- */
 
-static bool expr_reads_buf(const ir_expr *e, const ir_buffer *buf)
-{
-    if (!e) return false;
-    switch (e->kind) {
-    case IR_INT:
-    case IR_FLOAT:
-    case IR_VAR: return false;
-    case IR_NOT:
-    case IR_CAST: return expr_reads_buf(e->bin.a, buf);
-    case IR_SELECT:
-        return expr_reads_buf(e->select.cond, buf) || expr_reads_buf(e->select.t, buf) ||
-               expr_reads_buf(e->select.f, buf);
-    case IR_CALL:
-        for (int i = 0; i < e->call.n; i++)
-            if (expr_reads_buf(e->call.args[i], buf)) return true;
-        return false;
-    case IR_LOAD:
-        if (e->load.buf == buf) return true;
-        for (int i = 0; i < e->load.n; i++)
-            if (expr_reads_buf(e->load.idx[i], buf)) return true;
-        return false;
-    case IR_REDUCE: return expr_reads_buf(e->reduce.src, buf);
-    default: return expr_reads_buf(e->bin.a, buf) || expr_reads_buf(e->bin.b, buf);
-    }
-}
 
 /* Root-level stage that must run before stage si: walks through attached
  * stages (their inputs must exist before the consumer's nest runs). */
@@ -688,7 +663,7 @@ static smelt_status emit_deps(nest_ctx *nc, int si, smelt_ptrvec *items, smelt_p
     const sch_stage *sg = &st->stages[si];
     for (int pi = 0; pi < st->n_stages; pi++) {
         const sch_stage *p = &st->stages[pi];
-        if (pi == si || p->is_placeholder || !expr_reads_buf(sg->body, p->buf)) continue;
+        if (pi == si || p->is_placeholder || !ir_expr_reads(sg->body, p->buf)) continue;
         if (p->inlined || p->attach_stage >= 0) {
             SMELT_TRY(emit_deps(nc, pi, items, temps, depth + 1)); /* its inputs */
             nc->done[pi] = true;

@@ -112,7 +112,6 @@ static bool is_anchor(const te_tensor *t)
            (strcmp(t->tag, "conv") == 0 || strcmp(t->tag, "matmul") == 0);
 }
 
-static bool reads(const ir_expr *e, const ir_buffer *buf);
 
 /* The single compute reading t, or NULL. */
 static const te_tensor *sole_consumer(const te_graph *g, const te_tensor *t)
@@ -120,36 +119,13 @@ static const te_tensor *sole_consumer(const te_graph *g, const te_tensor *t)
     const te_tensor *found = NULL;
     for (int i = 0; i < g->tensors.len; i++) {
         const te_tensor *c = g->tensors.items[i];
-        if (c == t || c->kind != TE_COMPUTE || !reads(c->body, t->buf)) continue;
+        if (c == t || c->kind != TE_COMPUTE || !ir_expr_reads(c->body, t->buf)) continue;
         if (found) return NULL;
         found = c;
     }
     return found;
 }
 
-static bool reads(const ir_expr *e, const ir_buffer *buf)
-{
-    if (!e) return false;
-    switch (e->kind) {
-    case IR_INT:
-    case IR_FLOAT:
-    case IR_VAR: return false;
-    case IR_NOT:
-    case IR_CAST: return reads(e->bin.a, buf);
-    case IR_SELECT: return reads(e->select.cond, buf) || reads(e->select.t, buf) || reads(e->select.f, buf);
-    case IR_CALL:
-        for (int i = 0; i < e->call.n; i++)
-            if (reads(e->call.args[i], buf)) return true;
-        return false;
-    case IR_LOAD:
-        if (e->load.buf == buf) return true;
-        for (int i = 0; i < e->load.n; i++)
-            if (reads(e->load.idx[i], buf)) return true;
-        return false;
-    case IR_REDUCE: return reads(e->reduce.src, buf);
-    default: return reads(e->bin.a, buf) || reads(e->bin.b, buf);
-    }
-}
 
 static void iter_name(char *out, size_t cap, const char *base, const char *suffix)
 {

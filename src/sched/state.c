@@ -207,32 +207,6 @@ static smelt_status apply_annotate(smelt_ctx *ctx, const sch_step *step, sch_sta
     return SMELT_OK;
 }
 
-/* Does `e` load from buf? */
-static bool expr_reads(const ir_expr *e, const ir_buffer *buf)
-{
-    if (!e) return false;
-    switch (e->kind) {
-    case IR_INT:
-    case IR_FLOAT:
-    case IR_VAR: return false;
-    case IR_NOT:
-    case IR_CAST: return expr_reads(e->bin.a, buf);
-    case IR_SELECT:
-        return expr_reads(e->select.cond, buf) || expr_reads(e->select.t, buf) ||
-               expr_reads(e->select.f, buf);
-    case IR_CALL:
-        for (int i = 0; i < e->call.n; i++)
-            if (expr_reads(e->call.args[i], buf)) return true;
-        return false;
-    case IR_LOAD:
-        if (e->load.buf == buf) return true;
-        for (int i = 0; i < e->load.n; i++)
-            if (expr_reads(e->load.idx[i], buf)) return true;
-        return false;
-    case IR_REDUCE: return expr_reads(e->reduce.src, buf);
-    default: return expr_reads(e->bin.a, buf) || expr_reads(e->bin.b, buf);
-    }
-}
 
 /* Replace loads of `prod` inside e by prod's body with its axes bound to the
  * load's indices. */
@@ -301,7 +275,7 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
     if (sg->attach_stage >= 0) return step_err(ctx, step, "stage is already computed at a loop%s", NULL);
     for (int i = 0; i < st->n_stages; i++) {
         sch_stage *c = &st->stages[i];
-        if (i == si || c->is_placeholder || !expr_reads(c->body, sg->buf)) continue;
+        if (i == si || c->is_placeholder || !ir_expr_reads(c->body, sg->buf)) continue;
         if (c->tensor_iter >= 0)
             return step_err(ctx, step, "consumer '%s' is tensorized; inline before tensorize",
                             c->buf->name);
@@ -322,11 +296,11 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
     if (sg->is_placeholder || sg->is_output || sg->inlined)
         return step_err(ctx, step, "only intermediate, non-inlined computes can be computed at a "
                                    "loop%s", NULL);
-    if (c->is_placeholder || c->inlined || !expr_reads(c->body, sg->buf))
+    if (c->is_placeholder || c->inlined || !ir_expr_reads(c->body, sg->buf))
         return step_err(ctx, step, "'%s' does not read this stage", step->target);
     for (int i = 0; i < st->n_stages; i++)
         if (i != si && i != ci && !st->stages[i].is_placeholder && !st->stages[i].inlined &&
-            expr_reads(st->stages[i].body, sg->buf))
+            ir_expr_reads(st->stages[i].body, sg->buf))
             return step_err(ctx, step, "stage has another consumer, '%s'", st->stages[i].buf->name);
     int it, pos;
     sch_step at = *step;

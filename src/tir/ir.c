@@ -347,6 +347,32 @@ bool ir_expr_uses_var(const ir_expr *e, const ir_var *v)
     }
 }
 
+bool ir_expr_reads(const ir_expr *e, const ir_buffer *buf)
+{
+    if (!e) return false;
+    switch (e->kind) {
+    case IR_INT:
+    case IR_FLOAT:
+    case IR_VAR: return false;
+    case IR_NOT:
+    case IR_CAST: return ir_expr_reads(e->bin.a, buf);
+    case IR_SELECT:
+        return ir_expr_reads(e->select.cond, buf) || ir_expr_reads(e->select.t, buf) ||
+               ir_expr_reads(e->select.f, buf);
+    case IR_CALL:
+        for (int i = 0; i < e->call.n; i++)
+            if (ir_expr_reads(e->call.args[i], buf)) return true;
+        return false;
+    case IR_LOAD:
+        if (e->load.buf == buf) return true;
+        for (int i = 0; i < e->load.n; i++)
+            if (ir_expr_reads(e->load.idx[i], buf)) return true;
+        return false;
+    case IR_REDUCE: return ir_expr_reads(e->reduce.src, buf);
+    default: return ir_expr_reads(e->bin.a, buf) || ir_expr_reads(e->bin.b, buf);
+    }
+}
+
 bool ir_stmt_uses_var(const ir_stmt *s, const ir_var *v)
 {
     if (!s) return false;
