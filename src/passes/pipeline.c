@@ -177,7 +177,7 @@ smelt_status pass_pipeline_run(smelt_ctx *ctx, gr_graph *g, const pass_options *
         pass_stat *st = &report->passes[report->n++];
         st->name = p->name;
         st->nodes_before = st->nodes_after = g->nodes.len;
-        if (!p->fn || o->opt_level < p->min_level ||
+        if (o->opt_level < p->min_level ||
             list_has(o->disabled, p->name, strlen(p->name)))
             continue;
         s = run_one(ctx, g, p, o, st, &text, before);
