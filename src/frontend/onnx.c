@@ -474,7 +474,8 @@ static smelt_status input_type(import_state *st, gr_value *v, const Onnx__ValueI
                           "graph input '%s': only tensor inputs are supported", v->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int32_t et = tt->elem_type;
-    if (et <= 0 || et >= SMELT_DT_COUNT_ || et == SMELT_DT_STRING || !smelt_dtype_size(et))
+    if (et <= 0 || et >= SMELT_DT_COUNT_ || et == SMELT_DT_STRING || et == SMELT_DT_COMPLEX64 ||
+        et == SMELT_DT_COMPLEX128 || !smelt_dtype_size(et))
         return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
                           "graph input '%s': element type %d is not supported", v->name, et);
     v->dtype = (smelt_dtype)et;
