@@ -141,3 +141,8 @@ set_tests_properties(aot/resnet18 PROPERTIES FIXTURES_REQUIRED torch_models TIME
 add_test(NAME golden/graph_c
   COMMAND ${CMAKE_SOURCE_DIR}/tests/golden/check_graph_golden.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/tests/golden)
+
+# ---- CLI contract: help, usage errors (status 2), failures naming the model ----
+add_test(NAME cli/usage_and_errors
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn)

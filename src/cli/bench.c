@@ -120,7 +120,7 @@ int cli_bench(int argc, char **argv)
                                "[--warmup N] [--threads N] [--target T]\n"), 2;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, o.model);
-    int rc = m ? bench_model(ctx, m, &o) : cli_fail(ctx);
+    int rc = m ? bench_model(ctx, m, &o) : cli_fail_load(ctx, o.model);
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;

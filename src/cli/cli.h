@@ -12,6 +12,8 @@ int cli_bench(int argc, char **argv);
 
 /* Print "smelt: <status>: <message>" for a failed ctx; returns 1. */
 int cli_fail(const smelt_ctx *ctx);
+/* The same for a model that failed to load, naming its path; returns 1. */
+int cli_fail_load(const smelt_ctx *ctx, const char *path);
 /* Option parsing helper: if argv[*i] is "--name VALUE" or "--name=VALUE",
  * set *val and advance; returns true on a match. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val);

@@ -191,7 +191,7 @@ int cli_compile(int argc, char **argv)
     if (rc) return rc;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, c.model);
-    rc = m ? compile_model(ctx, m, &c) : cli_fail(ctx);
+    rc = m ? compile_model(ctx, m, &c) : cli_fail_load(ctx, c.model);
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;

@@ -81,7 +81,7 @@ int cli_graph(int argc, char **argv)
     if (!model || !out) return fprintf(stderr, "usage: smelt graph MODEL -o FILE.dot|.svg|.png\n"), 2;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, model);
-    int rc = m ? write_graph(ctx, smelt_model_graph(m), out) : cli_fail(ctx);
+    int rc = m ? write_graph(ctx, smelt_model_graph(m), out) : cli_fail_load(ctx, model);
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;

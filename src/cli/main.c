@@ -4,52 +4,99 @@
 #include "cli/cli.h"
 #include "passes/passes.h"
 
-static const char usage[] =
-    "usage: smelt <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  run MODEL [--reference|--te] [--input FILE]... [--seed N] [--output-dir DIR]\n"
-    "            [--threads N] [--target T] [--repeat N]\n"
-    "      compile and execute a model on inputs from .pb/.npy files (in model input\n"
-    "      order, or NAME=FILE) or on seeded random data; print each output's summary\n"
-    "  check [--compiled|--reference|--te] [--rtol R] [--atol A]\n"
-    "        [--expected-failures FILE] DIR...\n"
-    "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
-    "      test_data_set_*/) and compare with the expected outputs\n"
-    "  compile MODEL [-o DIR] [--embed-weights] [--target T] [--stats [--json]]\n"
-    "        [--dump-ir=graph|tir|c|all|after:PASS]\n"
-    "      build the model (JIT cache); -o writes a standalone C package; --stats\n"
-    "      prints what each graph pass did and the totals\n"
-    "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N]\n"
-    "      median latency on seeded random inputs\n"
-    "  graph MODEL -o FILE.dot|.svg|.png\n"
-    "      draw the graph with op, dtype and shape on every edge\n"
-    "\n"
+typedef struct cli_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help; /* synopsis and description, as printed under "commands:" */
+} cli_command;
+
+static const cli_command commands[] = {
+    {"run", cli_run,
+     "  run MODEL [--reference|--te] [--input FILE]... [--seed N] [--output-dir DIR]\n"
+     "            [--threads N] [--target T] [--repeat N]\n"
+     "      compile and execute a model on inputs from .pb/.npy files (in model input\n"
+     "      order, or NAME=FILE) or on seeded random data; print each output's summary\n"},
+    {"check", cli_check,
+     "  check [--compiled|--reference|--te] [--rtol R] [--atol A]\n"
+     "        [--expected-failures FILE] DIR...\n"
+     "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
+     "      test_data_set_*/) and compare with the expected outputs\n"},
+    {"compile", cli_compile,
+     "  compile MODEL [-o DIR] [--embed-weights] [--target T] [--stats [--json]]\n"
+     "        [--dump-ir=graph|tir|c|all|after:PASS]\n"
+     "      build the model (JIT cache); -o writes a standalone C package; --stats\n"
+     "      prints what each graph pass did and the totals\n"},
+    {"bench", cli_bench,
+     "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N]\n"
+     "      median latency on seeded random inputs\n"},
+    {"graph", cli_graph,
+     "  graph MODEL -o FILE.dot|.svg|.png\n"
+     "      draw the graph with op, dtype and shape on every edge\n"},
+};
+
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static const char common_help[] =
     "run, check and compile take -O0..-O3 (graph optimisation level, default -O2)\n"
     "and --disable-pass=PASS (repeatable)\n"
     "\n"
     "environment: SMELT_DEBUG=1..4 for more logging\n";
 
+static void print_usage(FILE *f)
+{
+    fputs("usage: smelt <command> [options]\n       smelt help [command]\n\ncommands:\n", f);
+    for (int i = 0; i < N_COMMANDS; i++) fputs(commands[i].help, f);
+    fprintf(f, "\n%s", common_help);
+}
+
+static const cli_command *find_command(const char *name)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+static bool is_help_flag(const char *a)
+{
+    return strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "help") == 0;
+}
+
+/* "smelt help CMD" and "smelt CMD --help": that command's part of the usage */
+static int print_command_help(const cli_command *c)
+{
+    printf("usage:\n%s\n%s", c->help, common_help);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        fputs(usage, argc < 2 ? stderr : stdout);
+    if (argc < 2 || (is_help_flag(argv[1]) && argc == 2)) {
+        print_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    const char *cmd = argv[1];
-    if (strcmp(cmd, "run") == 0) return cli_run(argc - 2, argv + 2);
-    if (strcmp(cmd, "check") == 0) return cli_check(argc - 2, argv + 2);
-    if (strcmp(cmd, "compile") == 0) return cli_compile(argc - 2, argv + 2);
-    if (strcmp(cmd, "graph") == 0) return cli_graph(argc - 2, argv + 2);
-    if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 2, argv + 2);
-    fprintf(stderr, "smelt: unknown command '%s'\n\n%s", cmd, usage);
-    return 2;
+    bool asked_help = is_help_flag(argv[1]);
+    const char *name = asked_help ? argv[2] : argv[1];
+    const cli_command *c = find_command(name);
+    if (!c) {
+        fprintf(stderr, "smelt: unknown command '%s'\n\n", name);
+        print_usage(stderr);
+        return 2;
+    }
+    if (asked_help || (argc > 2 && (strcmp(argv[2], "-h") == 0 || strcmp(argv[2], "--help") == 0)))
+        return print_command_help(c);
+    return c->fn(argc - 2, argv + 2);
 }
 
 int cli_fail(const smelt_ctx *ctx)
 {
     fprintf(stderr, "smelt: %s: %s\n", smelt_status_name(smelt_ctx_status(ctx)),
+            smelt_ctx_message(ctx));
+    return 1;
+}
+
+int cli_fail_load(const smelt_ctx *ctx, const char *path)
+{
+    fprintf(stderr, "smelt: %s: %s: %s\n", path, smelt_status_name(smelt_ctx_status(ctx)),
             smelt_ctx_message(ctx));
     return 1;
 }

@@ -210,7 +210,7 @@ int cli_run(int argc, char **argv)
     if (rc) return rc;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, o.model);
-    rc = m ? run_model(ctx, m, &o) : cli_fail(ctx);
+    rc = m ? run_model(ctx, m, &o) : cli_fail_load(ctx, o.model);
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;

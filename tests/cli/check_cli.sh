@@ -1,0 +1,40 @@
+#!/bin/sh
+# The CLI's contract: help on stdout with status 0, usage errors on stderr
+# with status 2, failures (bad model) status 1 with a message naming the problem.
+# usage: check_cli.sh SMELT MODEL_DIR
+smelt=$1
+model=$2/model.onnx
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+expect() { # expect STATUS PATTERN -- command...
+    want=$1 pattern=$2
+    shift 3
+    "$@" >"$tmp/out" 2>&1
+    got=$?
+    if [ "$got" != "$want" ] || ! grep -q -- "$pattern" "$tmp/out"; then
+        echo "FAIL: '$*' -> status $got (want $want), output lacks '$pattern':"
+        sed 's/^/    /' "$tmp/out"
+        fails=$((fails + 1))
+    fi
+}
+
+expect 0 "commands:" -- "$smelt" --help
+expect 0 "commands:" -- "$smelt" help
+expect 2 "usage: smelt <command>" -- "$smelt"
+for cmd in run check compile bench graph; do
+    expect 0 "  $cmd " -- "$smelt" "$cmd" --help
+    expect 0 "  $cmd " -- "$smelt" help "$cmd"
+done
+expect 2 "unknown command 'nope'" -- "$smelt" nope
+expect 2 "unknown command 'nope'" -- "$smelt" help nope
+expect 2 "unknown option '--bogus'" -- "$smelt" compile "$model" --bogus
+expect 2 "unknown pass" -- "$smelt" compile "$model" --disable-pass=no_such_pass
+printf 'not a model' >"$tmp/bad.onnx"
+expect 1 "bad.onnx" -- "$smelt" compile "$tmp/bad.onnx"
+expect 1 "No such file\|not found\|cannot open" -- "$smelt" run "$tmp/missing.onnx"
+expect 0 "functions:" -- "$smelt" compile "$model" --stats
+
+echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
+[ "$fails" = 0 ]
