@@ -146,3 +146,22 @@ add_test(NAME golden/graph_c
 add_test(NAME cli/usage_and_errors
   COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+
+# ---- Transformer patterns: decomposed LayerNorm / GELU recognised, and each
+# LayerNormalization, Gelu and Softmax one generated function (--stats --json);
+# outputs the same at every optimisation level ----
+add_test(NAME models/transformer_fusion
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/check_fusion.py
+          $<TARGET_FILE:smelt_cli> ${SMELT_MODEL_DIR}
+          bert_tiny_like:5:2:2 gpt2_tiny_like:5:2:2)
+set_tests_properties(models/transformer_fusion PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 300)
+foreach(m bert_tiny_like gpt2_tiny_like)
+  foreach(level O1 O3)
+    add_test(NAME models/${m}_${level}
+      COMMAND smelt_cli check --compiled -${level} --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+    set_tests_properties(models/${m}_${level} PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
+  endforeach()
+endforeach()
+add_test(NAME models/gpt2_tiny_like_O0
+  COMMAND smelt_cli check --compiled -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/gpt2_tiny_like)
+set_tests_properties(models/gpt2_tiny_like_O0 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)

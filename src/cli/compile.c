@@ -37,6 +37,31 @@ static void print_ops_text(const gr_graph *g)
     printf("\n");
 }
 
+/* One generated function per unit, in call order, as lower/program.c forms
+ * them: a maximal run of consecutive nodes of one fused group, or a single
+ * node.  Functions beyond the units copy graph outputs no node writes. */
+static int unit_end(const gr_graph *g, int start)
+{
+    const gr_node *n = g->nodes.items[start];
+    int end = start + 1;
+    if (n->group < 0) return end;
+    while (end < g->nodes.len && ((const gr_node *)g->nodes.items[end])->group == n->group) end++;
+    return end;
+}
+
+static void print_functions_text(const gr_graph *g, int functions)
+{
+    printf("function ops:\n");
+    int f = 0;
+    for (int start = 0; start < g->nodes.len; f++) {
+        int end = unit_end(g, start);
+        printf("  f%d:", f);
+        for (; start < end; start++) printf(" %s", ((const gr_node *)g->nodes.items[start])->op_type);
+        printf("\n");
+    }
+    for (; f < functions; f++) printf("  f%d: (output copy)\n", f);
+}
+
 static void print_stats_text(const smelt_model *m, const smelt_compile_totals *t)
 {
     const pass_report *r = &m->report;
@@ -56,6 +81,7 @@ static void print_stats_text(const smelt_model *m, const smelt_compile_totals *t
            g->nodes.len, t->functions, (long long)t->arena_bytes,
            (long long)intermediate_bytes(g), (long long)t->weight_bytes);
     print_ops_text(g);
+    print_functions_text(g, t->functions);
 }
 
 static void json_string(const char *s)
@@ -68,6 +94,25 @@ static void json_string(const char *s)
         else putchar(c);
     }
     putchar('"');
+}
+
+/* "function_ops": [["MatMul", "Add", "Gelu"], ...], index = function number. */
+static void print_functions_json(const gr_graph *g, int functions)
+{
+    printf(", \"function_ops\": [");
+    int f = 0;
+    for (int start = 0; start < g->nodes.len; f++) {
+        int end = unit_end(g, start);
+        printf("%s[", f ? ", " : "");
+        for (int k = start; k < end; k++) {
+            if (k > start) printf(", ");
+            json_string(((const gr_node *)g->nodes.items[k])->op_type);
+        }
+        printf("]");
+        start = end;
+    }
+    for (; f < functions; f++) printf("%s[\"(output copy)\"]", f ? ", " : "");
+    printf("]");
 }
 
 static void print_stats_json(const smelt_model *m, const smelt_compile_totals *t)
@@ -97,7 +142,9 @@ static void print_stats_json(const smelt_model *m, const smelt_compile_totals *t
         printf("%s\"%s\": %d", first ? "" : ", ", op_get((op_kind)k)->name, counts[k]);
         first = 0;
     }
-    printf("}}\n");
+    printf("}");
+    print_functions_json(g, t->functions);
+    printf("}\n");
 }
 
 static int print_graph(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)

@@ -8,7 +8,8 @@
  *   view chains (Reshape, Squeeze, Unsqueeze, Flatten) -> x or one Reshape
  *   Cast(x) to x's type -> x;  Cast(Cast(x)) -> Cast(x) when the first is exact
  *   MatMul(A, B) + c, 2-D -> Gemm(A, B, c)
- * Not yet: decomposed LayerNorm / GELU recognised as one node.
+ *   decomposed LayerNorm -> LayerNormalization (with the following scale and
+ *   bias), Erf or Tanh GELU -> Gelu: simplify_patterns.c
  * Rules run to a fixed point; use counts are refreshed after each rewrite. */
 #include <math.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "ops/shape.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
+#include "passes/simplify_patterns.h"
 
 typedef struct simp {
     smelt_ctx *ctx;
@@ -284,6 +286,10 @@ static smelt_status rewrite(simp *s, gr_node *n, bool *changed)
     if (!*changed) SMELT_TRY(rule_transpose(s, n, changed));
     if (!*changed) SMELT_TRY(rule_view(s, n, changed));
     if (!*changed) SMELT_TRY(rule_gemm(s, n, changed));
+    if (!*changed) {
+        simp_view view = {s->ctx, s->g, s->uses, s->n_uses};
+        SMELT_TRY(simp_patterns_rewrite(&view, n, changed));
+    }
     return SMELT_OK;
 }
 

@@ -267,8 +267,55 @@ static void test_no_group_cycle(void)
     builder_fini(&b);
 }
 
+/* A transformer MLP: MatMul + bias + Gelu + residual Add is one group and
+ * one function (the matmul's epilogue); the LayerNormalization after it is
+ * a function of its own, whole. */
+static void test_matmul_gelu_layernorm(void)
+{
+    builder b;
+    builder_init(&b);
+    int64_t xd[3] = {1, 8, 16}, wd[2] = {16, 16}, hd[1] = {16};
+    gr_value *x = input(&b, "x", 3, xd);
+    gr_value *mm = node2(&b, "mm", OP_MATMUL, x, constant(&b, 2, wd));
+    gr_value *biased = node2(&b, "bias", OP_ADD, constant(&b, 1, hd), mm);
+    gr_value *act = node1(&b, "gelu", OP_GELU, biased);
+    gr_value *res = node2(&b, "residual", OP_ADD, x, act);
+    gr_value *lin[3] = {res, constant(&b, 1, hd), constant(&b, 1, hd)};
+    gr_value *y = node(&b, "ln", OP_LAYER_NORMALIZATION, 3, lin);
+    finish(&b, y);
+    int grp = group_of(b.g, "mm");
+    CHECK(grp >= 0);
+    CHECK(group_of(b.g, "bias") == grp && group_of(b.g, "gelu") == grp &&
+          group_of(b.g, "residual") == grp);
+    CHECK(group_of(b.g, "ln") < 0);
+    CHECK(groups_contiguous(b.g));
+    CHECK(count_funcs(&b) == 2);
+    builder_fini(&b);
+}
+
+/* Attention scores: MatMul, scale, mask, then one Softmax function. */
+static void test_matmul_softmax(void)
+{
+    builder b;
+    builder_init(&b);
+    int64_t qd[3] = {2, 8, 4}, kd[3] = {2, 4, 8}, md[3] = {1, 1, 8}, one[1] = {1};
+    gr_value *q = input(&b, "q", 3, qd), *k = input(&b, "k", 3, kd), *mask = input(&b, "mask", 3, md);
+    gr_value *mm = node2(&b, "mm", OP_MATMUL, q, k);
+    gr_value *scaled = node2(&b, "scale", OP_MUL, mm, constant(&b, 1, one));
+    gr_value *masked = node2(&b, "mask", OP_ADD, scaled, mask);
+    gr_value *y = node1(&b, "softmax", OP_SOFTMAX, masked);
+    finish(&b, y);
+    int grp = group_of(b.g, "mm");
+    CHECK(grp >= 0 && group_of(b.g, "scale") == grp && group_of(b.g, "mask") == grp);
+    CHECK(group_of(b.g, "softmax") != grp);
+    CHECK(count_funcs(&b) == 2);
+    builder_fini(&b);
+}
+
 int main(void)
 {
+    test_matmul_gelu_layernorm();
+    test_matmul_softmax();
     test_no_group_cycle();
     test_conv_epilogue();
     test_softmax_decomposed();
