@@ -1,117 +1,19 @@
 /* Conv and ConvTranspose: attribute import, shape inference, reference
  * kernel (hand-computed cases and a naive per-element oracle), errors. */
-#include <stdlib.h>
-
+#include "op_test_util.h"
 #include "ops/conv.h"
-#include "test_util.h"
 
-/* ---- fixture: one node in a fresh graph ---- */
-
-typedef struct fixture {
-    smelt_ctx *ctx;
-    gr_graph *g;
-    gr_node *node;
-} fixture;
-
-static fixture fx_new(op_kind op, const char *op_type, int n_in)
-{
-    static const char *const names[] = {"x", "w", "b"};
-    fixture f = {smelt_ctx_new(), gr_graph_new(), NULL};
-    f.node = gr_node_new(f.g, "conv0", op_type, op, n_in, 1);
-    for (int i = 0; i < n_in; i++) f.node->inputs[i] = gr_value_new(f.g, names[i]);
-    f.node->outputs[0] = gr_value_new(f.g, "y");
-    f.node->attrs = smelt_arena_alloc(&f.g->arena, 16 * sizeof(gr_attr));
-    return f;
-}
-
-static void fx_free(fixture *f)
-{
-    gr_graph_free(f->g);
-    smelt_ctx_free(f->ctx);
-}
-
-static gr_attr *add_attr(fixture *f, const char *name, gr_attr_type type)
-{
-    gr_attr *a = &f->node->attrs[f->node->n_attrs++];
-    a->name = name;
-    a->type = type;
-    return a;
-}
-
-static void attr_ints(fixture *f, const char *name, int n, const int64_t *v)
-{
-    gr_attr *a = add_attr(f, name, GR_ATTR_INTS);
-    a->n = n;
-    a->ints = smelt_arena_alloc(&f->g->arena, sizeof(int64_t) * (size_t)(n ? n : 1));
-    memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
-}
-
-static void attr_int(fixture *f, const char *name, int64_t v)
-{
-    add_attr(f, name, GR_ATTR_INT)->i = v;
-}
-
-static void attr_str(fixture *f, const char *name, const char *s)
-{
-    gr_attr *a = add_attr(f, name, GR_ATTR_STRING);
-    a->s = s;
-    a->s_len = strlen(s);
-}
-
-static smelt_tensor tensor_f32(int rank, const int64_t *dims, float *data)
-{
-    smelt_tensor t;
-    memset(&t, 0, sizeof t);
-    t.dtype = SMELT_DT_FLOAT32;
-    t.rank = rank;
-    memcpy(t.dims, dims, sizeof(int64_t) * (size_t)rank);
-    t.data = data;
-    return t;
-}
-
-/* import + infer + eval; out.data is malloc'ed (caller frees). */
-static smelt_status fx_run(fixture *f, smelt_tensor *in, int n_in, smelt_tensor *out)
-{
-    const op_def *def = op_get(f->node->op)->def;
-    const smelt_tensor *ins[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < n_in; i++) ins[i] = &in[i];
-    memset(out, 0, sizeof *out);
-    smelt_status s = def->import(f->ctx, f->g, f->node);
-    if (s == SMELT_OK) s = def->infer(f->ctx, f->node, ins, out);
-    if (s != SMELT_OK) return s;
-    out->data = calloc((size_t)(op_numel(out) + 1), smelt_dtype_size(out->dtype));
-    return def->eval(f->ctx, f->node, ins, out);
-}
-
-static void check_values(const smelt_tensor *t, const float *want, int64_t n, double tol)
-{
-    CHECK(op_numel(t) == n);
-    if (op_numel(t) != n)
-        fprintf(stderr, "  numel %lld, want %lld\n", (long long)op_numel(t), (long long)n);
-    int bad = 0;
-    for (int64_t i = 0; i < n && i < op_numel(t); i++) {
-        double got = op_get_f64(t, i);
-        if (fabs(got - want[i]) > tol * (1.0 + fabs(want[i]))) {
-            if (bad++ < 5)
-                fprintf(stderr, "  element %lld: got %g, want %g\n", (long long)i, got, want[i]);
-        }
-    }
-    CHECK(bad == 0);
-}
+/* inputs x, w, b; output y (import works at opset 0) */
+static const opt_names k_names = {"conv0", "x w b", "y"};
 
 /* Both output channels of the ConvTranspose examples hold the same values. */
 static void check_both_channels(const smelt_tensor *t, const float *want, int64_t n)
 {
     CHECK(op_numel(t) == 2 * n);
-    for (int c = 0; c < 2; c++)
-        check_values(&(smelt_tensor){SMELT_DT_FLOAT32, 1, {n}, (float *)t->data + c * n, NULL},
-                     want, n, 1e-6);
-}
-
-static void check_dims(const smelt_tensor *t, int rank, const int64_t *dims)
-{
-    CHECK(t->rank == rank);
-    for (int i = 0; i < rank && i < t->rank; i++) CHECK(t->dims[i] == dims[i]);
+    for (int c = 0; c < 2; c++) {
+        smelt_tensor channel = opt_vec(F32, n, (float *)t->data + c * n);
+        OPT_EXPECT_F32(&channel, want, n, OPT_REL(1e-6));
+    }
 }
 
 /* ---- hand-computed cases from the ONNX spec examples ---- */
@@ -127,53 +29,53 @@ static void init_data(void)
 
 static void test_basic_padding(void)
 {
-    fixture f = fx_new(OP_CONV, "Conv", 2);
-    attr_ints(&f, "kernel_shape", 2, (int64_t[]){3, 3});
-    attr_ints(&f, "pads", 4, (int64_t[]){1, 1, 1, 1});
-    smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 5, 5}, g_x5x5),
-                          tensor_f32(4, (int64_t[]){1, 1, 3, 3}, g_ones9)};
-    smelt_tensor y;
-    CHECK(fx_run(&f, in, 2, &y) == SMELT_OK);
-    check_dims(&y, 4, (int64_t[]){1, 1, 5, 5});
+    opt_node f;
+    opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+    opt_attr_ints(&f, "kernel_shape", 2, (int64_t[]){3, 3});
+    opt_attr_ints(&f, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 5, 5}, g_x5x5),
+                          opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, g_ones9)};
+    const smelt_tensor *y = &f.out[0];
+    CHECK(opt_run(&f, in, 2) == SMELT_OK);
+    OPT_EXPECT_DIMS(y, 4, (int64_t[]){1, 1, 5, 5});
     static const float want[] = {12, 21, 27, 33, 24, 33, 54, 63, 72, 51, 63, 99, 108,
                                  117, 81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84};
-    check_values(&y, want, 25, 1e-6);
-    free(y.data);
-    fx_free(&f);
+    OPT_EXPECT_F32(y, want, 25, OPT_REL(1e-6));
+    opt_fini(&f);
 }
 
 static void test_strides_asymmetric(void)
 {
-    fixture f = fx_new(OP_CONV, "Conv", 2);
-    attr_ints(&f, "kernel_shape", 2, (int64_t[]){3, 3});
-    attr_ints(&f, "pads", 4, (int64_t[]){1, 0, 1, 0});
-    attr_ints(&f, "strides", 2, (int64_t[]){2, 2});
-    smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 7, 5}, g_x7x5),
-                          tensor_f32(4, (int64_t[]){1, 1, 3, 3}, g_ones9)};
-    smelt_tensor y;
-    CHECK(fx_run(&f, in, 2, &y) == SMELT_OK);
-    check_dims(&y, 4, (int64_t[]){1, 1, 4, 2});
+    opt_node f;
+    opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+    opt_attr_ints(&f, "kernel_shape", 2, (int64_t[]){3, 3});
+    opt_attr_ints(&f, "pads", 4, (int64_t[]){1, 0, 1, 0});
+    opt_attr_ints(&f, "strides", 2, (int64_t[]){2, 2});
+    smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 7, 5}, g_x7x5),
+                          opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, g_ones9)};
+    const smelt_tensor *y = &f.out[0];
+    CHECK(opt_run(&f, in, 2) == SMELT_OK);
+    OPT_EXPECT_DIMS(y, 4, (int64_t[]){1, 1, 4, 2});
     static const float want[] = {21, 33, 99, 117, 189, 207, 171, 183};
-    check_values(&y, want, 8, 1e-6);
-    free(y.data);
-    fx_free(&f);
+    OPT_EXPECT_F32(y, want, 8, OPT_REL(1e-6));
+    opt_fini(&f);
 }
 
 static void test_same_lower(void)
 {
-    fixture f = fx_new(OP_CONV, "Conv", 2);
-    attr_str(&f, "auto_pad", "SAME_LOWER");
-    attr_ints(&f, "strides", 2, (int64_t[]){2, 2});
-    smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 5, 5}, g_x5x5),
-                          tensor_f32(4, (int64_t[]){1, 1, 3, 3}, g_ones9)};
-    smelt_tensor y;
-    CHECK(fx_run(&f, in, 2, &y) == SMELT_OK); /* kernel_shape taken from W */
+    opt_node f;
+    opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+    opt_attr_string(&f, "auto_pad", "SAME_LOWER");
+    opt_attr_ints(&f, "strides", 2, (int64_t[]){2, 2});
+    smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 5, 5}, g_x5x5),
+                          opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, g_ones9)};
+    const smelt_tensor *y = &f.out[0];
+    CHECK(opt_run(&f, in, 2) == SMELT_OK); /* kernel_shape taken from W */
     static const float want[] = {12, 27, 24, 63, 108, 81, 72, 117, 84};
-    check_values(&y, want, 9, 1e-6);
+    OPT_EXPECT_F32(y, want, 9, OPT_REL(1e-6));
     const op_conv_attrs *a = f.node->op_attrs;
     CHECK(a->win.auto_pad == OP_AUTO_PAD_SAME_LOWER && a->group == 1);
-    free(y.data);
-    fx_free(&f);
+    opt_fini(&f);
 }
 
 static void test_depthwise_bias_dilation(void)
@@ -182,18 +84,19 @@ static void test_depthwise_bias_dilation(void)
     float x[] = {1, 2, 3, 4, 5, 10, 20, 30, 40, 50};
     float w[] = {1, 1, 2, -1};
     float b[] = {0.5f, -1};
-    fixture f = fx_new(OP_CONV, "Conv", 3);
-    attr_int(&f, "group", 2);
-    attr_ints(&f, "dilations", 1, (int64_t[]){2});
-    smelt_tensor in[3] = {tensor_f32(3, (int64_t[]){1, 2, 5}, x),
-                          tensor_f32(3, (int64_t[]){2, 1, 2}, w), tensor_f32(1, (int64_t[]){2}, b)};
-    smelt_tensor y;
-    CHECK(fx_run(&f, in, 3, &y) == SMELT_OK);
-    check_dims(&y, 3, (int64_t[]){1, 2, 3});
+    opt_node f;
+    opt_init(&f, &k_names, OP_CONV, 0, 3, 1);
+    opt_attr_int(&f, "group", 2);
+    opt_attr_ints(&f, "dilations", 1, (int64_t[]){2});
+    smelt_tensor in[3] = {opt_tensor(F32, 3, (int64_t[]){1, 2, 5}, x),
+                          opt_tensor(F32, 3, (int64_t[]){2, 1, 2}, w),
+                          opt_tensor(F32, 1, (int64_t[]){2}, b)};
+    const smelt_tensor *y = &f.out[0];
+    CHECK(opt_run(&f, in, 3) == SMELT_OK);
+    OPT_EXPECT_DIMS(y, 3, (int64_t[]){1, 2, 3});
     static const float want[] = {4.5f, 6.5f, 8.5f, -11, -1, 9};
-    check_values(&y, want, 6, 1e-6);
-    free(y.data);
-    fx_free(&f);
+    OPT_EXPECT_F32(y, want, 6, OPT_REL(1e-6));
+    opt_fini(&f);
 }
 
 static void test_transpose_examples(void)
@@ -202,53 +105,54 @@ static void test_transpose_examples(void)
     for (int i = 0; i < 9; i++) x[i] = (float)i;
     for (int i = 0; i < 18; i++) w[i] = 1;
     {
-        fixture f = fx_new(OP_CONV_TRANSPOSE, "ConvTranspose", 2);
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 3, 3}, x),
-                              tensor_f32(4, (int64_t[]){1, 2, 3, 3}, w)};
-        smelt_tensor y;
-        CHECK(fx_run(&f, in, 2, &y) == SMELT_OK);
-        check_dims(&y, 4, (int64_t[]){1, 2, 5, 5});
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV_TRANSPOSE, 0, 2, 1);
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, x),
+                              opt_tensor(F32, 4, (int64_t[]){1, 2, 3, 3}, w)};
+        const smelt_tensor *y = &f.out[0];
+        CHECK(opt_run(&f, in, 2) == SMELT_OK);
+        OPT_EXPECT_DIMS(y, 4, (int64_t[]){1, 2, 5, 5});
         static const float want[] = {0, 1,  3,  3,  2,  3, 8,  15, 12, 7,  9, 21, 36,
                                      27, 15, 9, 20, 33, 24, 13, 6, 13, 21, 15, 8};
-        check_both_channels(&y, want, 25);
-        free(y.data);
-        fx_free(&f);
+        check_both_channels(y, want, 25);
+        opt_fini(&f);
     }
     for (int full_rank = 0; full_rank < 2; full_rank++) {
         /* output_shape larger than the full result: the extra row/col is zero.
          * Some exporters also write the N and C dims. */
-        fixture f = fx_new(OP_CONV_TRANSPOSE, "ConvTranspose", 2);
-        attr_ints(&f, "strides", 2, (int64_t[]){3, 2});
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV_TRANSPOSE, 0, 2, 1);
+        opt_attr_ints(&f, "strides", 2, (int64_t[]){3, 2});
         if (full_rank)
-            attr_ints(&f, "output_shape", 4, (int64_t[]){1, 2, 10, 8});
+            opt_attr_ints(&f, "output_shape", 4, (int64_t[]){1, 2, 10, 8});
         else
-            attr_ints(&f, "output_shape", 2, (int64_t[]){10, 8});
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 3, 3}, x),
-                              tensor_f32(4, (int64_t[]){1, 2, 3, 3}, w)};
-        smelt_tensor y;
-        CHECK(fx_run(&f, in, 2, &y) == SMELT_OK);
-        check_dims(&y, 4, (int64_t[]){1, 2, 10, 8});
+            opt_attr_ints(&f, "output_shape", 2, (int64_t[]){10, 8});
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, x),
+                              opt_tensor(F32, 4, (int64_t[]){1, 2, 3, 3}, w)};
+        const smelt_tensor *y = &f.out[0];
+        CHECK(opt_run(&f, in, 2) == SMELT_OK);
+        OPT_EXPECT_DIMS(y, 4, (int64_t[]){1, 2, 10, 8});
         static const float row0[] = {0, 0, 1, 1, 3, 2, 2, 0}, row9[8] = {0};
-        check_values(&(smelt_tensor){SMELT_DT_FLOAT32, 1, {8}, y.data, NULL}, row0, 8, 1e-6);
-        check_values(&(smelt_tensor){SMELT_DT_FLOAT32, 1, {8}, (float *)y.data + 72, NULL}, row9,
-                     8, 1e-6);
-        free(y.data);
-        fx_free(&f);
+        smelt_tensor first = opt_vec(F32, 8, y->data);
+        smelt_tensor last = opt_vec(F32, 8, (float *)y->data + 72);
+        OPT_EXPECT_F32(&first, row0, 8, OPT_REL(1e-6));
+        OPT_EXPECT_F32(&last, row9, 8, OPT_REL(1e-6));
+        opt_fini(&f);
     }
     {   /* pads */
-        fixture f = fx_new(OP_CONV_TRANSPOSE, "ConvTranspose", 2);
-        attr_ints(&f, "strides", 2, (int64_t[]){3, 2});
-        attr_ints(&f, "pads", 4, (int64_t[]){1, 2, 1, 2});
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 3, 3}, x),
-                              tensor_f32(4, (int64_t[]){1, 2, 3, 3}, w)};
-        smelt_tensor y;
-        CHECK(fx_run(&f, in, 2, &y) == SMELT_OK);
-        check_dims(&y, 4, (int64_t[]){1, 2, 7, 3});
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV_TRANSPOSE, 0, 2, 1);
+        opt_attr_ints(&f, "strides", 2, (int64_t[]){3, 2});
+        opt_attr_ints(&f, "pads", 4, (int64_t[]){1, 2, 1, 2});
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, x),
+                              opt_tensor(F32, 4, (int64_t[]){1, 2, 3, 3}, w)};
+        const smelt_tensor *y = &f.out[0];
+        CHECK(opt_run(&f, in, 2) == SMELT_OK);
+        OPT_EXPECT_DIMS(y, 4, (int64_t[]){1, 2, 7, 3});
         static const float want[] = {1, 1, 3,  1, 1, 3,  7,  4, 9, 7, 4,
                                      9, 7, 4, 9, 13, 7, 15, 13, 7, 15};
-        check_both_channels(&y, want, 21);
-        free(y.data);
-        fx_free(&f);
+        check_both_channels(y, want, 21);
+        opt_fini(&f);
     }
 }
 
@@ -262,11 +166,7 @@ typedef struct case_desc {
 } case_desc;
 
 static uint32_t g_rng = 12345;
-static float rnd(void)
-{
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return (float)((g_rng >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
+static float rnd(void) { return (float)(opt_random(&g_rng) & 0xffff) / 32768.0f - 1.0f; }
 
 /* Input position of output position o through kernel tap k on axis a, or -1.
  * Forward: i = o*s + k*d - pb.  Transposed: o = i*s + k*d - pb, solved for i. */
@@ -339,8 +239,8 @@ static void naive_conv(const case_desc *cd, const int64_t *out, const float *x, 
 
 static void run_random_case(const case_desc *cd)
 {
-    fixture f = fx_new(cd->transpose ? OP_CONV_TRANSPOSE : OP_CONV,
-                       cd->transpose ? "ConvTranspose" : "Conv", 3);
+    opt_node f;
+    opt_init(&f, &k_names, cd->transpose ? OP_CONV_TRANSPOSE : OP_CONV, 0, 3, 1);
     int64_t pads[6], xd[5] = {cd->n, cd->c}, wd[5];
     wd[0] = cd->transpose ? cd->c : cd->m;
     wd[1] = cd->transpose ? cd->m / cd->group : cd->c / cd->group;
@@ -350,11 +250,11 @@ static void run_random_case(const case_desc *cd)
         xd[2 + i] = cd->in[i];
         wd[2 + i] = cd->k[i];
     }
-    attr_ints(&f, "strides", cd->ns, cd->s);
-    attr_ints(&f, "dilations", cd->ns, cd->d);
-    attr_ints(&f, "pads", 2 * cd->ns, pads);
-    attr_int(&f, "group", cd->group);
-    if (cd->transpose) attr_ints(&f, "output_padding", cd->ns, cd->op);
+    opt_attr_ints(&f, "strides", cd->ns, cd->s);
+    opt_attr_ints(&f, "dilations", cd->ns, cd->d);
+    opt_attr_ints(&f, "pads", 2 * cd->ns, pads);
+    opt_attr_int(&f, "group", cd->group);
+    if (cd->transpose) opt_attr_ints(&f, "output_padding", cd->ns, cd->op);
     int64_t xn = cd->n * cd->c, wn = wd[0] * wd[1];
     for (int i = 0; i < cd->ns; i++) xn *= cd->in[i], wn *= cd->k[i];
     float *x = malloc(sizeof(float) * (size_t)xn), *w = malloc(sizeof(float) * (size_t)wn);
@@ -362,31 +262,30 @@ static void run_random_case(const case_desc *cd)
     for (int64_t i = 0; i < xn; i++) x[i] = rnd();
     for (int64_t i = 0; i < wn; i++) w[i] = rnd();
     for (int64_t i = 0; i < cd->m; i++) b[i] = rnd();
-    smelt_tensor in[3] = {tensor_f32(cd->ns + 2, xd, x), tensor_f32(cd->ns + 2, wd, w),
-                          tensor_f32(1, (int64_t[]){cd->m}, b)};
-    smelt_tensor y;
-    smelt_status s = fx_run(&f, in, 3, &y);
+    smelt_tensor in[3] = {opt_tensor(F32, cd->ns + 2, xd, x), opt_tensor(F32, cd->ns + 2, wd, w),
+                          opt_tensor(F32, 1, (int64_t[]){cd->m}, b)};
+    const smelt_tensor *y = &f.out[0];
+    smelt_status s = opt_run(&f, in, 3);
     CHECK(s == SMELT_OK);
     if (s != SMELT_OK) fprintf(stderr, "  %s\n", smelt_ctx_message(f.ctx));
     if (s == SMELT_OK) {
-        int64_t out[3], yn = op_numel(&y);
+        int64_t out[3], yn = op_numel(y);
         for (int i = 0; i < cd->ns; i++) {
             int64_t dk = cd->d[i] * (cd->k[i] - 1) + 1;
             out[i] = cd->transpose
                          ? cd->s[i] * (cd->in[i] - 1) + dk + cd->op[i] - cd->pb[i] - cd->pe[i]
                          : (cd->in[i] + cd->pb[i] + cd->pe[i] - dk) / cd->s[i] + 1;
-            CHECK(y.dims[2 + i] == out[i]);
+            CHECK(y->dims[2 + i] == out[i]);
         }
         float *ref = malloc(sizeof(float) * (size_t)yn);
         naive_conv(cd, out, x, w, b, ref);
-        check_values(&y, ref, yn, 1e-5);
+        OPT_EXPECT_F32(y, ref, yn, OPT_REL(1e-5));
         free(ref);
     }
-    free(y.data);
     free(x);
     free(w);
     free(b);
-    fx_free(&f);
+    opt_fini(&f);
 }
 
 static void test_random_against_naive(void)
@@ -419,19 +318,19 @@ static void test_float16_and_double(void)
     for (int i = 0; i < 9; i++) w16[i] = smelt_f32_to_f16(1.0f), w64[i] = 1.0;
     static const float want[] = {54, 63, 72, 99, 108, 117, 144, 153, 162};
     for (int pass = 0; pass < 2; pass++) {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        smelt_dtype dt = pass == 0 ? SMELT_DT_FLOAT16 : SMELT_DT_FLOAT64;
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        smelt_dtype dt = pass == 0 ? F16 : F64;
         void *xd = pass == 0 ? (void *)x16 : (void *)x64;
         void *wd = pass == 0 ? (void *)w16 : (void *)w64;
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 5, 5}, xd),
-                              tensor_f32(4, (int64_t[]){1, 1, 3, 3}, wd)};
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 5, 5}, xd),
+                              opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, wd)};
         in[0].dtype = in[1].dtype = dt;
-        smelt_tensor y;
-        CHECK(fx_run(&f, in, 2, &y) == SMELT_OK);
-        CHECK(y.dtype == dt);
-        check_values(&y, want, 9, 1e-6);
-        free(y.data);
-        fx_free(&f);
+        const smelt_tensor *y = &f.out[0];
+        CHECK(opt_run(&f, in, 2) == SMELT_OK);
+        CHECK(y->dtype == dt);
+        OPT_EXPECT_F32(y, want, 9, OPT_REL(1e-6));
+        opt_fini(&f);
     }
 }
 
@@ -439,102 +338,107 @@ static void test_float16_and_double(void)
 
 static void test_symbolic_infer(void)
 {
-    fixture f = fx_new(OP_CONV, "Conv", 2);
-    attr_ints(&f, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    opt_node f;
+    opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+    opt_attr_ints(&f, "pads", 4, (int64_t[]){1, 1, 1, 1});
     const op_def *def = op_get(OP_CONV)->def;
-    CHECK(def->import(f.ctx, f.g, f.node) == SMELT_OK);
-    smelt_tensor x = tensor_f32(4, (int64_t[]){GR_DIM_SYM(0), 3, GR_DIM_SYM(1), 8}, NULL);
-    smelt_tensor w = tensor_f32(4, (int64_t[]){16, 3, 3, 3}, NULL);
+    CHECK(opt_import(&f) == SMELT_OK);
+    smelt_tensor x = opt_tensor(F32, 4, (int64_t[]){GR_DIM_SYM(0), 3, GR_DIM_SYM(1), 8}, NULL);
+    smelt_tensor w = opt_tensor(F32, 4, (int64_t[]){16, 3, 3, 3}, NULL);
     const smelt_tensor *ins[2] = {&x, &w};
     smelt_tensor y;
     memset(&y, 0, sizeof y);
     CHECK(def->infer(f.ctx, f.node, ins, &y) == SMELT_OK);
-    check_dims(&y, 4, (int64_t[]){GR_DIM_SYM(0), 16, GR_DIM_UNKNOWN, 8});
-    fx_free(&f);
+    OPT_EXPECT_DIMS(&y, 4, (int64_t[]){GR_DIM_SYM(0), 16, GR_DIM_UNKNOWN, 8});
+    opt_fini(&f);
 }
 
 /* ---- errors ---- */
 
-static void expect_error(fixture *f, smelt_tensor *in, int n_in, smelt_status code,
+static void expect_error(opt_node *f, smelt_tensor *in, int n_in, smelt_status code,
                          const char *needle)
 {
-    smelt_tensor y;
-    smelt_status s = fx_run(f, in, n_in, &y);
-    CHECK(s == code);
-    CHECK_STR_CONTAINS(smelt_ctx_message(f->ctx), needle);
-    CHECK_STR_CONTAINS(smelt_ctx_message(f->ctx), "node 'conv0' (Conv");
-    if (s == SMELT_OK) free(y.data);
+    CHECK(opt_run(f, in, n_in) == code);
+    CHECK_STR_CONTAINS(opt_message(f), needle);
+    CHECK_STR_CONTAINS(opt_message(f), "node 'conv0' (Conv");
 }
 
 static void test_errors(void)
 {
     float data[64] = {0};
     {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 2, 4, 4}, data),
-                              tensor_f32(4, (int64_t[]){1, 3, 3, 3}, data)};
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 2, 4, 4}, data),
+                              opt_tensor(F32, 4, (int64_t[]){1, 3, 3, 3}, data)};
         expect_error(&f, in, 2, SMELT_ERR_SHAPE, "input X 'x' has 2 channels, but W 'w'");
-        fx_free(&f);
+        opt_fini(&f);
     }
     {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        attr_str(&f, "auto_pad", "SAME");
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 4, 4}, data),
-                              tensor_f32(4, (int64_t[]){1, 1, 3, 3}, data)};
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        opt_attr_string(&f, "auto_pad", "SAME");
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 4, 4}, data),
+                              opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, data)};
         expect_error(&f, in, 2, SMELT_ERR_ATTR, "'auto_pad' has unknown value 'SAME'");
-        fx_free(&f);
+        opt_fini(&f);
     }
     {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        attr_ints(&f, "kernel_shape", 2, (int64_t[]){2, 2});
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 4, 4}, data),
-                              tensor_f32(4, (int64_t[]){1, 1, 3, 3}, data)};
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        opt_attr_ints(&f, "kernel_shape", 2, (int64_t[]){2, 2});
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 4, 4}, data),
+                              opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, data)};
         expect_error(&f, in, 2, SMELT_ERR_SHAPE, "'kernel_shape' is 2 for spatial dim 0");
-        fx_free(&f);
+        opt_fini(&f);
     }
     {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        attr_ints(&f, "strides", 3, (int64_t[]){1, 1, 1});
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 4, 4}, data),
-                              tensor_f32(4, (int64_t[]){1, 1, 3, 3}, data)};
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        opt_attr_ints(&f, "strides", 3, (int64_t[]){1, 1, 1});
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 4, 4}, data),
+                              opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, data)};
         expect_error(&f, in, 2, SMELT_ERR_ATTR, "'strides' has 3 values, expected 2");
-        fx_free(&f);
+        opt_fini(&f);
     }
     {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 2, 2}, data),
-                              tensor_f32(4, (int64_t[]){1, 1, 3, 3}, data)};
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 2, 2}, data),
+                              opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, data)};
         expect_error(&f, in, 2, SMELT_ERR_SHAPE, "smaller than the kernel extent 3");
-        fx_free(&f);
+        opt_fini(&f);
     }
     {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        smelt_tensor in[2] = {tensor_f32(3, (int64_t[]){1, 1, 4}, data),
-                              tensor_f32(4, (int64_t[]){1, 1, 3, 3}, data)};
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        smelt_tensor in[2] = {opt_tensor(F32, 3, (int64_t[]){1, 1, 4}, data),
+                              opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, data)};
         expect_error(&f, in, 2, SMELT_ERR_SHAPE, "input W 'w' has rank 4, expected 3");
-        fx_free(&f);
+        opt_fini(&f);
     }
     {
-        fixture f = fx_new(OP_CONV, "Conv", 2);
-        attr_int(&f, "group", 0);
-        smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){1, 1, 4, 4}, data),
-                              tensor_f32(4, (int64_t[]){1, 1, 3, 3}, data)};
+        opt_node f;
+        opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+        opt_attr_int(&f, "group", 0);
+        smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){1, 1, 4, 4}, data),
+                              opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, data)};
         expect_error(&f, in, 2, SMELT_ERR_ATTR, "attribute 'group' is 0");
-        fx_free(&f);
+        opt_fini(&f);
     }
 }
 
 static void test_zero_batch(void)
 {
     float w[9] = {0};
-    fixture f = fx_new(OP_CONV, "Conv", 2);
-    smelt_tensor in[2] = {tensor_f32(4, (int64_t[]){0, 1, 4, 4}, NULL),
-                          tensor_f32(4, (int64_t[]){1, 1, 3, 3}, w)};
-    smelt_tensor y;
-    CHECK(fx_run(&f, in, 2, &y) == SMELT_OK);
-    check_dims(&y, 4, (int64_t[]){0, 1, 2, 2});
-    free(y.data);
-    fx_free(&f);
+    opt_node f;
+    opt_init(&f, &k_names, OP_CONV, 0, 2, 1);
+    smelt_tensor in[2] = {opt_tensor(F32, 4, (int64_t[]){0, 1, 4, 4}, NULL),
+                          opt_tensor(F32, 4, (int64_t[]){1, 1, 3, 3}, w)};
+    const smelt_tensor *y = &f.out[0];
+    CHECK(opt_run(&f, in, 2) == SMELT_OK);
+    OPT_EXPECT_DIMS(y, 4, (int64_t[]){0, 1, 2, 2});
+    opt_fini(&f);
 }
 
 /* The registry must hand out exactly these definitions. */
