@@ -486,7 +486,14 @@ smelt_status cg_build_shared(smelt_ctx *ctx, const char *c_source, const cg_targ
         lib = path_join(cache, name);
         if (!lib) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     }
-    if (s == SMELT_OK && !is_own_regular_file(lib)) s = compile_into_cache(ctx, j, c_source, lib);
+    int64_t budget = 0;
+    if (s == SMELT_OK) s = cg_cache_budget(ctx, &budget);
+    if (s == SMELT_OK && is_own_regular_file(lib)) {
+        cg_cache_touch(lib);
+    } else if (s == SMELT_OK) {
+        s = compile_into_cache(ctx, j, c_source, lib);
+        if (s == SMELT_OK) s = cg_cache_trim(ctx, cache, budget, j->key);
+    }
     if (s == SMELT_OK) {
         *out_lib_path = lib;
         lib = NULL;

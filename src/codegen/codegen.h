@@ -49,6 +49,15 @@ smelt_status cg_build_shared(smelt_ctx *ctx, const char *c_source, const cg_targ
  * user or writable by others) in *out_dir (free with smelt_free). */
 smelt_status cg_cache_dir(smelt_ctx *ctx, char **out_dir);
 
+/* Cache upkeep (cache.c).  The budget is $SMELT_CACHE_MAX_MB megabytes
+ * (default 2048; 0 never evicts).  trim removes the least recently used
+ * entries (library + source), never keep_key's, until the cache fits, and
+ * temp files an hour old; touch marks a library as just used. */
+smelt_status cg_cache_budget(smelt_ctx *ctx, int64_t *max_bytes);
+smelt_status cg_cache_trim(smelt_ctx *ctx, const char *dir, int64_t max_bytes,
+                           const char *keep_key);
+void cg_cache_touch(const char *lib_path);
+
 /* dlopen a module and find its smelt_module_info (ABI version checked). */
 smelt_status cg_load_module(smelt_ctx *ctx, const char *lib_path, void **handle,
                             const smelt_rt_module_info **info);

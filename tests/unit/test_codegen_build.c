@@ -1,7 +1,9 @@
 /* Building through the compile cache: hits skip the compiler, failures
  * carry the compiler's message, $CC is honoured, unsafe cache directories
- * are refused; SHA-256 test vectors; target lookup. */
+ * are refused, the least recently used entries are evicted; SHA-256 test vectors; target lookup. */
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codegen/sha256.h"
@@ -74,11 +76,14 @@ static void test_cache_hit(void)
     CHECK(cg_build_shared(ctx, src, cg_target_find("generic"), &lib1) == SMELT_OK);
     struct stat st1, st2;
     CHECK(lib1 && stat(lib1, &st1) == 0);
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 1000}, {.tv_sec = time(NULL) - 1000}};
+    CHECK(lib1 && utimensat(AT_FDCWD, lib1, old, 0) == 0);
     CHECK(cg_build_shared(ctx, src, cg_target_find("generic"), &lib2) == SMELT_OK);
     CHECK(lib1 && lib2 && strcmp(lib1, lib2) == 0);
-    /* a hit renames nothing: same inode, same modification time */
+    /* a hit renames nothing (same inode) and marks the entry as just used
+     * (eviction is least recently used first) */
     CHECK(lib2 && stat(lib2, &st2) == 0 && st1.st_ino == st2.st_ino &&
-          st1.st_mtim.tv_nsec == st2.st_mtim.tv_nsec && st1.st_mtim.tv_sec == st2.st_mtim.tv_sec);
+          st2.st_mtim.tv_sec > time(NULL) - 100);
     /* other flags, other key */
     CHECK(cg_build_shared(ctx, src, cg_target_find("avx2"), &lib3) == SMELT_OK);
     CHECK(lib1 && lib3 && strcmp(lib1, lib3) != 0);
@@ -185,6 +190,85 @@ static void test_cache_dir_checks(void)
     smelt_ctx_free(ctx);
 }
 
+/* A file of `bytes` bytes in dir, last modified `age` seconds ago. */
+static void put_file(const char *dir, const char *name, size_t bytes, int age)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    for (size_t i = 0; i < bytes; i++) fputc('x', f);
+    fclose(f);
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= age;
+    t[1] = t[0];
+    CHECK(utimensat(AT_FDCWD, path, t, 0) == 0);
+}
+
+static bool exists_in(const char *dir, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static void key_name(char *out, char digit, const char *ext)
+{
+    memset(out, digit, 64);
+    strcpy(out + 64, ext);
+}
+
+/* Least recently used entries go first (library and source together), the
+ * entry just built never, other files never; stale temp files go. */
+static void test_cache_trim(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    char dir[] = "cg-trim-cache-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char a_so[70], a_c[70], b_so[70], c_so[70], d_so[70];
+    key_name(a_so, 'a', ".so");
+    key_name(a_c, 'a', ".c");
+    key_name(b_so, 'b', ".so");
+    key_name(c_so, 'c', ".so");
+    key_name(d_so, 'd', ".so");
+    put_file(dir, a_so, 1000, 400); /* oldest */
+    put_file(dir, a_c, 500, 400);
+    put_file(dir, d_so, 1000, 300); /* the one being kept, though old */
+    put_file(dir, b_so, 1000, 200);
+    put_file(dir, c_so, 1000, 100); /* newest */
+    put_file(dir, "notes.txt", 5000, 1000);
+    put_file(dir, "tmp-old123", 10, 7200);
+    put_file(dir, "tmp-new456", 10, 10);
+    char keep[65];
+    memcpy(keep, d_so, 64);
+    keep[64] = '\0';
+    /* 4500 bytes of entries; 2500 allowed: a (1500) and b (1000) must go */
+    CHECK(cg_cache_trim(ctx, dir, 2500, keep) == SMELT_OK);
+    CHECK(!exists_in(dir, a_so) && !exists_in(dir, a_c));
+    CHECK(!exists_in(dir, b_so));
+    CHECK(exists_in(dir, c_so) && exists_in(dir, d_so));
+    CHECK(exists_in(dir, "notes.txt") && exists_in(dir, "tmp-new456"));
+    CHECK(!exists_in(dir, "tmp-old123"));
+    /* within budget: nothing more goes */
+    CHECK(cg_cache_trim(ctx, dir, 2500, NULL) == SMELT_OK);
+    CHECK(exists_in(dir, c_so) && exists_in(dir, d_so));
+
+    /* the budget comes from the environment, checked */
+    int64_t budget = 0;
+    setenv("SMELT_CACHE_MAX_MB", "3", 1);
+    CHECK(cg_cache_budget(ctx, &budget) == SMELT_OK && budget == 3 << 20);
+    setenv("SMELT_CACHE_MAX_MB", "lots", 1);
+    CHECK(cg_cache_budget(ctx, &budget) == SMELT_ERR_ARG);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "SMELT_CACHE_MAX_MB='lots'");
+    unsetenv("SMELT_CACHE_MAX_MB");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     cgt_setup_env();
@@ -194,5 +278,6 @@ int main(void)
     test_build_error();
     test_compiler_env();
     test_cache_dir_checks();
+    test_cache_trim();
     TEST_MAIN_END();
 }
