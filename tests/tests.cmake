@@ -165,3 +165,11 @@ endforeach()
 add_test(NAME models/gpt2_tiny_like_O0
   COMMAND smelt_cli check --compiled -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/gpt2_tiny_like)
 set_tests_properties(models/gpt2_tiny_like_O0 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
+
+# ---- Blocked layout: CNN convolution chains in NCHW16c with at most two
+# conversions, epilogues (Clip, Relu, residual Add) fused into the blocked
+# convs, ResNet-50 within 60 functions and a quarter-size arena ----
+add_test(NAME models/cnn_layout
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/check_layout.py
+          $<TARGET_FILE:smelt_cli> ${SMELT_MODEL_DIR} mobilenet_v2:54 resnet50:60)
+set_tests_properties(models/cnn_layout PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 600)

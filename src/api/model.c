@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "codegen/target.h"
 #include "exec/exec.h"
 #include "frontend/onnx.h"
 #include "passes/passes.h"
@@ -58,6 +59,9 @@ smelt_status smelt_model_optimize(smelt_ctx *ctx, smelt_model *m, const smelt_op
     if (mo->opt_level < 0 || mo->opt_level > 3)
         return smelt_errf(ctx, SMELT_ERR_ARG, "optimisation level %d (expected 0..3)",
                           mo->opt_level);
+    /* the layout pass blocks channels by the target's vector width */
+    const cg_target *t = cg_target_find(mo->target && *mo->target ? mo->target : "host");
+    m->graph->vector_lanes = cg_target_lanes(t, SMELT_DT_FLOAT32);
     pass_options po = {mo->opt_level, mo->disabled_passes, mo->dump_ir_after, NULL};
     SMELT_TRY(pass_pipeline_run(ctx, m->graph, &po, &m->report));
     m->optimized = true;

@@ -412,6 +412,10 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
                           "opset", name, np->op_type);
     const op_info *info = default_domain(np->domain) ? op_lookup(np->op_type) : NULL;
     bool is_constant = default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0;
+    if (info && info->def && (info->def->flags & OP_FLAG_INTERNAL))
+        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
+                          "node '%s' (%s): %s is internal to smelt (made by its passes), not an "
+                          "ONNX op", name, np->op_type, np->op_type);
     if (!is_constant && (!info || !info->def)) {
         note_unsupported(st, np, name);
         return SMELT_OK;

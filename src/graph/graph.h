@@ -83,6 +83,9 @@ struct gr_graph {
     smelt_ptrvec owned_tensors; /* smelt_tensor* freed with the graph */
     const char *name;
     int64_t opset; /* default-domain opset */
+    /* float32 vector lanes of the target the graph is compiled for (set by
+     * smelt_model_optimize; alter_layout's channel block); 0 = not known */
+    int vector_lanes;
 };
 
 gr_graph *gr_graph_new(void);

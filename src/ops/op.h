@@ -47,6 +47,7 @@ typedef enum op_pattern {
 enum {
     OP_FLAG_SHAPE_ONLY = 1 << 0, /* eval reads only input shapes (Shape, Size) */
     OP_FLAG_NO_FOLD = 1 << 1,    /* never constant-fold (e.g. huge outputs) */
+    OP_FLAG_INTERNAL = 1 << 2,   /* made by passes only; the importer refuses it */
 };
 
 /* Compiled path: the op's arithmetic as tensor expressions (see op_compute). */

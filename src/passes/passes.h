@@ -31,6 +31,12 @@ smelt_status pass_simplify_algebra(smelt_ctx *ctx, gr_graph *g);
  * weights and bias of the Conv before them. */
 smelt_status pass_fold_batchnorm(smelt_ctx *ctx, gr_graph *g);
 
+/* 2-D convolutions (group 1, depthwise) and the layout-agnostic ops around
+ * them in the blocked layout NCHW[x]c, x from graph->vector_lanes; weights
+ * packed at compile time, conversions only where a consumer needs another
+ * layout (see alter_layout.c). */
+smelt_status pass_alter_layout(smelt_ctx *ctx, gr_graph *g);
+
 /* Group nodes TVM-style (injective chains, conv/matmul epilogues,
  * producers into reductions); each group lowers to one function. */
 smelt_status pass_fuse_ops(smelt_ctx *ctx, gr_graph *g);

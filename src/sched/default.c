@@ -82,11 +82,12 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
             size_t len = strlen(fused);
             snprintf(fused + len, sizeof fused - len, ".%s", t->axes[i].var->name);
         }
-        if (nr == 0 && !(vectorize && last_ext > vector_width)) {
+        /* a last axis vectorised whole (a block's lanes) stays its own loop */
+        if (nr == 0 && !vectorize) {
             SMELT_TRY(sch_fuse(ctx, s, name, fused, last));
             size_t len = strlen(fused);
             snprintf(fused + len, sizeof fused - len, ".%s", last);
-        } else if (nr == 0) {
+        } else if (nr == 0 && last_ext > vector_width) {
             SMELT_TRY(sch_fuse(ctx, s, name, fused, outer));
             size_t len = strlen(fused);
             snprintf(fused + len, sizeof fused - len, ".%s", outer);
@@ -109,7 +110,8 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
 static bool is_anchor(const te_tensor *t)
 {
     return t->kind == TE_COMPUTE && t->body && t->body->kind == IR_REDUCE && t->n_axes >= 2 &&
-           (strcmp(t->tag, "conv") == 0 || strcmp(t->tag, "matmul") == 0);
+           (strcmp(t->tag, "conv") == 0 || strcmp(t->tag, "matmul") == 0 ||
+            (strcmp(t->tag, "conv_nchwc") == 0 && t->n_axes == 5));
 }
 
 
@@ -146,11 +148,125 @@ static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const c
     return sch_annotate(ctx, s, SCH_PARALLEL, stage, fused);
 }
 
+/* ---- blocked convolution (ConvNCHWc, output [n, co, oh, ow, cb]) ----------
+ * TVM's x86 conv2d_NCHWc: ow split by a register block; the accumulation is
+ * computed at ow.o over an [ow.i x cb] tile with the reductions (input
+ * channel blocks, kernel rows and columns, channels within the block)
+ * outside and ow.i unrolled x cb vectorised inside, so each tap loads one
+ * weight vector and broadcasts one input value per accumulator register.
+ * Parallel over n.co; oh and ow stay separate loops so partitioning peels
+ * the padding edges and the ow tail. */
+
+#define NCHWC_REG_MAX 14 /* accumulators per tile (of 16 ymm / 32 zmm registers) */
+#define NCHWC_REG_MIN 8
+
+/* Register block along ow: ow itself when small, else a divisor in
+ * [MIN, MAX], else the most even split (the tail is peeled). */
+static int64_t nchwc_ow_block(int64_t ow)
+{
+    if (ow <= NCHWC_REG_MAX) return ow;
+    for (int64_t r = NCHWC_REG_MAX; r >= NCHWC_REG_MIN; r--)
+        if (ow % r == 0) return r;
+    int64_t tiles = (ow + NCHWC_REG_MAX - 1) / NCHWC_REG_MAX;
+    return (ow + tiles - 1) / tiles;
+}
+
+/* Output-channel blocks per tile: narrow planes (ow blocks of 7 or less)
+ * fill the accumulators with 2 or 4 channel blocks on 32-register targets
+ * (measured: 2 x 14 accumulators spill and lose). */
+static int64_t nchwc_co_blocks(int64_t co, int64_t r, int vw, int64_t lanes)
+{
+    if (vw < 16 || lanes != vw) return 1;
+    for (int64_t k = 4; k > 1; k /= 2)
+        if (co % k == 0 && k * r <= NCHWC_REG_MAX) return k;
+    return 1;
+}
+
+/* The tile of a blocked conv: ow.i (and co.i when co_blocks > 1) x cb lanes. */
+typedef struct nchwc_tile {
+    int64_t ow_block, co_blocks, lanes;
+    bool vec, split_lanes; /* lanes vectorised; wider than a vector: split */
+} nchwc_tile;
+
+/* out: n, co(.o), oh, ow.o, [co.i], ow.i, cb; acc computed at ow.o. */
+static smelt_status nchwc_out(smelt_ctx *ctx, const char *acc, const te_tensor *out,
+                              const te_tensor *anchor, const nchwc_tile *t, int vw,
+                              sch_schedule *s)
+{
+    const char *on = out->buf->name, *n = out->axes[0].var->name, *co = out->axes[1].var->name;
+    const char *oh = out->axes[2].var->name, *ow = out->axes[3].var->name;
+    const char *cb = out->axes[4].var->name;
+    char coo[80], coi[80], owo[80], owi[80], cbi[80];
+    iter_name(coo, sizeof coo, co, ".o");
+    iter_name(coi, sizeof coi, co, ".i");
+    iter_name(owo, sizeof owo, ow, ".o");
+    iter_name(owi, sizeof owi, ow, ".i");
+    iter_name(cbi, sizeof cbi, cb, ".i");
+    SMELT_TRY(sch_split(ctx, s, on, ow, t->ow_block));
+    if (t->split_lanes) SMELT_TRY(sch_split(ctx, s, on, cb, vw));
+    if (t->co_blocks > 1) {
+        SMELT_TRY(sch_split(ctx, s, on, co, t->co_blocks));
+        const char *order[7] = {n, coo, oh, owo, coi, owi, cb};
+        SMELT_TRY(sch_reorder(ctx, s, on, 7, order));
+    }
+    SMELT_TRY(sch_compute_at(ctx, s, acc, on, owo));
+    if (t->vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, on, t->split_lanes ? cbi : cb));
+    if (stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK) return SMELT_OK;
+    /* not oh: fused into the parallel index, its padding edges could not be
+     * peeled, and the guarded loads cost 3x (measured) */
+    const char *lead[2] = {n, t->co_blocks > 1 ? coo : co};
+    return parallelize_leading(ctx, s, on, lead, 1);
+}
+
+/* acc over its tile: the unit outer axes, the reductions, then [co,] ow
+ * unrolled and the lanes vectorised. */
+static smelt_status nchwc_acc(smelt_ctx *ctx, const char *acc, const te_tensor *anchor,
+                              const nchwc_tile *t, int vw, sch_schedule *s)
+{
+    const char *co = anchor->axes[1].var->name, *ow = anchor->axes[3].var->name;
+    const char *cb = anchor->axes[4].var->name;
+    const char *order[SCH_MAX_STEP_ITERS], *rn[SMELT_MAX_RANK];
+    int n = 0, nr = reduce_axes(anchor, rn);
+    order[n++] = anchor->axes[0].var->name;
+    if (t->co_blocks == 1) order[n++] = co;
+    order[n++] = anchor->axes[2].var->name;
+    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 3; k++) order[n++] = rn[k];
+    if (t->co_blocks > 1) order[n++] = co;
+    order[n++] = ow;
+    order[n++] = cb;
+    SMELT_TRY(sch_reorder(ctx, s, acc, n, order));
+    if (t->co_blocks > 1) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, co));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, ow));
+    if (!t->vec) return SMELT_OK;
+    if (!t->split_lanes) return sch_annotate(ctx, s, SCH_VECTORIZE, acc, cb);
+    char cbo[80], cbi[80];
+    iter_name(cbo, sizeof cbo, cb, ".o");
+    iter_name(cbi, sizeof cbi, cb, ".i");
+    SMELT_TRY(sch_split(ctx, s, acc, cb, vw));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, cbo));
+    return sch_annotate(ctx, s, SCH_VECTORIZE, acc, cbi);
+}
+
+static smelt_status schedule_nchwc(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
+                                   const te_tensor *out, int vw, sch_schedule *s)
+{
+    nchwc_tile t;
+    t.lanes = out->axes[4].extent;
+    t.ow_block = nchwc_ow_block(out->axes[3].extent);
+    t.co_blocks = nchwc_co_blocks(out->axes[1].extent, t.ow_block, vw, t.lanes);
+    t.vec = vw > 1 && t.lanes > 1;
+    t.split_lanes = t.vec && t.lanes > vw;
+    SMELT_TRY(nchwc_out(ctx, acc, out, anchor, &t, vw, s));
+    return nchwc_acc(ctx, acc, anchor, &t, vw, s);
+}
+
 /* Tile the output `out` and compute the accumulation stage `acc` (same
  * shape, data axes named like out's) at the tile loop. */
 static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
                                     const te_tensor *out, int vw, sch_schedule *s)
 {
+    if (strcmp(anchor->tag, "conv_nchwc") == 0)
+        return schedule_nchwc(ctx, anchor, acc, out, vw, s);
     int r = out->n_axes;
     bool conv = strcmp(anchor->tag, "conv") == 0;
     int t = conv ? 1 : r - 2, l = r - 1;
@@ -233,6 +349,34 @@ static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tenso
     return SMELT_OK;
 }
 
+/* ---- layout conversions (LayoutTransform, tag "layout") -------------------
+ * A transpose between channel blocks: nested loops rather than one fused
+ * index (whose floordiv/floormod would be paid per element), the innermost
+ * axis (a block's lanes, or W) vectorised, parallel over n and channels. */
+static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
+                               sch_schedule *s, bool *done)
+{
+    if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0 || !stage_is_output(g, t) ||
+        t->n_axes < 3)
+        return SMELT_OK;
+    const char *name = t->buf->name, *last = t->axes[t->n_axes - 1].var->name;
+    int64_t ext = t->axes[t->n_axes - 1].extent;
+    char inner[80];
+    iter_name(inner, sizeof inner, last, ".i");
+    if (vw > 1 && ext > vw) {
+        SMELT_TRY(sch_split(ctx, s, name, last, vw));
+        SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, name, inner));
+    } else if (vw > 1 && ext >= 4) {
+        SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, name, last));
+    }
+    if (stage_work(t) >= DEFAULT_PARALLEL_MIN_WORK) {
+        const char *lead[2] = {t->axes[0].var->name, t->axes[1].var->name};
+        SMELT_TRY(parallelize_leading(ctx, s, name, lead, 1));
+    }
+    done[t->index] = true;
+    return SMELT_OK;
+}
+
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s)
 {
     bool *done = smelt_calloc((size_t)g->tensors.len + 1, sizeof *done);
@@ -240,6 +384,8 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
     smelt_status st = SMELT_OK;
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         st = try_anchor(ctx, g, g->tensors.items[i], vector_width, s, done);
+    for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
+        if (!done[i]) st = try_layout(ctx, g, g->tensors.items[i], vector_width, s, done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || done[i]) continue;

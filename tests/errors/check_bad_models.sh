@@ -20,6 +20,9 @@ manifest="$dir/cases.txt"
 [ -x "$smelt" ] || { echo "no executable $smelt"; echo "0 passed, 1 failed"; exit 1; }
 # Huge allocations must fail cleanly (SMELT_ERR_NOMEM), not abort under ASan.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
+# The reference executor's memory limit, the same on every machine (the
+# default is half the physical memory): cases expect it in their messages.
+export SMELT_MEMORY_LIMIT=4G
 
 passed=0
 failed=0
@@ -54,7 +57,9 @@ while IFS=$'\t' read -r name mode status subs_line; do
     missing=""
     if [ "$status" != ok ]; then
         IFS=$'\t' read -r -a subs <<<"$subs_line"
-        grep -qF "smelt: $status: " "$err" || missing="'smelt: $status: '"
+        # load failures name the model: "smelt: MODEL: <status>: "
+        grep -qF -e "smelt: $status: " -e "smelt: $model: $status: " "$err" ||
+            missing="'smelt: [$model: ]$status: '"
         for s in "${subs[@]}"; do
             grep -qF -- "$s" "$err" || missing="$missing '$s'"
         done
