@@ -721,10 +721,10 @@ static inline void opt_check_lowered(opt_node *t, const opt_tols *tols, const ch
 {
     char where[320];
     if (seed)
-        snprintf(where, sizeof where, "%s [random schedule %llu]", what,
+        snprintf(where, sizeof where, "%.280s [random schedule %llu]", what,
                  (unsigned long long)seed);
     else
-        snprintf(where, sizeof where, "%s [default schedule]", what);
+        snprintf(where, sizeof where, "%.280s [default schedule]", what);
     sch_schedule s;
     sch_schedule_init(&s);
     smelt_status r = opt_run_lowered(t, seed, &s);
