@@ -147,6 +147,13 @@ add_test(NAME cli/usage_and_errors
   COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 
+# Pipeline crashes kept as the models their recipes made (a recipe picks ops
+# by ops.def index, so it names another model once ops are added).
+add_test(NAME fuzz/pipeline_models_replay
+  COMMAND fuzz_pipeline_replay ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/pipeline_models)
+set_tests_properties(fuzz/pipeline_models_replay PROPERTIES
+  ENVIRONMENT "SMELT_FUZZ_MODEL_INPUT=1" TIMEOUT 300)
+
 # ---- Transformer patterns: decomposed LayerNorm / GELU recognised, and each
 # LayerNormalization, Gelu and Softmax one generated function (--stats --json);
 # outputs the same at every optimisation level ----
@@ -165,6 +172,16 @@ endforeach()
 add_test(NAME models/gpt2_tiny_like_O0
   COMMAND smelt_cli check --compiled -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/gpt2_tiny_like)
 set_tests_properties(models/gpt2_tiny_like_O0 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
+
+# The string maps' hash key is random per process: the printed IR, the C and
+# the compile cache keys must not change with it (issue 5).
+add_test(NAME errors/hash_key_determinism
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/errors/check_hash_determinism.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx ${SMELT_BAD_MODEL_DIR}/ext_symlink_inside/model.onnx)
+set_tests_properties(errors/hash_key_determinism PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 300)
+# The run calls' input checks use the checked-in tiny CNN.
+target_compile_definitions(test_runtime_api_checks PRIVATE
+  SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
 
 # ---- Blocked layout: CNN convolution chains in NCHW16c with at most two
 # conversions, epilogues (Clip, Relu, residual Add) fused into the blocked

@@ -7,6 +7,7 @@
  * specialised on.  A call whose key differs compiles anew. */
 #include <string.h>
 
+#include "exec/exec.h"
 #include "frontend/onnx.h"
 #include "passes/passes.h"
 #include "smelt_internal.h"
@@ -202,6 +203,14 @@ static smelt_status find_or_build(smelt_ctx *ctx, smelt_model *m, const smelt_te
 smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                                    int num_inputs, smelt_tensor *outputs, int num_outputs)
 {
+    /* checked against the model's own inputs before the cache key reads
+     * their dims and bytes */
+    const gr_graph *g = m->graph;
+    if (num_inputs != g->inputs.len || (num_inputs && !inputs))
+        return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs, %d given",
+                          g->inputs.len, inputs ? num_inputs : 0);
+    for (int i = 0; i < num_inputs; i++)
+        SMELT_TRY(exec_check_input(ctx, g, g->inputs.items[i], &inputs[i]));
     struct smelt_specialization *sp = NULL;
     SMELT_TRY(find_or_build(ctx, m, inputs, num_inputs, &sp));
     smelt_tensor mapped[256];

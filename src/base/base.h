@@ -98,7 +98,17 @@ smelt_status smelt_read_file(smelt_ctx *ctx, const char *path, size_t max_bytes,
 smelt_status smelt_write_file(smelt_ctx *ctx, const char *path, const void *data, size_t size);
 
 /* ---- Misc -------------------------------------------------------------------- */
-uint64_t smelt_hash_bytes(const void *data, size_t n, uint64_t seed); /* FNV-1a 64 */
+/* FNV-1a 64: fast and the same in every run (printed-IR and CSE hashes).
+ * Not for tables indexed by names from a model: see smelt_hash_keyed. */
+uint64_t smelt_hash_bytes(const void *data, size_t n, uint64_t seed);
+/* SipHash-2-4 of data under a 128-bit key. */
+uint64_t smelt_siphash(const uint64_t key[2], const void *data, size_t n);
+/* SipHash-2-4 under the per-process key: random (getrandom, /dev/urandom,
+ * else time/pid/address), or derived from $SMELT_HASH_SEED when set.  Differs
+ * between runs: only for lookups, never for anything printed or stored. */
+uint64_t smelt_hash_keyed(const void *data, size_t n);
+/* The same with the previous hash as seed, to hash several pieces in turn. */
+uint64_t smelt_hash_keyed_seed(const void *data, size_t n, uint64_t seed);
 float smelt_f16_to_f32(uint16_t h);
 uint16_t smelt_f32_to_f16(float f);
 float smelt_bf16_to_f32(uint16_t h);
@@ -115,11 +125,14 @@ int smelt_debug_level(void);
 #define SMELT_LIMIT_FUNCTION_DEPTH 32
 
 
-/* ---- String -> pointer hash map (keys are not copied) ---------------------- */
+/* ---- String -> pointer hash map (keys are not copied) ----------------------
+ * Keyed hash (smelt_hash_keyed), so names chosen by a model cannot collide on
+ * purpose; there is no iteration, so its order cannot leak into output. */
 typedef struct smelt_strmap {
     const char **keys;
     void **vals;
     size_t cap, len;
+    size_t probes; /* occupied slots stepped over by puts (tests watch collisions) */
 } smelt_strmap;
 void smelt_strmap_init(smelt_strmap *m);
 void smelt_strmap_fini(smelt_strmap *m);

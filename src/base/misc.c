@@ -63,7 +63,7 @@ smelt_status smelt_write_file(smelt_ctx *ctx, const char *path, const void *data
 uint64_t smelt_hash_bytes(const void *data, size_t n, uint64_t seed)
 {
     const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull ^ seed;
+    uint64_t h = 0xcbf29ce484222325ull ^ seed; /* the FNV-1a 64 offset basis */
     for (size_t i = 0; i < n; i++) {
         h ^= p[i];
         h *= 1099511628211ull;

@@ -12,17 +12,23 @@ void smelt_strmap_fini(smelt_strmap *m)
     memset(m, 0, sizeof *m);
 }
 
-static size_t strmap_slot(const char **keys, size_t cap, const char *key)
+/* Linear probing from the key's home slot; *probes counts the occupied
+ * slots stepped over. */
+static size_t strmap_slot(const char **keys, size_t cap, const char *key, size_t *probes)
 {
-    size_t i = (size_t)smelt_hash_bytes(key, strlen(key), 0) & (cap - 1);
-    while (keys[i] && strcmp(keys[i], key) != 0) i = (i + 1) & (cap - 1);
+    size_t i = (size_t)smelt_hash_keyed(key, strlen(key)) & (cap - 1);
+    while (keys[i] && strcmp(keys[i], key) != 0) {
+        i = (i + 1) & (cap - 1);
+        (*probes)++;
+    }
     return i;
 }
 
 void *smelt_strmap_get(const smelt_strmap *m, const char *key)
 {
     if (!m->cap) return NULL;
-    size_t i = strmap_slot(m->keys, m->cap, key);
+    size_t unused = 0;
+    size_t i = strmap_slot(m->keys, m->cap, key, &unused);
     return m->keys[i] ? m->vals[i] : NULL;
 }
 
@@ -38,7 +44,7 @@ static bool strmap_grow(smelt_strmap *m)
     }
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->keys[i]) continue;
-        size_t j = strmap_slot(keys, ncap, m->keys[i]);
+        size_t j = strmap_slot(keys, ncap, m->keys[i], &m->probes);
         keys[j] = m->keys[i];
         vals[j] = m->vals[i];
     }
@@ -53,7 +59,7 @@ static bool strmap_grow(smelt_strmap *m)
 bool smelt_strmap_put(smelt_strmap *m, const char *key, void *val)
 {
     if ((m->len + 1) * 2 > m->cap && !strmap_grow(m)) return false;
-    size_t i = strmap_slot(m->keys, m->cap, key);
+    size_t i = strmap_slot(m->keys, m->cap, key, &m->probes);
     if (!m->keys[i]) {
         m->keys[i] = key;
         m->len++;

@@ -13,7 +13,9 @@ static void free_outputs(smelt_tensor *out, int n)
     }
 }
 
-static smelt_status alloc_output(smelt_ctx *ctx, const gr_node *node, int i, smelt_tensor *t)
+/* Bytes of output i as infer described it (dims all known by now). */
+static smelt_status output_bytes(smelt_ctx *ctx, const gr_node *node, int i,
+                                 const smelt_tensor *t, int64_t *bytes)
 {
     int64_t numel = 1;
     if (t->rank < 0 || t->rank > SMELT_MAX_RANK)
@@ -30,37 +32,80 @@ static smelt_status alloc_output(smelt_ctx *ctx, const gr_node *node, int i, sme
     }
     size_t es = smelt_dtype_size(t->dtype);
     if (!es) return op_errf(ctx, node, SMELT_ERR_INTERNAL, "output %d has no dtype", i);
-    t->data = smelt_calloc(numel ? (size_t)numel : 1, es);
-    if (!t->data)
-        return op_errf(ctx, node, SMELT_ERR_NOMEM, "out of memory for output %d (%lld bytes)",
-                       i, (long long)numel * (long long)es);
+    *bytes = numel * (int64_t)es; /* <= 2^34 elements x 16 bytes */
     return SMELT_OK;
 }
 
-smelt_status exec_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
-                       smelt_tensor *out)
+/* Charge the present outputs' bytes to b (*total: what was charged). */
+static smelt_status charge_outputs(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *out,
+                                   exec_budget *b, int64_t *total)
+{
+    *total = 0;
+    int64_t sum = 0;
+    for (int i = 0; i < node->n_outputs; i++) {
+        if (!node->outputs[i]) continue;
+        int64_t bytes;
+        SMELT_TRY(output_bytes(ctx, node, i, &out[i], &bytes));
+        if (smelt_add_overflow_i64(sum, bytes, &sum))
+            return op_errf(ctx, node, SMELT_ERR_LIMIT, "outputs' total size overflows");
+    }
+    SMELT_TRY(exec_budget_charge(ctx, b, node, sum, "its outputs"));
+    *total = sum;
+    return SMELT_OK;
+}
+
+static smelt_status alloc_output(smelt_ctx *ctx, const gr_node *node, int i, smelt_tensor *t)
+{
+    int64_t bytes;
+    SMELT_TRY(output_bytes(ctx, node, i, t, &bytes));
+    t->data = smelt_calloc(bytes ? (size_t)bytes : 1, 1);
+    if (!t->data)
+        return op_errf(ctx, node, SMELT_ERR_NOMEM, "out of memory for output %d (%lld bytes)",
+                       i, (long long)bytes);
+    return SMELT_OK;
+}
+
+smelt_status exec_node_budget(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                              smelt_tensor *out, exec_budget *b)
 {
     const op_def *d = op_get(node->op)->def;
     if (!d || !d->infer || !d->eval)
         return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no reference kernel");
     memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
     SMELT_TRY(d->infer(ctx, node, in, out));
+    int64_t charged;
+    SMELT_TRY(charge_outputs(ctx, node, out, b, &charged));
     smelt_status s = SMELT_OK;
     for (int i = 0; i < node->n_outputs && s == SMELT_OK; i++)
         if (node->outputs[i]) s = alloc_output(ctx, node, i, &out[i]);
     if (s == SMELT_OK) s = d->eval(ctx, node, in, out);
-    if (s != SMELT_OK) free_outputs(out, node->n_outputs);
-    return s;
+    if (s != SMELT_OK) {
+        free_outputs(out, node->n_outputs);
+        exec_budget_release(b, charged);
+        return s;
+    }
+    /* the caller gives back smelt_tensor_nbytes of each output: account
+     * for what the outputs are now, in case a kernel reshaped one */
+    int64_t actual = 0;
+    for (int i = 0; i < node->n_outputs; i++)
+        if (node->outputs[i]) actual += (int64_t)smelt_tensor_nbytes(&out[i]);
+    exec_budget_release(b, charged);
+    b->live += actual;
+    return SMELT_OK;
 }
 
-smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
-                          smelt_tensor *out)
+smelt_status exec_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                       smelt_tensor *out)
 {
-    const op_def *d = op_get(node->op)->def;
-    if (!d || !d->infer) return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no definition");
-    if (node->n_inputs > 64) return op_errf(ctx, node, SMELT_ERR_LIMIT, "too many inputs");
-    memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
-    SMELT_TRY(d->infer(ctx, node, in, out));
+    exec_budget b;
+    SMELT_TRY(exec_budget_init(ctx, &b));
+    return exec_node_budget(ctx, node, in, out, &b);
+}
+
+/* The outputs through the node's tensor expressions (types from infer). */
+static smelt_status te_node_outputs(smelt_ctx *ctx, const gr_node *node,
+                                    const smelt_tensor *const *in, smelt_tensor *out)
+{
     /* only graph constants count as compile-time known */
     smelt_tensor types[64];
     const smelt_tensor *tin[64];
@@ -91,28 +136,71 @@ smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tenso
     return s;
 }
 
+/* exec_node_te, the outputs charged to b (the te interpreter's own
+ * intermediate stages are not counted). */
+static smelt_status exec_node_te_budget(smelt_ctx *ctx, const gr_node *node,
+                                        const smelt_tensor *const *in, smelt_tensor *out,
+                                        exec_budget *b)
+{
+    const op_def *d = op_get(node->op)->def;
+    if (!d || !d->infer) return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no definition");
+    if (node->n_inputs > 64) return op_errf(ctx, node, SMELT_ERR_LIMIT, "too many inputs");
+    memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
+    SMELT_TRY(d->infer(ctx, node, in, out));
+    int64_t charged;
+    SMELT_TRY(charge_outputs(ctx, node, out, b, &charged));
+    smelt_status s = te_node_outputs(ctx, node, in, out);
+    if (s != SMELT_OK) exec_budget_release(b, charged);
+    return s;
+}
+
+smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                          smelt_tensor *out)
+{
+    exec_budget b;
+    SMELT_TRY(exec_budget_init(ctx, &b));
+    return exec_node_te_budget(ctx, node, in, out, &b);
+}
+
+/* What is wrong with t as a value for v, as text (NULL: nothing).  The
+ * tensor comes from the caller: its rank is checked before its dims are read. */
+static const char *input_problem(const gr_value *v, const smelt_tensor *t, char *buf, size_t cap)
+{
+    if (t->dtype != v->dtype) {
+        snprintf(buf, cap, "dtype %s", smelt_dtype_name(t->dtype));
+        return buf;
+    }
+    if (t->rank < 0 || t->rank > SMELT_MAX_RANK || (v->rank >= 0 && t->rank != v->rank)) {
+        snprintf(buf, cap, "rank %d", t->rank);
+        return buf;
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0 || (v->rank >= 0 && v->dims[i] >= 0 && t->dims[i] != v->dims[i])) {
+            snprintf(buf, cap, "dim %d is %lld", i, (long long)t->dims[i]);
+            return buf;
+        }
+        if (smelt_mul_overflow_i64(numel, t->dims[i], &numel) || numel > SMELT_LIMIT_TENSOR_ELEMS) {
+            snprintf(buf, cap, "more than %lld elements (SMELT_LIMIT_TENSOR_ELEMS)",
+                     (long long)SMELT_LIMIT_TENSOR_ELEMS);
+            return buf;
+        }
+    }
+    if (!t->data && numel != 0) return "no data";
+    return NULL;
+}
+
 smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
                               const smelt_tensor *t)
 {
-    if (!t->data && smelt_tensor_numel(t) != 0)
-        return smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': no data", v->name);
-    if (t->dtype != v->dtype)
-        return smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': dtype %s, expected %s", v->name,
-                          smelt_dtype_name(t->dtype), smelt_dtype_name(v->dtype));
-    if (v->rank < 0) return SMELT_OK;
+    char buf[128];
+    const char *problem = input_problem(v, t, buf, sizeof buf);
+    if (!problem) return SMELT_OK;
     smelt_strbuf want;
     smelt_strbuf_init(&want);
     gr_value_print_type(g, v, &want);
-    smelt_status s = SMELT_OK;
-    if (t->rank != v->rank) {
-        s = smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': rank %d, expected %s", v->name, t->rank,
-                       smelt_strbuf_cstr(&want));
-    } else {
-        for (int i = 0; i < t->rank && s == SMELT_OK; i++)
-            if (t->dims[i] < 0 || (v->dims[i] >= 0 && t->dims[i] != v->dims[i]))
-                s = smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': dim %d is %lld, expected %s",
-                               v->name, i, (long long)t->dims[i], smelt_strbuf_cstr(&want));
-    }
+    smelt_status s = smelt_errf(ctx, SMELT_ERR_ARG, "input '%s': %s, expected %s", v->name,
+                                problem, smelt_strbuf_cstr(&want));
     smelt_strbuf_fini(&want);
     return s;
 }
@@ -124,6 +212,7 @@ typedef struct exec_state {
     smelt_tensor *vals;
     bool *owned;
     int *last_use; /* node index of the last consumer, or INT_MAX for outputs */
+    exec_budget budget; /* the owned intermediates and the output copies */
 } exec_state;
 
 static void compute_last_use(exec_state *es)
@@ -151,7 +240,8 @@ static smelt_status run_node(smelt_ctx *ctx, exec_state *es, int n)
     for (int k = 0; s == SMELT_OK && k < node->n_inputs; k++)
         inp[k] = node->inputs[k] ? &es->vals[node->inputs[k]->id] : NULL;
     if (s == SMELT_OK)
-        s = es->mode == EXEC_TE ? exec_node_te(ctx, node, inp, out) : exec_node(ctx, node, inp, out);
+        s = es->mode == EXEC_TE ? exec_node_te_budget(ctx, node, inp, out, &es->budget)
+                                : exec_node_budget(ctx, node, inp, out, &es->budget);
     for (int k = 0; s == SMELT_OK && k < node->n_outputs; k++) {
         const gr_value *v = node->outputs[k];
         if (!v) continue;
@@ -163,25 +253,25 @@ static smelt_status run_node(smelt_ctx *ctx, exec_state *es, int n)
     return s;
 }
 
+static void free_value(exec_state *es, const gr_value *v)
+{
+    exec_budget_release(&es->budget, (int64_t)smelt_tensor_nbytes(&es->vals[v->id]));
+    smelt_free(es->vals[v->id].data);
+    es->vals[v->id].data = NULL;
+    es->owned[v->id] = false;
+}
+
 static void release_dead(exec_state *es, int n)
 {
     const gr_node *node = es->g->nodes.items[n];
     for (int k = 0; k < node->n_inputs; k++) {
         const gr_value *v = node->inputs[k];
-        if (v && es->owned[v->id] && es->last_use[v->id] == n) {
-            smelt_free(es->vals[v->id].data);
-            es->vals[v->id].data = NULL;
-            es->owned[v->id] = false;
-        }
+        if (v && es->owned[v->id] && es->last_use[v->id] == n) free_value(es, v);
     }
     /* outputs never read by anyone */
     for (int k = 0; k < node->n_outputs; k++) {
         const gr_value *v = node->outputs[k];
-        if (v && es->owned[v->id] && es->last_use[v->id] < n) {
-            smelt_free(es->vals[v->id].data);
-            es->vals[v->id].data = NULL;
-            es->owned[v->id] = false;
-        }
+        if (v && es->owned[v->id] && es->last_use[v->id] < n) free_value(es, v);
     }
 }
 
@@ -206,9 +296,10 @@ static smelt_status take_output(smelt_ctx *ctx, exec_state *es, const gr_value *
                                 smelt_tensor *dst)
 {
     const smelt_tensor *src = &es->vals[v->id];
+    size_t nb = smelt_tensor_nbytes(src);
+    SMELT_TRY(exec_budget_charge(ctx, &es->budget, NULL, (int64_t)nb, "the graph's outputs"));
     *dst = *src;
     dst->name = NULL;
-    size_t nb = smelt_tensor_nbytes(src);
     dst->data = smelt_alloc(nb ? nb : 1);
     if (!dst->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (nb) memcpy(dst->data, src->data, nb);
@@ -218,13 +309,14 @@ static smelt_status take_output(smelt_ctx *ctx, exec_state *es, const gr_value *
 smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
                         const smelt_tensor *inputs, smelt_tensor *outputs)
 {
-    exec_state es = {g, mode, NULL, NULL, NULL};
+    exec_state es = {g, mode, NULL, NULL, NULL, {0, 0}};
     int nv = g->values.len;
     es.vals = smelt_calloc((size_t)nv + 1, sizeof *es.vals);
     es.owned = smelt_calloc((size_t)nv + 1, sizeof *es.owned);
     es.last_use = smelt_calloc((size_t)nv + 1, sizeof *es.last_use);
-    smelt_status s = SMELT_OK;
-    if (!es.vals || !es.owned || !es.last_use) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_status s = exec_budget_init(ctx, &es.budget);
+    if (s == SMELT_OK && (!es.vals || !es.owned || !es.last_use))
+        s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (s == SMELT_OK) {
         compute_last_use(&es);
         s = bind_inputs(ctx, &es, inputs);
@@ -233,9 +325,11 @@ smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
         s = run_node(ctx, &es, n);
         if (s == SMELT_OK) release_dead(&es, n);
     }
-    int taken = 0;
-    for (; s == SMELT_OK && taken < g->outputs.len; taken++)
+    int taken = 0; /* outputs holding a copy */
+    while (s == SMELT_OK && taken < g->outputs.len) {
         s = take_output(ctx, &es, g->outputs.items[taken], &outputs[taken]);
+        if (s == SMELT_OK) taken++;
+    }
     if (s != SMELT_OK)
         for (int i = 0; i < taken; i++) {
             smelt_free(outputs[i].data);

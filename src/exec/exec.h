@@ -4,12 +4,38 @@
 
 #include "graph/graph.h"
 
+/* ---- Memory budget ----
+ * The reference executor, and constant folding (which runs the same
+ * kernels), never hold more than a limit of bytes of the tensors they
+ * allocate at once: $SMELT_MEMORY_LIMIT (bytes, or with a K, M, G or T
+ * suffix: powers of 1024), else half the machine's physical memory.  A model
+ * asking for more gets SMELT_ERR_LIMIT naming the limit, rather than an
+ * allocation the kernel overcommits and later kills the process for. */
+typedef struct exec_budget {
+    int64_t limit; /* bytes */
+    int64_t live;  /* bytes charged now */
+} exec_budget;
+
+#define EXEC_MEMORY_LIMIT_ENV "SMELT_MEMORY_LIMIT"
+
+/* The limit now in force (the environment is read on every call). */
+smelt_status exec_memory_limit(smelt_ctx *ctx, int64_t *bytes);
+smelt_status exec_budget_init(smelt_ctx *ctx, exec_budget *b);
+/* Charge `bytes` for node (NULL: not a node's) or fail naming the limit. */
+smelt_status exec_budget_charge(smelt_ctx *ctx, exec_budget *b, const gr_node *node,
+                                int64_t bytes, const char *what);
+void exec_budget_release(exec_budget *b, int64_t bytes);
+
 /* Run one node on concrete inputs: infer output shapes, allocate zeroed
  * outputs (out[i].data owned by the caller, smelt_free), evaluate.  Inputs
  * need data unless the op is OP_FLAG_SHAPE_ONLY.  On error no output data
- * stays allocated. */
+ * stays allocated.  The outputs together must fit the memory limit. */
 smelt_status exec_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                        smelt_tensor *out);
+/* Same, charging the outputs' bytes to b (the caller releases them when it
+ * frees the outputs; nothing stays charged on error). */
+smelt_status exec_node_budget(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                              smelt_tensor *out, exec_budget *b);
 
 /* Same contract as exec_node, but computes through the op's tensor
  * expressions with the te interpreter (checks compute definitions). */

@@ -119,10 +119,29 @@ static smelt_status external_path(smelt_ctx *ctx, const char *base_dir, const ch
         return smelt_errf(ctx, SMELT_ERR_IO, "%s: cannot open external data '%s': %s", what,
                           location, strerror(errno));
     size_t nb = strlen(real_base);
+    if (nb == 1) nb = 0; /* the folder is "/": every path is under it */
     if (strncmp(out, real_base, nb) != 0 || out[nb] != '/')
         return smelt_errf(ctx, SMELT_ERR_MODEL,
                           "%s: external data '%s' resolves outside the model's folder", what,
                           location);
+    return SMELT_OK;
+}
+
+/* offset and length: plain decimal digits within int64 (strtoll would take
+ * "", " 8", "+8" and saturate "99999999999999999999" instead of refusing). */
+static smelt_status parse_extent(smelt_ctx *ctx, const char *what, const char *key,
+                                 const char *text, int64_t *out)
+{
+    int64_t v = 0;
+    bool ok = *text != '\0';
+    for (const char *p = text; ok && *p; p++)
+        ok = *p >= '0' && *p <= '9' && !smelt_mul_overflow_i64(v, 10, &v) &&
+             !smelt_add_overflow_i64(v, *p - '0', &v);
+    if (!ok)
+        return smelt_errf(ctx, SMELT_ERR_MODEL,
+                          "%s: bad external data %s '%.64s' (expected decimal digits, at most "
+                          "%lld)", what, key, text, (long long)INT64_MAX);
+    *out = v;
     return SMELT_OK;
 }
 
@@ -135,20 +154,12 @@ static smelt_status read_external(smelt_ctx *ctx, const Onnx__TensorProto *tp,
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         if (!e->key || !e->value) continue;
-        char *end;
-        if (strcmp(e->key, "location") == 0) {
+        if (strcmp(e->key, "location") == 0)
             location = e->value;
-        } else if (strcmp(e->key, "offset") == 0) {
-            offset = strtoll(e->value, &end, 10);
-            if (*end || offset < 0)
-                return smelt_errf(ctx, SMELT_ERR_MODEL, "%s: bad external data offset '%s'",
-                                  what, e->value);
-        } else if (strcmp(e->key, "length") == 0) {
-            length = strtoll(e->value, &end, 10);
-            if (*end || length < 0)
-                return smelt_errf(ctx, SMELT_ERR_MODEL, "%s: bad external data length '%s'",
-                                  what, e->value);
-        }
+        else if (strcmp(e->key, "offset") == 0)
+            SMELT_TRY(parse_extent(ctx, what, "offset", e->value, &offset));
+        else if (strcmp(e->key, "length") == 0)
+            SMELT_TRY(parse_extent(ctx, what, "length", e->value, &length));
     }
     char path[PATH_MAX];
     SMELT_TRY(external_path(ctx, base_dir, location, what, path));
@@ -157,8 +168,9 @@ static smelt_status read_external(smelt_ctx *ctx, const Onnx__TensorProto *tp,
                           "%s: external data length %lld does not match its shape (%zu bytes)",
                           what, (long long)length, nbytes);
     /* O_NONBLOCK: opening a FIFO planted in the folder must not hang; the
-     * regular-file check below then refuses it */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+     * regular-file check below then refuses it.  O_NOFOLLOW: realpath gave a
+     * path free of symlinks, so one appearing there now is a swap. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
         if (fd >= 0) close(fd);

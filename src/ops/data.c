@@ -323,6 +323,11 @@ static smelt_status slice_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 static void slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step,
                        int64_t *first, int64_t *count)
 {
+    if (dim == 0) { /* nothing to select (the negative-step clamp below needs dim > 0) */
+        *first = 0;
+        *count = 0;
+        return;
+    }
     if (start < 0) start += dim;
     if (end < 0) end += dim;
     if (step > 0) {

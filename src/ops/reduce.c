@@ -1180,16 +1180,18 @@ static smelt_status topk_compute(op_compute_args *ca)
     SMELT_TRY(op_norm_axis(ca->ctx, ca->node, at->axis, a->x->buf->rank, &a->axis));
     a->n = a->x->buf->shape[a->axis];
     a->largest = at->largest;
-    const smelt_tensor *vt = &ca->out_type[0], *it = &ca->out_type[1];
+    /* the indices have the values' shape: out_type[1] is only there (and
+     * typed) when the node has its second output */
+    const smelt_tensor *vt = &ca->out_type[0];
     a->rank = te_compute(ca->te, "rank", SMELT_DT_INT64, a->x->buf->rank, a->x->buf->shape,
                          topk_rank_body, a, "reduce");
     if (a->rank)
-        a->idx = te_compute(ca->te, "indices", SMELT_DT_INT64, it->rank, it->dims, topk_index_body,
+        a->idx = te_compute(ca->te, "indices", SMELT_DT_INT64, vt->rank, vt->dims, topk_index_body,
                             a, "reduce");
     if (a->idx)
         ca->out[0] = te_compute(ca->te, "values", vt->dtype, vt->rank, vt->dims, topk_value_body,
                                 a, "injective");
-    ca->out[1] = a->idx;
+    if (ca->node->n_outputs > 1) ca->out[1] = a->idx;
     return ca->out[0] ? SMELT_OK : smelt_ctx_status(ca->ctx);
 }
 

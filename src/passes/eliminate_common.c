@@ -10,11 +10,14 @@
 
 #define CSE_TINY_CONST_BYTES 256
 
+/* Hashes here only pick table slots (the first of equal things wins
+ * whatever the hash), so they are keyed: a model cannot make its constants
+ * or nodes collide on purpose and the pass quadratic. */
 static uint64_t const_hash(const smelt_tensor *t)
 {
-    uint64_t h = smelt_hash_bytes(&t->dtype, sizeof t->dtype, (uint64_t)t->rank);
-    h = smelt_hash_bytes(t->dims, sizeof(int64_t) * (size_t)t->rank, h);
-    return smelt_hash_bytes(t->data, smelt_tensor_nbytes(t), h);
+    uint64_t h = smelt_hash_keyed_seed(&t->dtype, sizeof t->dtype, (uint64_t)t->rank);
+    h = smelt_hash_keyed_seed(t->dims, sizeof(int64_t) * (size_t)t->rank, h);
+    return smelt_hash_keyed_seed(t->data, smelt_tensor_nbytes(t), h);
 }
 
 static bool const_equal(const smelt_tensor *a, const smelt_tensor *b)
@@ -32,21 +35,26 @@ static bool tiny_const(const gr_value *v)
            v->dtype != SMELT_DT_STRING;
 }
 
-/* canon[id]: the first tiny constant with the same contents; `firsts`
- * lists the ids of distinct ones (few in practice). */
-static void share_constants(gr_graph *g, gr_value **canon, uint64_t *hash, int *firsts)
+/* canon[id]: the first tiny constant with the same contents, found through
+ * `firsts`, an open-addressing table (cap slots, -1 empty) of the ids of
+ * the distinct ones. */
+static void share_constants(gr_graph *g, gr_value **canon, uint64_t *hash, int *firsts, int cap)
 {
-    int n_firsts = 0;
+    for (int i = 0; i < cap; i++) firsts[i] = -1;
     for (int i = 0; i < g->values.len; i++) {
         gr_value *v = g->values.items[i];
         canon[i] = v;
         if (!tiny_const(v)) continue;
         hash[i] = const_hash(v->constant);
-        for (int f = 0; f < n_firsts && canon[i] == v; f++) {
-            gr_value *w = g->values.items[firsts[f]];
-            if (hash[firsts[f]] == hash[i] && const_equal(w->constant, v->constant)) canon[i] = w;
+        int slot = (int)(hash[i] % (uint64_t)cap);
+        for (; firsts[slot] >= 0; slot = (slot + 1) % cap) {
+            gr_value *w = g->values.items[firsts[slot]];
+            if (hash[firsts[slot]] == hash[i] && const_equal(w->constant, v->constant)) {
+                canon[i] = w;
+                break;
+            }
         }
-        if (canon[i] == v) firsts[n_firsts++] = i;
+        if (canon[i] == v) firsts[slot] = i;
     }
     for (int i = 0; i < g->nodes.len; i++) {
         gr_node *n = g->nodes.items[i];
@@ -91,13 +99,35 @@ static bool same_node(const gr_node *a, const gr_node *b)
     return true;
 }
 
+static uint64_t attr_hash(const gr_attr *a, uint64_t h)
+{
+    h = smelt_hash_keyed_seed(a->name, strlen(a->name), h ^ (uint64_t)a->type);
+    switch (a->type) {
+    case GR_ATTR_FLOAT: return smelt_hash_keyed_seed(&a->f, sizeof a->f, h);
+    case GR_ATTR_INT: return smelt_hash_keyed_seed(&a->i, sizeof a->i, h);
+    case GR_ATTR_STRING: return smelt_hash_keyed_seed(a->s, a->s_len, h);
+    case GR_ATTR_TENSOR: return a->t ? h ^ const_hash(a->t) : h;
+    case GR_ATTR_FLOATS: return smelt_hash_keyed_seed(a->floats, sizeof(float) * (size_t)a->n, h);
+    case GR_ATTR_INTS: return smelt_hash_keyed_seed(a->ints, sizeof(int64_t) * (size_t)a->n, h);
+    case GR_ATTR_STRINGS:
+        for (int i = 0; i < a->n; i++)
+            h = smelt_hash_keyed_seed(a->strings[i], strlen(a->strings[i]) + 1, h);
+        return h;
+    case GR_ATTR_GRAPH: return h;
+    }
+    return h;
+}
+
+/* Op, inputs and raw attributes: many nodes of one op on one input that
+ * differ in an attribute must not share a probe chain. */
 static uint64_t node_hash(const gr_node *n)
 {
-    uint64_t h = smelt_hash_bytes(&n->op, sizeof n->op, 0);
+    uint64_t h = smelt_hash_keyed_seed(&n->op, sizeof n->op, 0);
     for (int k = 0; k < n->n_inputs; k++) {
         int id = n->inputs[k] ? n->inputs[k]->id : -1;
-        h = smelt_hash_bytes(&id, sizeof id, h);
+        h = smelt_hash_keyed_seed(&id, sizeof id, h);
     }
+    for (int k = 0; k < n->n_attrs; k++) h = attr_hash(&n->attrs[k], h);
     return h;
 }
 
@@ -138,12 +168,13 @@ smelt_status pass_eliminate_common(smelt_ctx *ctx, gr_graph *g)
     uint64_t *vhash = smelt_calloc((size_t)g->values.len + 1, sizeof *vhash);
     int *table = smelt_calloc((size_t)cap, sizeof *table);
     uint64_t *nhash = smelt_calloc((size_t)g->nodes.len + 1, sizeof *nhash);
-    int *firsts = smelt_calloc((size_t)g->values.len + 1, sizeof *firsts);
+    int vcap = 2 * g->values.len + 1;
+    int *firsts = smelt_calloc((size_t)vcap, sizeof *firsts);
     smelt_status s = SMELT_OK;
     if (!canon || !vhash || !table || !nhash || !firsts) {
         s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     } else {
-        share_constants(g, canon, vhash, firsts);
+        share_constants(g, canon, vhash, firsts, vcap);
         merge_nodes(g, table, nhash, cap);
     }
     smelt_free(canon);

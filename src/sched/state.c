@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "tir/mutate.h"
 
 static smelt_status step_err(smelt_ctx *ctx, const sch_step *st, const char *fmt, const char *a)
 {
@@ -266,6 +267,32 @@ static ir_expr *inline_loads(ir_builder *b, ir_expr *e, const sch_stage *prod)
     }
 }
 
+/* Expression trees are copied on inlining, so a chain of stages each
+ * reading its producer k times grows as k^depth (six integer Mods of one
+ * value gave 118 MB of C): a consumer's body stays under this many nodes. */
+#define SCH_INLINE_MAX_NODES 16384 /* ~100x the largest body in the test models */
+
+typedef struct inline_count {
+    const ir_buffer *prod;
+    int64_t prod_nodes, total; /* counting stops past the cap */
+} inline_count;
+
+/* Nodes of e once every load of prod stands for prod's body. */
+static void count_inlined(void *ctx, const ir_expr *e)
+{
+    inline_count *c = ctx;
+    if (c->total > SCH_INLINE_MAX_NODES) return;
+    c->total += e->kind == IR_LOAD && e->load.buf == c->prod ? c->prod_nodes : 1;
+    tir_expr_visit_children(e, count_inlined, c);
+}
+
+static int64_t inlined_nodes(const ir_expr *body, const ir_buffer *prod, int64_t prod_nodes)
+{
+    inline_count c = {prod, prod_nodes, 0};
+    count_inlined(&c, body);
+    return c.total;
+}
+
 static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
 {
     sch_stage *sg = &st->stages[si];
@@ -279,6 +306,11 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
         if (c->tensor_iter >= 0)
             return step_err(ctx, step, "consumer '%s' is tensorized; inline before tensorize",
                             c->buf->name);
+        if (inlined_nodes(c->body, sg->buf, inlined_nodes(sg->body, NULL, 0)) > SCH_INLINE_MAX_NODES)
+            return smelt_errf(ctx, SMELT_ERR_LIMIT,
+                              "schedule step on '%s': inlining it would give '%s' an expression of "
+                              "more than %d nodes (SCH_INLINE_MAX_NODES in src/sched/state.c)",
+                              step->stage, c->buf->name, SCH_INLINE_MAX_NODES);
         ir_expr *nb = inline_loads(&st->b, c->body, sg);
         if (!nb) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
         stage_set_body(c, nb);

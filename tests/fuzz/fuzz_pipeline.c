@@ -25,7 +25,16 @@
  *   output one byte: odd adds the value before the last as a second output
  * tests/fuzz/gen_pipeline_corpus.py writes seeds in this layout.
  *
- * SMELT_FUZZ_VERBOSE=1 prints each model's fate (for judging the seeds).
+ * SMELT_FUZZ_VERBOSE=1 prints each model's fate (for judging the seeds);
+ * SMELT_FUZZ_SAVE_MODEL=FILE writes the (last) generated model there, to
+ * look at a crash with `smelt compile FILE --dump-ir=...`.
+ *
+ * SMELT_FUZZ_MODEL_INPUT=1 takes each input as a ModelProto instead of a
+ * recipe and runs it for every target (names checked as for hostile ones).
+ * A recipe picks ops by their index in ops.def, so it means another model
+ * once ops are added; crashes are therefore kept as the models they made
+ * (tests/fuzz/regressions/pipeline_models/, one .onnx per crash, replayed
+ * this way).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -516,28 +525,54 @@ static void lower_and_emit(smelt_ctx *ctx, smelt_model *m, const cg_target *t, i
     lowered_program_free(lp);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void save_model(const pb *model)
 {
-    static bool init, verbose;
-    if (!init) {
-        fuzz_use_budget_allocator();
-        const char *v = getenv("SMELT_FUZZ_VERBOSE");
-        verbose = v && *v == '1';
-        init = true;
-    }
-    pb model = {0};
-    int hostile;
-    const cg_target *t = cg_target_find(build_model(data, size, &model, &hostile));
+    const char *path = getenv("SMELT_FUZZ_SAVE_MODEL");
+    FILE *f = path && *path ? fopen(path, "wb") : NULL;
+    if (!f) return;
+    fwrite(model->d, 1, model->n, f);
+    fclose(f);
+}
+
+static bool env_is_1(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v == '1';
+}
+
+/* Load the model, optimise, lower and emit for target t. */
+static void run_model(const uint8_t *bytes, size_t n, const cg_target *t, int hostile, bool verbose)
+{
     smelt_ctx *ctx = smelt_ctx_new();
-    smelt_model *m = smelt_model_load_bytes(ctx, model.d, model.n, NULL);
+    smelt_model *m = smelt_model_load_bytes(ctx, bytes, n, NULL);
     if (!m) fuzz_check_failed(ctx);
     else if (smelt_graph_is_static(m->graph)) lower_and_emit(ctx, m, t, hostile);
     if (verbose)
-        fprintf(stderr, "%zu-byte model, %s: %s\n", model.n,
+        fprintf(stderr, "%zu-byte model, %s, %s: %s\n", n, t->name,
                 !m ? "load failed" : smelt_graph_is_static(m->graph) ? "lowered" : "dynamic",
                 smelt_ctx_status(ctx) ? smelt_ctx_message(ctx) : "ok");
     smelt_model_free(m);
     smelt_ctx_free(ctx);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static bool init, verbose, model_input;
+    if (!init) {
+        fuzz_use_budget_allocator();
+        verbose = env_is_1("SMELT_FUZZ_VERBOSE");
+        model_input = env_is_1("SMELT_FUZZ_MODEL_INPUT");
+        init = true;
+    }
+    if (model_input) {
+        for (int i = 0; i < 3; i++) run_model(data, size, cg_target_find(TARGETS[i]), 1, verbose);
+        return 0;
+    }
+    pb model = {0};
+    int hostile;
+    const cg_target *t = cg_target_find(build_model(data, size, &model, &hostile));
+    save_model(&model);
+    run_model(model.d, model.n, t, hostile, verbose);
     free(model.d);
     return 0;
 }

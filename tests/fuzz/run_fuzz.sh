@@ -10,17 +10,20 @@
 # reference executor).  Crashes land in build-fuzz/fuzz/artifacts/.  Set
 # FUZZ_JOBS=N to keep going after crashes (libFuzzer fork mode with N
 # workers; crashes are collected, not fatal).  One harness at a time.
+# FUZZ_BUILD=DIR builds and fuzzes in DIR instead of build-fuzz/ (several
+# people fuzzing one tree).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-600}
 shift || true
 h=${FUZZ_HARNESS:-onnx_import}
 CC=${CC:-clang}
-cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$CC" \
+bd=${FUZZ_BUILD:-build-fuzz}
+cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$CC" \
     -DSMELT_FUZZ=ON -DSMELT_WERROR=OFF >/dev/null
-cmake --build build-fuzz --target "fuzz_$h" -j2
-work=build-fuzz/fuzz/work_$h
-art=build-fuzz/fuzz/artifacts
+cmake --build "$bd" --target "fuzz_$h" -j2
+work=$bd/fuzz/work_$h
+art=$bd/fuzz/artifacts
 mkdir -p "$work" "$art"
 cp -n "tests/fuzz/corpus/$h"/* "$work"/ 2>/dev/null || true
 cp -n "tests/fuzz/regressions/$h"/* "$work"/ 2>/dev/null || true
@@ -31,6 +34,6 @@ if [ -n "${FUZZ_JOBS:-}" ]; then
     flags+=(-fork="$FUZZ_JOBS" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 fi
 rc=0
-SMELT_FUZZ_RUN=${SMELT_FUZZ_RUN:-1} "build-fuzz/fuzz/fuzz_$h" "${flags[@]}" "$@" "$work" || rc=$?
+SMELT_FUZZ_RUN=${SMELT_FUZZ_RUN:-1} "$bd/fuzz/fuzz_$h" "${flags[@]}" "$@" "$work" || rc=$?
 echo "corpus: $(ls "$work" | wc -l) files, $(du -sh "$work" | cut -f1); artifacts: $(ls "$art" | wc -l)"
 exit "$rc"
