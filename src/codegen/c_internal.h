@@ -31,6 +31,16 @@ typedef enum cg_helper {
     CG_H_COUNT_
 } cg_helper;
 
+/* Math functions over float32 vectors (c_prelude.c), used by vectorised
+ * loops instead of the libm function per lane; emitted per lane count. */
+typedef enum cg_vmath {
+    CG_VM_EXP,
+    CG_VM_TANH,
+    CG_VM_ERF,
+    CG_VM_SIGMOID,
+    CG_VM_COUNT_
+} cg_vmath;
+
 /* A pointer -> int map (open addressing), for variable and buffer names. */
 typedef struct cg_ptrmap {
     const void **keys;
@@ -88,6 +98,7 @@ typedef struct cg_emitter {
     bool helpers[CG_H_COUNT_];
     unsigned min_dtypes, max_dtypes;   /* bit per smelt_dtype */
     unsigned vec_f32_lanes, vec_f64_lanes; /* bit per lane count */
+    unsigned vmath_lanes[CG_VM_COUNT_];    /* bit per float32 lane count */
     int n_microkernels;
     const cg_microkernel *microkernels[64];
 
@@ -144,5 +155,8 @@ void cg_vector_for(cg_emitter *e, const ir_stmt *s);
 /* ---- prelude (c_prelude.c) ---- */
 void cg_prelude(cg_emitter *e, smelt_strbuf *out);
 const char *cg_vec_type(smelt_dtype dt, int lanes, char kind); /* kind 'v', 'u', 'm' */
+/* Name of the prelude's vector function for op over float32 lanes, or NULL
+ * when there is none (then the vector loop calls libm per lane). */
+const char *cg_vmath_name(ir_call_op op, cg_vmath *which);
 
 #endif

@@ -17,6 +17,8 @@
  * Stride-1 loads are unaligned vector loads, loop-invariant values are
  * broadcast, anything else is built lane by lane from the scalar emitter
  * with the loop variable replaced by (v + lane) - correct for any node.
+ * float32 exp/tanh/erf/sigmoid call the prelude's vector functions (a few
+ * ulp from libm); other math calls run libm per lane.
  */
 #include <string.h>
 
@@ -483,6 +485,14 @@ static int vec_call(vec_emit *ve, const ir_expr *x)
                 ve->elem == SMELT_DT_FLOAT64 ? "INT64_C(0x7fffffffffffffff)" : "0x7fffffff");
         return id;
     }
+    cg_vmath vm;
+    const char *vname = ve->elem == SMELT_DT_FLOAT32 ? cg_vmath_name(op, &vm) : NULL;
+    if (vname) { /* the prelude's vector function, within a few ulp of libm */
+        ve->e->vmath_lanes[vm] |= 1u << ve->lanes;
+        cg_line(ve->e, "%s x%d = x%d;", ve->vt, id, a);
+        cg_line(ve->e, "%s_f32x%d(&x%d);", vname, ve->lanes, id);
+        return id;
+    }
     /* Per lane with the scalar function: identical results; GCC turns
      * sqrt/floor/ceil/rint loops into vector instructions. */
     char a0[32], a1[32];
@@ -493,6 +503,42 @@ static int vec_call(vec_emit *ve, const ir_expr *x)
     smelt_strbuf_printf(ve->e->out, "{ int k_; for (k_ = 0; k_ < %d; ++k_) x%d[k_] = ", ve->lanes, id);
     cg_math_call_text(op, ve->elem, a0, b >= 0 ? a1 : NULL, ve->e->out);
     smelt_strbuf_append(ve->e->out, "; }\n");
+    return id;
+}
+
+/* One side of a uniform select, assigned to x<id> inside its C block;
+ * values computed there are out of scope afterwards. */
+static void uniform_branch(vec_emit *ve, const ir_expr *x, int id)
+{
+    int n_cse = ve->n_cse;
+    ve->e->indent++;
+    int v = vec_value(ve, x);
+    cg_line(ve->e, "x%d = x%d;", id, v);
+    ve->e->indent--;
+    ve->n_cse = n_cse;
+}
+
+/* select(c, t, f) with c the same in every lane: a C if evaluates only the
+ * chosen side, as the scalar code does, so its loads are not speculative.
+ * Selects nested in the false side become else-ifs: a Concat's chain
+ * (i < end0 ? in0 : i < end1 ? in1 : ...) reads one input per element. */
+static int vec_uniform_select(vec_emit *ve, const ir_expr *x)
+{
+    cg_emitter *e = ve->e;
+    int id = new_tmp(ve);
+    cg_line(e, "%s x%d;", ve->vt, id);
+    const char *keyword = "if";
+    for (; x->kind == IR_SELECT && !ir_expr_uses_var(x->select.cond, ve->v); x = x->select.f) {
+        cg_indent(e);
+        smelt_strbuf_printf(e->out, "%s (", keyword);
+        lane_expr(ve, x->select.cond, -1, CG_VALUE, e->out);
+        smelt_strbuf_append(e->out, ") {\n");
+        uniform_branch(ve, x->select.t, id);
+        keyword = "} else if";
+    }
+    cg_line(e, "} else {");
+    uniform_branch(ve, x, id);
+    cg_line(e, "}");
     return id;
 }
 
@@ -539,6 +585,7 @@ static int vec_value_new(vec_emit *ve, const ir_expr *x)
     case IR_MIN:
     case IR_MAX: return vec_minmax(ve, x);
     case IR_SELECT: {
+        if (!ir_expr_uses_var(x->select.cond, ve->v)) return vec_uniform_select(ve, x);
         int m = vec_mask(ve, x->select.cond);
         ve->guarded++;
         int t = vec_value(ve, x->select.t), f = vec_value(ve, x->select.f);

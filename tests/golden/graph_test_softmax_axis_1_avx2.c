@@ -39,6 +39,34 @@ typedef int32_t smelt_i32x4 __attribute__((vector_size(16)));
 
 static inline float smelt_max_f32(float a, float b) { return a > b ? a : b; }
 
+/* (m ? a : b) per lane; m is -1 or 0 in each lane. */
+#define SMELT_VSEL_(V, M, m, a, b) ((V)(((m) & (M)(a)) | (~(m) & (M)(b))))
+
+/* exp: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, n*hi exact),
+ * exp(r) = 1 + r + r^2 q(r), times 2^n in two halves that are normal
+ * floats, so a subnormal result is rounded once.  x is clamped to
+ * [-104, 89], where exp is 0 and inf in float; NaN lanes go back at the end. */
+static inline void smelt_vexp_f32x4(smelt_f32x4 *io)
+{
+    const smelt_f32x4 zero = {0}, x = *io;
+    smelt_i32x4 m = (smelt_i32x4)(x < 89.0f);
+    smelt_f32x4 c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, x, zero + 89.0f);
+    m = (smelt_i32x4)(c > -104.0f);
+    c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, c, zero - 104.0f);
+    /* n = round(c / ln2): adding 1.5 * 2^23 leaves n in the low mantissa bits */
+    const smelt_f32x4 t = c * 1.44269504f + 12582912.0f;
+    const smelt_f32x4 n = t - 12582912.0f;
+    const smelt_i32x4 ni = (smelt_i32x4)t - 0x4b400000;
+    smelt_f32x4 r = c - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    const smelt_f32x4 q = (((0.00139345345f * r + 0.00836376939f) * r + 0.0416664556f) * r + 0.166665733f) * r + 0.5f;
+    smelt_f32x4 p = (r * r) * q + r + 1.0f;
+    const smelt_i32x4 n1 = ni >> 1, n2 = ni - n1;
+    p = p * (smelt_f32x4)((n1 + 127) << 23) * (smelt_f32x4)((n2 + 127) << 23);
+    m = (smelt_i32x4)(x != x);
+    *io = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, x, p);
+}
+
 /* f_0: f0_softmax
  * Softmax_1 */
 static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1)
@@ -105,7 +133,7 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1
                             smelt_f32x4 x14 = *(const smelt_f32x4u *)&t0[((v4 * 5) + v7)];
                             smelt_f32x4 x15 = x13 - x14;
                             smelt_f32x4 x16 = x15;
-                            { int k_; for (k_ = 0; k_ < 4; ++k_) x16[k_] = expf(x16[k_]); }
+                            smelt_vexp_f32x4(&x16);
                             smelt_f32x4 x17 = x12 + x16;
                             *(smelt_f32x4u *)&t1[((v4 * 5) + v7)] = x17;
                         }
@@ -125,7 +153,7 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1
                             smelt_f32x4 x20 = *(const smelt_f32x4u *)&t0[((v8 * 5) + v10)];
                             smelt_f32x4 x21 = x19 - x20;
                             smelt_f32x4 x22 = x21;
-                            { int k_; for (k_ = 0; k_ < 4; ++k_) x22[k_] = expf(x22[k_]); }
+                            smelt_vexp_f32x4(&x22);
                             smelt_f32x4 x23 = *(const smelt_f32x4u *)&t1[((v8 * 5) + v10)];
                             smelt_f32x4 x24 = x22 / x23;
                             *(smelt_f32x4u *)&p1[(((v8 * 20) + (v9 * 5)) + v10)] = x24;
