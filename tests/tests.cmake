@@ -190,3 +190,8 @@ add_test(NAME models/cnn_layout
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/check_layout.py
           $<TARGET_FILE:smelt_cli> ${SMELT_MODEL_DIR} mobilenet_v2:54 resnet50:60)
 set_tests_properties(models/cnn_layout PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 600)
+
+# A 150-input Concat compiles (split_args) and matches numpy at -O0 and -O2.
+add_test(NAME models/wide_concat
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/check_wide_concat.py
+          $<TARGET_FILE:smelt_cli> ${CMAKE_BINARY_DIR}/tests/wide_concat)

@@ -218,14 +218,13 @@ static bool is_elementwise(const gr_node *n)
 
 static smelt_status lower_node(prog_builder *pb, const gr_node *n)
 {
-    smelt_tensor in[64], out[16];
-    const smelt_tensor *inp[64];
-    if (n->n_inputs > 64 || n->n_outputs > 16)
-        return op_errf(pb->ctx, n, SMELT_ERR_LIMIT, "too many inputs or outputs to compile");
+    smelt_tensor in[TE_NODE_MAX_INPUTS], out[TE_NODE_MAX_OUTPUTS];
+    const smelt_tensor *inp[TE_NODE_MAX_INPUTS];
+    SMELT_TRY(te_check_node_arity(pb->ctx, n));
     SMELT_TRY(node_types(pb, n, in, inp, out));
     te_graph *te;
     SMELT_TRY(te_from_node(pb->ctx, n, inp, out, &te));
-    const gr_value *in_vals[64], *out_vals[16];
+    const gr_value *in_vals[TE_NODE_MAX_INPUTS], *out_vals[TE_NODE_MAX_OUTPUTS];
     int n_in = 0, n_out = 0;
     for (int i = 0; i < n->n_inputs; i++)
         if (n->inputs[i]) in_vals[n_in++] = n->inputs[i];

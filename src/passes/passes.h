@@ -13,6 +13,10 @@
  * resolve when shapes are static. */
 smelt_status pass_infer_shapes(smelt_ctx *ctx, gr_graph *g);
 
+/* Concats with more inputs than a generated function takes become trees of
+ * Concats along the same axis (split_args.c). */
+smelt_status pass_split_args(smelt_ctx *ctx, gr_graph *g);
+
 /* Evaluate nodes whose inputs are all constants with the reference kernels,
  * unless the result would be bigger than max(64 KiB, the inputs' bytes). */
 smelt_status pass_fold_constants(smelt_ctx *ctx, gr_graph *g);

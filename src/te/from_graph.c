@@ -14,6 +14,16 @@ static smelt_status check_static(smelt_ctx *ctx, const gr_node *node, const smel
     return SMELT_OK;
 }
 
+smelt_status te_check_node_arity(smelt_ctx *ctx, const gr_node *node)
+{
+    if (node->n_inputs <= TE_NODE_MAX_INPUTS && node->n_outputs <= TE_NODE_MAX_OUTPUTS)
+        return SMELT_OK;
+    return op_errf(ctx, node, SMELT_ERR_LIMIT,
+                   "%d inputs and %d outputs; compiled code takes at most %d inputs and %d "
+                   "outputs per node (TE_NODE_MAX_INPUTS/OUTPUTS in src/te/te.h)",
+                   node->n_inputs, node->n_outputs, TE_NODE_MAX_INPUTS, TE_NODE_MAX_OUTPUTS);
+}
+
 smelt_status te_from_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                           const smelt_tensor *out_types, te_graph **out)
 {
@@ -21,12 +31,11 @@ smelt_status te_from_node(smelt_ctx *ctx, const gr_node *node, const smelt_tenso
     const op_def *def = op_get(node->op)->def;
     if (!def || !def->compute)
         return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no compiled implementation yet");
-    if (node->n_inputs > 64 || node->n_outputs > 16)
-        return op_errf(ctx, node, SMELT_ERR_LIMIT, "too many inputs or outputs to compile");
+    SMELT_TRY(te_check_node_arity(ctx, node));
     te_graph *g = te_graph_new(ctx);
     if (!g) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    te_tensor *tin[64] = {0}, *tout[16] = {0};
-    const smelt_tensor *consts[64] = {0};
+    te_tensor *tin[TE_NODE_MAX_INPUTS] = {0}, *tout[TE_NODE_MAX_OUTPUTS] = {0};
+    const smelt_tensor *consts[TE_NODE_MAX_INPUTS] = {0};
     smelt_status s = SMELT_OK;
     for (int i = 0; s == SMELT_OK && i < node->n_inputs; i++) {
         if (!in[i]) continue;
@@ -156,11 +165,10 @@ static smelt_status add_node(group_builder *gb, const gr_node *node, int k)
     const op_def *def = op_get(node->op)->def;
     if (!def || !def->compute)
         return op_errf(gb->ctx, node, SMELT_ERR_UNSUPPORTED, "op has no compiled implementation yet");
-    if (node->n_inputs > 64 || node->n_outputs > 16)
-        return op_errf(gb->ctx, node, SMELT_ERR_LIMIT, "too many inputs or outputs to compile");
-    te_tensor *tin[64] = {0}, *tout[16] = {0};
-    const smelt_tensor *consts[64] = {0};
-    smelt_tensor out_types[16];
+    SMELT_TRY(te_check_node_arity(gb->ctx, node));
+    te_tensor *tin[TE_NODE_MAX_INPUTS] = {0}, *tout[TE_NODE_MAX_OUTPUTS] = {0};
+    const smelt_tensor *consts[TE_NODE_MAX_INPUTS] = {0};
+    smelt_tensor out_types[TE_NODE_MAX_OUTPUTS];
     for (int i = 0; i < node->n_inputs; i++) {
         if (!node->inputs[i]) continue;
         const smelt_tensor *ty;

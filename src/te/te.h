@@ -83,6 +83,13 @@ smelt_status te_from_node(smelt_ctx *ctx, const struct gr_node *node,
  * listed in io->out.  Stage names are prefixed with the node's position
  * ("n2_y") to keep them unique. */
 #define TE_GROUP_MAX_IO 256
+/* Inputs and outputs one node may have on the compiled path (wider Concats
+ * are split by passes/split_args.c) */
+#define TE_NODE_MAX_INPUTS 64
+#define TE_NODE_MAX_OUTPUTS 16
+struct gr_node;
+/* An error naming the node when it has more inputs or outputs than that. */
+smelt_status te_check_node_arity(smelt_ctx *ctx, const struct gr_node *node);
 struct gr_value;
 typedef struct te_group_io {
     const struct gr_value *in[TE_GROUP_MAX_IO], *out[TE_GROUP_MAX_IO];
