@@ -41,6 +41,11 @@ smelt_status pass_fold_batchnorm(smelt_ctx *ctx, gr_graph *g);
  * layout (see alter_layout.c). */
 smelt_status pass_alter_layout(smelt_ctx *ctx, gr_graph *g);
 
+/* Float32 MatMul/Gemm with a constant 2-D B -> MatMulPacked, B packed in
+ * column panels as wide as the default schedule's register tile (see
+ * pack_weights.c). */
+smelt_status pass_pack_weights(smelt_ctx *ctx, gr_graph *g);
+
 /* Group nodes TVM-style (injective chains, conv/matmul epilogues,
  * producers into reductions); each group lowers to one function. */
 smelt_status pass_fuse_ops(smelt_ctx *ctx, gr_graph *g);

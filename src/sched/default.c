@@ -1,10 +1,11 @@
 /* Default schedules: correct for any shape, reasonable without tuning.
  *
- * Intermediate elementwise stages are inlined into their consumers.  Every
- * other stage keeps its data axes outermost (fused and run in parallel),
- * then its reduction axes, then the innermost data axis split by the vector
- * width and vectorised: the i-k-j order of a matmul, and the same shape for
- * convolutions (output width innermost) and reductions over inner axes.
+ * Intermediate elementwise stages are inlined into their consumers.
+ * Convolutions and matrix products (the anchors) are register-tiled with
+ * their elementwise epilogue computed on the tile (see the sections below).
+ * Every other stage keeps its data axes outermost (fused and run in
+ * parallel), then its reduction axes, then the innermost data axis split by
+ * the vector width and vectorised.
  */
 #include <string.h>
 
@@ -99,18 +100,20 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
 }
 
 /* ---- conv / matmul anchors ------------------------------------------------
- * TVM's x86 pattern: the output is tiled into (channel or row) x vector-lane
- * blocks; the accumulation runs at the tile loop into a tile-sized local
- * buffer, reduction outside, the block unrolled x vectorised inside, so the
- * accumulators can live in registers and the output is written once. */
+ * TVM's x86 pattern: the output is tiled into register blocks (channels or
+ * rows x vector lanes); the accumulation runs at the tile loop into a
+ * tile-sized local buffer, reduction outside, the block unrolled x
+ * vectorised inside, so the accumulators can live in registers and the
+ * output is written once.  Blocked convs and matrix products have their
+ * own tilings below; a plain conv takes schedule_anchor's. */
 
-#define ANCHOR_CONV_BLOCK 8   /* output channels per register tile */
-#define ANCHOR_MATMUL_BLOCK 4 /* rows per register tile */
+#define ANCHOR_CONV_BLOCK 8 /* output channels per register tile */
 
 static bool is_anchor(const te_tensor *t)
 {
     return t->kind == TE_COMPUTE && t->body && t->body->kind == IR_REDUCE && t->n_axes >= 2 &&
            (strcmp(t->tag, "conv") == 0 || strcmp(t->tag, "matmul") == 0 ||
+            strcmp(t->tag, "matmul_packed") == 0 ||
             (strcmp(t->tag, "conv_nchwc") == 0 && t->n_axes == 5));
 }
 
@@ -134,17 +137,25 @@ static void iter_name(char *out, size_t cap, const char *base, const char *suffi
     snprintf(out, cap, "%s%s", base, suffix);
 }
 
+/* Fuse order[0..last] into one loop, named in fused[cap]. */
+static smelt_status fuse_leading(smelt_ctx *ctx, sch_schedule *s, const char *stage,
+                                 const char *const *order, int last, char *fused, size_t cap)
+{
+    snprintf(fused, cap, "%s", order[0]);
+    for (int d = 1; d <= last; d++) {
+        SMELT_TRY(sch_fuse(ctx, s, stage, fused, order[d]));
+        size_t len = strlen(fused);
+        snprintf(fused + len, cap - len, ".%s", order[d]);
+    }
+    return SMELT_OK;
+}
+
 /* Fuse order[0..last] and run the result on the thread pool. */
 static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const char *stage,
                                         const char *const *order, int last)
 {
     char fused[512];
-    snprintf(fused, sizeof fused, "%s", order[0]);
-    for (int d = 1; d <= last; d++) {
-        SMELT_TRY(sch_fuse(ctx, s, stage, fused, order[d]));
-        size_t len = strlen(fused);
-        snprintf(fused + len, sizeof fused - len, ".%s", order[d]);
-    }
+    SMELT_TRY(fuse_leading(ctx, s, stage, order, last, fused, sizeof fused));
     return sch_annotate(ctx, s, SCH_PARALLEL, stage, fused);
 }
 
@@ -260,6 +271,212 @@ static smelt_status schedule_nchwc(smelt_ctx *ctx, const te_tensor *anchor, cons
     return nchwc_acc(ctx, acc, anchor, &t, vw, s);
 }
 
+/* ---- matrix products (tag "matmul": [batch..., i, j] = sum_k A[.., i, k] B[.., k, j]) ----
+ * The output is tiled into R rows x V vectors, a register block as in
+ * BLIS/MLAS: per k, V loads of B and R broadcasts of A feed R*V independent
+ * FMAs, enough to hide the FMA latency and amortise the loads.  The
+ * accumulation is computed at the tile loop (the reduction outside, rows
+ * and vectors unrolled inside), so the accumulators stay in registers and
+ * the fused epilogue (bias, GELU, residual add) runs on the tile before the
+ * single store.  With more than a few column panels, the panels run outside
+ * the row blocks: one K x (V*lanes) panel of B stays in L2 while every row
+ * block of A streams past it (constant B is packed so that the panel is
+ * contiguous: passes/pack_weights.c, tag "matmul_packed", whose panel width
+ * fixes V).  Parallel over the batch axes and the outer tile loop; the
+ * inner one joins only when that leaves too few tasks (a fused index costs
+ * a division per use in the tile, which GCC does not hoist). */
+
+typedef struct mm_tile {
+    int64_t rows, vecs; /* R and V */
+    int64_t cols;       /* columns per tile: V * lanes (1 when not vectorised) */
+    bool vec;
+    bool cols_outer;    /* column panels outside the row blocks */
+} mm_tile;
+
+#define MM_ACC_ZMM 24 /* accumulators of 32 vector registers (the rest: B and A) */
+#define MM_ACC_YMM 12 /* of 16 */
+#define MM_ROWS_MAX 12
+#define MM_L1_PANEL_BYTES (24 << 10) /* a B panel up to half of L1 stays there */
+#define MM_VECS_MAX 4
+#define MM_MIN_TASKS 8 /* parallel tasks before the inner tile loop joins */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Relative cycles of the whole product under an R x V tile: tiles (partial
+ * ones cost whole) times the cycles of one k step, bound by the FMAs (2 per
+ * cycle), the latency chains (R*V accumulators over a 4-cycle FMA), the
+ * loads (R + V, 2 per cycle) and, when the K x (V*lanes) panel of B does
+ * not stay in L1, its V rows streaming from L2 (measured on Zen 5: 4-row
+ * tiles then run at 40% of the 8-row ones). */
+static double mm_tile_cost(int64_t m, int64_t nvec, int64_t r, int64_t v, bool b_in_l2)
+{
+    double step = (double)(r * v) / 2.0;
+    double bounds[3] = {4.0, (double)(r + v) / 2.0, b_in_l2 ? 3.0 * (double)v : 0.0};
+    for (int i = 0; i < 3; i++)
+        if (bounds[i] > step) step = bounds[i];
+    return (double)ceil_div(m, r) * (double)ceil_div(nvec, v) * step;
+}
+
+/* The lowest-cost R x V tile for an m x (nvec vectors) output with k
+ * terms (V fixed when vecs_fixed > 0); ties go to more accumulators, then
+ * more rows. */
+static void mm_best_tile(int64_t m, int64_t nvec, int64_t k, int vw, int64_t vecs_fixed,
+                         int64_t *rows, int64_t *vecs)
+{
+    int64_t acc_max = vw >= 16 ? MM_ACC_ZMM : MM_ACC_YMM;
+    int64_t v_lo = vecs_fixed > 0 ? vecs_fixed : 1, v_hi = vecs_fixed > 0 ? vecs_fixed : MM_VECS_MAX;
+    double best = -1;
+    *rows = 1;
+    *vecs = v_lo;
+    for (int64_t v = v_lo; v <= v_hi && (v <= nvec || v == v_lo); v++)
+        for (int64_t r = 1; r <= MM_ROWS_MAX && r <= m && (r * v <= acc_max || r == 1); r++) {
+            bool b_in_l2 = k * v * vw * (int64_t)sizeof(float) > MM_L1_PANEL_BYTES;
+            double c = mm_tile_cost(m, nvec, r, v, b_in_l2);
+            bool better = best < 0 || c < best * 0.999 ||
+                          (c <= best * 1.001 &&
+                           (r * v > *rows * *vecs || (r * v == *rows * *vecs && r > *rows)));
+            if (better) {
+                best = c;
+                *rows = r;
+                *vecs = v;
+            }
+        }
+}
+
+int64_t sch_matmul_panel_width(int64_t m, int64_t n, int64_t k, int vw)
+{
+    if (vw <= 1 || n < 4 || m < 1) return 0;
+    int64_t rows, vecs;
+    mm_best_tile(m, ceil_div(n, vw), k, vw, 0, &rows, &vecs);
+    return vecs * vw;
+}
+
+/* Columns of B's packed panels (MatMulPacked: the stage reads B as
+ * [N / cols, K, cols]), or 0. */
+static int64_t mm_packed_cols(const te_tensor *anchor)
+{
+    if (strcmp(anchor->tag, "matmul_packed") != 0) return 0;
+    const ir_expr *prod = anchor->body->reduce.src;
+    if (prod->kind != IR_MUL || prod->bin.b->kind != IR_LOAD) return 0;
+    const ir_buffer *b = prod->bin.b->load.buf;
+    return b->rank == 3 ? b->shape[2] : 0;
+}
+
+static mm_tile mm_choose_tile(const te_tensor *anchor, const te_tensor *out, int vw)
+{
+    int r = out->n_axes;
+    int64_t m = out->axes[r - 2].extent, n = out->axes[r - 1].extent, k = 1;
+    for (int i = 0; i < anchor->body->reduce.n_axes; i++) k *= anchor->body->reduce.axes[i].extent;
+    mm_tile t = {m < 4 ? m : 4, 1, 1, vw > 1 && n >= 4, false};
+    /* other types: a vector holds fewer (or more) of them than float32's
+     * register budget assumes; a plain 4-row x 1-vector tile */
+    if (!t.vec || anchor->buf->dtype != SMELT_DT_FLOAT32) {
+        t.cols = t.vec ? vw : 1;
+        return t;
+    }
+    /* packed B: one tile column per panel, so panel and lane indices are
+     * plain loop variables */
+    int64_t packed = mm_packed_cols(anchor);
+    int64_t fixed = packed > 0 && packed % vw == 0 ? packed / vw : 0;
+    mm_best_tile(m, ceil_div(n, vw), k, vw, fixed, &t.rows, &t.vecs);
+    t.cols = t.vecs * vw;
+    t.cols_outer = ceil_div(n, t.cols) >= 4;
+    return t;
+}
+
+/* out: batch..., j.o, i.o (or i.o, j.o), i.i, j.i(.o, .i); acc computed at the inner tile loop. */
+static smelt_status mm_out(smelt_ctx *ctx, const char *acc, const te_tensor *anchor,
+                           const te_tensor *out, const mm_tile *t, int vw, sch_schedule *s)
+{
+    int r = out->n_axes;
+    const char *on = out->buf->name, *in = out->axes[r - 2].var->name;
+    const char *jn = out->axes[r - 1].var->name;
+    char io[80], ii[80], jo[80], ji[80], jio[96], jii[96];
+    iter_name(io, sizeof io, in, ".o");
+    iter_name(ii, sizeof ii, in, ".i");
+    iter_name(jo, sizeof jo, jn, ".o");
+    iter_name(ji, sizeof ji, jn, ".i");
+    iter_name(jio, sizeof jio, ji, ".o");
+    iter_name(jii, sizeof jii, ji, ".i");
+    bool split_vecs = t->vec && t->vecs > 1;
+    SMELT_TRY(sch_split(ctx, s, on, in, t->rows));
+    SMELT_TRY(sch_split(ctx, s, on, jn, t->cols));
+    if (split_vecs) SMELT_TRY(sch_split(ctx, s, on, ji, vw));
+    const char *order[SCH_MAX_STEP_ITERS];
+    int n = 0;
+    for (int d = 0; d < r - 2; d++) order[n++] = out->axes[d].var->name;
+    int outer = n;
+    order[n++] = t->cols_outer ? jo : io;
+    order[n++] = t->cols_outer ? io : jo;
+    order[n++] = ii;
+    if (split_vecs) order[n++] = jio;
+    order[n++] = split_vecs ? jii : ji;
+    SMELT_TRY(sch_reorder(ctx, s, on, n, order));
+    if (t->vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, on, split_vecs ? jii : ji));
+    const char *attach = order[outer + 1];
+    if (stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK)
+        return sch_compute_at(ctx, s, acc, on, attach);
+    /* leading loops of extent 1 join for free; after the first longer one,
+     * another joins only while there are too few tasks and no tail (a
+     * fused index hides tails from partitioning and costs a division per
+     * use in the tile) */
+    int64_t ext[SCH_MAX_STEP_ITERS], tail[SCH_MAX_STEP_ITERS];
+    for (int d = 0; d < outer; d++) {
+        ext[d] = out->axes[d].extent;
+        tail[d] = 0;
+    }
+    int64_t f0 = t->cols_outer ? t->cols : t->rows, f1 = t->cols_outer ? t->rows : t->cols;
+    int64_t e0 = out->axes[t->cols_outer ? r - 1 : r - 2].extent;
+    int64_t e1 = out->axes[t->cols_outer ? r - 2 : r - 1].extent;
+    ext[outer] = ceil_div(e0, f0);
+    tail[outer] = e0 % f0;
+    ext[outer + 1] = ceil_div(e1, f1);
+    tail[outer + 1] = e1 % f1;
+    int last = 0;
+    int64_t tasks = ext[0];
+    while (last < outer + 1 && (tasks == 1 || (tasks < MM_MIN_TASKS && tail[last] == 0 &&
+                                               tail[last + 1] == 0))) {
+        last++;
+        tasks *= ext[last];
+    }
+    char fused[512];
+    SMELT_TRY(fuse_leading(ctx, s, on, order, last, fused, sizeof fused));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, on, fused));
+    return sch_compute_at(ctx, s, acc, on, last == outer + 1 ? fused : attach);
+}
+
+/* acc over its tile: batch..., k, i (unrolled), j (vectors unrolled, lanes vectorised). */
+static smelt_status mm_acc(smelt_ctx *ctx, const char *acc, const te_tensor *anchor,
+                           const mm_tile *t, int vw, sch_schedule *s)
+{
+    int r = anchor->n_axes;
+    const char *in = anchor->axes[r - 2].var->name, *jn = anchor->axes[r - 1].var->name;
+    const char *order[SCH_MAX_STEP_ITERS], *rn[SMELT_MAX_RANK];
+    int n = 0, nr = reduce_axes(anchor, rn);
+    for (int d = 0; d < r - 2; d++) order[n++] = anchor->axes[d].var->name;
+    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 2; k++) order[n++] = rn[k];
+    order[n++] = in;
+    order[n++] = jn;
+    SMELT_TRY(sch_reorder(ctx, s, acc, n, order));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, in));
+    if (!t->vec) return SMELT_OK;
+    if (t->vecs == 1) return sch_annotate(ctx, s, SCH_VECTORIZE, acc, jn);
+    char jo[80], ji[80];
+    iter_name(jo, sizeof jo, jn, ".o");
+    iter_name(ji, sizeof ji, jn, ".i");
+    SMELT_TRY(sch_split(ctx, s, acc, jn, vw));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, jo));
+    return sch_annotate(ctx, s, SCH_VECTORIZE, acc, ji);
+}
+
+static smelt_status schedule_matmul(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
+                                    const te_tensor *out, int vw, sch_schedule *s)
+{
+    mm_tile t = mm_choose_tile(anchor, out, vw);
+    SMELT_TRY(mm_out(ctx, acc, anchor, out, &t, vw, s));
+    return mm_acc(ctx, acc, anchor, &t, vw, s);
+}
+
 /* Tile the output `out` and compute the accumulation stage `acc` (same
  * shape, data axes named like out's) at the tile loop. */
 static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
@@ -267,9 +484,9 @@ static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, con
 {
     if (strcmp(anchor->tag, "conv_nchwc") == 0)
         return schedule_nchwc(ctx, anchor, acc, out, vw, s);
+    if (strncmp(anchor->tag, "matmul", 6) == 0) return schedule_matmul(ctx, anchor, acc, out, vw, s);
     int r = out->n_axes;
-    bool conv = strcmp(anchor->tag, "conv") == 0;
-    int t = conv ? 1 : r - 2, l = r - 1;
+    int t = 1, l = r - 1; /* a plain conv: output channels x the last spatial axis */
     const char *on = out->buf->name;
     char tn[64], ln[64], to[80], ti[80], lo[80], li[80];
     snprintf(tn, sizeof tn, "%s", out->axes[t].var->name);
@@ -278,7 +495,7 @@ static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, con
     iter_name(ti, sizeof ti, tn, ".i");
     iter_name(lo, sizeof lo, ln, ".o");
     iter_name(li, sizeof li, ln, ".i");
-    int64_t block = conv ? ANCHOR_CONV_BLOCK : ANCHOR_MATMUL_BLOCK;
+    int64_t block = ANCHOR_CONV_BLOCK;
     bool vec = vw > 1 && out->axes[l].extent >= 4;
     SMELT_TRY(sch_split(ctx, s, on, tn, block));
     SMELT_TRY(sch_split(ctx, s, on, ln, vec ? vw : 1));

@@ -159,6 +159,12 @@ void sch_state_free(sch_state *st);
  * vector_width lanes; 1 disables vectorisation). */
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s);
 
+/* Columns per register tile the default schedule gives an m x n matrix
+ * product over k terms (a multiple of vector_width), or 0 when it would not
+ * vectorise it: the panel width for packing constant B (passes/pack_weights.c),
+ * so that a tile reads one panel. */
+int64_t sch_matmul_panel_width(int64_t m, int64_t n, int64_t k, int vector_width);
+
 /* Append up to n_steps random steps to *out, each kept only if the schedule
  * still replays: always a legal schedule (the schedule fuzzer, the tuner's
  * sampler). */

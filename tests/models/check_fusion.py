@@ -37,7 +37,7 @@ def check_model(smelt, models_dir, spec):
     if len(funcs) != stats["functions"]:
         errors.append(f"{len(funcs)} functions listed, {stats['functions']} generated")
     for i, f in enumerate(funcs):
-        if "Gelu" in f and not ("MatMul" in f and "Add" in f):
+        if "Gelu" in f and not (("MatMul" in f or "MatMulPacked" in f) and "Add" in f):
             errors.append(f"f{i} {f}: Gelu outside a MatMul + bias epilogue")
     for e in errors:
         print(f"{name}: {e}")

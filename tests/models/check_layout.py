@@ -6,7 +6,8 @@ usage: check_layout.py SMELT MODELS_DIR NAME:MAX_FUNCTIONS ...
 For each model (compiled for avx512, whose 16 lanes make the blocks): every
 Conv became a ConvNCHWc; at most two LayoutTransform nodes in the whole
 graph; no BatchNormalization left; every Clip, Relu and Add sits in a
-function with a ConvNCHWc (its epilogue); at most MAX_FUNCTIONS generated
+function with a ConvNCHWc (its epilogue), or for an Add, with the
+MatMulPacked a classifier Gemm became; at most MAX_FUNCTIONS generated
 functions; the activation arena at most a quarter of the intermediates.
 Exit status 1 on any failure.
 """
@@ -32,7 +33,8 @@ def check_model(smelt, models_dir, spec):
     if ops.get("BatchNormalization", 0):
         errors.append(f"{ops['BatchNormalization']} BatchNormalization left")
     for op in EPILOGUE:
-        fused = sum(f.count(op) for f in funcs if "ConvNCHWc" in f)
+        fused = sum(f.count(op) for f in funcs
+                    if "ConvNCHWc" in f or (op == "Add" and "MatMulPacked" in f))
         if fused != ops.get(op, 0):
             errors.append(f"{op}: {fused} of {ops.get(op, 0)} in a ConvNCHWc function")
     if stats["functions"] > int(max_functions):
