@@ -37,24 +37,15 @@ static void print_ops_text(const gr_graph *g)
     printf("\n");
 }
 
-/* One generated function per unit, in call order, as lower/program.c forms
- * them: a maximal run of consecutive nodes of one fused group, or a single
- * node.  Functions beyond the units copy graph outputs no node writes. */
-static int unit_end(const gr_graph *g, int start)
-{
-    const gr_node *n = g->nodes.items[start];
-    int end = start + 1;
-    if (n->group < 0) return end;
-    while (end < g->nodes.len && ((const gr_node *)g->nodes.items[end])->group == n->group) end++;
-    return end;
-}
+/* One generated function per unit (gr_unit_end), in call order; functions
+ * beyond the units copy graph outputs no node writes. */
 
 static void print_functions_text(const gr_graph *g, int functions)
 {
     printf("function ops:\n");
     int f = 0;
     for (int start = 0; start < g->nodes.len; f++) {
-        int end = unit_end(g, start);
+        int end = gr_unit_end(g, start);
         printf("  f%d:", f);
         for (; start < end; start++) printf(" %s", ((const gr_node *)g->nodes.items[start])->op_type);
         printf("\n");
@@ -102,7 +93,7 @@ static void print_functions_json(const gr_graph *g, int functions)
     printf(", \"function_ops\": [");
     int f = 0;
     for (int start = 0; start < g->nodes.len; f++) {
-        int end = unit_end(g, start);
+        int end = gr_unit_end(g, start);
         printf("%s[", f ? ", " : "");
         for (int k = start; k < end; k++) {
             if (k > start) printf(", ");

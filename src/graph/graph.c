@@ -341,3 +341,12 @@ smelt_status gr_graph_verify(smelt_ctx *ctx, const gr_graph *g)
     }
     return SMELT_OK;
 }
+
+int gr_unit_end(const gr_graph *g, int start)
+{
+    const gr_node *n = g->nodes.items[start];
+    int end = start + 1;
+    if (n->group < 0) return end;
+    while (end < g->nodes.len && ((const gr_node *)g->nodes.items[end])->group == n->group) end++;
+    return end;
+}

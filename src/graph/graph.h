@@ -117,6 +117,12 @@ int64_t gr_value_numel(const gr_value *v); /* -1 if any dim is symbolic or rank 
 
 /* Topologically sort g->nodes; error names a node on a cycle. */
 smelt_status gr_graph_toposort(smelt_ctx *ctx, gr_graph *g);
+
+/* The end (exclusive) of the unit starting at node position `start`: a
+ * maximal run of consecutive nodes of one fused group (node->group), or the
+ * single node when it is not fused.  Each unit lowers to one generated
+ * function (lower/program.c); compile --stats lists them the same way. */
+int gr_unit_end(const gr_graph *g, int start);
 /* Check structural invariants; error describes the first violation. */
 smelt_status gr_graph_verify(smelt_ctx *ctx, const gr_graph *g);
 

@@ -313,25 +313,16 @@ static smelt_status describe_io(prog_builder *pb)
     return SMELT_OK;
 }
 
-/* ---- units: maximal runs of consecutive nodes of one fused group -------
- * (a single node when not fused).  Node order is the execution order; a
- * group split into several runs still lowers correctly, as several units. */
-
-static int unit_end(const gr_graph *g, int start)
-{
-    const gr_node *n = g->nodes.items[start];
-    int end = start + 1;
-    if (n->group < 0) return end;
-    while (end < g->nodes.len && ((gr_node *)g->nodes.items[end])->group == n->group) end++;
-    return end;
-}
+/* ---- units (gr_unit_end): maximal runs of consecutive nodes of one fused
+ * group, or a single node.  Node order is the execution order; a group
+ * split into several runs still lowers correctly, as several units. */
 
 static smelt_status find_escapes(prog_builder *pb)
 {
     const gr_graph *g = pb->g;
     for (int i = 0; i < g->values.len; i++) pb->unit_of[i] = -1;
     for (int start = 0, u = 0; start < g->nodes.len; u++) {
-        int end = unit_end(g, start);
+        int end = gr_unit_end(g, start);
         for (int k = start; k < end; k++) {
             const gr_node *n = g->nodes.items[k];
             for (int i = 0; i < n->n_outputs; i++)
@@ -343,7 +334,7 @@ static smelt_status find_escapes(prog_builder *pb)
     bool *read = smelt_calloc((size_t)g->values.len + 1, sizeof *read);
     if (!read) return oom(pb);
     for (int start = 0, u = 0; start < g->nodes.len; u++) {
-        int end = unit_end(g, start);
+        int end = gr_unit_end(g, start);
         for (int k = start; k < end; k++) {
             const gr_node *n = g->nodes.items[k];
             for (int i = 0; i < n->n_inputs; i++) {
@@ -418,7 +409,7 @@ static smelt_status build_program(prog_builder *pb)
     SMELT_TRY(describe_io(pb));
     SMELT_TRY(find_escapes(pb));
     for (int start = 0; start < g->nodes.len;) {
-        int end = unit_end(g, start);
+        int end = gr_unit_end(g, start);
         SMELT_TRY(lower_unit(pb, start, end));
         start = end;
     }
