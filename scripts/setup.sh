@@ -13,6 +13,8 @@ DEBIAN_PACKAGES=(
     graphviz                                # smelt graph -o x.svg
     clang libclang-rt-14-dev                # libFuzzer, sanitizers
     valgrind
+    libxgboost-dev                          # the tuner's cost model (XGBoost C API)
+    libopenmpi-dev openmpi-bin              # smelt tune under mpirun (distributed measurement)
 )
 
 missing=()
