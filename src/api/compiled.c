@@ -29,7 +29,7 @@ static const cg_target *pick_target(smelt_ctx *ctx, const char *name)
 static smelt_status lower_model(smelt_ctx *ctx, smelt_model *m, const cg_target *t,
                                 lowered_program **lp)
 {
-    lower_options lo = {cg_target_lanes(t, SMELT_DT_FLOAT32)};
+    lower_options lo = {.vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32)};
     if (lo.vector_width < 1) lo.vector_width = 1;
     return lower_graph(ctx, m->graph, &lo, lp);
 }

@@ -35,6 +35,11 @@ typedef struct prog_builder {
     int n_blocks, cap_blocks;
     int *unit_of; /* per value id: the unit (lowered function) producing it, -1: none */
     bool *escapes; /* per value id: read outside its unit, or a graph output */
+    int unit;      /* the unit being lowered */
+    /* the program's inputs and outputs: the graph's, or in single-unit mode
+     * the unit's (unit_in, unit_out, filled as the unit is lowered) */
+    const smelt_ptrvec *inputs, *outputs;
+    smelt_ptrvec unit_in, unit_out;
 } prog_builder;
 
 static smelt_status oom(prog_builder *pb) { return smelt_errf(pb->ctx, SMELT_ERR_NOMEM, "out of memory"); }
@@ -86,7 +91,7 @@ static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
         return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED,
                           "value '%s' has a dynamic shape; compiled code needs static shapes",
                           v->name);
-    int in = graph_index(&pb->g->inputs, v), outi = graph_index(&pb->g->outputs, v);
+    int in = graph_index(pb->inputs, v), outi = graph_index(pb->outputs, v);
     if (in >= 0) {
         vs->slot = (ir_slot){IR_SLOT_INPUT, in, 0};
     } else if (v->constant) {
@@ -100,6 +105,15 @@ static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
     }
     vs->assigned = true;
     *out = vs->slot;
+    return SMELT_OK;
+}
+
+/* Single-unit programs: each non-constant value the unit reads becomes a
+ * program input, each value it writes a program output. */
+static smelt_status bind_unit_io(prog_builder *pb, const gr_value *v, bool output)
+{
+    if (!pb->opts->single_unit || v->constant || pb->slots[v->id].assigned) return SMELT_OK;
+    if (!smelt_ptrvec_push(output ? &pb->unit_out : &pb->unit_in, (void *)v)) return oom(pb);
     return SMELT_OK;
 }
 
@@ -177,10 +191,14 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         te_graph_free(te);
         return oom(pb);
     }
+    if (pb->opts->on_unit) pb->opts->on_unit(pb->opts->on_unit_user, pb->unit, te);
     sch_schedule sched;
     sch_schedule_init(&sched);
     sch_state *st = NULL;
-    smelt_status s = sch_default(pb->ctx, te, pb->opts->vector_width, &sched);
+    bool stored = false;
+    smelt_status s = sch_choose(pb->ctx, te, pb->opts->vector_width, pb->opts->schedules, &sched,
+                                &stored);
+    pb->lp->n_stored += stored;
     if (s == SMELT_OK) s = sch_state_build(pb->ctx, te, &sched, &st);
     sch_schedule_fini(&sched);
     if (s == SMELT_OK && !smelt_ptrvec_push(&pb->lp->states, st)) {
@@ -198,10 +216,17 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
                    ? smelt_errf(pb->ctx, SMELT_ERR_INTERNAL, "%s: %d params for %d values",
                                 f->name, f->n_params, n_in + n_out)
                    : oom(pb);
-    for (int i = 0; i < n_in; i++) SMELT_TRY(slot_of(pb, in_vals[i], &args[i]));
+    for (int i = 0; i < n_in; i++) {
+        SMELT_TRY(bind_unit_io(pb, in_vals[i], false));
+        SMELT_TRY(slot_of(pb, in_vals[i], &args[i]));
+    }
     for (int i = 0; i < n_out; i++) {
-        if (forced_out) args[n_in + i] = forced_out[i];
-        else SMELT_TRY(slot_of(pb, out_vals[i], &args[n_in + i]));
+        if (forced_out) {
+            args[n_in + i] = forced_out[i];
+            continue;
+        }
+        SMELT_TRY(bind_unit_io(pb, out_vals[i], true));
+        SMELT_TRY(slot_of(pb, out_vals[i], &args[n_in + i]));
     }
     note_lifetimes(pb, args, in_vals, n_in, out_vals, n_out, elementwise);
     cs->func = f;
@@ -290,13 +315,13 @@ static smelt_status pack_weights(prog_builder *pb)
 static smelt_status describe_io(prog_builder *pb)
 {
     ir_program *p = &pb->lp->prog;
-    p->n_inputs = pb->g->inputs.len;
-    p->n_outputs = pb->g->outputs.len;
+    p->n_inputs = pb->inputs->len;
+    p->n_outputs = pb->outputs->len;
     p->inputs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_io_desc) * (size_t)(p->n_inputs + 1));
     p->outputs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_io_desc) * (size_t)(p->n_outputs + 1));
     if (!p->inputs || !p->outputs) return oom(pb);
     for (int k = 0; k < 2; k++) {
-        const smelt_ptrvec *list = k ? &pb->g->outputs : &pb->g->inputs;
+        const smelt_ptrvec *list = k ? pb->outputs : pb->inputs;
         ir_io_desc *d = k ? p->outputs : p->inputs;
         for (int i = 0; i < list->len; i++) {
             const gr_value *v = list->items[i];
@@ -403,18 +428,30 @@ static smelt_status plan_arena(prog_builder *pb)
     return SMELT_OK;
 }
 
-static smelt_status build_program(prog_builder *pb)
+static smelt_status lower_units(prog_builder *pb)
 {
     const gr_graph *g = pb->g;
-    SMELT_TRY(describe_io(pb));
-    SMELT_TRY(find_escapes(pb));
-    for (int start = 0; start < g->nodes.len;) {
+    bool single = pb->opts->single_unit;
+    for (int start = 0; start < g->nodes.len; pb->unit++) {
         int end = gr_unit_end(g, start);
-        SMELT_TRY(lower_unit(pb, start, end));
+        if (!single || pb->unit == pb->opts->unit) SMELT_TRY(lower_unit(pb, start, end));
         start = end;
     }
-    for (int i = 0; i < g->outputs.len; i++)
+    if (single && pb->funcs.len == 0)
+        return smelt_errf(pb->ctx, SMELT_ERR_ARG, "the graph has no unit %d (%d units)",
+                          pb->opts->unit, pb->unit);
+    for (int i = 0; !single && i < g->outputs.len; i++)
         if (output_needs_copy(pb, i)) SMELT_TRY(copy_output(pb, i, g->outputs.items[i]));
+    return SMELT_OK;
+}
+
+static smelt_status build_program(prog_builder *pb)
+{
+    bool single = pb->opts->single_unit;
+    if (!single) SMELT_TRY(describe_io(pb));
+    SMELT_TRY(find_escapes(pb));
+    SMELT_TRY(lower_units(pb));
+    if (single) SMELT_TRY(describe_io(pb));
     SMELT_TRY(pack_weights(pb));
     SMELT_TRY(plan_arena(pb));
     ir_program *p = &pb->lp->prog;
@@ -439,7 +476,9 @@ smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options 
     if (!lp) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_arena_init(&lp->arena);
     ir_builder_init(&lp->b, &lp->arena);
-    prog_builder pb = {ctx, g, opts, lp, NULL, {0}, {0}, 0, 0, {0}, NULL, 0, 0, NULL, NULL};
+    prog_builder pb = {.ctx = ctx, .g = g, .opts = opts, .lp = lp};
+    pb.inputs = opts->single_unit ? &pb.unit_in : &g->inputs;
+    pb.outputs = opts->single_unit ? &pb.unit_out : &g->outputs;
     pb.slots = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.slots);
     pb.unit_of = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.unit_of);
     pb.escapes = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.escapes);
@@ -451,6 +490,8 @@ smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options 
     smelt_ptrvec_fini(&pb.funcs);
     smelt_ptrvec_fini(&pb.calls);
     smelt_ptrvec_fini(&pb.weight_values);
+    smelt_ptrvec_fini(&pb.unit_in);
+    smelt_ptrvec_fini(&pb.unit_out);
     if (s != SMELT_OK) {
         lowered_program_free(lp);
         return s;
@@ -469,4 +510,11 @@ void lowered_program_free(lowered_program *lp)
     smelt_free(lp->weights);
     smelt_arena_fini(&lp->arena);
     smelt_free(lp);
+}
+
+int lower_count_units(const gr_graph *g)
+{
+    int n = 0;
+    for (int start = 0; start < g->nodes.len; n++) start = gr_unit_end(g, start);
+    return n;
 }

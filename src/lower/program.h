@@ -7,6 +7,16 @@
 
 typedef struct lower_options {
     int vector_width; /* lanes of the target's float vectors; 1: no vectorisation */
+    const sch_source *schedules; /* stored schedules (tuning records), or NULL */
+    /* The tuner's measurement programs: lower only unit `unit` (gr_unit_end's
+     * numbering) as a whole program whose inputs are the unit's non-constant
+     * inputs and whose outputs are the values it produces for others. */
+    bool single_unit;
+    int unit;
+    /* Called with each unit's te graph before it is scheduled (task
+     * extraction), or NULL. */
+    void (*on_unit)(void *user, int unit, const te_graph *te);
+    void *on_unit_user;
 } lower_options;
 
 /* The program and everything its functions point into. */
@@ -20,10 +30,14 @@ typedef struct lowered_program {
     /* --stats: bytes of all intermediate values of the graph, and of those
      * written to memory (group outputs), against prog.arena_bytes */
     int64_t intermediate_bytes, materialized_bytes;
+    int n_stored; /* functions scheduled from opts->schedules */
 } lowered_program;
 
 smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
                          lowered_program **out);
 void lowered_program_free(lowered_program *lp);
+
+/* Number of units (generated functions before output copies) of g. */
+int lower_count_units(const gr_graph *g);
 
 #endif

@@ -16,6 +16,15 @@
  * more on a busy one. */
 #define DEFAULT_PARALLEL_MIN_WORK (1 << 16)
 
+/* A knob's fixed value, or 0 for the rule's own choice. */
+static int64_t knob(const sch_knobs *kn, sch_knob k) { return kn ? kn->v[k] : 0; }
+
+static smelt_status bad_knob(smelt_ctx *ctx, const char *stage, sch_knob k, int64_t v)
+{
+    return smelt_errf(ctx, SMELT_ERR_ARG, "stage '%s': knob %s = %lld does not apply", stage,
+                      sch_knob_name(k), (long long)v);
+}
+
 /* Output elements times the extent of the reduction, if any. */
 static int64_t stage_work(const te_tensor *t)
 {
@@ -41,10 +50,30 @@ static int reduce_axes(const te_tensor *t, const char **names)
 }
 
 static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
-                                     int vector_width, sch_schedule *s);
+                                     int vector_width, const sch_knobs *kn, sch_schedule *s);
+
+/* The vectorised innermost loop: split by `vecs` vectors, those unrolled. */
+static smelt_status vector_steps(smelt_ctx *ctx, sch_schedule *s, const char *name,
+                                 const char *last, int64_t last_ext, int vw, int64_t vecs)
+{
+    char outer[256], inner[256], io[270], ii[270];
+    snprintf(outer, sizeof outer, "%s.o", last);
+    snprintf(inner, sizeof inner, "%s.i", last);
+    if (last_ext <= vw) return sch_annotate(ctx, s, SCH_VECTORIZE, name, last);
+    if (vecs <= 1 || last_ext < vecs * vw) {
+        SMELT_TRY(sch_split(ctx, s, name, last, vw));
+        return sch_annotate(ctx, s, SCH_VECTORIZE, name, inner);
+    }
+    snprintf(io, sizeof io, "%s.o", inner);
+    snprintf(ii, sizeof ii, "%s.i", inner);
+    SMELT_TRY(sch_split(ctx, s, name, last, vecs * vw));
+    SMELT_TRY(sch_split(ctx, s, name, inner, vw));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, name, io));
+    return sch_annotate(ctx, s, SCH_VECTORIZE, name, ii);
+}
 
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
-                                   sch_schedule *s)
+                                   const sch_knobs *kn, sch_schedule *s)
 {
     const char *name = t->buf->name;
     int rank = t->n_axes;
@@ -67,13 +96,11 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
     char outer[256], inner[256];
     snprintf(outer, sizeof outer, "%s.o", last);
     snprintf(inner, sizeof inner, "%s.i", last);
-    if (vectorize && last_ext > vector_width) {
-        SMELT_TRY(sch_split(ctx, s, name, last, vector_width));
-        SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, name, inner));
-    } else if (vectorize) {
-        SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, name, last));
-    }
-    if (stage_work(t) < DEFAULT_PARALLEL_MIN_WORK) return SMELT_OK;
+    int64_t vecs = knob(kn, SCH_KNOB_UNROLL) > 1 ? knob(kn, SCH_KNOB_UNROLL) - 1 : 1;
+    if (vectorize) SMELT_TRY(vector_steps(ctx, s, name, last, last_ext, vector_width, vecs));
+    int64_t par = knob(kn, SCH_KNOB_PARALLEL);
+    if (par > 2) return bad_knob(ctx, name, SCH_KNOB_PARALLEL, par);
+    if (par == 1 || (par == 0 && stage_work(t) < DEFAULT_PARALLEL_MIN_WORK)) return SMELT_OK;
     /* parallel over the fused leading data axes (or the vector loop's outer part) */
     char fused[1024];
     if (rank >= 2) {
@@ -197,6 +224,9 @@ static int64_t nchwc_co_blocks(int64_t co, int64_t r, int vw, int64_t lanes)
 typedef struct nchwc_tile {
     int64_t ow_block, co_blocks, lanes;
     bool vec, split_lanes; /* lanes vectorised; wider than a vector: split */
+    bool taps_outer;       /* kernel rows and columns outside the channel blocks */
+    bool unroll_kw;        /* the kernel-width loop unrolled */
+    int parallel;          /* 1 none, 2 n.co, 3 n.co.oh fused, 4 oh alone */
 } nchwc_tile;
 
 /* out: n, co(.o), oh, ow.o, [co.i], ow.i, cb; acc computed at ow.o. */
@@ -222,11 +252,12 @@ static smelt_status nchwc_out(smelt_ctx *ctx, const char *acc, const te_tensor *
     }
     SMELT_TRY(sch_compute_at(ctx, s, acc, on, owo));
     if (t->vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, on, t->split_lanes ? cbi : cb));
-    if (stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK) return SMELT_OK;
-    /* not oh: fused into the parallel index, its padding edges could not be
-     * peeled, and the guarded loads cost 3x (measured) */
-    const char *lead[2] = {n, t->co_blocks > 1 ? coo : co};
-    return parallelize_leading(ctx, s, on, lead, 1);
+    if (t->parallel == 1) return SMELT_OK;
+    if (t->parallel == 4) return sch_annotate(ctx, s, SCH_PARALLEL, on, oh);
+    /* by default not oh: fused into the parallel index, its padding edges
+     * cannot be peeled, and the guarded loads cost 3x (measured) */
+    const char *lead[3] = {n, t->co_blocks > 1 ? coo : co, oh};
+    return parallelize_leading(ctx, s, on, lead, t->parallel == 3 ? 2 : 1);
 }
 
 /* acc over its tile: the unit outer axes, the reductions, then [co,] ow
@@ -241,13 +272,18 @@ static smelt_status nchwc_acc(smelt_ctx *ctx, const char *acc, const te_tensor *
     order[n++] = anchor->axes[0].var->name;
     if (t->co_blocks == 1) order[n++] = co;
     order[n++] = anchor->axes[2].var->name;
-    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 3; k++) order[n++] = rn[k];
+    /* reductions rc, ry, rx[, ri] (te order) or taps first: ry, rx, rc[, ri];
+     * depthwise: ry, rx */
+    int taps = nr >= 3 && t->taps_outer ? 1 : 0;
+    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 3; k++)
+        order[n++] = rn[taps && k < 3 ? (k + 1) % 3 : k];
     if (t->co_blocks > 1) order[n++] = co;
     order[n++] = ow;
     order[n++] = cb;
     SMELT_TRY(sch_reorder(ctx, s, acc, n, order));
     if (t->co_blocks > 1) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, co));
     SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, ow));
+    if (t->unroll_kw) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, rn[nr >= 3 ? 2 : 1]));
     if (!t->vec) return SMELT_OK;
     if (!t->split_lanes) return sch_annotate(ctx, s, SCH_VECTORIZE, acc, cb);
     char cbo[80], cbi[80];
@@ -258,15 +294,38 @@ static smelt_status nchwc_acc(smelt_ctx *ctx, const char *acc, const te_tensor *
     return sch_annotate(ctx, s, SCH_VECTORIZE, acc, cbi);
 }
 
-static smelt_status schedule_nchwc(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
-                                   const te_tensor *out, int vw, sch_schedule *s)
+/* The tile from the knobs, each 0 knob by the rules above. */
+static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
+                                      const te_tensor *out, int vw, const sch_knobs *kn,
+                                      nchwc_tile *t)
 {
-    nchwc_tile t;
-    t.lanes = out->axes[4].extent;
-    t.ow_block = nchwc_ow_block(out->axes[3].extent);
-    t.co_blocks = nchwc_co_blocks(out->axes[1].extent, t.ow_block, vw, t.lanes);
-    t.vec = vw > 1 && t.lanes > 1;
-    t.split_lanes = t.vec && t.lanes > vw;
+    const char *on = out->buf->name;
+    int64_t co = out->axes[1].extent, ow = out->axes[3].extent;
+    int64_t a = knob(kn, SCH_KNOB_TILE_A), b = knob(kn, SCH_KNOB_TILE_B);
+    int64_t order = knob(kn, SCH_KNOB_ORDER), par = knob(kn, SCH_KNOB_PARALLEL);
+    int64_t unroll = knob(kn, SCH_KNOB_UNROLL);
+    if (a < 0 || a > ow) return bad_knob(ctx, on, SCH_KNOB_TILE_A, a);
+    if (b < 0 || (b > 0 && co % b != 0)) return bad_knob(ctx, on, SCH_KNOB_TILE_B, b);
+    if (order < 0 || order > 2) return bad_knob(ctx, on, SCH_KNOB_ORDER, order);
+    if (par < 0 || par > 4) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
+    if (unroll < 0 || unroll > 2) return bad_knob(ctx, on, SCH_KNOB_UNROLL, unroll);
+    t->lanes = out->axes[4].extent;
+    t->ow_block = a ? a : nchwc_ow_block(ow);
+    t->co_blocks = b ? b : nchwc_co_blocks(co, t->ow_block, vw, t->lanes);
+    t->vec = vw > 1 && t->lanes > 1;
+    t->split_lanes = t->vec && t->lanes > vw;
+    t->taps_outer = order == 2;
+    t->unroll_kw = unroll == 2;
+    t->parallel = par ? (int)par : stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK ? 1 : 2;
+    return SMELT_OK;
+}
+
+static smelt_status schedule_nchwc(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
+                                   const te_tensor *out, int vw, const sch_knobs *kn,
+                                   sch_schedule *s)
+{
+    nchwc_tile t = {0};
+    SMELT_TRY(nchwc_choose_tile(ctx, anchor, out, vw, kn, &t));
     SMELT_TRY(nchwc_out(ctx, acc, out, anchor, &t, vw, s));
     return nchwc_acc(ctx, acc, anchor, &t, vw, s);
 }
@@ -291,6 +350,7 @@ typedef struct mm_tile {
     int64_t cols;       /* columns per tile: V * lanes (1 when not vectorised) */
     bool vec;
     bool cols_outer;    /* column panels outside the row blocks */
+    int parallel;       /* 0: the rule's; 1 none; k > 1: the k - 1 leading loops fused */
 } mm_tile;
 
 #define MM_ACC_ZMM 24 /* accumulators of 32 vector registers (the rest: B and A) */
@@ -362,12 +422,12 @@ static int64_t mm_packed_cols(const te_tensor *anchor)
     return b->rank == 3 ? b->shape[2] : 0;
 }
 
-static mm_tile mm_choose_tile(const te_tensor *anchor, const te_tensor *out, int vw)
+static mm_tile mm_rule_tile(const te_tensor *anchor, const te_tensor *out, int vw)
 {
     int r = out->n_axes;
     int64_t m = out->axes[r - 2].extent, n = out->axes[r - 1].extent, k = 1;
     for (int i = 0; i < anchor->body->reduce.n_axes; i++) k *= anchor->body->reduce.axes[i].extent;
-    mm_tile t = {m < 4 ? m : 4, 1, 1, vw > 1 && n >= 4, false};
+    mm_tile t = {m < 4 ? m : 4, 1, 1, vw > 1 && n >= 4, false, 0};
     /* other types: a vector holds fewer (or more) of them than float32's
      * register budget assumes; a plain 4-row x 1-vector tile */
     if (!t.vec || anchor->buf->dtype != SMELT_DT_FLOAT32) {
@@ -382,6 +442,35 @@ static mm_tile mm_choose_tile(const te_tensor *anchor, const te_tensor *out, int
     t.cols = t.vecs * vw;
     t.cols_outer = ceil_div(n, t.cols) >= 4;
     return t;
+}
+
+#define MM_ROWS_KNOB_MAX 16
+
+/* The rule's tile with the knobs applied.  Packed B fixes the vectors. */
+static smelt_status mm_choose_tile(smelt_ctx *ctx, const te_tensor *anchor, const te_tensor *out,
+                                   int vw, const sch_knobs *kn, mm_tile *t)
+{
+    *t = mm_rule_tile(anchor, out, vw);
+    const char *on = out->buf->name;
+    int r = out->n_axes;
+    int64_t m = out->axes[r - 2].extent, n = out->axes[r - 1].extent;
+    int64_t a = knob(kn, SCH_KNOB_TILE_A), b = knob(kn, SCH_KNOB_TILE_B);
+    int64_t order = knob(kn, SCH_KNOB_ORDER), par = knob(kn, SCH_KNOB_PARALLEL);
+    if (a < 0 || a > m || a > MM_ROWS_KNOB_MAX) return bad_knob(ctx, on, SCH_KNOB_TILE_A, a);
+    bool packed = mm_packed_cols(anchor) > 0;
+    if (b < 0 || (b > 0 && (!t->vec || packed || b * vw > n || b > 2 * MM_VECS_MAX)))
+        return bad_knob(ctx, on, SCH_KNOB_TILE_B, b);
+    if (order < 0 || order > 2) return bad_knob(ctx, on, SCH_KNOB_ORDER, order);
+    if (par < 0 || par > r + 1) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
+    if (knob(kn, SCH_KNOB_UNROLL)) return bad_knob(ctx, on, SCH_KNOB_UNROLL, kn->v[SCH_KNOB_UNROLL]);
+    if (a) t->rows = a;
+    if (b) {
+        t->vecs = b;
+        t->cols = b * vw;
+    }
+    if (order) t->cols_outer = order == 1;
+    t->parallel = (int)par;
+    return SMELT_OK;
 }
 
 /* out: batch..., j.o, i.o (or i.o, j.o), i.i, j.i(.o, .i); acc computed at the inner tile loop. */
@@ -414,7 +503,7 @@ static smelt_status mm_out(smelt_ctx *ctx, const char *acc, const te_tensor *anc
     SMELT_TRY(sch_reorder(ctx, s, on, n, order));
     if (t->vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, on, split_vecs ? jii : ji));
     const char *attach = order[outer + 1];
-    if (stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK)
+    if (t->parallel == 1 || (t->parallel == 0 && stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK))
         return sch_compute_at(ctx, s, acc, on, attach);
     /* leading loops of extent 1 join for free; after the first longer one,
      * another joins only while there are too few tasks and no tail (a
@@ -434,11 +523,12 @@ static smelt_status mm_out(smelt_ctx *ctx, const char *acc, const te_tensor *anc
     tail[outer + 1] = e1 % f1;
     int last = 0;
     int64_t tasks = ext[0];
-    while (last < outer + 1 && (tasks == 1 || (tasks < MM_MIN_TASKS && tail[last] == 0 &&
-                                               tail[last + 1] == 0))) {
+    while (t->parallel == 0 && last < outer + 1 &&
+           (tasks == 1 || (tasks < MM_MIN_TASKS && tail[last] == 0 && tail[last + 1] == 0))) {
         last++;
         tasks *= ext[last];
     }
+    if (t->parallel > 1) last = t->parallel - 2 < outer + 1 ? t->parallel - 2 : outer + 1;
     char fused[512];
     SMELT_TRY(fuse_leading(ctx, s, on, order, last, fused, sizeof fused));
     SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, on, fused));
@@ -470,9 +560,11 @@ static smelt_status mm_acc(smelt_ctx *ctx, const char *acc, const te_tensor *anc
 }
 
 static smelt_status schedule_matmul(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
-                                    const te_tensor *out, int vw, sch_schedule *s)
+                                    const te_tensor *out, int vw, const sch_knobs *kn,
+                                    sch_schedule *s)
 {
-    mm_tile t = mm_choose_tile(anchor, out, vw);
+    mm_tile t = {0};
+    SMELT_TRY(mm_choose_tile(ctx, anchor, out, vw, kn, &t));
     SMELT_TRY(mm_out(ctx, acc, anchor, out, &t, vw, s));
     return mm_acc(ctx, acc, anchor, &t, vw, s);
 }
@@ -480,11 +572,13 @@ static smelt_status schedule_matmul(smelt_ctx *ctx, const te_tensor *anchor, con
 /* Tile the output `out` and compute the accumulation stage `acc` (same
  * shape, data axes named like out's) at the tile loop. */
 static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
-                                    const te_tensor *out, int vw, sch_schedule *s)
+                                    const te_tensor *out, int vw, const sch_knobs *kn,
+                                    sch_schedule *s)
 {
     if (strcmp(anchor->tag, "conv_nchwc") == 0)
-        return schedule_nchwc(ctx, anchor, acc, out, vw, s);
-    if (strncmp(anchor->tag, "matmul", 6) == 0) return schedule_matmul(ctx, anchor, acc, out, vw, s);
+        return schedule_nchwc(ctx, anchor, acc, out, vw, kn, s);
+    if (strncmp(anchor->tag, "matmul", 6) == 0)
+        return schedule_matmul(ctx, anchor, acc, out, vw, kn, s);
     int r = out->n_axes;
     int t = 1, l = r - 1; /* a plain conv: output channels x the last spatial axis */
     const char *on = out->buf->name;
@@ -495,7 +589,11 @@ static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, con
     iter_name(ti, sizeof ti, tn, ".i");
     iter_name(lo, sizeof lo, ln, ".o");
     iter_name(li, sizeof li, ln, ".i");
-    int64_t block = ANCHOR_CONV_BLOCK;
+    int64_t block = knob(kn, SCH_KNOB_TILE_A) ? knob(kn, SCH_KNOB_TILE_A) : ANCHOR_CONV_BLOCK;
+    int64_t par = knob(kn, SCH_KNOB_PARALLEL);
+    if (knob(kn, SCH_KNOB_TILE_A) && (block < 1 || block > out->axes[t].extent))
+        return bad_knob(ctx, on, SCH_KNOB_TILE_A, block);
+    if (par < 0 || par > 2) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
     bool vec = vw > 1 && out->axes[l].extent >= 4;
     SMELT_TRY(sch_split(ctx, s, on, tn, block));
     SMELT_TRY(sch_split(ctx, s, on, ln, vec ? vw : 1));
@@ -512,7 +610,7 @@ static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, con
     /* parallel over the fused axes up to the blocked one; spatial axes stay
      * separate loops so partitioning can peel their padding edges (a fused
      * index hides them behind floordiv/floormod) */
-    if (stage_work(anchor) >= DEFAULT_PARALLEL_MIN_WORK)
+    if (par == 2 || (par == 0 && stage_work(anchor) >= DEFAULT_PARALLEL_MIN_WORK))
         SMELT_TRY(parallelize_leading(ctx, s, on, order, t));
     /* acc over its (tile-sized) region: other axes, reductions, block, lanes */
     n = 0;
@@ -538,30 +636,40 @@ static bool same_data_shape(const te_tensor *e, const te_tensor *t)
     return true;
 }
 
+/* The output stage a conv/matmul accumulation t is tiled with: t itself,
+ * or the last of its elementwise epilogue (bias, relu, residual add); NULL
+ * when t is not scheduled as an anchor. */
+static const te_tensor *anchor_output(const te_graph *g, const te_tensor *t)
+{
+    if (!is_anchor(t)) return NULL;
+    if (stage_is_output(g, t)) return t;
+    const te_tensor *e = sole_consumer(g, t);
+    while (e && !stage_is_output(g, e) && same_data_shape(e, t)) e = sole_consumer(g, e);
+    return e && stage_is_output(g, e) && same_data_shape(e, t) ? e : NULL;
+}
+
 /* If t is a conv/matmul accumulation: schedule it with its epilogue and mark
  * both as done. */
 static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
-                               sch_schedule *s, bool *done)
+                               const sch_knobs *kn, sch_schedule *s, bool *done)
 {
-    if (!is_anchor(t)) return SMELT_OK;
-    if (stage_is_output(g, t)) {
+    const te_tensor *e = anchor_output(g, t);
+    if (!e) return SMELT_OK;
+    if (e == t) {
         char local[256];
         snprintf(local, sizeof local, "%s.local", t->buf->name);
         SMELT_TRY(sch_cache_write(ctx, s, t->buf->name));
-        SMELT_TRY(schedule_anchor(ctx, t, local, t, vw, s));
+        SMELT_TRY(schedule_anchor(ctx, t, local, t, vw, kn, s));
         done[t->index] = true;
         return SMELT_OK;
     }
-    /* a fused epilogue (bias, relu, residual add): intermediate stages are
-     * inlined into the last, which the tile is computed at */
-    const te_tensor *e = sole_consumer(g, t);
-    while (e && !stage_is_output(g, e) && same_data_shape(e, t)) e = sole_consumer(g, e);
-    if (!e || !stage_is_output(g, e) || !same_data_shape(e, t)) return SMELT_OK;
+    /* intermediate epilogue stages are inlined into the last, which the
+     * tile is computed at */
     for (const te_tensor *m = sole_consumer(g, t); m != e; m = sole_consumer(g, m)) {
         SMELT_TRY(sch_compute_inline(ctx, s, m->buf->name));
         done[m->index] = true;
     }
-    SMELT_TRY(schedule_anchor(ctx, t, t->buf->name, e, vw, s));
+    SMELT_TRY(schedule_anchor(ctx, t, t->buf->name, e, vw, kn, s));
     done[t->index] = done[e->index] = true;
     return SMELT_OK;
 }
@@ -596,28 +704,152 @@ static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tenso
 
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s)
 {
+    return sch_default_knobs(ctx, g, vector_width, NULL, s);
+}
+
+/* ---- knobs ------------------------------------------------------------------
+ * They apply to the graph's main stage: its first conv/matmul anchor, else
+ * the generic stage with the most work (a layout conversion has none). */
+
+typedef enum rule_kind { RULE_NONE, RULE_NCHWC, RULE_MATMUL, RULE_CONV, RULE_GENERIC } rule_kind;
+
+static bool is_generic(const te_graph *g, const te_tensor *t)
+{
+    if (t->kind != TE_COMPUTE || t->n_axes == 0) return false;
+    if (strcmp(t->tag, "layout") == 0 && stage_is_output(g, t) && t->n_axes >= 3) return false;
+    return stage_is_output(g, t) || (t->body && t->body->kind == IR_REDUCE);
+}
+
+static rule_kind main_stage(const te_graph *g, int *index)
+{
+    *index = -1;
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (!anchor_output(g, t)) continue;
+        *index = i;
+        if (strcmp(t->tag, "conv_nchwc") == 0) return RULE_NCHWC;
+        return strncmp(t->tag, "matmul", 6) == 0 ? RULE_MATMUL : RULE_CONV;
+    }
+    int64_t best = -1;
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (is_generic(g, t) && stage_work(t) > best) {
+            best = stage_work(t);
+            *index = i;
+        }
+    }
+    return *index >= 0 ? RULE_GENERIC : RULE_NONE;
+}
+
+static const char *const knob_names[SCH_KNOB_COUNT_] = {"tile_a", "tile_b", "order", "parallel",
+                                                        "unroll"};
+
+const char *sch_knob_name(sch_knob k)
+{
+    return k >= 0 && k < SCH_KNOB_COUNT_ ? knob_names[k] : "?";
+}
+
+static void add_value(sch_knob_space *sp, sch_knob k, int64_t v)
+{
+    for (int i = 0; i < sp->n_values[k]; i++)
+        if (sp->values[k][i] == v) return;
+    if (sp->n_values[k] < SCH_KNOB_MAX_VALUES) sp->values[k][sp->n_values[k]++] = v;
+}
+
+static void add_range(sch_knob_space *sp, sch_knob k, int64_t lo, int64_t hi)
+{
+    for (int64_t v = lo; v <= hi; v++) add_value(sp, k, v);
+}
+
+/* Register blocks along ow: its divisors up to 28, then the usual sizes. */
+static void nchwc_space(const te_tensor *out, int vw, sch_knob_space *sp)
+{
+    static const int64_t common[] = {2, 4, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28};
+    int64_t co = out->axes[1].extent, ow = out->axes[3].extent;
+    for (int64_t d = 1; d <= ow && d <= NCHWC_REG_MAX * 2; d++)
+        if (ow % d == 0) add_value(sp, SCH_KNOB_TILE_A, d);
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(common); i++)
+        if (common[i] <= ow) add_value(sp, SCH_KNOB_TILE_A, common[i]);
+    for (int64_t b = 1; b <= 8; b *= 2)
+        if (co % b == 0) add_value(sp, SCH_KNOB_TILE_B, b);
+    add_range(sp, SCH_KNOB_ORDER, 1, 2);
+    add_range(sp, SCH_KNOB_PARALLEL, 1, 4);
+    add_range(sp, SCH_KNOB_UNROLL, 1, 2);
+    (void)vw;
+}
+
+static void matmul_space(const te_tensor *anchor, const te_tensor *out, int vw, sch_knob_space *sp)
+{
+    int r = out->n_axes;
+    int64_t m = out->axes[r - 2].extent, n = out->axes[r - 1].extent;
+    add_range(sp, SCH_KNOB_TILE_A, 1, m < MM_ROWS_KNOB_MAX ? m : MM_ROWS_KNOB_MAX);
+    if (vw > 1 && n >= 4 && mm_packed_cols(anchor) == 0)
+        for (int64_t b = 1; b <= 2 * MM_VECS_MAX && b * vw <= n; b++) add_value(sp, SCH_KNOB_TILE_B, b);
+    add_range(sp, SCH_KNOB_ORDER, 1, 2);
+    add_range(sp, SCH_KNOB_PARALLEL, 1, r + 1);
+}
+
+static void conv_space(const te_tensor *out, sch_knob_space *sp)
+{
+    for (int64_t b = 1; b <= 32 && b <= out->axes[1].extent; b *= 2) add_value(sp, SCH_KNOB_TILE_A, b);
+    add_range(sp, SCH_KNOB_PARALLEL, 1, 2);
+}
+
+static void generic_space(const te_tensor *t, int vw, sch_knob_space *sp)
+{
+    add_range(sp, SCH_KNOB_PARALLEL, 1, 2);
+    if (vw > 1 && t->axes[t->n_axes - 1].extent >= 2 * vw) {
+        add_value(sp, SCH_KNOB_UNROLL, 1);
+        add_value(sp, SCH_KNOB_UNROLL, 3);
+        if (t->axes[t->n_axes - 1].extent >= 4 * vw) add_value(sp, SCH_KNOB_UNROLL, 5);
+    }
+}
+
+smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_width,
+                               sch_knob_space *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof *out);
+    int i;
+    rule_kind k = main_stage(g, &i);
+    const te_tensor *t = i >= 0 ? g->tensors.items[i] : NULL;
+    static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic"};
+    out->rule = rules[k];
+    if (k == RULE_NCHWC) nchwc_space(anchor_output(g, t), vector_width, out);
+    else if (k == RULE_MATMUL) matmul_space(t, anchor_output(g, t), vector_width, out);
+    else if (k == RULE_CONV) conv_space(anchor_output(g, t), out);
+    else if (k == RULE_GENERIC) generic_space(t, vector_width, out);
+    return SMELT_OK;
+}
+
+smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_width,
+                               const sch_knobs *kn, sch_schedule *s)
+{
     bool *done = smelt_calloc((size_t)g->tensors.len + 1, sizeof *done);
     if (!done) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_status st = SMELT_OK;
+    int main_i;
+    main_stage(g, &main_i);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
-        st = try_anchor(ctx, g, g->tensors.items[i], vector_width, s, done);
+        st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
+                        done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         if (!done[i]) st = try_layout(ctx, g, g->tensors.items[i], vector_width, s, done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || done[i]) continue;
-        st = schedule_generic(ctx, g, t, vector_width, s);
+        st = schedule_generic(ctx, g, t, vector_width, i == main_i ? kn : NULL, s);
     }
     smelt_free(done);
     return st;
 }
 
 static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
-                                     int vector_width, sch_schedule *s)
+                                     int vector_width, const sch_knobs *kn, sch_schedule *s)
 {
     {
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
         if (!stage_is_output(g, t) && !is_reduce) return sch_compute_inline(ctx, s, t->buf->name);
-        return schedule_stage(ctx, t, vector_width, s);
+        return schedule_stage(ctx, t, vector_width, kn, s);
     }
 }

@@ -159,6 +159,66 @@ void sch_state_free(sch_state *st);
  * vector_width lanes; 1 disables vectorisation). */
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s);
 
+/* ---- Knobs: the tunable choices of the default rules -------------------------
+ * The default rules (default.c) pick tile sizes, loop orders and parallel
+ * depth analytically.  Each choice is a knob; sch_default_space lists the
+ * knobs that apply to a te graph with their candidate values, and
+ * sch_default_knobs builds the schedule with some knobs fixed.  A knob set to
+ * 0 keeps the rule's own choice, so all-zero knobs give sch_default's
+ * schedule: the tuner's first candidate, which it can never lose to. */
+typedef enum sch_knob {
+    SCH_KNOB_TILE_A,   /* conv: output-width register block; matmul: rows per tile */
+    SCH_KNOB_TILE_B,   /* conv: channel blocks per tile; matmul: vectors per tile */
+    SCH_KNOB_ORDER,    /* conv: 1 kernel taps outside the channel loop, 2 inside;
+                        * matmul: 1 column panels outside, 2 row blocks outside */
+    SCH_KNOB_PARALLEL, /* leading loops fused into the parallel loop: 1 + that many, 1 none */
+    SCH_KNOB_UNROLL,   /* conv: 1 kernel-width loop rolled, 2 unrolled;
+                        * others: 1 + vectors per innermost step */
+    SCH_KNOB_COUNT_
+} sch_knob;
+
+#define SCH_KNOB_MAX_VALUES 24
+
+typedef struct sch_knobs {
+    int64_t v[SCH_KNOB_COUNT_]; /* 0: the rule's choice */
+} sch_knobs;
+
+typedef struct sch_knob_space {
+    int n_values[SCH_KNOB_COUNT_]; /* 0: the knob does not apply */
+    int64_t values[SCH_KNOB_COUNT_][SCH_KNOB_MAX_VALUES];
+    const char *rule; /* which rule schedules the graph's main stage */
+} sch_knob_space;
+
+const char *sch_knob_name(sch_knob k);
+/* The knobs of the rule that schedules g's main stage, with candidates. */
+smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_width,
+                               sch_knob_space *out);
+/* sch_default with knobs fixed (NULL: none).  A value the rule cannot use
+ * fails with SMELT_ERR_ARG. */
+smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_width,
+                               const sch_knobs *knobs, sch_schedule *s);
+
+/* ---- Stored schedules (tuning records) -----------------------------------------
+ * Lowering asks a source for a schedule by workload key before the default
+ * rules, so it never knows whether a schedule came from a person, a rule or
+ * a search.  A stored schedule that does not replay is ignored (noted at
+ * SMELT_DEBUG >= 1) and the rules schedule the group. */
+typedef struct sch_source {
+    const char *target_key; /* which machine and compiler the schedules are for */
+    /* The schedule text stored for a workload key, or NULL. */
+    const char *(*find)(void *user, const char *key);
+    void *user;
+} sch_source;
+
+#define SCH_KEY_LEN 32 /* hex characters */
+/* The workload key of te on a target: a hash of te's canonical listing
+ * (tensors, shapes, dtypes, bodies, outputs) and target_key. */
+void sch_workload_key(const te_graph *te, const char *target_key, char key[SCH_KEY_LEN + 1]);
+/* The schedule for te: the source's when it has one that replays
+ * (*from_source = true), else the default rules'. */
+smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, int vector_width,
+                        const sch_source *src, sch_schedule *out, bool *from_source);
+
 /* Columns per register tile the default schedule gives an m x n matrix
  * product over k terms (a multiple of vector_width), or 0 when it would not
  * vectorise it: the panel width for packing constant B (passes/pack_weights.c),

@@ -118,7 +118,7 @@ static void builder_fini(builder *b)
 static int count_funcs(builder *b)
 {
     lowered_program *lp = NULL;
-    lower_options lo = {8};
+    lower_options lo = {.vector_width = 8};
     if (lower_graph(b->ctx, b->g, &lo, &lp) != SMELT_OK) {
         fprintf(stderr, "lower: %s\n", smelt_ctx_message(b->ctx));
         return -1;
