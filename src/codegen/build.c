@@ -161,6 +161,14 @@ static smelt_status get_compiler(smelt_ctx *ctx, cc_probe *out)
     return s;
 }
 
+smelt_status cg_compiler_identity(smelt_ctx *ctx, char *out, size_t cap)
+{
+    cc_probe p;
+    SMELT_TRY(get_compiler(ctx, &p));
+    snprintf(out, cap, "%s", p.identity);
+    return SMELT_OK;
+}
+
 /* ---- the cache directory ---- */
 
 static char *path_join(const char *a, const char *b)

@@ -45,6 +45,10 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
 smelt_status cg_build_shared(smelt_ctx *ctx, const char *c_source, const cg_target *t,
                              char **out_lib_path);
 
+/* The first line of the C compiler's --version (part of every cache key and
+ * of the tuner's target key). */
+smelt_status cg_compiler_identity(smelt_ctx *ctx, char *out, size_t cap);
+
 /* The cache directory (created 0700 if missing, refused if not owned by the
  * user or writable by others) in *out_dir (free with smelt_free). */
 smelt_status cg_cache_dir(smelt_ctx *ctx, char **out_dir);

@@ -428,12 +428,30 @@ static smelt_status plan_arena(prog_builder *pb)
     return SMELT_OK;
 }
 
+static const gr_value **copy_values(prog_builder *pb, const smelt_ptrvec *v)
+{
+    const gr_value **out = smelt_arena_alloc(&pb->lp->arena, sizeof *out * (size_t)(v->len + 1));
+    for (int i = 0; out && i < v->len; i++) out[i] = v->items[i];
+    return out;
+}
+
+static smelt_status keep_unit_io(prog_builder *pb)
+{
+    pb->lp->unit_inputs = copy_values(pb, &pb->unit_in);
+    pb->lp->unit_outputs = copy_values(pb, &pb->unit_out);
+    return pb->lp->unit_inputs && pb->lp->unit_outputs ? SMELT_OK : oom(pb);
+}
+
 static smelt_status lower_units(prog_builder *pb)
 {
     const gr_graph *g = pb->g;
     bool single = pb->opts->single_unit;
     for (int start = 0; start < g->nodes.len; pb->unit++) {
         int end = gr_unit_end(g, start);
+        if (single && pb->unit == pb->opts->unit) {
+            pb->lp->unit_first = start;
+            pb->lp->unit_end = end;
+        }
         if (!single || pb->unit == pb->opts->unit) SMELT_TRY(lower_unit(pb, start, end));
         start = end;
     }
@@ -452,6 +470,7 @@ static smelt_status build_program(prog_builder *pb)
     SMELT_TRY(find_escapes(pb));
     SMELT_TRY(lower_units(pb));
     if (single) SMELT_TRY(describe_io(pb));
+    if (single) SMELT_TRY(keep_unit_io(pb));
     SMELT_TRY(pack_weights(pb));
     SMELT_TRY(plan_arena(pb));
     ir_program *p = &pb->lp->prog;

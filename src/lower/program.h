@@ -31,6 +31,10 @@ typedef struct lowered_program {
      * written to memory (group outputs), against prog.arena_bytes */
     int64_t intermediate_bytes, materialized_bytes;
     int n_stored; /* functions scheduled from opts->schedules */
+    /* single_unit: the unit's nodes [unit_first, unit_end) of the graph, and
+     * the values bound to the program's inputs and outputs, in their order */
+    int unit_first, unit_end;
+    const gr_value **unit_inputs, **unit_outputs;
 } lowered_program;
 
 smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
