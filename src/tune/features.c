@@ -20,6 +20,7 @@
 #include "tir/scalar.h"
 
 #define FT_MAX_DEPTH 128
+#define FT_STMT_BUFS 16 /* buffers of one statement tracked per loop level */
 
 typedef struct ft_loop {
     const ir_var *var;
@@ -44,9 +45,17 @@ typedef struct ft_ops {
     double add, mul, div, cmp, fma, math, iops, sel, loads;
 } ft_ops;
 
+/* Bytes one statement touches in each of its innermost loop levels, per
+ * buffer (the largest of the buffer's accesses). */
+typedef struct ft_level_acc {
+    const ir_buffer *buf;
+    double bytes[TUNE_FEATURE_LEVELS];
+} ft_level_acc;
+
 /* The loop nest around the dominant store (most float work). */
 typedef struct ft_dom {
     double flops, count;
+    double level_bytes[TUNE_FEATURE_LEVELS], level_flops[TUNE_FEATURE_LEVELS];
     int depth;
     double inner_ext, vec_lanes, unroll, par_ext, outer_serial;
     ir_for_kind inner_kind;
@@ -68,6 +77,8 @@ typedef struct ft_walk {
     double par_iters;   /* iterations of outermost parallel loops */
     double par_flops;
     double temp_min;
+    ft_level_acc lv[FT_STMT_BUFS]; /* the current statement's accesses */
+    int n_lv;
     ft_dom dom;
 } ft_walk;
 
@@ -176,6 +187,30 @@ static void site_shape(ft_walk *w, const tir_affine *f, ft_buf *e)
     }
 }
 
+/* Index of the outermost loop of level i (1-based): the i-th loop from
+ * inside that runs more than once, 0 (the whole nest) when there are fewer. */
+static int level_loop(const ft_walk *w, int i)
+{
+    for (int l = w->depth - 1; l >= 0; l--)
+        if (w->loops[l].trip > 1 && --i == 0) return l;
+    return 0;
+}
+
+/* Record what an access of the current statement touches at each level;
+ * tile_elems > 1 for a micro-kernel operand (a tile per call). */
+static void note_levels(ft_walk *w, const ir_buffer *buf, const tir_affine *f, double tile_elems)
+{
+    ft_level_acc *a = NULL;
+    for (int i = 0; i < w->n_lv && !a; i++)
+        if (w->lv[i].buf == buf) a = &w->lv[i];
+    if (!a && w->n_lv == FT_STMT_BUFS) return; /* an unusual statement: the rest is left out */
+    if (!a) a = &w->lv[w->n_lv++], *a = (ft_level_acc){.buf = buf};
+    for (int i = 0; i < TUNE_FEATURE_LEVELS; i++) {
+        double b = inner_footprint(w, f, level_loop(w, i + 1) - 1) * tile_elems * elem_bytes(buf);
+        if (b > a->bytes[i]) a->bytes[i] = b;
+    }
+}
+
 static void add_access(ft_walk *w, const ir_buffer *buf, int n, ir_expr *const *idx, bool store)
 {
     ft_buf *e = buf_entry(w, buf);
@@ -193,6 +228,7 @@ static void add_access(ft_walk *w, const ir_buffer *buf, int n, ir_expr *const *
         e->dom_n = w->count;
         site_shape(w, &f, e);
     }
+    note_levels(w, buf, &f, 1);
     tir_affine_fini(&f);
 }
 
@@ -302,6 +338,12 @@ static void consider_dominant(ft_walk *w, double flops)
                   .inner_kind = IR_FOR_SERIAL, .set = true};
     int in = innermost(w);
     if (in >= 0) d->inner_ext = w->loops[in].trip, d->inner_kind = w->loops[in].kind;
+    for (int i = 0; i < TUNE_FEATURE_LEVELS; i++) {
+        double runs = 1;
+        for (int l = level_loop(w, i + 1); l < w->depth; l++) runs *= w->loops[l].trip;
+        d->level_flops[i] = flops * runs;
+        for (int k = 0; k < w->n_lv; k++) d->level_bytes[i] += w->lv[k].bytes[i];
+    }
     bool seen_par = false;
     for (int l = 0; l < w->depth; l++) {
         const ft_loop *lp = &w->loops[l];
@@ -317,6 +359,7 @@ static void walk_stmt(ft_walk *w, const ir_stmt *s);
 static void store_stmt(ft_walk *w, const ir_stmt *s)
 {
     ft_ops o = {0};
+    w->n_lv = 0;
     for (int i = 0; i < s->store.n; i++) expr_ops(w, s->store.idx[i], &o);
     expr_ops(w, s->store.value, &o);
     add_ops(w, &o);
@@ -355,6 +398,11 @@ static void kernel_operand(ft_walk *w, const ir_call_arg *a, double rows, double
         e->stride = cls == FT_UNIT ? 1 : cls == FT_BROADCAST ? 0 : fabs(ld_c);
         e->reuse_dist = 0;
     }
+    tir_affine f;
+    tir_affine_init(&f);
+    tir_affine_add_expr(&f, a->index, 1);
+    note_levels(w, a->buf, &f, rows * cols);
+    tir_affine_fini(&f);
 }
 
 /* smelt.gemm_f32(C, A, B, M, N, K, ldc, lda_i, lda_k, ldb_k, ldb_j)
@@ -366,6 +414,7 @@ static void call_stmt(ft_walk *w, const ir_stmt *s)
         return;
     }
     const ir_call_arg *a = s->call.args;
+    w->n_lv = 0;
     double m = arg_upper(w, a[3].index), n = arg_upper(w, a[4].index), k = arg_upper(w, a[5].index);
     double ld[5];
     for (int i = 0; i < 5; i++) ld[i] = arg_upper(w, a[6 + i].index);
@@ -536,6 +585,10 @@ static void dominant_slots(const ft_walk *w, float *out)
     out[TUNE_F_DOM_UNROLL] = lg(d->unroll);
     out[TUNE_F_DOM_PAR_EXT] = lg(d->par_ext);
     out[TUNE_F_DOM_OUTER_SERIAL] = lg(d->outer_serial);
+    for (int i = 0; i < TUNE_FEATURE_LEVELS; i++) {
+        out[TUNE_F_DOM_BYTES_L1 + i] = lg(d->level_bytes[i]);
+        out[TUNE_F_DOM_INTENSITY_L1 + i] = lg(d->level_bytes[i] > 0 ? d->level_flops[i] / d->level_bytes[i] : 0);
+    }
 }
 
 static void finish(const ft_walk *w, float *out)
@@ -602,7 +655,12 @@ static const char *const k_global_names[TUNE_F_GLOBAL_COUNT_] = {
     [TUNE_F_DOM_INNER_VECTOR] = "dom_inner_vectorized",
     [TUNE_F_DOM_INNER_UNROLL] = "dom_inner_unrolled", [TUNE_F_DOM_VEC_LANES] = "dom_vec_lanes",
     [TUNE_F_DOM_UNROLL] = "dom_unroll", [TUNE_F_DOM_PAR_EXT] = "dom_par_extent",
-    [TUNE_F_DOM_OUTER_SERIAL] = "dom_outer_serial", [TUNE_F_PAR_CHUNK_WORK] = "par_chunk_work",
+    [TUNE_F_DOM_OUTER_SERIAL] = "dom_outer_serial",
+    [TUNE_F_DOM_BYTES_L1] = "dom_bytes_l1", [TUNE_F_DOM_BYTES_L2] = "dom_bytes_l2",
+    [TUNE_F_DOM_BYTES_L3] = "dom_bytes_l3", [TUNE_F_DOM_BYTES_L4] = "dom_bytes_l4",
+    [TUNE_F_DOM_BYTES_L5] = "dom_bytes_l5", [TUNE_F_DOM_INTENSITY_L1] = "dom_intensity_l1",
+    [TUNE_F_DOM_INTENSITY_L2] = "dom_intensity_l2", [TUNE_F_DOM_INTENSITY_L3] = "dom_intensity_l3",
+    [TUNE_F_DOM_INTENSITY_L4] = "dom_intensity_l4", [TUNE_F_DOM_INTENSITY_L5] = "dom_intensity_l5", [TUNE_F_PAR_CHUNK_WORK] = "par_chunk_work",
     [TUNE_F_SERIAL_FLOPS] = "serial_flops", [TUNE_F_INTENSITY] = "intensity",
     [TUNE_F_ARG_BYTES] = "arg_bytes", [TUNE_F_BYTES_ACCESSED] = "bytes_accessed",
     [TUNE_F_TEMP_BYTES] = "temp_bytes", [TUNE_F_TEMP_MIN_BYTES] = "temp_min_bytes",
@@ -614,6 +672,9 @@ static const char *const k_global_names[TUNE_F_GLOBAL_COUNT_] = {
              "buf" #i ".write_share", "buf" #i ".temp"
 static const char *const k_buffer_names[TUNE_FEATURE_BUFFERS * TUNE_F_BUF_SLOTS] = {B(0), B(1), B(2), B(3)};
 #undef B
+_Static_assert(TUNE_F_DOM_INTENSITY_L1 - TUNE_F_DOM_BYTES_L1 == TUNE_FEATURE_LEVELS &&
+                   TUNE_F_DOM_INTENSITY_L5 - TUNE_F_DOM_INTENSITY_L1 == TUNE_FEATURE_LEVELS - 1,
+               "one bytes and one intensity slot per level");
 _Static_assert(TUNE_FEATURE_BUFFERS == 4 && TUNE_F_BUF_SLOTS == 10,
                "update k_buffer_names with the per-buffer slots");
 

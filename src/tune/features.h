@@ -51,6 +51,22 @@ enum {
     TUNE_F_DOM_UNROLL,     /* product of unrolled extents around it */
     TUNE_F_DOM_PAR_EXT,    /* product of parallel extents around it */
     TUNE_F_DOM_OUTER_SERIAL, /* product of serial extents outside its first parallel loop */
+    /* The dominant store's working set per loop level: level i is its i
+     * innermost loops that run more than once (all of them when fewer):
+     * bytes its accesses touch there (the larger of each buffer's accesses,
+     * summed over buffers), and its flops there divided by those bytes
+     * (Ansor's arithmetic-intensity curve: register reuse at level 1, cache
+     * reuse further out). */
+    TUNE_F_DOM_BYTES_L1,
+    TUNE_F_DOM_BYTES_L2,
+    TUNE_F_DOM_BYTES_L3,
+    TUNE_F_DOM_BYTES_L4,
+    TUNE_F_DOM_BYTES_L5,
+    TUNE_F_DOM_INTENSITY_L1,
+    TUNE_F_DOM_INTENSITY_L2,
+    TUNE_F_DOM_INTENSITY_L3,
+    TUNE_F_DOM_INTENSITY_L4,
+    TUNE_F_DOM_INTENSITY_L5,
     TUNE_F_PAR_CHUNK_WORK, /* flops per parallel iteration (work per chunk) */
     TUNE_F_SERIAL_FLOPS,   /* flops outside any parallel loop */
     TUNE_F_INTENSITY,      /* flops / unique bytes of the function's arguments */
@@ -82,6 +98,7 @@ enum {
     TUNE_F_BUF_SLOTS
 };
 
+#define TUNE_FEATURE_LEVELS 5 /* TUNE_F_DOM_BYTES_L1 .. L5 */
 #define TUNE_FEATURE_BUFFERS 4
 #define TUNE_FEATURE_COUNT (TUNE_F_GLOBAL_COUNT_ + TUNE_FEATURE_BUFFERS * TUNE_F_BUF_SLOTS)
 

@@ -210,6 +210,12 @@ static void test_elementwise_counts(void)
     CHECK_NEAR(x[TUNE_F_DOM_PAR_EXT], lg2(64), 1e-4);
     CHECK_NEAR(x[TUNE_F_PAR_CHUNK_WORK], lg2(128), 1e-4);
     CHECK_NEAR(x[TUNE_F_TEMP_BYTES], 0, 0);
+    /* working set per level: 16 lanes, a row of 128, all rows (levels 4, 5: the whole nest) */
+    static const double elems[TUNE_FEATURE_LEVELS] = {16, 128, 64 * 128, 64 * 128, 64 * 128};
+    for (int i = 0; i < TUNE_FEATURE_LEVELS; i++) {
+        CHECK_NEAR(x[TUNE_F_DOM_BYTES_L1 + i], lg2(3 * 4 * elems[i]), 1e-4);
+        CHECK_NEAR(x[TUNE_F_DOM_INTENSITY_L1 + i], lg2(1.0 / 12), 1e-4);
+    }
     for (int i = 0; i < 3; i++) { /* X, Y, Z: 32 KiB each, touched once, unit stride */
         const float *b = buf_slot(x, i);
         CHECK_NEAR(b[TUNE_FB_BYTES], lg2(n * 4), 1e-4);
@@ -283,13 +289,20 @@ static void test_parallel(void)
     free(text);
 }
 
+/* The default schedule's shape with the register tile pinned at 8 x 32. */
+static const char k_tiled[] =
+    "cache_write C\nsplit C i0 8\nsplit C i1 32\nsplit C i1.i 16\n"
+    "reorder C i1.o i0.o i0.i i1.i.o i1.i.i\nvectorize C i1.i.i\nfuse C i1.o i0.o\n"
+    "parallel C i1.o.i0.o\ncompute_at C.local C i1.o.i0.o\nreorder C.local k i0 i1\n"
+    "unroll C.local i0\nsplit C.local i1 16\nunroll C.local i1.o\nvectorize C.local i1.i";
+
 /* The naive i, j, k nest streams all of B between two uses of an element;
- * the register-tiled default keeps a tile of B rows and a temp tile. */
+ * the register tile keeps a tile of B rows and a temp tile. */
 static void test_tiling_reuse(void)
 {
     float naive[TUNE_FEATURE_COUNT], tiled[TUNE_FEATURE_COUNT];
     CHECK(features_of(matmul, "", naive));
-    CHECK(features_of(matmul, NULL, tiled));
+    CHECK(features_of(matmul, k_tiled, tiled));
     const float *bn = find_buffer(naive, MM_K * MM_N * 4.0), *bt = find_buffer(tiled, MM_K * MM_N * 4.0);
     CHECK(bn && bt);
     if (bn && bt) {
@@ -304,6 +317,14 @@ static void test_tiling_reuse(void)
     CHECK(tiled[TUNE_F_CODE_SIZE] > naive[TUNE_F_CODE_SIZE]); /* unrolled register tile */
     CHECK_NEAR(naive[TUNE_F_INTENSITY], tiled[TUNE_F_INTENSITY], 1e-4);
     CHECK_NEAR(naive[TUNE_F_DOM_INNER_SERIAL], 1, 0);
+    /* two innermost loops: a register tile row (C.local 32 + A 1 + B 32 floats) vs a whole
+     * row of C against all of B (128 + 64 + 64 * 128) */
+    CHECK_NEAR(tiled[TUNE_F_DOM_BYTES_L2], lg2(65 * 4), 1e-4);
+    CHECK_NEAR(naive[TUNE_F_DOM_BYTES_L2], lg2((128 + 64 + 64 * 128) * 4), 1e-4);
+    /* the register tile with k: 256 accumulators, 8 x 64 of A, 64 x 32 of B, 2 x 256 x 64 flops */
+    CHECK_NEAR(tiled[TUNE_F_DOM_BYTES_L4], lg2((256 + 512 + 2048) * 4), 1e-4);
+    CHECK_NEAR(tiled[TUNE_F_DOM_INTENSITY_L4], lg2(2.0 * 256 * 64 / ((256 + 512 + 2048) * 4)), 1e-4);
+    CHECK(tiled[TUNE_F_DOM_INTENSITY_L4] > naive[TUNE_F_DOM_INTENSITY_L2]);
 }
 
 static void test_tensorize(void)
