@@ -42,7 +42,7 @@ typedef struct data {
 } data;
 
 /* n rows per task; every slot random, the task's own "size" in the flops
- * slot, score = truth * task scale + noise (about 5% of the range). */
+ * slot, score = (truth + noise) * task scale + task offset. */
 static data make_data(int per_task, double sign)
 {
     data d = {.n = per_task * TASKS};
@@ -56,7 +56,7 @@ static data make_data(int per_task, double sign)
         for (int j = 0; j < F; j++) x[j] = (float)(8.0 * uniform());
         x[SLOT_A] = (float)uniform();
         x[TUNE_F_FLOPS] = (float)(10 + task);
-        double noise = 0.15 * (uniform() + uniform() + uniform() - 1.5);
+        double noise = 0.6 * (uniform() + uniform() + uniform() - 1.5); /* sd 0.3: ~5% of the range */
         d.truth[i] = (float)(sign * truth(x));
         d.score[i] = (float)((d.truth[i] + noise) * (1 + task) + 3 * task);
         d.group[i] = 100 + task * 7;
