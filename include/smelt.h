@@ -125,6 +125,10 @@ typedef struct smelt_options {
     int opt_level;      /* graph optimisation -O0..-O3; smelt_options_init sets 2 */
     const char *disabled_passes; /* comma-separated pass names to skip (NULL: none) */
     const char *dump_ir_after;   /* pass name or "all": print the graph after it */
+    /* Tuning records (`smelt tune -o FILE`): each generated function whose
+     * workload has a valid record for this target gets the record's best
+     * schedule; the others keep the default rules.  NULL: none. */
+    const char *records;
 } smelt_options;
 
 /* The defaults (opt_level 2); a NULL options pointer means the same.  The

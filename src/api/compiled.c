@@ -7,6 +7,7 @@
 #include "lower/program.h"
 #include "smelt_internal.h"
 #include "smelt_rt.h"
+#include "tune/tune.h"
 
 struct smelt_compiled {
     lowered_program *lp;
@@ -26,13 +27,31 @@ static const cg_target *pick_target(smelt_ctx *ctx, const char *name)
     return t;
 }
 
+/* Lower with the records' schedules where they have one. */
 static smelt_status lower_model(smelt_ctx *ctx, smelt_model *m, const cg_target *t,
                                 lowered_program **lp)
 {
     lower_options lo = {.vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32)};
     if (lo.vector_width < 1) lo.vector_width = 1;
-    return lower_graph(ctx, m->graph, &lo, lp);
+    const char *path = m->options.records;
+    smelt_records_use *use = &m->records_use;
+    memset(use, 0, sizeof *use);
+    if (!path) return lower_graph(ctx, m->graph, &lo, lp);
+    char key[256];
+    tune_db db;
+    SMELT_TRY(tune_target_key(ctx, t, key, sizeof key));
+    SMELT_TRY(tune_db_load(ctx, path, key, &db));
+    sch_source src = tune_db_source(&db);
+    lo.schedules = &src;
+    smelt_status s = lower_graph(ctx, m->graph, &lo, lp);
+    *use = (smelt_records_use){true, s == SMELT_OK ? (*lp)->prog.n_funcs : 0,
+                               s == SMELT_OK ? (*lp)->n_stored : 0, db.n, db.other_target,
+                               db.bad_schema, db.malformed};
+    tune_db_fini(&db);
+    return s;
 }
+
+const smelt_records_use *smelt_model_records_use(const smelt_model *m) { return &m->records_use; }
 
 void smelt_compiled_free(smelt_compiled *c)
 {

@@ -8,12 +8,21 @@
 
 typedef struct smelt_compiled smelt_compiled;
 
+/* What the last lowering took from options.records. */
+typedef struct smelt_records_use {
+    bool used;
+    int functions, scheduled; /* generated functions; those from a record */
+    int records;              /* records of this target read */
+    int other_target, bad_schema, malformed; /* skipped */
+} smelt_records_use;
+
 struct smelt_model {
     gr_graph *graph;
     smelt_compiled *compiled; /* built on first compiled run */
     smelt_options options;    /* of the last compile */
     bool optimized;           /* the pass pipeline has run on graph */
     pass_report report;       /* what each pass did */
+    smelt_records_use records_use;
     /* dynamic models: the bytes to re-import, and compiled specialisations */
     void *bytes;
     size_t size;
@@ -35,6 +44,8 @@ typedef struct smelt_compile_totals {
     int64_t arena_bytes;  /* activation arena */
     int64_t weight_bytes;
 } smelt_compile_totals;
+
+const smelt_records_use *smelt_model_records_use(const smelt_model *m);
 /* Totals of the compiled (static) model; false when it is not compiled. */
 bool smelt_model_totals(const smelt_model *m, smelt_compile_totals *t);
 

@@ -66,6 +66,7 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
     if (!ins || !outs || !times || random_inputs(ctx, m, ins) != SMELT_OK ||
         (!o->reference && smelt_model_compile(ctx, m, &o->compile) != SMELT_OK))
         rc = smelt_ctx_status(ctx) ? cli_fail(ctx) : 1;
+    if (rc == 0 && !o->reference) cli_records_note(m);
     double compile_ms = now_ms() - t0, ms;
     for (int i = 0; rc == 0 && i < o->warmup; i++)
         if (run_once(ctx, m, o, ins, ni, outs, no, &ms) != SMELT_OK) rc = cli_fail(ctx);

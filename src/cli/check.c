@@ -224,6 +224,7 @@ static check_result run_test(const char *dir, const check_opts *o, char *why, si
         smelt_ctx_clear(ctx);
         r = run_data_set(ctx, m, sets.items[i], o, why, cap);
     }
+    if (m && o->mode == MODE_COMPILED) cli_records_note(m);
     free_list(&sets);
     smelt_model_free(m);
     smelt_ctx_free(ctx);

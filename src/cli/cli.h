@@ -9,6 +9,13 @@ int cli_check(int argc, char **argv);
 int cli_compile(int argc, char **argv);
 int cli_graph(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_tune(int argc, char **argv);
+int cli_records(int argc, char **argv);
+
+/* After a compile with --records: how many functions got a tuned schedule,
+ * and what was ignored (stderr). */
+struct smelt_model;
+void cli_records_note(const struct smelt_model *m);
 
 /* Print "smelt: <status>: <message>" for a failed ctx; returns 1. */
 int cli_fail(const smelt_ctx *ctx);
@@ -18,8 +25,14 @@ int cli_fail_load(const smelt_ctx *ctx, const char *path);
  * set *val and advance; returns true on a match. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
 
-/* -O0..-O3 and --disable-pass=NAME (repeatable, checked against the pass
- * table): 1 if argv[*i] was one of them, 0 if not, -1 after printing an error. */
+/* Strict numbers for option values: the whole string, within [lo, hi];
+ * false after printing an error naming the option. */
+bool cli_int(const char *opt, const char *v, long lo, long hi, long *out);
+bool cli_double(const char *opt, const char *v, double lo, double hi, double *out);
+
+/* -O0..-O3, --disable-pass=NAME (repeatable, checked against the pass
+ * table) and --records FILE: 1 if argv[*i] was one of them, 0 if not, -1
+ * after printing an error. */
 int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o);
 
 #endif

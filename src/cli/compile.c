@@ -158,10 +158,12 @@ static int compile_model(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
     if (dump && strcmp(dump, "tir") == 0) setenv("SMELT_DEBUG", "3", 1);
     if (c->out_dir) {
         if (smelt_model_write_package(ctx, m, c->out_dir, &c->o) != SMELT_OK) return cli_fail(ctx);
+        cli_records_note(m);
         printf("wrote package %s\n", c->out_dir);
         return 0;
     }
     if (smelt_model_compile(ctx, m, &c->o) != SMELT_OK) return cli_fail(ctx);
+    cli_records_note(m);
     smelt_compile_totals t;
     smelt_model_totals(m, &t);
     if (c->stats && c->json) print_stats_json(m, &t);

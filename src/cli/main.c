@@ -1,7 +1,10 @@
 /* smelt: command-line entry point. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "api/smelt_internal.h"
 #include "passes/passes.h"
 
 typedef struct cli_command {
@@ -29,6 +32,17 @@ static const cli_command commands[] = {
     {"bench", cli_bench,
      "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N]\n"
      "      median latency on seeded random inputs\n"},
+    {"tune", cli_tune,
+     "  tune MODEL... -o RECORDS.jsonl [--trials N] [--minutes M] [--random] [--target T]\n"
+     "       [--threads N] [--batch N] [--early-stop N] [--jobs N] [--seed N]\n"
+     "       [--min-ms MS] [--timeout S] [--plot FILE.svg] [--quiet]\n"
+     "  tune MODEL... --list-tasks | --show-space\n"
+     "      search schedules for the models' functions on this machine; every\n"
+     "      measurement is appended to RECORDS (a rerun resumes); use the result\n"
+     "      with --records RECORDS.jsonl\n"},
+    {"records", cli_records,
+     "  records show FILE... | best FILE... -o OUT | merge FILE... -o OUT\n"
+     "      list tuning records per task; keep the best per task; concatenate\n"},
     {"graph", cli_graph,
      "  graph MODEL -o FILE.dot|.svg|.png\n"
      "      draw the graph with op, dtype and shape on every edge\n"},
@@ -37,8 +51,9 @@ static const cli_command commands[] = {
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
 static const char common_help[] =
-    "run, check and compile take -O0..-O3 (graph optimisation level, default -O2)\n"
-    "and --disable-pass=PASS (repeatable)\n"
+    "run, check, compile and bench take -O0..-O3 (graph optimisation level, default\n"
+    "-O2), --disable-pass=PASS (repeatable) and --records FILE (tuned schedules from\n"
+    "smelt tune; tasks without a record keep the default schedules)\n"
     "\n"
     "environment: SMELT_DEBUG=1..4 for more logging\n";
 
@@ -87,6 +102,46 @@ int main(int argc, char **argv)
     return c->fn(argc - 2, argv + 2);
 }
 
+bool cli_int(const char *opt, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long n = v && *v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || n < lo || n > hi) {
+        fprintf(stderr, "smelt: %s takes an integer from %ld to %ld, not '%s'\n", opt, lo, hi,
+                v ? v : "");
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+bool cli_double(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = v && *v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end || errno || !(d >= lo && d <= hi)) {
+        fprintf(stderr, "smelt: %s takes a number from %g to %g, not '%s'\n", opt, lo, hi,
+                v ? v : "");
+        return false;
+    }
+    *out = d;
+    return true;
+}
+
+void cli_records_note(const smelt_model *m)
+{
+    const smelt_records_use *u = smelt_model_records_use(m);
+    if (!u->used) return;
+    fprintf(stderr, "smelt: records: %d of %d functions scheduled from %d records of this target",
+            u->scheduled, u->functions, u->records);
+    if (u->other_target) fprintf(stderr, "; %d records of another target ignored", u->other_target);
+    if (u->bad_schema) fprintf(stderr, "; %d records of an unknown schema ignored", u->bad_schema);
+    if (u->malformed) fprintf(stderr, "; %d unreadable lines ignored", u->malformed);
+    fputc('\n', stderr);
+}
+
 int cli_fail(const smelt_ctx *ctx)
 {
     fprintf(stderr, "smelt: %s: %s\n", smelt_status_name(smelt_ctx_status(ctx)),
@@ -126,6 +181,11 @@ int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o)
     const char *a = argv[*i], *v;
     if (a[0] == '-' && a[1] == 'O' && a[2] >= '0' && a[2] <= '3' && !a[3]) {
         o->opt_level = a[2] - '0';
+        return 1;
+    }
+    if (cli_opt(argc, argv, i, "--records", &v)) {
+        if (!v) return -1;
+        o->records = v;
         return 1;
     }
     if (!cli_opt(argc, argv, i, "--disable-pass", &v)) return 0;

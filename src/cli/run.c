@@ -181,6 +181,7 @@ static int run_model(smelt_ctx *ctx, smelt_model *m, const run_opts *o)
         double t0 = now_ms();
         if (smelt_model_compile(ctx, m, &o->compile) != SMELT_OK) rc = cli_fail(ctx);
         else printf("compiled %s in %.1f ms\n", o->model, now_ms() - t0);
+        if (rc == 0) cli_records_note(m);
     }
     for (int r = 0; rc == 0 && r < (o->repeat > 0 ? o->repeat : 1); r++) {
         if (r > 0)

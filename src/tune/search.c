@@ -36,6 +36,7 @@ typedef struct task_state {
     tune_bench *bench;
     bool failed;            /* cannot be tuned (the reason was printed) */
     bool done, verified;
+    bool default_tried;     /* the default schedule was measured (or recorded) */
     bool best_verified;     /* best_ms is a verified time */
     int trials;             /* valid or invalid measurements, records included */
     int since_gain;
@@ -155,15 +156,19 @@ smelt_status tune_session_add_model(smelt_ctx *ctx, tune_session *s, smelt_model
     if (!smelt_graph_is_static(m->graph))
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                           "%s: the model has symbolic dimensions; tuning needs static shapes", name);
+    if (!m->optimized) m->options.target = s->o.target; /* the layout pass blocks by its vectors */
     SMELT_TRY(smelt_model_optimize(ctx, m, NULL));
     char *copy = smelt_strdup(name);
     if (!copy || !smelt_ptrvec_push(&s->names, copy) || !smelt_ptrvec_push(&s->models, m)) {
         smelt_free(copy);
         return oom(ctx);
     }
+    int before = s->tasks.n;
     SMELT_TRY(tune_extract_tasks(ctx, m->graph, s->models.len - 1, s->vw, s->target_key, &s->tasks));
-    task_state *st = smelt_realloc(s->st, 0, sizeof *st * (size_t)(s->tasks.n + 1));
+    task_state *st = smelt_realloc(s->st, sizeof *st * (size_t)(before + (s->st != NULL)),
+                                   sizeof *st * (size_t)(s->tasks.n + 1));
     if (!st) return oom(ctx);
+    memset(st + before, 0, sizeof *st * (size_t)(s->tasks.n + 1 - before));
     s->st = st;
     return SMELT_OK;
 }
@@ -218,6 +223,7 @@ static smelt_status note_trial(smelt_ctx *ctx, task_state *t, const sch_knobs *k
                                double ms)
 {
     t->trials++;
+    if (knobs_default(k->v)) t->default_tried = true;
     t->since_gain++;
     if (st == TUNE_OK && ms > 0) {
         SMELT_TRY(push_measured(ctx, t, k, ms));
@@ -244,7 +250,6 @@ static void note_verified(task_state *t, const tune_record *rec)
 /* Resume: every record of this target counts as a trial already made. */
 static smelt_status replay_records(smelt_ctx *ctx, tune_session *s)
 {
-    for (int i = 0; i < s->tasks.n; i++) memset(&s->st[i], 0, sizeof s->st[i]);
     for (int r = 0; r < s->db.n; r++) {
         const tune_record *rec = &s->db.recs[r];
         for (int i = 0; i < s->tasks.n; i++) {
@@ -315,10 +320,12 @@ static bool seen(const tune_session *s, const tune_task *task, tune_candidate *b
     return false;
 }
 
-/* A new candidate into *c: lowered, with features; false when none could
- * be found. */
+typedef enum pick_mode { PICK_DEFAULT, PICK_BRED, PICK_RANDOM } pick_mode;
+
+/* A new candidate into batch[n]: lowered, with features; false when none
+ * could be found. */
 static smelt_status make_candidate(smelt_ctx *ctx, tune_session *s, int ti, tune_candidate *batch,
-                                   int n, bool bred, bool *ok)
+                                   int n, pick_mode mode, bool *ok)
 {
     const tune_task *task = &s->tasks.tasks[ti];
     task_state *t = &s->st[ti];
@@ -327,10 +334,9 @@ static smelt_status make_candidate(smelt_ctx *ctx, tune_session *s, int ti, tune
     *ok = false;
     for (int attempt = 0; attempt < SEARCH_MAX_ATTEMPTS && !*ok; attempt++) {
         sch_knobs k = {{0}};
-        if (t->n_pop > 0 || attempt > 0) {
-            if (bred) bred_knobs(s, t, &task->space, &k);
-            else random_knobs(s, &task->space, &k);
-        }
+        if (mode == PICK_DEFAULT && attempt > 0) return SMELT_OK;
+        if (mode == PICK_BRED) bred_knobs(s, t, &task->space, &k);
+        else if (mode == PICK_RANDOM) random_knobs(s, &task->space, &k);
         SMELT_TRY(tune_candidate_init(ctx, c, te, s->vw, &k));
         if (c->result.status != TUNE_OK || seen(s, task, batch, n, c->schedule)) {
             tune_candidate_fini(c);
@@ -365,31 +371,40 @@ static smelt_status fill_batch(smelt_ctx *ctx, tune_session *s, int ti, tune_can
         return oom(ctx);
     }
     qsort(t->pop, (size_t)t->n_pop, sizeof *t->pop, cmp_measured);
-    int np = 0;
+    int np = 0, taken = 0;
     smelt_status st = SMELT_OK;
+    if (!t->default_tried) { /* the default first: tuning never loses to it */
+        bool ok;
+        st = make_candidate(ctx, s, ti, batch, 0, PICK_DEFAULT, &ok);
+        if (ok) predicted[taken++] = 0;
+        t->default_tried = true;
+    }
     for (bool ok = true; st == SMELT_OK && ok && np < pool_size;) {
         bool bred = !s->o.random_search && rng_unit(&s->rng) >= (guided ? 0.2 : SEARCH_EPSILON);
-        st = make_candidate(ctx, s, ti, pool, np, bred, &ok);
+        st = make_candidate(ctx, s, ti, pool, np, bred ? PICK_BRED : PICK_RANDOM, &ok);
         if (ok) np++;
     }
     for (int i = 0; st == SMELT_OK && guided && i < np; i++)
         st = tune_model_predict(ctx, s->model, pool[i].features, 1, &score[i]);
     /* the batch: the best-predicted (guided) or the first (random), with an
      * epsilon share drawn at random from the rest */
-    int taken = 0;
     bool *used = smelt_calloc((size_t)np + 1, sizeof *used);
     if (!used) st = oom(ctx);
-    while (st == SMELT_OK && taken < want && taken < np) {
+    int from_pool = 0;
+    while (st == SMELT_OK && taken < want && from_pool++ < np) {
         int pick = -1;
         if (guided && rng_unit(&s->rng) >= SEARCH_EPSILON) {
             for (int i = 0; i < np; i++)
                 if (!used[i] && (pick < 0 || score[i] > score[pick])) pick = i;
         } else {
-            int r = rng_below(&s->rng, np - taken);
+            int r = rng_below(&s->rng, np - from_pool + 1);
             for (int i = 0; i < np; i++)
                 if (!used[i] && r-- == 0) pick = i;
         }
         used[pick] = true;
+        bool dup = false;
+        for (int i = 0; i < taken; i++) dup |= strcmp(batch[i].schedule, pool[pick].schedule) == 0;
+        if (dup) continue;
         predicted[taken] = score[pick];
         batch[taken++] = pool[pick];
         memset(&pool[pick], 0, sizeof pool[pick]);
@@ -630,7 +645,6 @@ static smelt_status open_records(smelt_ctx *ctx, tune_session *s)
 
 smelt_status tune_session_measure_defaults(smelt_ctx *ctx, tune_session *s)
 {
-    for (int i = 0; i < s->tasks.n; i++) memset(&s->st[i], 0, sizeof s->st[i]);
     for (int i = 0; i < s->tasks.n; i++) {
         SMELT_TRY(ensure_bench(ctx, s, i));
         task_state *t = &s->st[i];
