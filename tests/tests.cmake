@@ -195,3 +195,11 @@ set_tests_properties(models/cnn_layout PROPERTIES FIXTURES_REQUIRED torch_models
 add_test(NAME models/wide_concat
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/check_wide_concat.py
           $<TARGET_FILE:smelt_cli> ${CMAKE_BINARY_DIR}/tests/wide_concat)
+
+# ---- The tuner end to end on the tiny CNN (seconds): records applied,
+# crashing/hanging/wrong candidates recorded as invalid, a killed run resumes
+# without re-measuring (issue 9) ----
+add_test(NAME tune/end_to_end
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/tune/check_tune.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+set_tests_properties(tune/end_to_end PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)

@@ -23,7 +23,7 @@ expect() { # expect STATUS PATTERN -- command...
 expect 0 "commands:" -- "$smelt" --help
 expect 0 "commands:" -- "$smelt" help
 expect 2 "usage: smelt <command>" -- "$smelt"
-for cmd in run check compile bench graph; do
+for cmd in run check compile bench tune records graph; do
     expect 0 "  $cmd " -- "$smelt" "$cmd" --help
     expect 0 "  $cmd " -- "$smelt" help "$cmd"
 done
