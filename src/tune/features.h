@@ -104,7 +104,9 @@ enum {
 
 /* Features of f (after lowering: flat loads/stores, For loops with kinds
  * serial/parallel/vectorized/unrolled, Allocate, Call to micro-kernels).
- * out has TUNE_FEATURE_COUNT floats.  Deterministic. */
+ * out has TUNE_FEATURE_COUNT floats.  Deterministic.  Out of memory in this
+ * module is SMELT_ERR_NOMEM; inside tir's bounds/affine helpers it only
+ * makes the index analysis less precise (their contract). */
 smelt_status tune_features_extract(smelt_ctx *ctx, const ir_func *f, float *out);
 
 /* Name of feature slot i ("flops", "buf1.reuse", ...), for logs and docs;

@@ -469,6 +469,73 @@ static void test_errors(void)
     smelt_ctx_free(ctx);
 }
 
+/* ---- allocation failures ---- */
+
+static int g_fail_at = -1, g_allocs;
+
+static void *failing_alloc(void *user, size_t size)
+{
+    (void)user;
+    return g_allocs++ == g_fail_at ? NULL : malloc(size);
+}
+
+static void plain_release(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* The k-th allocation of an extraction fails, for every k: this module's
+ * own allocations fail with out of memory; inside tir's bounds and affine
+ * helpers a failure only makes the analysis less precise (their contract),
+ * so a vector may then differ in index-derived slots, but the counts (from
+ * constant trip counts) never do.  Nothing leaks (ASan). */
+static void test_alloc_failures(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    te_graph *g = matmul(ctx);
+    sch_schedule s;
+    sch_schedule_init(&s);
+    sch_state *st = NULL;
+    smelt_arena ar;
+    smelt_arena_init(&ar);
+    ir_builder b;
+    ir_builder_init(&b, &ar);
+    ir_func *f = NULL;
+    CHECK(sch_default(ctx, g, 16, &s) == SMELT_OK && sch_state_build(ctx, g, &s, &st) == SMELT_OK &&
+          lower_func(ctx, st, &b, "f", &f) == SMELT_OK);
+    float want[TUNE_FEATURE_COUNT], x[TUNE_FEATURE_COUNT];
+    CHECK(f && tune_features_extract(ctx, f, want) == SMELT_OK);
+    smelt_allocator hook = {failing_alloc, plain_release, NULL};
+    int k, failures = 0, degraded = 0;
+    for (k = 0; f && k < 256; k++) {
+        g_fail_at = k;
+        g_allocs = 0;
+        smelt_set_allocator(&hook);
+        smelt_status r = tune_features_extract(ctx, f, x);
+        smelt_set_allocator(NULL);
+        if (r == SMELT_OK) {
+            static const int counts[] = {TUNE_F_FLOPS, TUNE_F_LOADS, TUNE_F_STORES, TUNE_F_ITERATIONS};
+            for (size_t i = 0; i < SMELT_ARRAY_LEN(counts); i++) CHECK(x[counts[i]] == want[counts[i]]);
+            for (int i = 0; i < TUNE_FEATURE_COUNT; i++) CHECK(isfinite(x[i]) && x[i] >= 0);
+            degraded += memcmp(x, want, sizeof x) != 0;
+        } else {
+            CHECK(r == SMELT_ERR_NOMEM);
+            CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "out of memory");
+            failures++;
+        }
+        smelt_ctx_clear(ctx);
+        if (g_allocs <= k) break;
+    }
+    CHECK(k < 256 && k > 0 && failures > 0 && failures + degraded <= k);
+    printf("allocation failures: %d allocations, %d out of memory, %d less precise\n", k, failures, degraded);
+    smelt_arena_fini(&ar);
+    sch_state_free(st);
+    sch_schedule_fini(&s);
+    te_graph_free(g);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     test_names();
@@ -482,5 +549,6 @@ int main(void)
     test_random_schedules();
     test_upper_bound_extent();
     test_errors();
+    test_alloc_failures();
     TEST_MAIN_END();
 }
