@@ -50,7 +50,8 @@ enum {
     TUNE_F_DOM_VEC_LANES,  /* product of vectorized extents around it */
     TUNE_F_DOM_UNROLL,     /* product of unrolled extents around it */
     TUNE_F_DOM_PAR_EXT,    /* product of parallel extents around it */
-    TUNE_F_DOM_OUTER_SERIAL, /* product of serial extents outside its first parallel loop */
+    TUNE_F_DOM_OUTER_SERIAL, /* product of serial extents outside its first parallel loop
+                              * (of all its serial loops when none is parallel) */
     /* The dominant store's working set per loop level: level i is its i
      * innermost loops that run more than once (all of them when fewer):
      * bytes its accesses touch there (the larger of each buffer's accesses,
