@@ -50,7 +50,8 @@ enum {
     TUNE_F_DOM_VEC_LANES,  /* product of vectorized extents around it */
     TUNE_F_DOM_UNROLL,     /* product of unrolled extents around it */
     TUNE_F_DOM_PAR_EXT,    /* product of parallel extents around it */
-    TUNE_F_DOM_OUTER_SERIAL, /* product of serial extents outside its first parallel loop */
+    TUNE_F_DOM_OUTER_SERIAL, /* product of serial extents outside its first parallel loop
+                              * (of all its serial loops when none is parallel) */
     /* The dominant store's working set per loop level: level i is its i
      * innermost loops that run more than once (all of them when fewer):
      * bytes its accesses touch there (the larger of each buffer's accesses,
@@ -104,7 +105,9 @@ enum {
 
 /* Features of f (after lowering: flat loads/stores, For loops with kinds
  * serial/parallel/vectorized/unrolled, Allocate, Call to micro-kernels).
- * out has TUNE_FEATURE_COUNT floats.  Deterministic. */
+ * out has TUNE_FEATURE_COUNT floats.  Deterministic.  Out of memory in this
+ * module is SMELT_ERR_NOMEM; inside tir's bounds/affine helpers it only
+ * makes the index analysis less precise (their contract). */
 smelt_status tune_features_extract(smelt_ctx *ctx, const ir_func *f, float *out);
 
 /* Name of feature slot i ("flops", "buf1.reuse", ...), for logs and docs;

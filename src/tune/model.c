@@ -94,13 +94,6 @@ static smelt_status check_finite(smelt_ctx *ctx, const float *x, const float *sc
     return SMELT_OK;
 }
 
-static bool grow(void **p, size_t elem, int old_cap, int cap)
-{
-    void *q = smelt_realloc(*p, elem * (size_t)old_cap, elem * (size_t)cap);
-    if (q) *p = q;
-    return q != NULL;
-}
-
 static smelt_status reserve(smelt_ctx *ctx, tune_model *m, int extra)
 {
     if (extra > INT_MAX / TUNE_FEATURE_COUNT - m->n)
@@ -110,9 +103,14 @@ static smelt_status reserve(smelt_ctx *ctx, tune_model *m, int extra)
     while (cap < need) cap = cap > INT_MAX / TUNE_FEATURE_COUNT / 2 ? need : 2 * cap;
     if (cap == m->cap) return SMELT_OK;
     /* each array grows separately; m->cap only moves once all three did */
-    if (!grow((void **)&m->x, sizeof(float) * TUNE_FEATURE_COUNT, m->cap, cap) ||
-        !grow((void **)&m->score, sizeof(float), m->cap, cap) || !grow((void **)&m->group, sizeof(int), m->cap, cap))
-        return smelt_errf(ctx, SMELT_ERR_NOMEM, "tune_model_add: out of memory");
+    size_t old = (size_t)m->cap, now = (size_t)cap;
+    float *x = smelt_realloc(m->x, sizeof(float) * TUNE_FEATURE_COUNT * old, sizeof(float) * TUNE_FEATURE_COUNT * now);
+    if (x) m->x = x;
+    float *score = x ? smelt_realloc(m->score, sizeof(float) * old, sizeof(float) * now) : NULL;
+    if (score) m->score = score;
+    int *group = score ? smelt_realloc(m->group, sizeof(int) * old, sizeof(int) * now) : NULL;
+    if (!group) return smelt_errf(ctx, SMELT_ERR_NOMEM, "tune_model_add: out of memory");
+    m->group = group;
     m->cap = cap;
     return SMELT_OK;
 }

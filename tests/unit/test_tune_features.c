@@ -81,6 +81,26 @@ static te_graph *transpose(smelt_ctx *ctx)
 
 typedef te_graph *(*graph_fn)(smelt_ctx *ctx);
 
+/* Lower g under s and extract its features (twice: they must agree). */
+static smelt_status lower_extract(smelt_ctx *ctx, te_graph *g, const sch_schedule *s, float *out)
+{
+    sch_state *st = NULL;
+    smelt_arena ar;
+    smelt_arena_init(&ar);
+    ir_builder b;
+    ir_builder_init(&b, &ar);
+    ir_func *f = NULL;
+    float again[TUNE_FEATURE_COUNT];
+    smelt_status r = sch_state_build(ctx, g, s, &st);
+    if (r == SMELT_OK) r = lower_func(ctx, st, &b, "f", &f);
+    if (r == SMELT_OK) r = tune_features_extract(ctx, f, out);
+    if (r == SMELT_OK) r = tune_features_extract(ctx, f, again);
+    if (r == SMELT_OK) CHECK(memcmp(out, again, sizeof again) == 0);
+    smelt_arena_fini(&ar);
+    sch_state_free(st);
+    return r;
+}
+
 /* Features of `make`'s graph under schedule `text` (NULL: the default
  * schedule for 16 lanes). */
 static bool features_of(graph_fn make, const char *text, float *out)
@@ -89,19 +109,9 @@ static bool features_of(graph_fn make, const char *text, float *out)
     te_graph *g = make(ctx);
     sch_schedule s;
     sch_schedule_init(&s);
-    sch_state *st = NULL;
-    smelt_arena ar;
-    smelt_arena_init(&ar);
-    ir_builder b;
-    ir_builder_init(&b, &ar);
-    ir_func *f = NULL;
     smelt_status r = text ? sch_schedule_parse(ctx, text, &s) : sch_default(ctx, g, 16, &s);
-    if (r == SMELT_OK) r = sch_state_build(ctx, g, &s, &st);
-    if (r == SMELT_OK) r = lower_func(ctx, st, &b, "f", &f);
-    if (r == SMELT_OK) r = tune_features_extract(ctx, f, out);
+    if (r == SMELT_OK) r = lower_extract(ctx, g, &s, out);
     if (r != SMELT_OK) fprintf(stderr, "schedule %s: %s\n", text ? text : "(default)", smelt_ctx_message(ctx));
-    smelt_arena_fini(&ar);
-    sch_state_free(st);
     sch_schedule_fini(&s);
     te_graph_free(g);
     smelt_ctx_free(ctx);
@@ -340,6 +350,41 @@ static void test_tensorize(void)
     CHECK(d[TUNE_F_KERNEL_CALL] == 0 && d[TUNE_F_KERNEL_FLOPS] == 0);
 }
 
+/* Random legal schedules of the matmul: features extract, are finite and
+ * >= 0, and the counts never fall below the true work (guarded tails and
+ * min() extents count with upper bounds, never less). */
+static void test_random_schedules(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    te_graph *g = matmul(ctx);
+    int distinct = 0;
+    float prev[TUNE_FEATURE_COUNT] = {0};
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        sch_schedule s;
+        sch_schedule_init(&s);
+        float x[TUNE_FEATURE_COUNT];
+        smelt_status r = sch_random(ctx, g, seed, 12, &s);
+        if (r == SMELT_OK) r = lower_extract(ctx, g, &s, x);
+        if (r != SMELT_OK) fprintf(stderr, "random schedule %llu: %s\n", (unsigned long long)seed, smelt_ctx_message(ctx));
+        CHECK(r == SMELT_OK);
+        sch_schedule_fini(&s);
+        smelt_ctx_clear(ctx);
+        if (r != SMELT_OK) continue;
+        bool ok = true;
+        for (int i = 0; i < TUNE_FEATURE_COUNT; i++) ok = ok && isfinite(x[i]) && x[i] >= 0;
+        CHECK(ok);
+        CHECK(x[TUNE_F_FLOPS] >= lg2(2.0 * MM_M * MM_N * MM_K) - 1e-4f);
+        CHECK(x[TUNE_F_STORES] >= lg2((double)MM_M * MM_N) - 1e-4f);
+        CHECK(x[TUNE_F_LOADS] >= lg2(2.0 * MM_M * MM_N * MM_K) - 1e-4f);
+        CHECK(x[TUNE_F_VEC_SHARE] <= 1 && x[TUNE_F_PAR_SHARE] <= 1 && x[TUNE_F_UNROLL_SHARE] <= 1);
+        distinct += memcmp(x, prev, sizeof x) != 0;
+        memcpy(prev, x, sizeof x);
+    }
+    CHECK(distinct > 30); /* the features see the schedules */
+    te_graph_free(g);
+    smelt_ctx_free(ctx);
+}
+
 /* ---- hand-built IR ---- */
 
 typedef struct hand {
@@ -424,6 +469,73 @@ static void test_errors(void)
     smelt_ctx_free(ctx);
 }
 
+/* ---- allocation failures ---- */
+
+static int g_fail_at = -1, g_allocs;
+
+static void *failing_alloc(void *user, size_t size)
+{
+    (void)user;
+    return g_allocs++ == g_fail_at ? NULL : malloc(size);
+}
+
+static void plain_release(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* The k-th allocation of an extraction fails, for every k: this module's
+ * own allocations fail with out of memory; inside tir's bounds and affine
+ * helpers a failure only makes the analysis less precise (their contract),
+ * so a vector may then differ in index-derived slots, but the counts (from
+ * constant trip counts) never do.  Nothing leaks (ASan). */
+static void test_alloc_failures(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    te_graph *g = matmul(ctx);
+    sch_schedule s;
+    sch_schedule_init(&s);
+    sch_state *st = NULL;
+    smelt_arena ar;
+    smelt_arena_init(&ar);
+    ir_builder b;
+    ir_builder_init(&b, &ar);
+    ir_func *f = NULL;
+    CHECK(sch_default(ctx, g, 16, &s) == SMELT_OK && sch_state_build(ctx, g, &s, &st) == SMELT_OK &&
+          lower_func(ctx, st, &b, "f", &f) == SMELT_OK);
+    float want[TUNE_FEATURE_COUNT], x[TUNE_FEATURE_COUNT];
+    CHECK(f && tune_features_extract(ctx, f, want) == SMELT_OK);
+    smelt_allocator hook = {failing_alloc, plain_release, NULL};
+    int k, failures = 0, degraded = 0;
+    for (k = 0; f && k < 256; k++) {
+        g_fail_at = k;
+        g_allocs = 0;
+        smelt_set_allocator(&hook);
+        smelt_status r = tune_features_extract(ctx, f, x);
+        smelt_set_allocator(NULL);
+        if (r == SMELT_OK) {
+            static const int counts[] = {TUNE_F_FLOPS, TUNE_F_LOADS, TUNE_F_STORES, TUNE_F_ITERATIONS};
+            for (size_t i = 0; i < SMELT_ARRAY_LEN(counts); i++) CHECK(x[counts[i]] == want[counts[i]]);
+            for (int i = 0; i < TUNE_FEATURE_COUNT; i++) CHECK(isfinite(x[i]) && x[i] >= 0);
+            degraded += memcmp(x, want, sizeof x) != 0;
+        } else {
+            CHECK(r == SMELT_ERR_NOMEM);
+            CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "out of memory");
+            failures++;
+        }
+        smelt_ctx_clear(ctx);
+        if (g_allocs <= k) break;
+    }
+    CHECK(k < 256 && k > 0 && failures > 0 && failures + degraded <= k);
+    printf("allocation failures: %d allocations, %d out of memory, %d less precise\n", k, failures, degraded);
+    smelt_arena_fini(&ar);
+    sch_state_free(st);
+    sch_schedule_fini(&s);
+    te_graph_free(g);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     test_names();
@@ -434,7 +546,9 @@ int main(void)
     test_parallel();
     test_tiling_reuse();
     test_tensorize();
+    test_random_schedules();
     test_upper_bound_extent();
     test_errors();
+    test_alloc_failures();
     TEST_MAIN_END();
 }

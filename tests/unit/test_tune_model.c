@@ -246,6 +246,55 @@ static void test_errors(void)
     smelt_ctx_free(ctx);
 }
 
+/* ---- allocation failures ---- */
+
+static int g_fail_at = -1, g_allocs;
+
+static void *failing_alloc(void *user, size_t size)
+{
+    (void)user;
+    return g_allocs++ == g_fail_at ? NULL : malloc(size);
+}
+
+static void plain_release(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+
+/* The k-th allocation fails, for every k new/add/train/predict make: each
+ * call either works or says out of memory, and nothing leaks (ASan). */
+static void test_alloc_failures(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    data d = make_data(4, 1);
+    smelt_allocator hook = {failing_alloc, plain_release, NULL};
+    int failed_calls = 0, k;
+    for (k = 0; k < 64; k++) {
+        g_fail_at = k;
+        g_allocs = 0;
+        smelt_set_allocator(&hook);
+        float p[4 * TASKS];
+        smelt_status r = SMELT_ERR_NOMEM;
+        tune_model *m = tune_model_new(ctx);
+        if (m) r = tune_model_add(ctx, m, d.x, d.score, d.group, d.n);
+        if (r == SMELT_OK) r = tune_model_train(ctx, m);
+        if (r == SMELT_OK) r = tune_model_predict(ctx, m, d.x, d.n, p);
+        smelt_set_allocator(NULL);
+        tune_model_free(m);
+        CHECK(r == SMELT_OK || r == SMELT_ERR_NOMEM);
+        if (r == SMELT_ERR_NOMEM) {
+            CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "out of memory");
+            failed_calls++;
+        }
+        smelt_ctx_clear(ctx);
+        if (g_allocs <= k) break; /* every allocation has failed once */
+    }
+    CHECK(k < 64 && failed_calls == k);
+    free_data(&d);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     test_rank_correlation();
@@ -253,5 +302,6 @@ int main(void)
     test_learns_ranking();
     test_models_coexist();
     test_errors();
+    test_alloc_failures();
     TEST_MAIN_END();
 }
