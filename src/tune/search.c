@@ -51,6 +51,7 @@ typedef struct task_state {
 
 struct tune_session {
     tune_options o;
+    tune_runner runner;
     const cg_target *target;
     char target_key[256];
     int vw;
@@ -101,6 +102,24 @@ static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) / 90071
 
 static smelt_status oom(smelt_ctx *ctx) { return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"); }
 
+/* ---- runners ---- */
+
+static smelt_status local_run(void *user, smelt_ctx *ctx, int task, tune_bench *b,
+                              tune_candidate *const *cs, int n, const tune_measure_options *o)
+{
+    (void)user;
+    (void)task;
+    SMELT_TRY(tune_build_candidates(ctx, b, cs, n, o));
+    for (int i = 0; i < n; i++) SMELT_TRY(tune_measure(ctx, b, cs[i], o));
+    return SMELT_OK;
+}
+
+tune_runner tune_local_runner(void)
+{
+    tune_runner r = {local_run, NULL};
+    return r;
+}
+
 /* ---- session set-up ---- */
 
 smelt_status tune_session_new(smelt_ctx *ctx, const tune_options *o, tune_session **out)
@@ -122,6 +141,7 @@ smelt_status tune_session_new(smelt_ctx *ctx, const tune_options *o, tune_sessio
     if (st == SMELT_OK && !o->random_search && !(s->model = tune_model_new(ctx)))
         st = smelt_ctx_status(ctx);
     s->rng = (o->seed ? o->seed : 1) * 0x9E3779B97F4A7C15ull | 1;
+    s->runner = o->runner.run ? o->runner : tune_local_runner();
     s->t0 = now_s();
     if (st != SMELT_OK) {
         tune_session_free(s);
@@ -534,10 +554,9 @@ static smelt_status run_batch(smelt_ctx *ctx, tune_session *s, int ti)
     smelt_status st = batch && predicted && ptrs ? SMELT_OK : oom(ctx);
     if (st == SMELT_OK) st = fill_batch(ctx, s, ti, batch, want, &n, predicted);
     for (int i = 0; i < n; i++) ptrs[i] = &batch[i];
-    if (st == SMELT_OK) st = tune_build_candidates(ctx, t->bench, ptrs, n, &s->o.measure);
+    if (st == SMELT_OK) st = s->runner.run(s->runner.user, ctx, ti, t->bench, ptrs, n, &s->o.measure);
     for (int i = 0; st == SMELT_OK && i < n; i++) {
-        st = tune_measure(ctx, t->bench, &batch[i], &s->o.measure);
-        if (st == SMELT_OK) st = record(ctx, s, ti, &batch[i], &batch[i].result, false);
+        st = record(ctx, s, ti, &batch[i], &batch[i].result, false);
         if (st == SMELT_OK) st = note_trial(ctx, t, &batch[i].knobs, batch[i].result.status, batch[i].result.ms);
         s->total_trials++;
     }

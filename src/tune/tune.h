@@ -164,6 +164,18 @@ smelt_status tune_record_write(smelt_ctx *ctx, smelt_strbuf *out, const tune_rec
 smelt_status tune_record_parse(smelt_ctx *ctx, const char *line, size_t len, tune_record *r);
 void tune_record_fini(tune_record *r);
 
+/* ---- runners -------------------------------------------------------------------
+ * Where a batch of lowered candidates of one task is built and measured:
+ * here (tune_local_runner), or spread over MPI ranks (cli/tune_mpi.c).  It
+ * fills each candidate's result. */
+typedef struct tune_runner {
+    smelt_status (*run)(void *user, smelt_ctx *ctx, int task, tune_bench *b,
+                        tune_candidate *const *cs, int n, const tune_measure_options *o);
+    void *user;
+} tune_runner;
+
+tune_runner tune_local_runner(void);
+
 /* ---- the session ------------------------------------------------------------- */
 typedef struct tune_options {
     const char *records_path; /* appended to; read first to resume */
@@ -177,6 +189,7 @@ typedef struct tune_options {
     const char *plot_path;    /* SVG of best-so-far against trials */
     bool quiet;
     tune_measure_options measure;
+    tune_runner runner;       /* zero: tune_local_runner */
 } tune_options;
 
 void tune_options_init(tune_options *o);
