@@ -3,6 +3,7 @@
  *   best FILE... -o OUT   only the record tune_db_best would apply, per task
  *                         and target (all targets kept)
  *   merge FILE... -o OUT  every readable record of every file, in order */
+#include <stdint.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -27,45 +28,92 @@ static int load_all(smelt_ctx *ctx, char **files, int n, tune_db *db)
     return 0;
 }
 
-/* Is record i the first of its (task, target) in db? */
-static bool first_of_task(const tune_db *db, int i)
+/* Visit the first record of each (task, target), in file order. */
+typedef void (*task_fn)(const tune_db *db, int first, void *user);
+
+static bool each_task(const tune_db *db, task_fn fn, void *user)
 {
-    for (int k = 0; k < i; k++)
-        if (!strcmp(db->recs[k].task, db->recs[i].task) && !strcmp(db->recs[k].target, db->recs[i].target))
-            return false;
-    return true;
+    smelt_strmap seen;
+    smelt_arena keys;
+    smelt_strmap_init(&seen);
+    smelt_arena_init(&keys);
+    bool ok = true;
+    for (int i = 0; ok && i < db->n; i++) {
+        char *k = smelt_arena_printf(&keys, "%s|%s", db->recs[i].task, db->recs[i].target);
+        ok = k != NULL;
+        if (!ok || smelt_strmap_get(&seen, k)) continue;
+        ok = smelt_strmap_put(&seen, k, (void *)1);
+        if (ok) fn(db, i, user);
+    }
+    smelt_strmap_fini(&seen);
+    smelt_arena_fini(&keys);
+    return ok;
 }
 
-/* The best record of recs[i]'s task on its target (tune_db_best's rule). */
-static const tune_record *best_of(const tune_db *db, int i)
+typedef struct task_count {
+    int total, valid;
+} task_count;
+
+static void show_task(const tune_db *db, int i, void *user)
 {
-    const tune_record *best = NULL;
-    for (int k = 0; k < db->n; k++) {
-        const tune_record *r = &db->recs[k];
-        if (strcmp(r->task, db->recs[i].task) || strcmp(r->target, db->recs[i].target)) continue;
-        if (r->status != TUNE_OK || r->ms <= 0) continue;
-        if (!best || (r->verified && !best->verified) || (r->verified == best->verified && r->ms < best->ms))
-            best = r;
-    }
-    return best;
+    const task_count *counts = user;
+    const tune_record *r = &db->recs[i], *b = tune_db_best_for(db, r->task, r->target);
+    double ms = b ? b->ms : 0;
+    printf("%.8s %7d %6d %11.4f %9.2f  %s\n%36s%s\n", r->task, counts[i].total, counts[i].valid, ms,
+           ms > 0 ? r->flops / (ms * 1e6) : 0.0, r->op, "", r->target);
 }
 
-static void show(const tune_db *db)
+/* Per first record of a task: how many records the task has, and valid ones. */
+static task_count *count_tasks(const tune_db *db)
 {
-    printf("%-8s %7s %6s %11s %9s  %s\n", "task", "records", "valid", "best ms", "GFLOP/s", "workload / target");
-    for (int i = 0; i < db->n; i++) {
-        if (!first_of_task(db, i)) continue;
-        int total = 0, valid = 0;
-        for (int k = i; k < db->n; k++)
-            if (!strcmp(db->recs[k].task, db->recs[i].task) && !strcmp(db->recs[k].target, db->recs[i].target)) {
-                total++;
-                valid += db->recs[k].status == TUNE_OK;
-            }
-        const tune_record *b = best_of(db, i);
-        double ms = b ? b->ms : 0;
-        printf("%.8s %7d %6d %11.4f %9.2f  %s\n%36s%s\n", db->recs[i].task, total, valid, ms,
-               ms > 0 ? db->recs[i].flops / (ms * 1e6) : 0.0, db->recs[i].op, "", db->recs[i].target);
+    task_count *c = smelt_calloc((size_t)db->n + 1, sizeof *c);
+    smelt_strmap first;
+    smelt_arena keys;
+    smelt_strmap_init(&first);
+    smelt_arena_init(&keys);
+    for (int i = 0; c && i < db->n; i++) {
+        char *k = smelt_arena_printf(&keys, "%s|%s", db->recs[i].task, db->recs[i].target);
+        void *v = k ? smelt_strmap_get(&first, k) : NULL;
+        int f = v ? (int)(intptr_t)v - 1 : i;
+        if (!k || (!v && !smelt_strmap_put(&first, k, (void *)(intptr_t)(i + 1)))) {
+            smelt_free(c);
+            c = NULL;
+            break;
+        }
+        c[f].total++;
+        c[f].valid += db->recs[i].status == TUNE_OK;
     }
+    smelt_strmap_fini(&first);
+    smelt_arena_fini(&keys);
+    return c;
+}
+
+static int show(smelt_ctx *ctx, const tune_db *db)
+{
+    task_count *counts = count_tasks(db);
+    printf("%-8s %7s %6s %11s %9s  %s\n", "task", "records", "valid", "best ms", "GFLOP/s",
+           "workload / target");
+    bool ok = counts && each_task(db, show_task, counts);
+    smelt_free(counts);
+    if (ok) return 0;
+    smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    return cli_fail(ctx);
+}
+
+typedef struct best_writer {
+    smelt_ctx *ctx;
+    FILE *f;
+    int written;
+    bool failed;
+} best_writer;
+
+static void write_best(const tune_db *db, int i, void *user)
+{
+    best_writer *w = user;
+    const tune_record *b = tune_db_best_for(db, db->recs[i].task, db->recs[i].target);
+    if (!b || w->failed) return;
+    w->failed = tune_record_append(w->ctx, w->f, b) != SMELT_OK;
+    w->written++;
 }
 
 static int write_records(smelt_ctx *ctx, const tune_db *db, const char *out, bool best_only)
@@ -76,12 +124,14 @@ static int write_records(smelt_ctx *ctx, const tune_db *db, const char *out, boo
         return cli_fail(ctx);
     }
     int rc = 0, written = 0;
-    for (int i = 0; rc == 0 && i < db->n; i++) {
-        const tune_record *r = &db->recs[i];
-        if (best_only) {
-            if (!first_of_task(db, i) || !(r = best_of(db, i))) continue;
-        }
-        if (tune_record_append(ctx, f, r) != SMELT_OK) rc = cli_fail(ctx);
+    if (best_only) {
+        best_writer w = {ctx, f, 0, false};
+        if (!each_task(db, write_best, &w) && !w.failed) smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        if (smelt_ctx_status(ctx)) rc = cli_fail(ctx);
+        written = w.written;
+    }
+    for (int i = 0; !best_only && rc == 0 && i < db->n; i++) {
+        if (tune_record_append(ctx, f, &db->recs[i]) != SMELT_OK) rc = cli_fail(ctx);
         written++;
     }
     if (fclose(f) != 0 && rc == 0) {
@@ -131,7 +181,7 @@ int cli_records(int argc, char **argv)
     smelt_ctx *ctx = smelt_ctx_new();
     tune_db db;
     int rc = load_all(ctx, files, n, &db);
-    if (rc == 0 && is_show) show(&db);
+    if (rc == 0 && is_show) rc = show(ctx, &db);
     else if (rc == 0) rc = write_records(ctx, &db, out, is_best);
     tune_db_fini(&db);
     smelt_ctx_free(ctx);

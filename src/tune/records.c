@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "tune/tune.h"
@@ -328,6 +329,45 @@ smelt_status tune_record_parse(smelt_ctx *ctx, const char *line, size_t len, tun
 
 /* ---- the database ---- */
 
+/* ---- indexes ---- */
+
+static char *task_key(smelt_arena *a, const char *task, const char *target)
+{
+    return smelt_arena_printf(a, "%s|%s", task, target);
+}
+
+static char *schedule_key(smelt_arena *a, const char *task, const char *target,
+                          const char *schedule)
+{
+    return smelt_arena_printf(a, "%s|%s|%016llx", task, target,
+                              (unsigned long long)smelt_hash_bytes(schedule, strlen(schedule), 0));
+}
+
+static void *index_value(int i) { return (void *)(intptr_t)(i + 1); }
+static int index_of(void *v) { return (int)(intptr_t)v - 1; }
+
+/* Is a better than b as the record to apply? */
+static bool better_record(const tune_record *a, const tune_record *b)
+{
+    if (a->status != TUNE_OK || a->ms <= 0) return false;
+    if (!b) return true;
+    if (a->verified != b->verified) return a->verified;
+    return a->ms < b->ms;
+}
+
+static bool index_record(tune_db *db, int i)
+{
+    const tune_record *r = &db->recs[i];
+    char *tk = task_key(&db->keys, r->task, r->target);
+    char *sk = schedule_key(&db->keys, r->task, r->target, r->schedule);
+    if (!tk || !sk) return false;
+    void *first = smelt_strmap_get(&db->by_schedule, sk);
+    if (!first && !smelt_strmap_put(&db->by_schedule, sk, index_value(i))) return false;
+    void *best = smelt_strmap_get(&db->by_task, tk);
+    if (!better_record(r, best ? &db->recs[index_of(best)] : NULL)) return true;
+    return smelt_strmap_put(&db->by_task, tk, index_value(i));
+}
+
 smelt_status tune_db_add(smelt_ctx *ctx, tune_db *db, const tune_record *r)
 {
     if (db->n >= TUNE_RECORDS_MAX)
@@ -345,7 +385,7 @@ smelt_status tune_db_add(smelt_ctx *ctx, tune_db *db, const tune_record *r)
     d->target = smelt_strdup(r->target ? r->target : "");
     d->op = smelt_strdup(r->op ? r->op : "");
     d->schedule = smelt_strdup(r->schedule ? r->schedule : "");
-    if (!d->target || !d->op || !d->schedule) {
+    if (!d->target || !d->op || !d->schedule || !index_record(db, db->n)) {
         tune_record_fini(d);
         return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     }
@@ -357,6 +397,9 @@ void tune_db_fini(tune_db *db)
 {
     for (int i = 0; i < db->n; i++) tune_record_fini(&db->recs[i]);
     smelt_free(db->recs);
+    smelt_strmap_fini(&db->by_task);
+    smelt_strmap_fini(&db->by_schedule);
+    smelt_arena_fini(&db->keys);
     memset(db, 0, sizeof *db);
 }
 
@@ -424,25 +467,34 @@ smelt_status tune_db_load(smelt_ctx *ctx, const char *path, const char *target_k
     return s;
 }
 
+/* A lookup key in a scratch arena: the maps are keyed by strings. */
+static const tune_record *lookup(const tune_db *db, const smelt_strmap *map, const char *key)
+{
+    void *v = key ? smelt_strmap_get(map, key) : NULL;
+    return v ? &db->recs[index_of(v)] : NULL;
+}
+
+const tune_record *tune_db_best_for(const tune_db *db, const char *task, const char *target)
+{
+    smelt_arena a;
+    smelt_arena_init(&a);
+    const tune_record *r = lookup(db, &db->by_task, task_key(&a, task, target));
+    smelt_arena_fini(&a);
+    return r;
+}
+
 const tune_record *tune_db_best(const tune_db *db, const char *task)
 {
-    const tune_record *best = NULL;
-    for (int i = 0; i < db->n; i++) {
-        const tune_record *r = &db->recs[i];
-        if (r->status != TUNE_OK || strcmp(r->task, task) != 0 || r->ms <= 0) continue;
-        if (!best || (r->verified && !best->verified) ||
-            (r->verified == best->verified && r->ms < best->ms))
-            best = r;
-    }
-    return best;
+    return tune_db_best_for(db, task, db->target_key);
 }
 
 const tune_record *tune_db_find(const tune_db *db, const char *task, const char *schedule)
 {
-    for (int i = 0; i < db->n; i++)
-        if (strcmp(db->recs[i].task, task) == 0 && strcmp(db->recs[i].schedule, schedule) == 0)
-            return &db->recs[i];
-    return NULL;
+    smelt_arena a;
+    smelt_arena_init(&a);
+    const tune_record *r = lookup(db, &db->by_schedule, schedule_key(&a, task, db->target_key, schedule));
+    smelt_arena_fini(&a);
+    return r && strcmp(r->schedule, schedule) == 0 ? r : NULL;
 }
 
 static const char *db_find(void *user, const char *key)

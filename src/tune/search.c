@@ -142,6 +142,7 @@ smelt_status tune_session_new(smelt_ctx *ctx, const tune_options *o, tune_sessio
         st = smelt_ctx_status(ctx);
     s->rng = (o->seed ? o->seed : 1) * 0x9E3779B97F4A7C15ull | 1;
     s->runner = o->runner.run ? o->runner : tune_local_runner();
+    snprintf(s->db.target_key, sizeof s->db.target_key, "%s", s->target_key);
     s->t0 = now_s();
     if (st != SMELT_OK) {
         tune_session_free(s);

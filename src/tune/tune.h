@@ -133,6 +133,11 @@ typedef struct tune_record {
 typedef struct tune_db {
     tune_record *recs;
     int n, cap;
+    /* indexes (values: record index + 1; keys in `keys`):
+     * "task|target" -> its best record, "task|target|schedule hash" -> the
+     * first record of that schedule */
+    smelt_arena keys;
+    smelt_strmap by_task, by_schedule;
     /* what loading skipped, for the note the CLI prints */
     int other_target, bad_schema, malformed;
     char target_key[256];
@@ -152,10 +157,12 @@ smelt_status tune_db_load_bytes(smelt_ctx *ctx, const void *data, size_t size,
                                 const char *target_key, tune_db *db);
 void tune_db_fini(tune_db *db);
 smelt_status tune_db_add(smelt_ctx *ctx, tune_db *db, const tune_record *r);
-/* The best record for a task: the fastest verified one, else the fastest
- * valid one; NULL when none. */
+/* The best record for a task on the db's target (tune_db_best_for: on
+ * `target`): the fastest verified one, else the fastest valid one; NULL
+ * when none. */
 const tune_record *tune_db_best(const tune_db *db, const char *task);
-/* Was this schedule text measured for this task already? */
+const tune_record *tune_db_best_for(const tune_db *db, const char *task, const char *target);
+/* Was this schedule text measured for this task (on the db's target)? */
 const tune_record *tune_db_find(const tune_db *db, const char *task, const char *schedule);
 /* A schedule source over db (best record per task). */
 sch_source tune_db_source(tune_db *db);
