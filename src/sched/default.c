@@ -16,6 +16,11 @@
  * more on a busy one. */
 #define DEFAULT_PARALLEL_MIN_WORK (1 << 16)
 
+/* Register tiles the knobs may ask for, in vector accumulators: beyond the
+ * register file (32 on AVX-512) they spill, and the unrolled code takes the
+ * C compiler seconds per candidate. */
+#define SCH_KNOB_ACC_MAX 32
+
 /* A knob's fixed value, or 0 for the rule's own choice. */
 static int64_t knob(const sch_knobs *kn, sch_knob k) { return kn ? kn->v[k] : 0; }
 
@@ -335,6 +340,11 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
     t->vec = vw > 1 && t->lanes > 1;
     t->split_lanes = t->vec && t->lanes > vw;
     t->oh_block = rows ? rows : 1;
+    int64_t vectors = t->split_lanes ? t->lanes / vw : 1;
+    if (t->ow_block * t->co_blocks * t->oh_block * vectors > SCH_KNOB_ACC_MAX)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "stage '%s': a %lld x %lld x %lld tile needs more "
+                          "than %d accumulators", on, (long long)t->oh_block, (long long)t->co_blocks,
+                          (long long)t->ow_block, SCH_KNOB_ACC_MAX);
     t->taps_outer = order == 2;
     t->unroll_kw = unroll == 2;
     t->parallel = par ? (int)par : stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK ? 1 : 2;
@@ -489,6 +499,9 @@ static smelt_status mm_choose_tile(smelt_ctx *ctx, const te_tensor *anchor, cons
         t->vecs = b;
         t->cols = b * vw;
     }
+    if ((a || b) && t->rows * t->vecs > SCH_KNOB_ACC_MAX)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "stage '%s': a %lld x %lld tile needs more than %d "
+                          "accumulators", on, (long long)t->rows, (long long)t->vecs, SCH_KNOB_ACC_MAX);
     if (order) t->cols_outer = order == 1;
     t->parallel = (int)par;
     return SMELT_OK;

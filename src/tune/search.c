@@ -21,7 +21,7 @@
 #include "tune/model.h"
 #include "tune/tune.h"
 
-#define SEARCH_POOL_FACTOR 16 /* candidates bred per slot in a batch */
+#define SEARCH_POOL_FACTOR 8 /* candidates bred and ranked per slot in a batch */
 #define SEARCH_EPSILON 0.25   /* share of a guided batch picked at random */
 #define SEARCH_PARENTS 8      /* the fastest measured candidates breed */
 #define SEARCH_MAX_ATTEMPTS 64 /* tries to find a new candidate per slot */
@@ -553,9 +553,14 @@ static smelt_status run_batch(smelt_ctx *ctx, tune_session *s, int ti)
     tune_candidate **ptrs = smelt_calloc((size_t)want + 1, sizeof *ptrs);
     int n = 0;
     smelt_status st = batch && predicted && ptrs ? SMELT_OK : oom(ctx);
+    double t0 = now_s();
     if (st == SMELT_OK) st = fill_batch(ctx, s, ti, batch, want, &n, predicted);
     for (int i = 0; i < n; i++) ptrs[i] = &batch[i];
+    double t1 = now_s();
     if (st == SMELT_OK) st = s->runner.run(s->runner.user, ctx, ti, t->bench, ptrs, n, &s->o.measure);
+    if (smelt_debug_level() >= 1)
+        fprintf(stderr, "tune: task %d: %d candidates picked in %.2f s, built and measured in %.2f s\n",
+                ti + 1, n, t1 - t0, now_s() - t1);
     for (int i = 0; st == SMELT_OK && i < n; i++) {
         st = record(ctx, s, ti, &batch[i], &batch[i].result, false);
         if (st == SMELT_OK) st = note_trial(ctx, t, &batch[i].knobs, batch[i].result.status, batch[i].result.ms);

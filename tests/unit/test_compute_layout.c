@@ -344,9 +344,11 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
             snprintf(what, sizeof what, "ConvNCHWc case %d, knob %s = %lld", ci,
                      sch_knob_name((sch_knob)kn), (long long)knobs.v[kn]);
             smelt_status st = sch_default_knobs(ctx, te, 16, &knobs, &s);
-            if (st != SMELT_OK) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
-            CHECK(st == SMELT_OK);
-            CHECK(st == SMELT_OK && run_lowered(te, &s, in, f.node->n_inputs, d, what));
+            bool too_big = st == SMELT_ERR_ARG && strstr(smelt_ctx_message(ctx), "accumulators");
+            if (st != SMELT_OK && !too_big) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
+            CHECK(st == SMELT_OK || too_big); /* a tile past the register file is refused */
+            CHECK(st != SMELT_OK || run_lowered(te, &s, in, f.node->n_inputs, d, what));
+            smelt_ctx_clear(ctx);
             sch_schedule_fini(&s);
         }
     for (int k = 0; te && k < 2 + RANDOM_SCHEDULES; k++) {
