@@ -520,6 +520,23 @@ static void row_where(void *job, const bc_row *r)
 
 /* ---- import ---------------------------------------------------------------------------- */
 
+/* Before opset 7, broadcasting was opt-in (broadcast=1), optionally aligned
+ * at `axis`; axis without broadcast has no effect. */
+#define LEGACY_BROADCAST {"broadcast", 0, 6}, {"axis", 0, 6}
+OP_ATTRS(ADD) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(SUB) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(MUL) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(DIV) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(POW) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(EQUAL) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(LESS) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(GREATER) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(AND) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(OR) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(XOR) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+#undef LEGACY_BROADCAST
+OP_ATTRS(MOD) = {{"fmod", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status binary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
 {
     op_binary_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);

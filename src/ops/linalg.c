@@ -407,6 +407,9 @@ const op_def op_def_MATMUL = {
 
 /* ---- Gemm ------------------------------------------------------------------------ */
 
+/* Gemm-1..6's broadcast: C broadcasting unidirectionally covers both values. */
+OP_ATTRS(GEMM) = {{"alpha", 0, 0}, {"beta", 0, 0}, {"transA", 0, 0}, {"transB", 0, 0}, {"broadcast", 0, 6}, {NULL, 0, 0}};
+
 static smelt_status gemm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_gemm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
@@ -418,7 +421,6 @@ static smelt_status gemm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
     SMELT_TRY(op_attr_int(ctx, node, "transB", 0, &tb));
     a->trans_a = ta != 0;
     a->trans_b = tb != 0;
-    /* Opsets < 7 had `broadcast`; C broadcasting unidirectionally covers both. */
     return SMELT_OK;
 }
 
@@ -742,6 +744,8 @@ static smelt_status einsum_check_output(smelt_ctx *ctx, const gr_node *node, con
     }
     return SMELT_OK;
 }
+
+OP_ATTRS(EINSUM) = {{"equation", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status einsum_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {

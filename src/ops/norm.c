@@ -337,12 +337,31 @@ static smelt_status stats_output(op_compute_args *a, int i, const char *name, te
 
 /* ---- BatchNormalization -------------------------------------------------------- */
 
+/* momentum only updates the running statistics (training_mode=1). */
+OP_ATTRS(BATCH_NORMALIZATION) = {{"epsilon", 0, 0},         {"momentum", 0, 0},
+                                 {"is_test", 0, 6},   {"spatial", 0, 8},
+                                 {"training_mode", 14, 0}, {NULL, 0, 0}};
+
+/* Before opset 7, is_test=0 asked for training: statistics of the batch. */
+static smelt_status batchnorm_check_is_test(smelt_ctx *ctx, const gr_graph *g,
+                                            const gr_node *node)
+{
+    int64_t is_test;
+    if (g->opset >= 7 || !gr_node_attr(node, "is_test")) return SMELT_OK;
+    SMELT_TRY(op_attr_int(ctx, node, "is_test", 1, &is_test));
+    if (is_test == 0)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'is_test' is 0 (training mode), which is not supported");
+    return SMELT_OK;
+}
+
 static smelt_status batchnorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_batchnorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return SMELT_ERR_NOMEM;
     SMELT_TRY(op_attr_float(ctx, node, "epsilon", 1e-5f, &a->epsilon));
     SMELT_TRY(op_attr_float(ctx, node, "momentum", 0.9f, &a->momentum));
+    SMELT_TRY(batchnorm_check_is_test(ctx, g, node));
     bool extra_outputs = false;
     for (int i = 1; i < node->n_outputs; i++) extra_outputs |= has_output(node, i);
     if (g->opset < 9) {
@@ -674,6 +693,8 @@ const op_def op_def_BATCH_NORMALIZATION = {
 
 /* ---- InstanceNormalization ------------------------------------------------------ */
 
+OP_ATTRS(INSTANCE_NORMALIZATION) = {{"epsilon", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status instancenorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_instancenorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
@@ -756,6 +777,8 @@ const op_def op_def_INSTANCE_NORMALIZATION = {
 };
 
 /* ---- LayerNormalization --------------------------------------------------------- */
+
+OP_ATTRS(LAYER_NORMALIZATION) = {{"axis", 0, 0}, {"epsilon", 0, 0}, {"stash_type", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status layernorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -896,6 +919,9 @@ const op_def op_def_LAYER_NORMALIZATION = {
 };
 
 /* ---- Softmax, LogSoftmax ---------------------------------------------------------- */
+
+OP_ATTRS(SOFTMAX) = {{"axis", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(LOG_SOFTMAX) = {{"axis", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status softmax_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {

@@ -47,6 +47,16 @@ static smelt_status attr_bool(smelt_ctx *ctx, const gr_node *node, const char *n
     return SMELT_OK;
 }
 
+/* op_conv_window_import reads the window; the opsets that added an
+ * attribute are where ONNX did. */
+OP_ATTRS(MAX_POOL) = {{"auto_pad", 0, 0},        {"kernel_shape", 0, 0},   {"strides", 0, 0},
+                      {"pads", 0, 0},            {"dilations", 10, 0},  {"ceil_mode", 10, 0},
+                      {"storage_order", 8, 0}, {NULL, 0, 0}};
+OP_ATTRS(AVERAGE_POOL) = {{"auto_pad", 0, 0},       {"kernel_shape", 0, 0},          {"strides", 0, 0},
+                          {"pads", 0, 0},           {"dilations", 19, 0},         {"ceil_mode", 10, 0},
+                          {"count_include_pad", 7, 0}, {NULL, 0, 0}};
+OP_ATTRS(LRN) = {{"alpha", 0, 0}, {"beta", 0, 0}, {"bias", 0, 0}, {"size", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status pool_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_pool_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);

@@ -256,6 +256,21 @@ static const op_reduce_attrs *reduce_attrs(const gr_node *node)
     return node->op_attrs ? node->op_attrs : &defaults;
 }
 
+/* axes became an input at opset 13 for ReduceSum, 18 for the others */
+#define REDUCE_ATTRS(AXES_UNTIL) {"keepdims", 0, 0}, {"axes", 0, AXES_UNTIL}, \
+    {"noop_with_empty_axes", AXES_UNTIL + 1, 0}, {NULL, 0, 0}
+OP_ATTRS(REDUCE_SUM) = {REDUCE_ATTRS(12)};
+OP_ATTRS(REDUCE_MEAN) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_MAX) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_MIN) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_PROD) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_L1) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_L2) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_SUM_SQUARE) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_LOG_SUM) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_LOG_SUM_EXP) = {REDUCE_ATTRS(17)};
+#undef REDUCE_ATTRS
+
 static smelt_status reduce_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     int64_t keepdims, noop;
@@ -265,7 +280,6 @@ static smelt_status reduce_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
     if (!a) return smelt_ctx_status(ctx);
     a->keepdims = keepdims != 0;
     a->noop_with_empty_axes = noop != 0;
-    /* axes became an input at opset 13 for ReduceSum, 18 for the others */
     int axes_input_opset = node->op == OP_REDUCE_SUM ? 13 : 18;
     if (g->opset < axes_input_opset) {
         int n;
@@ -862,6 +876,9 @@ static const op_arg_reduce_attrs *arg_attrs(const gr_node *node)
     return node->op_attrs ? node->op_attrs : &defaults;
 }
 
+OP_ATTRS(ARG_MAX) = {{"axis", 0, 0}, {"keepdims", 0, 0}, {"select_last_index", 12, 0}, {NULL, 0, 0}};
+OP_ATTRS(ARG_MIN) = {{"axis", 0, 0}, {"keepdims", 0, 0}, {"select_last_index", 12, 0}, {NULL, 0, 0}};
+
 static smelt_status arg_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     int64_t axis, keepdims, last;
@@ -1001,6 +1018,9 @@ static const op_topk_attrs *topk_attrs(const gr_node *node)
     static const op_topk_attrs defaults = {.axis = -1, .largest = true, .sorted = true};
     return node->op_attrs ? node->op_attrs : &defaults;
 }
+
+/* sorted=0 leaves the order to the implementation: sorted is one. */
+OP_ATTRS(TOP_K) = {{"axis", 0, 0}, {"k", 0, 9}, {"largest", 11, 0}, {"sorted", 11, 0}, {NULL, 0, 0}};
 
 static smelt_status topk_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -1216,6 +1236,8 @@ static const op_cumsum_attrs *cumsum_attrs(const gr_node *node)
     static const op_cumsum_attrs defaults = {0};
     return node->op_attrs ? node->op_attrs : &defaults;
 }
+
+OP_ATTRS(CUM_SUM) = {{"exclusive", 0, 0}, {"reverse", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status cumsum_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {

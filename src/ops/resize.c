@@ -84,6 +84,18 @@ static smelt_status parse_resize11(smelt_ctx *ctx, const gr_node *node, op_resiz
     return SMELT_OK;
 }
 
+/* Resize-10 has only mode; parse_resize11 reads the rest */
+OP_ATTRS(RESIZE) = {{"mode", 0, 0},
+                    {"coordinate_transformation_mode", 11, 0},
+                    {"nearest_mode", 11, 0},
+                    {"cubic_coeff_a", 11, 0},
+                    {"exclude_outside", 11, 0},
+                    {"extrapolation_value", 11, 0},
+                    {"antialias", 18, 0},
+                    {"keep_aspect_ratio_policy", 18, 0},
+                    {"axes", 18, 0},
+                    {NULL, 0, 0}};
+
 static smelt_status resize_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_resize_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
@@ -120,6 +132,10 @@ static smelt_status set_input_floats(smelt_ctx *ctx, gr_graph *g, gr_node *node,
     if (!v) return smelt_ctx_status(ctx);
     return gr_node_set_input(ctx, g, node, index, v);
 }
+
+/* scales became an input at opset 9; Upsample-1's height_scale and
+ * width_scale are not implemented (ops.def starts at opset 7) */
+OP_ATTRS(UPSAMPLE) = {{"mode", 0, 0}, {"scales", 0, 8}, {NULL, 0, 0}};
 
 static smelt_status upsample_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
