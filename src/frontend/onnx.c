@@ -673,7 +673,11 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
                                "attribute '%s' holds a subgraph; subgraphs are not supported",
                                n->attrs[k].name);
         SMELT_TRY(check_attr_names(ctx, g, n));
-        if (d->import) SMELT_TRY(d->import(ctx, g, n));
+        smelt_status s = d->import ? d->import(ctx, g, n) : SMELT_OK;
+        /* what an attribute means can depend on the opset: say which */
+        if (s == SMELT_ERR_ATTR || s == SMELT_ERR_UNSUPPORTED)
+            smelt_ctx_append(ctx, " (ai.onnx opset %lld)", (long long)g->opset);
+        SMELT_TRY(s);
     }
     return SMELT_OK;
 }

@@ -542,17 +542,12 @@ static smelt_status binary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
     op_binary_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
     if (n->op == OP_MOD) {
-        int64_t fmod_attr;
-        SMELT_TRY(op_attr_int(ctx, n, "fmod", 0, &fmod_attr));
-        if (fmod_attr != 0 && fmod_attr != 1)
-            return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'fmod' is %lld, expected 0 or 1",
-                           (long long)fmod_attr);
-        a->fmod = fmod_attr == 1;
+        SMELT_TRY(op_attr_bool(ctx, n, "fmod", false, &a->fmod));
     }
     if (g->opset < 7 && n->op == OP_PRELU) a->legacy_channel_slope = true;
     if (g->opset < 7) {
-        int64_t broadcast;
-        SMELT_TRY(op_attr_int(ctx, n, "broadcast", 0, &broadcast));
+        bool broadcast;
+        SMELT_TRY(op_attr_bool(ctx, n, "broadcast", false, &broadcast));
         if (broadcast && gr_node_attr(n, "axis")) {
             SMELT_TRY(op_attr_int(ctx, n, "axis", 0, &a->legacy_axis));
             a->has_legacy_axis = true;

@@ -752,7 +752,7 @@ static smelt_status scatter_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node
         }
     }
     return op_errf(ctx, node, SMELT_ERR_ATTR,
-                   "unknown reduction '%s' (expected none, add, mul, max or min)", s);
+                   "attribute 'reduction' is '%s', expected none, add, mul, max or min", s);
 }
 
 static smelt_status scatter_nd_infer(smelt_ctx *ctx, const gr_node *node,
@@ -1014,7 +1014,8 @@ static smelt_status pad_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
         if (strcmp(mode, names[i]) == 0) m = i;
     if (m < 0)
         return op_errf(ctx, node, SMELT_ERR_ATTR,
-                       "unknown mode '%s' (expected constant, reflect, edge or wrap)", mode);
+                       "attribute 'mode' is '%s', expected constant, reflect, edge or wrap",
+                       mode);
     a->mode = (op_pad_mode)m;
     if (g->opset >= 11) return SMELT_OK;
     int count;
@@ -1281,11 +1282,8 @@ OP_ATTRS(TRILU) = {{"upper", 0, 0}, {NULL, 0, 0}};
 static smelt_status trilu_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_trilu_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
-    int64_t upper;
     if (!a) return smelt_ctx_status(ctx);
-    SMELT_TRY(op_attr_int(ctx, node, "upper", 1, &upper));
-    a->upper = upper != 0;
-    return SMELT_OK;
+    return op_attr_bool(ctx, node, "upper", true, &a->upper);
 }
 
 static smelt_status trilu_infer(smelt_ctx *ctx, const gr_node *node,

@@ -235,24 +235,17 @@ static smelt_status import_gelu(smelt_ctx *ctx, const gr_node *n, op_unary_attrs
 
 static smelt_status import_is_inf(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
 {
-    int64_t neg, pos;
-    SMELT_TRY(op_attr_int(ctx, n, "detect_negative", 1, &neg));
-    SMELT_TRY(op_attr_int(ctx, n, "detect_positive", 1, &pos));
-    a->detect_neg = neg != 0;
-    a->detect_pos = pos != 0;
-    return SMELT_OK;
+    SMELT_TRY(op_attr_bool(ctx, n, "detect_negative", true, &a->detect_neg));
+    return op_attr_bool(ctx, n, "detect_positive", true, &a->detect_pos);
 }
 
 /* saturate and round_mode (Cast-19, -24) only shape conversions to the
  * float8 types, which import_cast refuses: checked, otherwise no effect. */
 static smelt_status import_float8_options(smelt_ctx *ctx, const gr_node *n)
 {
-    int64_t saturate;
+    bool saturate;
     const char *round;
-    SMELT_TRY(op_attr_int(ctx, n, "saturate", 1, &saturate));
-    if (saturate != 0 && saturate != 1)
-        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'saturate' is %lld, expected 0 or 1",
-                       (long long)saturate);
+    SMELT_TRY(op_attr_bool(ctx, n, "saturate", true, &saturate));
     SMELT_TRY(op_attr_string(ctx, n, "round_mode", "up", &round));
     if (strcmp(round, "up") != 0 && strcmp(round, "down") != 0 && strcmp(round, "nearest") != 0)
         return op_errf(ctx, n, SMELT_ERR_ATTR,

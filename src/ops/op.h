@@ -129,6 +129,10 @@ smelt_status op_attr_int(smelt_ctx *ctx, const gr_node *n, const char *name, int
                          int64_t *out);
 smelt_status op_attr_float(smelt_ctx *ctx, const gr_node *n, const char *name, float def,
                            float *out);
+/* An int attribute that ONNX defines as 0 or 1; other values are refused
+ * (they mean nothing smelt implements). */
+smelt_status op_attr_bool(smelt_ctx *ctx, const gr_node *n, const char *name, bool def,
+                          bool *out);
 smelt_status op_attr_string(smelt_ctx *ctx, const gr_node *n, const char *name,
                             const char *def, const char **out);
 /* *out points into the graph (do not free); *count = -1 when absent. */

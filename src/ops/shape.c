@@ -314,12 +314,12 @@ OP_ATTRS(DROPOUT) = {{"is_test", 0, 6}, {"ratio", 0, 11}, {"seed", 12, 0}, {NULL
 static smelt_status dropout_check_is_test(smelt_ctx *ctx, const gr_graph *g,
                                           const gr_node *node)
 {
-    int64_t is_test;
+    bool is_test;
     float ratio;
-    if (g->opset >= 7 || !gr_node_attr(node, "is_test")) return SMELT_OK;
-    SMELT_TRY(op_attr_int(ctx, node, "is_test", 1, &is_test));
+    if (g->opset >= 7) return SMELT_OK;
+    SMELT_TRY(op_attr_bool(ctx, node, "is_test", true, &is_test));
     SMELT_TRY(op_attr_float(ctx, node, "ratio", 0.5f, &ratio));
-    if (is_test == 0 && ratio != 0.0f)
+    if (!is_test && ratio != 0.0f)
         return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
                        "attribute 'is_test' is 0 (training mode, random dropout), which is "
                        "not supported");
@@ -454,11 +454,9 @@ OP_ATTRS(RESHAPE) = {{"shape", 0, 4}, {"allowzero", 14, 0}, {NULL, 0, 0}};
 
 static smelt_status reshape_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
-    int64_t allowzero;
-    SMELT_TRY(op_attr_int(ctx, node, "allowzero", 0, &allowzero));
     op_reshape_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
-    a->allowzero = allowzero != 0;
+    SMELT_TRY(op_attr_bool(ctx, node, "allowzero", false, &a->allowzero));
     if (g->opset < 5) { /* shape was an attribute before opset 5 */
         int n;
         const int64_t *shape;

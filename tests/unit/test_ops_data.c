@@ -223,7 +223,7 @@ static void test_scatter_nd(void)
     opt_init(&t, &k_names, OP_SCATTER_ND, 16, 3, 1);
     opt_use_attrs(&t, bad, 1);
     CHECK(opt_infer(&t, in2, 3) == SMELT_ERR_ATTR);
-    CHECK_STR_CONTAINS(opt_message(&t), "unknown reduction 'sub'");
+    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'reduction' is 'sub'");
     opt_fini(&t);
 }
 
@@ -304,7 +304,7 @@ static void test_pad(void)
     opt_init(&t, &k_names, OP_PAD, 13, 2, 1);
     opt_use_attrs(&t, bad, 1);
     CHECK(opt_infer(&t, in, 2) == SMELT_ERR_ATTR);
-    CHECK_STR_CONTAINS(opt_message(&t), "unknown mode 'mirror'");
+    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'mode' is 'mirror'");
     opt_fini(&t);
     opt_init(&t, &k_names, OP_PAD, 13, 2, 1);
     in[1] = opt_tensor(I64, 1, OPT_DIMS(3), pads);
