@@ -444,6 +444,20 @@ static void test_depth_space(void)
     OPT_EXPECT_F32(&back.out[0], g_iota, 144, OPT_EXACT);
     opt_fini(&back);
 
+    /* SpaceToDepth-28 mode=CRD (was ignored: DCR's values) inverts DepthToSpace CRD */
+    opt_fini(&t);
+    opt_init(&t, &k_names, OP_SPACE_TO_DEPTH, 28, 1, 1);
+    opt_use_attrs(&t, crd, 2);
+    CHECK(opt_run(&t, in, 1) == SMELT_OK);
+    OPT_EXPECT_DIMS(out, 4, OPT_DIMS(2, 12, 2, 3));
+    /* channel 1 = (c 0, bi 0, bj 1) reads x[0, 0, 0, 1]; DCR would read x[0, 1, 0, 0] = 24 */
+    CHECK(((float *)out->data)[6] == 1.0f);
+    opt_init(&back, &k_names, OP_DEPTH_TO_SPACE, 13, 1, 1);
+    opt_use_attrs(&back, crd, 2);
+    CHECK(opt_run(&back, out, 1) == SMELT_OK);
+    OPT_EXPECT_F32(&back.out[0], g_iota, 144, OPT_EXACT);
+    opt_fini(&back);
+
     /* symbolic batch propagates; errors */
     in[0] = opt_tensor(F32, 4, OPT_DIMS(GR_DIM_SYM(0), 8, 3, GR_DIM_SYM(1)), NULL);
     opt_fini(&t);
