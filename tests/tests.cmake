@@ -24,6 +24,18 @@ if(EXISTS ${ONNX_NODE_TESTS})
   set_tests_properties(conformance/onnx_node_compiled PROPERTIES TIMEOUT 1500)
 endif()
 
+# ---- Attribute regressions (issue #14): node tests with expected values from numpy ----
+set(SMELT_ATTR_CASES_DIR ${CMAKE_BINARY_DIR}/tests/attr_cases)
+add_test(NAME conformance/attr_cases_generate
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/conformance/gen_attr_cases.py
+          --out ${SMELT_ATTR_CASES_DIR})
+set_tests_properties(conformance/attr_cases_generate PROPERTIES FIXTURES_SETUP attr_cases)
+foreach(mode reference compiled)
+  add_test(NAME conformance/attr_cases_${mode}
+    COMMAND smelt_cli check --${mode} ${SMELT_ATTR_CASES_DIR})
+  set_tests_properties(conformance/attr_cases_${mode} PROPERTIES FIXTURES_REQUIRED attr_cases)
+endforeach()
+
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
 set(SMELT_MODEL_DIR ${CMAKE_BINARY_DIR}/models)
 add_test(NAME models/generate

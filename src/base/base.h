@@ -30,6 +30,8 @@ struct smelt_ctx {
 smelt_status smelt_errf(smelt_ctx *ctx, smelt_status code, const char *fmt, ...)
     SMELT_PRINTF(3, 4);
 smelt_status smelt_verrf(smelt_ctx *ctx, smelt_status code, const char *fmt, va_list ap);
+/* Adds context to the recorded error's message (no-op when none is recorded). */
+void smelt_ctx_append(smelt_ctx *ctx, const char *fmt, ...) SMELT_PRINTF(2, 3);
 
 /* Compiler bugs only; never for user input. */
 #define SMELT_ASSERT(cond)                                                          \

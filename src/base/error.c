@@ -40,6 +40,16 @@ smelt_status smelt_errf(smelt_ctx *ctx, smelt_status code, const char *fmt, ...)
     return code;
 }
 
+void smelt_ctx_append(smelt_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx || ctx->status == SMELT_OK) return;
+    size_t len = strlen(ctx->message);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->message + len, sizeof ctx->message - len, fmt, ap);
+    va_end(ap);
+}
+
 _Noreturn void smelt_internal_fail(const char *file, int line, const char *what)
 {
     fprintf(stderr, "smelt: internal error (a compiler bug) at %s:%d: %s\n", file, line, what);

@@ -617,19 +617,67 @@ static smelt_status check_arity(smelt_ctx *ctx, const gr_node *n, const op_def *
     return SMELT_OK;
 }
 
-/* Each op's import hook, after arity checks against its op_def. */
+/* The model's opset must be one whose version of the op smelt implements
+ * (ops.def FIRST..LAST): a newer version may mean other semantics. */
+static smelt_status check_opset(smelt_ctx *ctx, const gr_graph *g, const gr_node *n)
+{
+    const op_info *info = op_get(n->op);
+    if (g->opset >= info->opset_first && g->opset <= info->opset_last) return SMELT_OK;
+    if (g->opset > SMELT_ONNX_OPSET)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "opset %lld is newer than smelt knows (%d); %s is implemented for "
+                       "opsets %d to %d", (long long)g->opset, SMELT_ONNX_OPSET, info->name,
+                       info->opset_first, info->opset_last);
+    return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                   "%s of opset %lld is not implemented; smelt implements it for opsets %d "
+                   "to %d", info->name, (long long)g->opset, info->opset_first,
+                   info->opset_last);
+}
+
+/* Every attribute must be one the op's import knows at this opset (its
+ * OP_ATTRS table): one it does not know would otherwise be ignored, and
+ * the answer silently wrong. */
+static smelt_status check_attr_names(smelt_ctx *ctx, const gr_graph *g, const gr_node *n)
+{
+    const op_info *info = op_get(n->op);
+    for (int k = 0; k < n->n_attrs; k++) {
+        if (op_attr_find(info, n->attrs[k].name, g->opset)) continue;
+        smelt_strbuf known;
+        smelt_strbuf_init(&known);
+        for (const op_attr_spec *a = info->attrs; a && a->name; a++)
+            if (op_attr_find(info, a->name, g->opset) == a)
+                smelt_strbuf_printf(&known, "%s%s", known.len ? ", " : "",
+                                    a->name);
+        smelt_status s = op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                                 "attribute '%s' is not implemented for %s at opset %lld "
+                                 "(known: %s)", n->attrs[k].name, info->name,
+                                 (long long)g->opset,
+                                 known.len ? smelt_strbuf_cstr(&known) : "none");
+        smelt_strbuf_fini(&known);
+        return s;
+    }
+    return SMELT_OK;
+}
+
+/* Each op's import hook, after checks of arity, opset and attribute names. */
 static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
 {
     for (int i = 0; i < g->nodes.len; i++) {
         gr_node *n = g->nodes.items[i];
         const op_def *d = op_get(n->op)->def;
         SMELT_TRY(check_arity(ctx, n, d));
+        SMELT_TRY(check_opset(ctx, g, n));
         for (int k = 0; k < n->n_attrs; k++)
             if (n->attrs[k].type == GR_ATTR_GRAPH)
                 return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                                "attribute '%s' holds a subgraph; subgraphs are not supported",
                                n->attrs[k].name);
-        if (d->import) SMELT_TRY(d->import(ctx, g, n));
+        SMELT_TRY(check_attr_names(ctx, g, n));
+        smelt_status s = d->import ? d->import(ctx, g, n) : SMELT_OK;
+        /* what an attribute means can depend on the opset: say which */
+        if (s == SMELT_ERR_ATTR || s == SMELT_ERR_UNSUPPORTED)
+            smelt_ctx_append(ctx, " (ai.onnx opset %lld)", (long long)g->opset);
+        SMELT_TRY(s);
     }
     return SMELT_OK;
 }

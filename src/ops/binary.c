@@ -520,22 +520,34 @@ static void row_where(void *job, const bc_row *r)
 
 /* ---- import ---------------------------------------------------------------------------- */
 
+/* Before opset 7, broadcasting was opt-in (broadcast=1), optionally aligned
+ * at `axis`; axis without broadcast has no effect. */
+#define LEGACY_BROADCAST {"broadcast", 0, 6}, {"axis", 0, 6}
+OP_ATTRS(ADD) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(SUB) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(MUL) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(DIV) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(POW) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(EQUAL) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(LESS) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(GREATER) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(AND) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(OR) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+OP_ATTRS(XOR) = {LEGACY_BROADCAST, {NULL, 0, 0}};
+#undef LEGACY_BROADCAST
+OP_ATTRS(MOD) = {{"fmod", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status binary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
 {
     op_binary_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
     if (n->op == OP_MOD) {
-        int64_t fmod_attr;
-        SMELT_TRY(op_attr_int(ctx, n, "fmod", 0, &fmod_attr));
-        if (fmod_attr != 0 && fmod_attr != 1)
-            return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'fmod' is %lld, expected 0 or 1",
-                           (long long)fmod_attr);
-        a->fmod = fmod_attr == 1;
+        SMELT_TRY(op_attr_bool(ctx, n, "fmod", false, &a->fmod));
     }
     if (g->opset < 7 && n->op == OP_PRELU) a->legacy_channel_slope = true;
     if (g->opset < 7) {
-        int64_t broadcast;
-        SMELT_TRY(op_attr_int(ctx, n, "broadcast", 0, &broadcast));
+        bool broadcast;
+        SMELT_TRY(op_attr_bool(ctx, n, "broadcast", false, &broadcast));
         if (broadcast && gr_node_attr(n, "axis")) {
             SMELT_TRY(op_attr_int(ctx, n, "axis", 0, &a->legacy_axis));
             a->has_legacy_axis = true;

@@ -106,6 +106,11 @@ smelt_status op_conv_window_import(smelt_ctx *ctx, const gr_node *node, bool ker
     return SMELT_OK;
 }
 
+#define CONV_WINDOW {"auto_pad", 0, 0}, {"kernel_shape", 0, 0}, {"strides", 0, 0}, {"dilations", 0, 0}, {"pads", 0, 0}
+OP_ATTRS(CONV) = {CONV_WINDOW, {"group", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(CONV_TRANSPOSE) = {CONV_WINDOW, {"group", 0, 0}, {"output_padding", 0, 0}, {"output_shape", 0, 0}, {NULL, 0, 0}};
+#undef CONV_WINDOW
+
 static smelt_status conv_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_conv_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);

@@ -301,6 +301,8 @@ typedef struct slice_plan {
     int64_t start[SMELT_MAX_RANK], step[SMELT_MAX_RANK], count[SMELT_MAX_RANK];
 } slice_plan;
 
+OP_ATTRS(SLICE) = {{"starts", 0, 9}, {"ends", 0, 9}, {"axes", 0, 9}, {NULL, 0, 0}};
+
 static smelt_status slice_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     if (g->opset >= 10) return SMELT_OK;
@@ -564,6 +566,9 @@ const op_def op_def_SLICE = {
 
 /* ---- Gather ----------------------------------------------------------------------- */
 
+OP_ATTRS(GATHER) = {{"axis", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(GATHER_ELEMENTS) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status gather_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     return import_axis(ctx, g, node, 0);
@@ -731,6 +736,8 @@ const op_def op_def_GATHER_ELEMENTS = {
 
 /* ---- ScatterND ---------------------------------------------------------------------- */
 
+OP_ATTRS(SCATTER_ND) = {{"reduction", 16, 0}, {NULL, 0, 0}};
+
 static smelt_status scatter_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     static const char *const names[] = {"none", "add", "mul", "max", "min"};
@@ -745,7 +752,7 @@ static smelt_status scatter_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node
         }
     }
     return op_errf(ctx, node, SMELT_ERR_ATTR,
-                   "unknown reduction '%s' (expected none, add, mul, max or min)", s);
+                   "attribute 'reduction' is '%s', expected none, add, mul, max or min", s);
 }
 
 static smelt_status scatter_nd_infer(smelt_ctx *ctx, const gr_node *node,
@@ -992,6 +999,9 @@ const op_def op_def_SCATTER_ND = {
 
 /* ---- Pad -------------------------------------------------------------------------- */
 
+/* pads and value became inputs at opset 11 (pads was paddings in Pad-1) */
+OP_ATTRS(PAD) = {{"mode", 0, 0}, {"paddings", 0, 1}, {"pads", 2, 10}, {"value", 0, 10}, {NULL, 0, 0}};
+
 static smelt_status pad_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
@@ -1004,7 +1014,8 @@ static smelt_status pad_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
         if (strcmp(mode, names[i]) == 0) m = i;
     if (m < 0)
         return op_errf(ctx, node, SMELT_ERR_ATTR,
-                       "unknown mode '%s' (expected constant, reflect, edge or wrap)", mode);
+                       "attribute 'mode' is '%s', expected constant, reflect, edge or wrap",
+                       mode);
     a->mode = (op_pad_mode)m;
     if (g->opset >= 11) return SMELT_OK;
     int count;
@@ -1266,14 +1277,13 @@ const op_def op_def_PAD = {
 
 /* ---- Trilu ------------------------------------------------------------------------ */
 
+OP_ATTRS(TRILU) = {{"upper", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status trilu_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_trilu_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
-    int64_t upper;
     if (!a) return smelt_ctx_status(ctx);
-    SMELT_TRY(op_attr_int(ctx, node, "upper", 1, &upper));
-    a->upper = upper != 0;
-    return SMELT_OK;
+    return op_attr_bool(ctx, node, "upper", true, &a->upper);
 }
 
 static smelt_status trilu_infer(smelt_ctx *ctx, const gr_node *node,
@@ -1400,6 +1410,8 @@ const op_def op_def_NON_ZERO = {
 
 /* ---- OneHot ----------------------------------------------------------------------- */
 
+OP_ATTRS(ONE_HOT) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status one_hot_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     return import_axis(ctx, g, node, -1);
@@ -1515,6 +1527,10 @@ const op_def op_def_ONE_HOT = {
 
 /* ---- DepthToSpace / SpaceToDepth --------------------------------------------------- */
 
+/* mode came to DepthToSpace at opset 11, to SpaceToDepth at 28 */
+OP_ATTRS(DEPTH_TO_SPACE) = {{"blocksize", 0, 0}, {"mode", 11, 0}, {NULL, 0, 0}};
+OP_ATTRS(SPACE_TO_DEPTH) = {{"blocksize", 0, 0}, {"mode", 28, 0}, {NULL, 0, 0}};
+
 static smelt_status block_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_block_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
@@ -1526,9 +1542,9 @@ static smelt_status block_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
                        "attribute 'blocksize' is %lld, must be a positive integer",
                        (long long)a->blocksize);
     SMELT_TRY(op_attr_string(ctx, node, "mode", "DCR", &mode));
-    if (node->op == OP_DEPTH_TO_SPACE && strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
-        return op_errf(ctx, node, SMELT_ERR_ATTR, "unknown mode '%s' (expected DCR or CRD)",
-                       mode);
+    if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'mode' is '%s', expected DCR or CRD", mode);
     a->crd = strcmp(mode, "CRD") == 0;
     return SMELT_OK;
 }
@@ -1613,17 +1629,26 @@ static ir_expr *depth_to_space_body(te_graph *g, ir_expr *const *idx, void *user
     return te_read(g, s->x, xi);
 }
 
-/* y[n, (bh * b + bw) * C + c, h, w] = x[n, c, h * b + bh, w * b + bw] */
+/* y[n, ch, h, w] = x[n, c, h * b + bh, w * b + bw] with ch = (bh * b + bw) * C + c
+ * (DCR: offsets outermost) or c * b * b + bh * b + bw (CRD: innermost). */
 static ir_expr *space_to_depth_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const block_te *s = user;
     ir_builder *b = &g->b;
-    ir_expr *bs = ir_int(b, s->b), *cs = ir_int(b, s->c);
-    ir_expr *offset = ir_binary(b, IR_FLOORDIV, idx[1], cs);
+    ir_expr *bs = ir_int(b, s->b), *c, *offset;
+    if (s->crd) {
+        ir_expr *bb = ir_int(b, s->b * s->b);
+        c = ir_binary(b, IR_FLOORDIV, idx[1], bb);
+        offset = ir_binary(b, IR_FLOORMOD, idx[1], bb);
+    } else {
+        ir_expr *cs = ir_int(b, s->c);
+        c = ir_binary(b, IR_FLOORMOD, idx[1], cs);
+        offset = ir_binary(b, IR_FLOORDIV, idx[1], cs);
+    }
     ir_expr *bh = ir_binary(b, IR_FLOORDIV, offset, bs);
     ir_expr *bw = ir_binary(b, IR_FLOORMOD, offset, bs);
-    ir_expr *xi[4] = {idx[0], ir_binary(b, IR_FLOORMOD, idx[1], cs),
-                      ir_add(b, ir_mul(b, idx[2], bs), bh), ir_add(b, ir_mul(b, idx[3], bs), bw)};
+    ir_expr *xi[4] = {idx[0], c, ir_add(b, ir_mul(b, idx[2], bs), bh),
+                      ir_add(b, ir_mul(b, idx[3], bs), bw)};
     return te_read(g, s->x, xi);
 }
 
@@ -1673,9 +1698,13 @@ static smelt_status space_to_depth_eval(smelt_ctx *ctx, const gr_node *node,
     const op_block_attrs *a = node->op_attrs;
     const smelt_tensor *x = in[0];
     int64_t b = a->blocksize, n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
-    /* output viewed as [N, b, b, C, H/b, W/b] */
-    int64_t dims[6] = {n, b, b, c, h / b, w / b};
-    int64_t stride[6] = {c * h * w, w, 1, h * w, b * w, b};
+    /* output viewed as [N, b, b, C, H/b, W/b] (DCR) or [N, C, b, b, H/b, W/b] (CRD) */
+    int64_t dcr_dims[6] = {n, b, b, c, h / b, w / b};
+    int64_t dcr_stride[6] = {c * h * w, w, 1, h * w, b * w, b};
+    int64_t crd_dims[6] = {n, c, b, b, h / b, w / b};
+    int64_t crd_stride[6] = {c * h * w, h * w, w, 1, b * w, b};
+    const int64_t *dims = a->crd ? crd_dims : dcr_dims;
+    const int64_t *stride = a->crd ? crd_stride : dcr_stride;
     strided_copy(out[0].data, x->data, smelt_dtype_size(x->dtype), 6, dims, 0, stride);
     return SMELT_OK;
 }

@@ -235,11 +235,21 @@ static smelt_status import_gelu(smelt_ctx *ctx, const gr_node *n, op_unary_attrs
 
 static smelt_status import_is_inf(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
 {
-    int64_t neg, pos;
-    SMELT_TRY(op_attr_int(ctx, n, "detect_negative", 1, &neg));
-    SMELT_TRY(op_attr_int(ctx, n, "detect_positive", 1, &pos));
-    a->detect_neg = neg != 0;
-    a->detect_pos = pos != 0;
+    SMELT_TRY(op_attr_bool(ctx, n, "detect_negative", true, &a->detect_neg));
+    return op_attr_bool(ctx, n, "detect_positive", true, &a->detect_pos);
+}
+
+/* saturate and round_mode (Cast-19, -24) only shape conversions to the
+ * float8 types, which import_cast refuses: checked, otherwise no effect. */
+static smelt_status import_float8_options(smelt_ctx *ctx, const gr_node *n)
+{
+    bool saturate;
+    const char *round;
+    SMELT_TRY(op_attr_bool(ctx, n, "saturate", true, &saturate));
+    SMELT_TRY(op_attr_string(ctx, n, "round_mode", "up", &round));
+    if (strcmp(round, "up") != 0 && strcmp(round, "down") != 0 && strcmp(round, "nearest") != 0)
+        return op_errf(ctx, n, SMELT_ERR_ATTR,
+                       "attribute 'round_mode' is '%s', expected up, down or nearest", round);
     return SMELT_OK;
 }
 
@@ -280,7 +290,13 @@ static smelt_status import_cast(smelt_ctx *ctx, const gr_node *n, op_unary_attrs
         return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'to' is %lld, not a known dtype",
                        (long long)to);
     a->to = (smelt_dtype)to;
-    return SMELT_OK;
+    return import_float8_options(ctx, n);
+}
+
+static smelt_status cast_like_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
+{
+    (void)g;
+    return import_float8_options(ctx, n);
 }
 
 /* Clip before opset 11 gives min/max as attributes: turn them into inputs. */
@@ -296,6 +312,19 @@ static smelt_status import_clip(smelt_ctx *ctx, gr_graph *g, gr_node *n)
     }
     return SMELT_OK;
 }
+
+/* The attributes each op's import reads (ops.def gives the opsets). */
+OP_ATTRS(LEAKY_RELU) = {{"alpha", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(ELU) = {{"alpha", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(SELU) = {{"alpha", 0, 0}, {"gamma", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(CELU) = {{"alpha", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(THRESHOLDED_RELU) = {{"alpha", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(CLIP) = {{"min", 0, 10}, {"max", 0, 10}, {NULL, 0, 0}}; /* inputs from opset 11 */
+OP_ATTRS(HARD_SIGMOID) = {{"alpha", 0, 0}, {"beta", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(GELU) = {{"approximate", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(IS_INF) = {{"detect_negative", 0, 0}, {"detect_positive", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(CAST) = {{"to", 0, 0}, {"saturate", 19, 0}, {"round_mode", 24, 0}, {NULL, 0, 0}};
+OP_ATTRS(CAST_LIKE) = {{"saturate", 19, 0}, {"round_mode", 24, 0}, {NULL, 0, 0}};
 
 static smelt_status unary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
 {
@@ -1065,7 +1094,7 @@ const op_def op_def_CLIP = {.compute = clip_compute, .import = unary_import,
                             .infer = clip_infer,     .eval = clip_eval,
                             .min_inputs = 1,         .max_inputs = 3,
                             .min_outputs = 1,        .max_outputs = 1};
-const op_def op_def_CAST_LIKE = {.compute = cast_compute, .import = NULL,
+const op_def op_def_CAST_LIKE = {.compute = cast_compute, .import = cast_like_import,
                                  .infer = cast_like_infer, .eval = cast_eval,
                                  .min_inputs = 2,          .max_inputs = 2,
                                  .min_outputs = 1,         .max_outputs = 1};

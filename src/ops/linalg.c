@@ -407,19 +407,19 @@ const op_def op_def_MATMUL = {
 
 /* ---- Gemm ------------------------------------------------------------------------ */
 
+/* Gemm-1..6's broadcast: C broadcasting unidirectionally covers both values. */
+OP_ATTRS(GEMM) = {{"alpha", 0, 0}, {"beta", 0, 0}, {"transA", 0, 0}, {"transB", 0, 0}, {"broadcast", 0, 6}, {NULL, 0, 0}};
+
 static smelt_status gemm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_gemm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return SMELT_ERR_NOMEM;
-    int64_t ta, tb;
     SMELT_TRY(op_attr_float(ctx, node, "alpha", 1.0f, &a->alpha));
     SMELT_TRY(op_attr_float(ctx, node, "beta", 1.0f, &a->beta));
-    SMELT_TRY(op_attr_int(ctx, node, "transA", 0, &ta));
-    SMELT_TRY(op_attr_int(ctx, node, "transB", 0, &tb));
-    a->trans_a = ta != 0;
-    a->trans_b = tb != 0;
-    /* Opsets < 7 had `broadcast`; C broadcasting unidirectionally covers both. */
-    return SMELT_OK;
+    SMELT_TRY(op_attr_bool(ctx, node, "transA", false, &a->trans_a));
+    SMELT_TRY(op_attr_bool(ctx, node, "transB", false, &a->trans_b));
+    bool broadcast;
+    return g->opset < 7 ? op_attr_bool(ctx, node, "broadcast", false, &broadcast) : SMELT_OK;
 }
 
 /* C broadcasts unidirectionally to (M, N). */
@@ -695,7 +695,7 @@ static smelt_status einsum_parse_term(smelt_ctx *ctx, const gr_node *node, const
         if (label < 0 && ch != '.') return SMELT_OK;
         if (t->n == OP_EINSUM_MAX_TERM)
             return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                           "equation '%s': a term has more than %d subscripts", eq,
+                           "attribute 'equation' is '%s': a term has more than %d subscripts", eq,
                            OP_EINSUM_MAX_TERM);
         if (label >= 0) {
             t->labels[t->n++] = (int8_t)label;
@@ -704,10 +704,10 @@ static smelt_status einsum_parse_term(smelt_ctx *ctx, const gr_node *node, const
         }
         if (strncmp(*p, "...", 3) != 0)
             return op_errf(ctx, node, SMELT_ERR_ATTR,
-                           "equation '%s': '.' at position %d is not part of '...'", eq,
+                           "attribute 'equation' is '%s': '.' at position %d is not part of '...'", eq,
                            (int)(*p - eq));
         if (ellipsis)
-            return op_errf(ctx, node, SMELT_ERR_ATTR, "equation '%s': a term has two '...'",
+            return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'equation' is '%s': a term has two '...'",
                            eq);
         ellipsis = true;
         t->labels[t->n++] = OP_EINSUM_ELLIPSIS;
@@ -732,16 +732,18 @@ static smelt_status einsum_check_output(smelt_ctx *ctx, const gr_node *node, con
         for (int k = 0; k < a->n_operands; k++) in_inputs |= term_has(&a->in[k], label);
         if (!in_inputs)
             return op_errf(ctx, node, SMELT_ERR_ATTR,
-                           "equation '%s': output subscript '%c' appears in no input", eq,
+                           "attribute 'equation' is '%s': output subscript '%c' appears in no input", eq,
                            einsum_label_char(label));
         for (int j = 0; j < i; j++)
             if (a->out.labels[j] == label)
                 return op_errf(ctx, node, SMELT_ERR_ATTR,
-                               "equation '%s': output subscript '%c' is repeated", eq,
+                               "attribute 'equation' is '%s': output subscript '%c' is repeated", eq,
                                einsum_label_char(label));
     }
     return SMELT_OK;
 }
+
+OP_ATTRS(EINSUM) = {{"equation", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status einsum_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -754,7 +756,7 @@ static smelt_status einsum_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
     for (;;) {
         if (a->n_operands == OP_EINSUM_MAX_OPERANDS)
             return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                           "equation '%s' has more than %d operands", eq,
+                           "attribute 'equation' is '%s', which has more than %d operands", eq,
                            OP_EINSUM_MAX_OPERANDS);
         SMELT_TRY(einsum_parse_term(ctx, node, eq, &p, &a->in[a->n_operands++]));
         if (*p != ',') break;
@@ -767,11 +769,11 @@ static smelt_status einsum_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
     }
     if (*p)
         return op_errf(ctx, node, SMELT_ERR_ATTR,
-                       "equation '%s': unexpected character '%c' at position %d", eq, *p,
+                       "attribute 'equation' is '%s': unexpected character '%c' at position %d", eq, *p,
                        (int)(p - eq));
     if (a->n_operands != node->n_inputs)
         return op_errf(ctx, node, SMELT_ERR_ATTR,
-                       "equation '%s' has %d input terms but the node has %d inputs", eq,
+                       "attribute 'equation' is '%s', which has %d input terms but the node has %d inputs", eq,
                        a->n_operands, node->n_inputs);
     return einsum_check_output(ctx, node, eq, a);
 }

@@ -337,18 +337,37 @@ static smelt_status stats_output(op_compute_args *a, int i, const char *name, te
 
 /* ---- BatchNormalization -------------------------------------------------------- */
 
+/* momentum only updates the running statistics (training_mode=1). */
+OP_ATTRS(BATCH_NORMALIZATION) = {{"epsilon", 0, 0},         {"momentum", 0, 0},
+                                 {"is_test", 0, 6},   {"spatial", 0, 8},
+                                 {"training_mode", 14, 0}, {NULL, 0, 0}};
+
+/* Before opset 7, is_test=0 asked for training: statistics of the batch. */
+static smelt_status batchnorm_check_is_test(smelt_ctx *ctx, const gr_graph *g,
+                                            const gr_node *node)
+{
+    bool is_test;
+    if (g->opset >= 7) return SMELT_OK;
+    SMELT_TRY(op_attr_bool(ctx, node, "is_test", true, &is_test));
+    if (!is_test)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'is_test' is 0 (training mode), which is not supported");
+    return SMELT_OK;
+}
+
 static smelt_status batchnorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_batchnorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return SMELT_ERR_NOMEM;
     SMELT_TRY(op_attr_float(ctx, node, "epsilon", 1e-5f, &a->epsilon));
     SMELT_TRY(op_attr_float(ctx, node, "momentum", 0.9f, &a->momentum));
+    SMELT_TRY(batchnorm_check_is_test(ctx, g, node));
     bool extra_outputs = false;
     for (int i = 1; i < node->n_outputs; i++) extra_outputs |= has_output(node, i);
     if (g->opset < 9) {
-        int64_t spatial;
-        SMELT_TRY(op_attr_int(ctx, node, "spatial", 1, &spatial));
-        a->per_activation = spatial == 0;
+        bool spatial;
+        SMELT_TRY(op_attr_bool(ctx, node, "spatial", true, &spatial));
+        a->per_activation = !spatial;
     }
     if (g->opset < 14) {
         /* Older forms signal training through their extra outputs. */
@@ -362,12 +381,7 @@ static smelt_status batchnorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
     if (node->n_outputs > 3)
         return op_errf(ctx, node, SMELT_ERR_MODEL, "has %d outputs; opset %lld allows at most 3",
                        node->n_outputs, (long long)g->opset);
-    int64_t training;
-    SMELT_TRY(op_attr_int(ctx, node, "training_mode", 0, &training));
-    if (training != 0 && training != 1)
-        return op_errf(ctx, node, SMELT_ERR_ATTR, "training_mode must be 0 or 1, got %lld",
-                       (long long)training);
-    a->training = training == 1;
+    SMELT_TRY(op_attr_bool(ctx, node, "training_mode", false, &a->training));
     if (!a->training && extra_outputs)
         return op_errf(ctx, node, SMELT_ERR_MODEL,
                        "outputs running_mean and running_var exist only with training_mode=1");
@@ -674,6 +688,8 @@ const op_def op_def_BATCH_NORMALIZATION = {
 
 /* ---- InstanceNormalization ------------------------------------------------------ */
 
+OP_ATTRS(INSTANCE_NORMALIZATION) = {{"epsilon", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status instancenorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_instancenorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
@@ -757,6 +773,8 @@ const op_def op_def_INSTANCE_NORMALIZATION = {
 
 /* ---- LayerNormalization --------------------------------------------------------- */
 
+OP_ATTRS(LAYER_NORMALIZATION) = {{"axis", 0, 0}, {"epsilon", 0, 0}, {"stash_type", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status layernorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_layernorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
@@ -768,8 +786,8 @@ static smelt_status layernorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
     if (stash != SMELT_DT_FLOAT32 && stash != SMELT_DT_FLOAT64 && stash != SMELT_DT_FLOAT16 &&
         stash != SMELT_DT_BFLOAT16)
         return op_errf(ctx, node, SMELT_ERR_ATTR,
-                       "stash_type %lld is not a floating-point type (expected 1 = float, "
-                       "16 = bfloat16, ...)",
+                       "attribute 'stash_type' is %lld, not a floating-point type (expected "
+                       "1 = float, 16 = bfloat16, ...)",
                        (long long)stash);
     a->stash_type = (smelt_dtype)stash;
     return SMELT_OK;
@@ -896,6 +914,9 @@ const op_def op_def_LAYER_NORMALIZATION = {
 };
 
 /* ---- Softmax, LogSoftmax ---------------------------------------------------------- */
+
+OP_ATTRS(SOFTMAX) = {{"axis", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(LOG_SOFTMAX) = {{"axis", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status softmax_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {

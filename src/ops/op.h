@@ -80,17 +80,42 @@ typedef struct op_def {
     unsigned flags;
 } op_def;
 
+/* The newest ai.onnx opset smelt knows (ops.def's NEWEST): the opset of
+ * the onnx release whose schemas tests/unit/onnx_schema.inc holds. */
+#define SMELT_ONNX_OPSET 28
+
+/* An attribute an op's import implements (reads, or knows to have no effect
+ * on what smelt computes), in the model opsets [since, until] of the ONNX
+ * schema; 0 for either: the op's FIRST or LAST opset (ops.def).  Anything a
+ * node carries that its op's table does not list is refused, so no attribute
+ * is ever silently ignored.  A value the import does not implement is refused
+ * by the import itself. */
+typedef struct op_attr_spec {
+    const char *name;
+    int since, until;
+} op_attr_spec;
+
+/* The table of op ENUM, next to its import function:
+ *   OP_ATTRS(SPACE_TO_DEPTH) = {{"blocksize", 0, 0}, {"mode", 28, 0}, {NULL, 0, 0}};
+ * An op without a table (registry.c refers to it weakly) knows none. */
+#define OP_ATTRS(ENUM) const op_attr_spec op_attrs_##ENUM[]
+
 typedef struct op_info {
     op_kind kind;
     const char *name;   /* ONNX op_type */
     const char *family; /* file in src/ops */
     op_pattern pattern;
     const op_def *def;  /* NULL if the family file does not define it (yet) */
+    int opset_first, opset_last; /* ops.def: implemented ai.onnx opsets (0: internal) */
+    const op_attr_spec *attrs;   /* {NULL}-terminated; NULL: no attributes */
 } op_info;
 
 const op_info *op_get(op_kind kind);
 const op_info *op_lookup(const char *onnx_name); /* default domain; NULL if unknown */
 const char *op_pattern_name(op_pattern p);
+/* The spec of attribute `name` of op `info` at model opset `opset`; NULL
+ * when the op does not implement it there. */
+const op_attr_spec *op_attr_find(const op_info *info, const char *name, int64_t opset);
 
 /* ---- Errors ----------------------------------------------------------------- */
 /* Formats "node 'NAME' (OpType): MESSAGE". */
@@ -104,6 +129,10 @@ smelt_status op_attr_int(smelt_ctx *ctx, const gr_node *n, const char *name, int
                          int64_t *out);
 smelt_status op_attr_float(smelt_ctx *ctx, const gr_node *n, const char *name, float def,
                            float *out);
+/* An int attribute that ONNX defines as 0 or 1; other values are refused
+ * (they mean nothing smelt implements). */
+smelt_status op_attr_bool(smelt_ctx *ctx, const gr_node *n, const char *name, bool def,
+                          bool *out);
 smelt_status op_attr_string(smelt_ctx *ctx, const gr_node *n, const char *name,
                             const char *def, const char **out);
 /* *out points into the graph (do not free); *count = -1 when absent. */

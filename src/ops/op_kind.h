@@ -4,7 +4,7 @@
 
 typedef enum op_kind {
     OP_NONE = 0,
-#define OP(ENUM, NAME, FAMILY, PATTERN) OP_##ENUM,
+#define OP(ENUM, NAME, FAMILY, PATTERN, FIRST, LAST) OP_##ENUM,
 #include "ops/ops.def"
 #undef OP
     OP_COUNT_

@@ -43,6 +43,18 @@ smelt_status op_attr_int(smelt_ctx *ctx, const gr_node *n, const char *name, int
     return SMELT_OK;
 }
 
+smelt_status op_attr_bool(smelt_ctx *ctx, const gr_node *n, const char *name, bool def,
+                          bool *out)
+{
+    int64_t v;
+    SMELT_TRY(op_attr_int(ctx, n, name, def, &v));
+    if (v != 0 && v != 1)
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute '%s' is %lld; expected 0 or 1", name,
+                       (long long)v);
+    *out = v != 0;
+    return SMELT_OK;
+}
+
 smelt_status op_attr_float(smelt_ctx *ctx, const gr_node *n, const char *name, float def,
                            float *out)
 {

@@ -36,27 +36,26 @@ static smelt_status check_rank(smelt_ctx *ctx, const gr_node *node, const smelt_
 
 /* ---- import ------------------------------------------------------------------ */
 
-static smelt_status attr_bool(smelt_ctx *ctx, const gr_node *node, const char *name, bool *out)
-{
-    int64_t v;
-    SMELT_TRY(op_attr_int(ctx, node, name, 0, &v));
-    if (v != 0 && v != 1)
-        return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute '%s' is %lld; expected 0 or 1",
-                       name, (long long)v);
-    *out = v != 0;
-    return SMELT_OK;
-}
+/* op_conv_window_import reads the window; the opsets that added an
+ * attribute are where ONNX did. */
+OP_ATTRS(MAX_POOL) = {{"auto_pad", 0, 0},        {"kernel_shape", 0, 0},   {"strides", 0, 0},
+                      {"pads", 0, 0},            {"dilations", 10, 0},  {"ceil_mode", 10, 0},
+                      {"storage_order", 8, 0}, {NULL, 0, 0}};
+OP_ATTRS(AVERAGE_POOL) = {{"auto_pad", 0, 0},       {"kernel_shape", 0, 0},          {"strides", 0, 0},
+                          {"pads", 0, 0},           {"dilations", 19, 0},         {"ceil_mode", 10, 0},
+                          {"count_include_pad", 7, 0}, {NULL, 0, 0}};
+OP_ATTRS(LRN) = {{"alpha", 0, 0}, {"beta", 0, 0}, {"bias", 0, 0}, {"size", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status pool_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_pool_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
     SMELT_TRY(op_conv_window_import(ctx, node, true, &a->win));
-    SMELT_TRY(attr_bool(ctx, node, "ceil_mode", &a->ceil_mode));
+    SMELT_TRY(op_attr_bool(ctx, node, "ceil_mode", false, &a->ceil_mode));
     if (node->op == OP_AVERAGE_POOL)
-        SMELT_TRY(attr_bool(ctx, node, "count_include_pad", &a->count_include_pad));
+        SMELT_TRY(op_attr_bool(ctx, node, "count_include_pad", false, &a->count_include_pad));
     if (node->op == OP_MAX_POOL)
-        SMELT_TRY(attr_bool(ctx, node, "storage_order", &a->column_major_indices));
+        SMELT_TRY(op_attr_bool(ctx, node, "storage_order", false, &a->column_major_indices));
     return SMELT_OK;
 }
 

@@ -256,16 +256,27 @@ static const op_reduce_attrs *reduce_attrs(const gr_node *node)
     return node->op_attrs ? node->op_attrs : &defaults;
 }
 
+/* axes became an input at opset 13 for ReduceSum, 18 for the others */
+#define REDUCE_ATTRS(AXES_UNTIL) {"keepdims", 0, 0}, {"axes", 0, AXES_UNTIL}, \
+    {"noop_with_empty_axes", AXES_UNTIL + 1, 0}, {NULL, 0, 0}
+OP_ATTRS(REDUCE_SUM) = {REDUCE_ATTRS(12)};
+OP_ATTRS(REDUCE_MEAN) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_MAX) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_MIN) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_PROD) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_L1) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_L2) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_SUM_SQUARE) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_LOG_SUM) = {REDUCE_ATTRS(17)};
+OP_ATTRS(REDUCE_LOG_SUM_EXP) = {REDUCE_ATTRS(17)};
+#undef REDUCE_ATTRS
+
 static smelt_status reduce_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
-    int64_t keepdims, noop;
-    SMELT_TRY(op_attr_int(ctx, node, "keepdims", 1, &keepdims));
-    SMELT_TRY(op_attr_int(ctx, node, "noop_with_empty_axes", 0, &noop));
     op_reduce_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
-    a->keepdims = keepdims != 0;
-    a->noop_with_empty_axes = noop != 0;
-    /* axes became an input at opset 13 for ReduceSum, 18 for the others */
+    SMELT_TRY(op_attr_bool(ctx, node, "keepdims", true, &a->keepdims));
+    SMELT_TRY(op_attr_bool(ctx, node, "noop_with_empty_axes", false, &a->noop_with_empty_axes));
     int axes_input_opset = node->op == OP_REDUCE_SUM ? 13 : 18;
     if (g->opset < axes_input_opset) {
         int n;
@@ -862,18 +873,16 @@ static const op_arg_reduce_attrs *arg_attrs(const gr_node *node)
     return node->op_attrs ? node->op_attrs : &defaults;
 }
 
+OP_ATTRS(ARG_MAX) = {{"axis", 0, 0}, {"keepdims", 0, 0}, {"select_last_index", 12, 0}, {NULL, 0, 0}};
+OP_ATTRS(ARG_MIN) = {{"axis", 0, 0}, {"keepdims", 0, 0}, {"select_last_index", 12, 0}, {NULL, 0, 0}};
+
 static smelt_status arg_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
-    int64_t axis, keepdims, last;
-    SMELT_TRY(op_attr_int(ctx, node, "axis", 0, &axis));
-    SMELT_TRY(op_attr_int(ctx, node, "keepdims", 1, &keepdims));
-    SMELT_TRY(op_attr_int(ctx, node, "select_last_index", 0, &last));
     op_arg_reduce_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
-    a->axis = axis;
-    a->keepdims = keepdims != 0;
-    a->select_last_index = last != 0;
-    return SMELT_OK;
+    SMELT_TRY(op_attr_int(ctx, node, "axis", 0, &a->axis));
+    SMELT_TRY(op_attr_bool(ctx, node, "keepdims", true, &a->keepdims));
+    return op_attr_bool(ctx, node, "select_last_index", false, &a->select_last_index);
 }
 
 static smelt_status arg_infer(smelt_ctx *ctx, const gr_node *node,
@@ -1002,17 +1011,16 @@ static const op_topk_attrs *topk_attrs(const gr_node *node)
     return node->op_attrs ? node->op_attrs : &defaults;
 }
 
+/* sorted=0 leaves the order to the implementation: sorted is one. */
+OP_ATTRS(TOP_K) = {{"axis", 0, 0}, {"k", 0, 9}, {"largest", 11, 0}, {"sorted", 11, 0}, {NULL, 0, 0}};
+
 static smelt_status topk_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
-    int64_t axis, largest, sorted;
-    SMELT_TRY(op_attr_int(ctx, node, "axis", -1, &axis));
-    SMELT_TRY(op_attr_int(ctx, node, "largest", 1, &largest));
-    SMELT_TRY(op_attr_int(ctx, node, "sorted", 1, &sorted));
     op_topk_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
-    a->axis = axis;
-    a->largest = largest != 0;
-    a->sorted = sorted != 0;
+    SMELT_TRY(op_attr_int(ctx, node, "axis", -1, &a->axis));
+    SMELT_TRY(op_attr_bool(ctx, node, "largest", true, &a->largest));
+    SMELT_TRY(op_attr_bool(ctx, node, "sorted", true, &a->sorted));
     if (g->opset < 10) { /* k was an attribute before opset 10 */
         if (!gr_node_attr(node, "k"))
             return op_errf(ctx, node, SMELT_ERR_ATTR, "missing required attribute 'k'");
@@ -1217,16 +1225,14 @@ static const op_cumsum_attrs *cumsum_attrs(const gr_node *node)
     return node->op_attrs ? node->op_attrs : &defaults;
 }
 
+OP_ATTRS(CUM_SUM) = {{"exclusive", 0, 0}, {"reverse", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status cumsum_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
-    int64_t exclusive, reverse;
-    SMELT_TRY(op_attr_int(ctx, node, "exclusive", 0, &exclusive));
-    SMELT_TRY(op_attr_int(ctx, node, "reverse", 0, &reverse));
     op_cumsum_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
-    a->exclusive = exclusive != 0;
-    a->reverse = reverse != 0;
-    return SMELT_OK;
+    SMELT_TRY(op_attr_bool(ctx, node, "exclusive", false, &a->exclusive));
+    return op_attr_bool(ctx, node, "reverse", false, &a->reverse);
 }
 
 static smelt_status cumsum_axis(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *x,

@@ -1,22 +1,28 @@
-/* The op table, assembled from ops.def.  Family files define op_def_<ENUM>;
- * the declarations are weak so a missing definition shows up as an op that
- * imports as "unsupported" (and fails tests/unit/test_registry), not as a
- * link error while a family is being written. */
+/* The op table, assembled from ops.def.  Family files define op_def_<ENUM>
+ * and op_attrs_<ENUM>; the declarations are weak so a missing definition
+ * shows up as an op that imports as "unsupported" (and fails
+ * tests/unit/test_registry), not as a link error while a family is being
+ * written, and a missing attribute table as an op that knows no attributes. */
 #include <string.h>
 
 #include "ops/op.h"
 
-#define OP(ENUM, NAME, FAMILY, PATTERN) extern const op_def op_def_##ENUM __attribute__((weak));
+#define OP(ENUM, NAME, FAMILY, PATTERN, FIRST, LAST)                        \
+    extern const op_def op_def_##ENUM __attribute__((weak));                \
+    extern const op_attr_spec op_attrs_##ENUM[] __attribute__((weak));
 #include "ops/ops.def"
 #undef OP
 
+#define NEWEST SMELT_ONNX_OPSET
 static const op_info g_ops[] = {
-    {OP_NONE, "", "", OP_PATTERN_OPAQUE, NULL},
-#define OP(ENUM, NAME, FAMILY, PATTERN) \
-    {OP_##ENUM, NAME, #FAMILY, OP_PATTERN_##PATTERN, &op_def_##ENUM},
+    {OP_NONE, "", "", OP_PATTERN_OPAQUE, NULL, 0, 0, NULL},
+#define OP(ENUM, NAME, FAMILY, PATTERN, FIRST, LAST)                                  \
+    {OP_##ENUM, NAME, #FAMILY, OP_PATTERN_##PATTERN, &op_def_##ENUM, FIRST, LAST,   \
+     op_attrs_##ENUM},
 #include "ops/ops.def"
 #undef OP
 };
+#undef NEWEST
 _Static_assert(SMELT_ARRAY_LEN(g_ops) == OP_COUNT_, "ops.def and op table out of sync");
 
 const op_info *op_get(op_kind kind)
@@ -42,4 +48,20 @@ const char *op_pattern_name(op_pattern p)
     case OP_PATTERN_OPAQUE: return "opaque";
     }
     return "?";
+}
+
+/* consumed_inputs was on most ops until opset 6 replaced their versions: a
+ * hint for in-place execution, with no effect on results. */
+static const op_attr_spec g_consumed_inputs = {"consumed_inputs", 1, 5};
+
+const op_attr_spec *op_attr_find(const op_info *info, const char *name, int64_t opset)
+{
+    if (opset <= g_consumed_inputs.until && strcmp(name, g_consumed_inputs.name) == 0)
+        return &g_consumed_inputs;
+    for (const op_attr_spec *a = info->attrs; a && a->name; a++) {
+        int since = a->since ? a->since : info->opset_first;
+        int until = a->until ? a->until : info->opset_last;
+        if (strcmp(a->name, name) == 0 && opset >= since && opset <= until) return a;
+    }
+    return NULL;
 }

@@ -29,7 +29,8 @@ static smelt_status parse_choice(smelt_ctx *ctx, const gr_node *node, const char
             return SMELT_OK;
         }
     }
-    return op_errf(ctx, node, SMELT_ERR_ATTR, "unknown %s '%s'", attr, s);
+    return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute '%s' is '%s', which is not implemented",
+                   attr, s);
 }
 
 static smelt_status parse_mode(smelt_ctx *ctx, const gr_node *node, op_resize_attrs *a)
@@ -52,7 +53,7 @@ static smelt_status parse_resize11(smelt_ctx *ctx, const gr_node *node, op_resiz
     static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                           "ceil"};
     int c = 0, n = 0;
-    int64_t exclude, antialias;
+    bool antialias;
     SMELT_TRY(parse_choice(ctx, node, "coordinate_transformation_mode", "half_pixel", coords,
                            (int)SMELT_ARRAY_LEN(coords), &c));
     SMELT_TRY(parse_choice(ctx, node, "nearest_mode", "round_prefer_floor", nearest,
@@ -60,19 +61,19 @@ static smelt_status parse_resize11(smelt_ctx *ctx, const gr_node *node, op_resiz
     a->coord = (op_resize_coord)c;
     a->nearest = (op_resize_nearest)n;
     SMELT_TRY(op_attr_float(ctx, node, "cubic_coeff_a", -0.75f, &a->cubic_coeff_a));
-    SMELT_TRY(op_attr_int(ctx, node, "exclude_outside", 0, &exclude));
+    SMELT_TRY(op_attr_bool(ctx, node, "exclude_outside", false, &a->exclude_outside));
     SMELT_TRY(op_attr_float(ctx, node, "extrapolation_value", 0.0f, &a->extrapolation_value));
-    a->exclude_outside = exclude != 0;
 
-    SMELT_TRY(op_attr_int(ctx, node, "antialias", 0, &antialias));
-    if (antialias != 0)
-        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "antialias=1 is not supported");
+    SMELT_TRY(op_attr_bool(ctx, node, "antialias", false, &antialias));
+    if (antialias)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'antialias' is 1; antialiasing is not implemented");
     const char *policy;
     SMELT_TRY(op_attr_string(ctx, node, "keep_aspect_ratio_policy", "stretch", &policy));
     if (strcmp(policy, "stretch") != 0)
         return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                       "keep_aspect_ratio_policy '%s' is not supported (only 'stretch')",
-                       policy);
+                       "attribute 'keep_aspect_ratio_policy' is '%s'; only 'stretch' is "
+                       "implemented", policy);
     int count;
     const int64_t *axes;
     SMELT_TRY(op_attr_ints(ctx, node, "axes", &count, &axes));
@@ -83,6 +84,18 @@ static smelt_status parse_resize11(smelt_ctx *ctx, const gr_node *node, op_resiz
     for (int i = 0; i < a->n_axes; i++) a->axes[i] = axes[i];
     return SMELT_OK;
 }
+
+/* Resize-10 has only mode; parse_resize11 reads the rest */
+OP_ATTRS(RESIZE) = {{"mode", 0, 0},
+                    {"coordinate_transformation_mode", 11, 0},
+                    {"nearest_mode", 11, 0},
+                    {"cubic_coeff_a", 11, 0},
+                    {"exclude_outside", 11, 0},
+                    {"extrapolation_value", 11, 0},
+                    {"antialias", 18, 0},
+                    {"keep_aspect_ratio_policy", 18, 0},
+                    {"axes", 18, 0},
+                    {NULL, 0, 0}};
 
 static smelt_status resize_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -121,6 +134,10 @@ static smelt_status set_input_floats(smelt_ctx *ctx, gr_graph *g, gr_node *node,
     return gr_node_set_input(ctx, g, node, index, v);
 }
 
+/* scales became an input at opset 9; Upsample-1's height_scale and
+ * width_scale are not implemented (ops.def starts at opset 7) */
+OP_ATTRS(UPSAMPLE) = {{"mode", 0, 0}, {"scales", 0, 8}, {NULL, 0, 0}};
+
 static smelt_status upsample_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     op_resize_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
@@ -128,7 +145,7 @@ static smelt_status upsample_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
     SMELT_TRY(parse_mode(ctx, node, a));
     if (a->mode == OP_RESIZE_CUBIC)
         return op_errf(ctx, node, SMELT_ERR_ATTR,
-                       "unknown mode 'cubic' (Upsample supports nearest and linear)");
+                       "attribute 'mode' is 'cubic'; Upsample supports nearest and linear");
     a->coord = OP_RESIZE_ASYMMETRIC;
     a->nearest = OP_RESIZE_SIMPLE;
     a->cubic_coeff_a = -0.75f;

@@ -306,8 +306,29 @@ typedef struct dropout_attrs {
     bool mask_is_bool; /* opset >= 10; before, the mask had the input's dtype */
 } dropout_attrs;
 
+/* Inference drops nothing whatever ratio (until opset 11) and seed say;
+ * training is an input from opset 12 (dropout_check_mode). */
+OP_ATTRS(DROPOUT) = {{"is_test", 0, 6}, {"ratio", 0, 11}, {"seed", 12, 0}, {NULL, 0, 0}};
+
+/* Before opset 7, an explicit is_test=0 asked for training (random drops). */
+static smelt_status dropout_check_is_test(smelt_ctx *ctx, const gr_graph *g,
+                                          const gr_node *node)
+{
+    bool is_test;
+    float ratio;
+    if (g->opset >= 7) return SMELT_OK;
+    SMELT_TRY(op_attr_bool(ctx, node, "is_test", true, &is_test));
+    SMELT_TRY(op_attr_float(ctx, node, "ratio", 0.5f, &ratio));
+    if (!is_test && ratio != 0.0f)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'is_test' is 0 (training mode, random dropout), which is "
+                       "not supported");
+    return SMELT_OK;
+}
+
 static smelt_status dropout_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
+    SMELT_TRY(dropout_check_is_test(ctx, g, node));
     dropout_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
     a->mask_is_bool = g->opset >= 10;
@@ -396,6 +417,8 @@ static smelt_status axis_import(smelt_ctx *ctx, gr_graph *g, gr_node *node, int6
     return op_attr_int(ctx, node, "axis", def, &a->axis);
 }
 
+OP_ATTRS(FLATTEN) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status flatten_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     return axis_import(ctx, g, node, 1);
@@ -427,13 +450,13 @@ const op_def op_def_FLATTEN = {
 
 /* ---- Reshape -------------------------------------------------------------------- */
 
+OP_ATTRS(RESHAPE) = {{"shape", 0, 4}, {"allowzero", 14, 0}, {NULL, 0, 0}};
+
 static smelt_status reshape_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
-    int64_t allowzero;
-    SMELT_TRY(op_attr_int(ctx, node, "allowzero", 0, &allowzero));
     op_reshape_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
-    a->allowzero = allowzero != 0;
+    SMELT_TRY(op_attr_bool(ctx, node, "allowzero", false, &a->allowzero));
     if (g->opset < 5) { /* shape was an attribute before opset 5 */
         int n;
         const int64_t *shape;
@@ -568,6 +591,8 @@ const op_def op_def_RESHAPE = {
 
 /* ---- Transpose ------------------------------------------------------------------ */
 
+OP_ATTRS(TRANSPOSE) = {{"perm", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status transpose_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     int n;
@@ -663,6 +688,9 @@ const op_def op_def_TRANSPOSE = {
 /* ---- Squeeze, Unsqueeze ----------------------------------------------------------- */
 
 /* axes moved from attribute to input 1 at opset 13 */
+OP_ATTRS(SQUEEZE) = {{"axes", 0, 12}, {NULL, 0, 0}};
+OP_ATTRS(UNSQUEEZE) = {{"axes", 0, 12}, {NULL, 0, 0}};
+
 static smelt_status axes_attr_to_input(smelt_ctx *ctx, gr_graph *g, gr_node *node,
                                        bool required)
 {
@@ -786,6 +814,8 @@ const op_def op_def_UNSQUEEZE = {
 };
 
 /* ---- Shape, Size ------------------------------------------------------------------ */
+
+OP_ATTRS(SHAPE) = {{"start", 15, 0}, {"end", 15, 0}, {NULL, 0, 0}};
 
 static smelt_status shape_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -1077,6 +1107,8 @@ const op_def op_def_TILE = {
 
 /* ---- Concat ----------------------------------------------------------------------- */
 
+OP_ATTRS(CONCAT) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status concat_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     if (g->opset >= 4 && !gr_node_attr(node, "axis"))
@@ -1211,6 +1243,8 @@ const op_def op_def_CONCAT = {
 };
 
 /* ---- Split ---------------------------------------------------------------------- */
+
+OP_ATTRS(SPLIT) = {{"axis", 0, 0}, {"split", 0, 12}, {"num_outputs", 18, 0}, {NULL, 0, 0}};
 
 static smelt_status split_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -1380,6 +1414,8 @@ const op_def op_def_SPLIT = {
 
 /* ---- ConstantOfShape ----------------------------------------------------------------- */
 
+OP_ATTRS(CONSTANT_OF_SHAPE) = {{"value", 0, 0}, {NULL, 0, 0}};
+
 static smelt_status constant_of_shape_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     const smelt_tensor *value;
@@ -1472,6 +1508,10 @@ const op_def op_def_CONSTANT_OF_SHAPE = {
 };
 
 /* ---- Range ---------------------------------------------------------------------------- */
+
+/* stash_type (opset 27) sets the precision of float16/bfloat16 ranges,
+ * which range_dtypes refuses: no effect on the types smelt computes. */
+OP_ATTRS(RANGE) = {{"stash_type", 27, 0}, {NULL, 0, 0}};
 
 static const smelt_dtype range_dtypes[] = {
     SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_INT16,

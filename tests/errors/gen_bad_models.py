@@ -332,6 +332,44 @@ def _(d):
     write(d, m)
 
 
+# ---- versioned import (issue #14): nothing unknown is ignored ----------------
+
+@case("unknown_attribute", "compile", "unsupported",
+      "node 'relu1' (Relu): attribute 'alpha' is not implemented for Relu at opset 13 "
+      "(known: none)")
+def _(d):
+    m = relu_model()
+    m.graph.node[0].attribute.append(helper.make_attribute("alpha", 0.5))
+    write(d, m)
+
+
+@case("attribute_outside_its_opsets", "compile", "unsupported",
+      "node 'mean1' (ReduceMean): attribute 'axes' is not implemented for ReduceMean at "
+      "opset 18 (known: keepdims, noop_with_empty_axes)")
+def _(d):
+    # axes became an input at opset 18: the attribute would have been ignored
+    write(d, model([helper.make_node("ReduceMean", ["x"], ["y"], name="mean1", axes=[1])],
+                   [vi("x", [2, 3])], [vi("y", [2, 1])], opset=18))
+
+
+@case("opset_newer_than_known", "compile", "unsupported",
+      "node 'relu1' (Relu): opset 29 is newer than smelt knows (28); Relu is implemented "
+      "for opsets 1 to 28")
+def _(d):
+    m = relu_model()
+    m.opset_import[0].version = 29
+    write(d, m)
+
+
+@case("space_to_depth_bad_mode", "compile", "attribute error",
+      "node 's2d1' (SpaceToDepth): attribute 'mode' is 'RDC', expected DCR or CRD "
+      "(ai.onnx opset 28)")
+def _(d):
+    write(d, model([helper.make_node("SpaceToDepth", ["x"], ["y"], name="s2d1", blocksize=2,
+                                     mode="RDC")],
+                   [vi("x", [1, 1, 2, 2])], [vi("y", [1, 4, 1, 1])], opset=28))
+
+
 @case("if_node", "compile", "unsupported", "If (ai.onnx, opset 13) at 'if1'")
 def _(d):
     def branch(name, val):

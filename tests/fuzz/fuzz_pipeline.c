@@ -22,6 +22,8 @@
  *   nodes  until the bytes run out or an op byte of 255: op byte, input and output counts
  *          (clamped to the op's arity), one byte per input (an earlier
  *          value, a new constant, or omitted), attribute count, attributes
+ *          (one the op does not know at the model's opset is left out: the
+ *          importer would refuse the model there)
  *   output one byte: odd adds the value before the last as a second output
  * tests/fuzz/gen_pipeline_corpus.py writes seeds in this layout.
  *
@@ -183,6 +185,7 @@ typedef struct gen {
     int base_rank;
     int64_t base[4];
     int hostile;     /* 0: plain names; else 1 + index into HOSTILE */
+    int opset;
     uint32_t lcg;    /* constant contents */
 } gen;
 
@@ -355,14 +358,19 @@ static void add_attr_value(gen *g, pb *a, const attr_spec *s)
     }
 }
 
-static void add_attrs(gen *g, pb *node)
+static void add_attrs(gen *g, pb *node, unsigned op)
 {
     for (unsigned i = 0, n = rd_pick(&g->in, 4); i < n; i++) {
         const attr_spec *s = &ATTRS[rd_pick(&g->in, N_ATTRS)];
+        bool known = op == 0 || op_attr_find(op_get((op_kind)op), s->name, g->opset);
         pb a = {0};
         pb_str(&a, 1, s->name);
-        add_attr_value(g, &a, s);
-        pb_msg(node, 5, &a);
+        add_attr_value(g, &a, s); /* read either way: the recipe's bytes stay aligned */
+        if (known) {
+            pb_msg(node, 5, &a);
+        } else {
+            free(a.d);
+        }
     }
 }
 
@@ -405,7 +413,8 @@ static void add_node(gen *g, int index, unsigned op_byte)
 {
     const char *op;
     int in_lo, in_hi, out_lo, out_hi;
-    op_arity(op_byte % OP_COUNT_, &op, &in_lo, &in_hi, &out_lo, &out_hi);
+    unsigned k = op_byte % OP_COUNT_;
+    op_arity(k, &op, &in_lo, &in_hi, &out_lo, &out_hi);
     int n_in = clamp((int)rd_pick(&g->in, 8), in_lo, in_hi);
     int n_out = clamp((int)rd_pick(&g->in, 8), out_lo, out_hi);
     pb node = {0};
@@ -421,7 +430,7 @@ static void add_node(gen *g, int index, unsigned op_byte)
     snprintf(name, sizeof name, "n%d", index);
     pb_str(&node, 3, name);
     pb_str(&node, 4, op);
-    add_attrs(g, &node);
+    add_attrs(g, &node, k);
     pb_msg(&g->graph, 1, &node);
 }
 
@@ -439,6 +448,7 @@ static const char *build_model(const uint8_t *data, size_t size, pb *model, int 
 {
     gen g = {.in = {data, size}, .lcg = 12345};
     unsigned flags = rd_byte(&g.in);
+    g.opset = atoi(OPSETS[flags & 7]);
     g.hostile = flags >> 5 & 1 ? 1 + (int)(flags >> 6) : 0;
     g.base_rank = (int)rd_pick(&g.in, 5);
     for (int d = 0; d < 4; d++) g.base[d] = d < g.base_rank ? DIM_TABLE[rd_pick(&g.in, 8)] : 1;
@@ -454,7 +464,7 @@ static const char *build_model(const uint8_t *data, size_t size, pb *model, int 
     if (rd_pick(&g.in, 2) && last > 0) add_output(&g, last - 1);
     pb_str(&g.graph, 2, g.hostile ? HOSTILE[g.hostile - 1] : "fuzz");
     pb opset = {0};
-    pb_int(&opset, 2, atoi(OPSETS[flags & 7]));
+    pb_int(&opset, 2, g.opset);
     pb_int(model, 1, 8); /* ir_version */
     pb_msg(model, 8, &opset);
     pb_msg(model, 7, &g.graph);

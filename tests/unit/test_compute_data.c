@@ -137,6 +137,8 @@ static const opt_case k_misc_cases[] = {
      {X(F16, 4, 1, 18, 2, 1)}, {AI("blocksize", 3), AS("mode", "CRD")}},
     {"spacetodepth bool", OP_SPACE_TO_DEPTH, 13, "y", 1, 1,
      {X(BOOL, 4, 2, 3, 4, 6)}, {AI("blocksize", 2)}},
+    {"spacetodepth crd f32", OP_SPACE_TO_DEPTH, 28, "y", 1, 1,
+     {X(F32, 4, 2, 3, 6, 9)}, {AI("blocksize", 3), AS("mode", "CRD")}},
 };
 
 #define X1x2x3x4(dt) X(dt, 4, 1, 2, 3, 4)

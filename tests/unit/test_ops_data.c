@@ -223,7 +223,7 @@ static void test_scatter_nd(void)
     opt_init(&t, &k_names, OP_SCATTER_ND, 16, 3, 1);
     opt_use_attrs(&t, bad, 1);
     CHECK(opt_infer(&t, in2, 3) == SMELT_ERR_ATTR);
-    CHECK_STR_CONTAINS(opt_message(&t), "unknown reduction 'sub'");
+    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'reduction' is 'sub'");
     opt_fini(&t);
 }
 
@@ -304,7 +304,7 @@ static void test_pad(void)
     opt_init(&t, &k_names, OP_PAD, 13, 2, 1);
     opt_use_attrs(&t, bad, 1);
     CHECK(opt_infer(&t, in, 2) == SMELT_ERR_ATTR);
-    CHECK_STR_CONTAINS(opt_message(&t), "unknown mode 'mirror'");
+    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'mode' is 'mirror'");
     opt_fini(&t);
     opt_init(&t, &k_names, OP_PAD, 13, 2, 1);
     in[1] = opt_tensor(I64, 1, OPT_DIMS(3), pads);
@@ -441,6 +441,20 @@ static void test_depth_space(void)
     opt_use_attrs(&back, dcr, 1);
     CHECK(opt_run(&back, out, 1) == SMELT_OK);
     OPT_EXPECT_DIMS(&back.out[0], 4, OPT_DIMS(2, 3, 4, 6));
+    OPT_EXPECT_F32(&back.out[0], g_iota, 144, OPT_EXACT);
+    opt_fini(&back);
+
+    /* SpaceToDepth-28 mode=CRD (was ignored: DCR's values) inverts DepthToSpace CRD */
+    opt_fini(&t);
+    opt_init(&t, &k_names, OP_SPACE_TO_DEPTH, 28, 1, 1);
+    opt_use_attrs(&t, crd, 2);
+    CHECK(opt_run(&t, in, 1) == SMELT_OK);
+    OPT_EXPECT_DIMS(out, 4, OPT_DIMS(2, 12, 2, 3));
+    /* channel 1 = (c 0, bi 0, bj 1) reads x[0, 0, 0, 1]; DCR would read x[0, 1, 0, 0] = 24 */
+    CHECK(((float *)out->data)[6] == 1.0f);
+    opt_init(&back, &k_names, OP_DEPTH_TO_SPACE, 13, 1, 1);
+    opt_use_attrs(&back, crd, 2);
+    CHECK(opt_run(&back, out, 1) == SMELT_OK);
     OPT_EXPECT_F32(&back.out[0], g_iota, 144, OPT_EXACT);
     opt_fini(&back);
 

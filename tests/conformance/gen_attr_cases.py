@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Node tests for attributes smelt once ignored (issue #14), in the ONNX
+backend-test layout (<case>/model.onnx, <case>/test_data_set_0/*.pb).
+
+Expected outputs come from numpy, written from the ONNX operator
+definitions, not from smelt.  Run by ctest (conformance/attr_cases_*) with
+Debian's python3 (numpy, onnx 1.12: the models use opsets newer than it
+knows, so they are written without onnx.checker).
+
+space_to_depth_crd: SpaceToDepth-28 with mode=CRD returned DCR's values
+with exit status 0 while mode was ignored.
+"""
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+
+def space_to_depth(x, b, mode):
+    """ONNX SpaceToDepth-28: blocks of b x b pixels move into channels;
+    DCR orders the new channels (row offset, column offset, channel), CRD
+    (channel, row offset, column offset)."""
+    n, c, h, w = x.shape
+    y = np.empty((n, c * b * b, h // b, w // b), x.dtype)
+    for ci in range(c):
+        for bh in range(b):
+            for bw in range(b):
+                ch = (bh * b + bw) * c + ci if mode == "DCR" else ci * b * b + bh * b + bw
+                y[:, ch] = x[:, ci, bh::b, bw::b]
+    return y
+
+
+def write_case(out, name, opset, node, inputs, outputs):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    vi = lambda n, a: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
+    graph = helper.make_graph([node], name, [vi(n, a) for n, a in inputs],
+                              [vi(n, a) for n, a in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for kind, items in (("input", inputs), ("output", outputs)):
+        for i, (n, a) in enumerate(items):
+            with open(os.path.join(d, "test_data_set_0", "%s_%d.pb" % (kind, i)), "wb") as f:
+                f.write(numpy_helper.from_array(a, n).SerializeToString())
+
+
+def space_to_depth_case(out, name, opset, shape, b, mode):
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    attrs = {"blocksize": b}
+    if mode is not None:
+        attrs["mode"] = mode
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], **attrs)
+    y = space_to_depth(x, b, mode or "DCR")
+    write_case(out, name, opset, node, [("x", x)], [("y", y)])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    out = ap.parse_args().out
+    space_to_depth_case(out, "space_to_depth_crd", 28, (2, 3, 4, 6), 2, "CRD")
+    space_to_depth_case(out, "space_to_depth_crd_b3", 28, (1, 2, 6, 9), 3, "CRD")
+    space_to_depth_case(out, "space_to_depth_dcr", 28, (2, 3, 4, 6), 2, "DCR")
+    space_to_depth_case(out, "space_to_depth_default", 28, (2, 3, 4, 6), 2, None)
+    space_to_depth_case(out, "space_to_depth_opset13", 13, (1, 4, 4, 4), 2, None)
+
+
+if __name__ == "__main__":
+    main()

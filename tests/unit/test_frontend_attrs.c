@@ -1,0 +1,499 @@
+/* Versioned import (issue #14): no attribute is ever silently ignored.
+ *
+ * Against the ONNX schemas of every op smelt imports (onnx_schema.inc,
+ * written by scripts/gen_onnx_schema.py from the current onnx release):
+ *
+ *  - ranges: each op's FIRST..LAST (ops.def) starts at an ONNX version of the
+ *    op and ends where the next, unimplemented, version starts (or at
+ *    SMELT_ONNX_OPSET, the schemas' newest opset);
+ *  - coverage: at every opset smelt claims, every attribute of the op's
+ *    schema is in its OP_ATTRS table (its import reads it and refuses values
+ *    it does not implement), and every table entry is in the schema;
+ *  - refusals, through onnx_import of one-node models, at every ONNX version
+ *    of every op: a bogus attribute name; a bogus value of every string
+ *    attribute; 2 for every 0/1 attribute; the unimplemented values of
+ *    k_bad_values; an attribute at an opset outside its table range; the
+ *    opsets just outside FIRST..LAST.  Each refusal must be
+ *    SMELT_ERR_UNSUPPORTED or SMELT_ERR_ATTR and name the node, the op, the
+ *    attribute and the opset.
+ */
+#include <stdlib.h>
+
+#include "frontend/onnx.h"
+#include "onnx/onnx.pb-c.h"
+#include "ops/op.h"
+#include "test_util.h"
+
+/* ---- the schemas ---- */
+
+typedef struct schema_attr {
+    const char *name;
+    int type; /* Onnx__AttributeProto__AttributeType */
+    bool required;
+} schema_attr;
+
+typedef struct schema_row {
+    const char *op; /* a version row; NULL: an attribute of the row above */
+    int since;
+    schema_attr attr;
+} schema_row;
+
+#define ONNX_VERSION(OP, SINCE) {OP, SINCE, {NULL, 0, false}},
+#define ONNX_ATTR(NAME, TYPE, REQ) \
+    {NULL, 0, {NAME, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##TYPE, REQ}},
+static const schema_row k_schema[] = {
+#include "onnx_schema.inc"
+};
+#undef ONNX_VERSION
+#undef ONNX_ATTR
+#define N_SCHEMA ((int)SMELT_ARRAY_LEN(k_schema))
+
+/* Row index of op's version in effect at `opset` (-1: none yet). */
+static int schema_version_at(const char *op, int opset)
+{
+    int best = -1;
+    for (int i = 0; i < N_SCHEMA; i++)
+        if (k_schema[i].op && strcmp(k_schema[i].op, op) == 0 && k_schema[i].since <= opset)
+            best = i;
+    return best;
+}
+
+/* The attributes of version row v: rows v+1 .. before the next version. */
+static int schema_attr_count(int v)
+{
+    int n = 0;
+    while (v + 1 + n < N_SCHEMA && !k_schema[v + 1 + n].op) n++;
+    return n;
+}
+
+static const schema_attr *schema_attr_find(int v, const char *name)
+{
+    for (int k = 0; k < schema_attr_count(v); k++)
+        if (strcmp(k_schema[v + 1 + k].attr.name, name) == 0) return &k_schema[v + 1 + k].attr;
+    return NULL;
+}
+
+static bool imported(const op_info *info) { return info->def && info->opset_first > 0; }
+
+/* ---- ranges and coverage (static) ---- */
+
+static bool is_version_start(const char *op, int opset)
+{
+    int v = schema_version_at(op, opset);
+    return v >= 0 && k_schema[v].since == opset;
+}
+
+static void test_opset_ranges(void)
+{
+    CHECK(SMELT_ONNX_OPSET == ONNX_SCHEMA_OPSET);
+    for (int k = 1; k < OP_COUNT_; k++) {
+        const op_info *info = op_get((op_kind)k);
+        if (!imported(info)) continue;
+        bool first_ok = is_version_start(info->name, info->opset_first);
+        bool last_ok = info->opset_last == SMELT_ONNX_OPSET ||
+                       (info->opset_last < SMELT_ONNX_OPSET &&
+                        is_version_start(info->name, info->opset_last + 1));
+        if (!first_ok || !last_ok)
+            fprintf(stderr, "%s: ops.def opsets %d..%d are not ONNX version boundaries\n",
+                    info->name, info->opset_first, info->opset_last);
+        CHECK(first_ok && last_ok);
+    }
+}
+
+/* Every schema attribute at every claimed opset is in the op's table. */
+static void check_schema_covered(const op_info *info, int opset)
+{
+    int v = schema_version_at(info->name, opset);
+    for (int a = 0; a < schema_attr_count(v); a++) {
+        const char *name = k_schema[v + 1 + a].attr.name;
+        bool known = op_attr_find(info, name, opset) != NULL;
+        if (!known)
+            fprintf(stderr, "%s-%d (opset %d): schema attribute '%s' is not in OP_ATTRS(%s)\n",
+                    info->name, k_schema[v].since, opset, name, info->name);
+        CHECK(known);
+    }
+}
+
+/* Every table entry at every opset of its range is in the schema there. */
+static void check_table_in_schema(const op_info *info, int opset)
+{
+    int v = schema_version_at(info->name, opset);
+    for (const op_attr_spec *s = info->attrs; s && s->name; s++) {
+        if (op_attr_find(info, s->name, opset) != s) continue;
+        bool in_schema = schema_attr_find(v, s->name) != NULL;
+        if (!in_schema)
+            fprintf(stderr, "%s (opset %d): OP_ATTRS entry '%s' is not in the ONNX schema\n",
+                    info->name, opset, s->name);
+        CHECK(in_schema);
+    }
+}
+
+static void test_attr_coverage(void)
+{
+    for (int k = 1; k < OP_COUNT_; k++) {
+        const op_info *info = op_get((op_kind)k);
+        if (!imported(info)) continue;
+        for (int opset = info->opset_first; opset <= info->opset_last; opset++) {
+            check_schema_covered(info, opset);
+            check_table_in_schema(info, opset);
+        }
+    }
+}
+
+/* ---- one-node models ---- */
+
+#define MAX_ATTRS 8
+
+typedef struct model {
+    const op_info *info;
+    int opset;
+    Onnx__AttributeProto attrs[MAX_ATTRS];
+    int n_attrs;
+} model;
+
+static Onnx__AttributeProto *model_attr(model *m, const char *name, int type)
+{
+    Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name;
+    a->has_type = true;
+    a->type = type;
+    return a;
+}
+
+static void set_int(model *m, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = true;
+    a->i = v;
+}
+
+static void set_string(model *m, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = true;
+    a->s.data = (uint8_t *)v;
+    a->s.len = strlen(v);
+}
+
+static void set_ints(model *m, const char *name, const int64_t *v, size_t n)
+{
+    Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->ints = (int64_t *)v;
+    a->n_ints = n;
+}
+
+static void set_floats(model *m, const char *name, const float *v, size_t n)
+{
+    Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    a->floats = (float *)v;
+    a->n_floats = n;
+}
+
+/* A valid value of each attribute some schema version requires, so that a
+ * case fails on the attribute it is about. */
+static void set_required(model *m, const schema_attr *a)
+{
+    static const int64_t k11[] = {1, 1}, k0[] = {0}, k1[] = {1}, pads[] = {0, 0, 0, 0};
+    static const float scales[] = {1, 1, 2, 2};
+    const char *n = a->name;
+    if (strcmp(n, "kernel_shape") == 0) set_ints(m, n, k11, 2);
+    else if (strcmp(n, "consumed_inputs") == 0) set_ints(m, n, k0, 1);
+    else if (strcmp(n, "to") == 0 && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+        set_string(m, n, "FLOAT");
+    else if (strcmp(n, "to") == 0) set_int(m, n, 1);
+    else if (strcmp(n, "axis") == 0) set_int(m, n, 0);
+    else if (strcmp(n, "blocksize") == 0) set_int(m, n, 2);
+    else if (strcmp(n, "equation") == 0) set_string(m, n, "ij->ji");
+    else if (strcmp(n, "size") == 0) set_int(m, n, 3);
+    else if (strcmp(n, "paddings") == 0 || strcmp(n, "pads") == 0) set_ints(m, n, pads, 4);
+    else if (strcmp(n, "starts") == 0 || strcmp(n, "axes") == 0) set_ints(m, n, k0, 1);
+    else if (strcmp(n, "ends") == 0) set_ints(m, n, k1, 1);
+    else if (strcmp(n, "k") == 0) set_int(m, n, 1);
+    else if (strcmp(n, "scales") == 0) set_floats(m, n, scales, 4);
+    else if (strcmp(n, "shape") == 0) set_ints(m, n, k1, 1);
+    else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
+}
+
+/* Reshape-1's shape is optional in the schema, but without it there is
+ * nothing to reshape to: smelt requires it. */
+static bool smelt_requires(const char *op, const char *attr)
+{
+    return strcmp(op, "Reshape") == 0 && strcmp(attr, "shape") == 0;
+}
+
+/* All required attributes of the version at m->opset except `skip`. */
+static void set_all_required(model *m, const char *skip)
+{
+    int v = schema_version_at(m->info->name, m->opset);
+    for (int a = 0; a < schema_attr_count(v); a++) {
+        const schema_attr *sa = &k_schema[v + 1 + a].attr;
+        bool required = sa->required || smelt_requires(m->info->name, sa->name);
+        if (required && strcmp(sa->name, skip) != 0) set_required(m, sa);
+    }
+}
+
+typedef struct packed {
+    uint8_t *bytes;
+    size_t size;
+} packed;
+
+/* Inputs the node needs: the op_def's minimum, except that Resize-10
+ * requires its scales (input 1; later versions allow it empty). */
+static int model_inputs(const model *m)
+{
+    const op_def *d = m->info->def;
+    if (m->info->kind == OP_RESIZE && m->opset < 11) return 2;
+    return d->min_inputs > 0 ? d->min_inputs : 1;
+}
+
+static void pack_model(const model *m, packed *out)
+{
+    const op_def *d = m->info->def;
+    int n_in = model_inputs(m), n_out = d->min_outputs > 0 ? d->min_outputs : 1;
+    static char *in_names[] = {"x0", "x1", "x2", "x3", "x4"}, *out_names[] = {"y0", "y1", "y2"};
+    Onnx__AttributeProto *attr_ptrs[MAX_ATTRS];
+    for (int i = 0; i < m->n_attrs; i++) attr_ptrs[i] = (Onnx__AttributeProto *)&m->attrs[i];
+
+    Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
+    node.name = "n0";
+    node.op_type = (char *)m->info->name;
+    node.input = in_names, node.n_input = (size_t)n_in;
+    node.output = out_names, node.n_output = (size_t)n_out;
+    node.attribute = attr_ptrs, node.n_attribute = (size_t)m->n_attrs;
+
+    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = true;
+    tt.elem_type = SMELT_DT_FLOAT32;
+    Onnx__TypeProto type = ONNX__TYPE_PROTO__INIT;
+    type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    type.tensor_type = &tt;
+    Onnx__ValueInfoProto ins[5], outs[3];
+    Onnx__ValueInfoProto *in_ptrs[5], *out_ptrs[3];
+    for (int i = 0; i < n_in; i++) {
+        onnx__value_info_proto__init(&ins[i]);
+        ins[i].name = in_names[i], ins[i].type = &type;
+        in_ptrs[i] = &ins[i];
+    }
+    for (int i = 0; i < n_out; i++) {
+        onnx__value_info_proto__init(&outs[i]);
+        outs[i].name = out_names[i];
+        out_ptrs[i] = &outs[i];
+    }
+    Onnx__NodeProto *node_ptr = &node;
+    Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
+    graph.name = "g";
+    graph.node = &node_ptr, graph.n_node = 1;
+    graph.input = in_ptrs, graph.n_input = (size_t)n_in;
+    graph.output = out_ptrs, graph.n_output = (size_t)n_out;
+
+    Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opset_ptr = &opset;
+    opset.domain = "";
+    opset.has_version = true;
+    opset.version = m->opset;
+    Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
+    mp.has_ir_version = true;
+    mp.ir_version = 8;
+    mp.opset_import = &opset_ptr, mp.n_opset_import = 1;
+    mp.graph = &graph;
+    out->size = onnx__model_proto__get_packed_size(&mp);
+    out->bytes = malloc(out->size);
+    if (out->bytes) onnx__model_proto__pack(&mp, out->bytes);
+}
+
+/* Import m; it must be refused naming node, op, `what` and the opset. */
+static void expect_refused(const model *m, const char *what, const char *why)
+{
+    packed p;
+    pack_model(m, &p);
+    smelt_ctx *ctx = smelt_ctx_new();
+    gr_graph *g = NULL;
+    smelt_status s = p.bytes ? onnx_import(ctx, p.bytes, p.size, NULL, &g) : SMELT_ERR_NOMEM;
+    const char *msg = smelt_ctx_message(ctx);
+    char node[160], opset[32];
+    snprintf(node, sizeof node, "node 'n0' (%s)", m->info->name);
+    snprintf(opset, sizeof opset, "opset %d", m->opset);
+    bool ok = (s == SMELT_ERR_UNSUPPORTED || s == SMELT_ERR_ATTR) && strstr(msg, node) &&
+              strstr(msg, what) && strstr(msg, opset);
+    if (!ok)
+        fprintf(stderr, "%s at opset %d, %s: not refused as expected (status %s): %s\n",
+                m->info->name, m->opset, why, smelt_status_name(s), msg);
+    CHECK(ok);
+    gr_graph_free(g);
+    smelt_ctx_free(ctx);
+    free(p.bytes);
+}
+
+static void model_init(model *m, const op_info *info, int opset)
+{
+    memset(m, 0, sizeof *m);
+    m->info = info;
+    m->opset = opset;
+}
+
+/* The control: with only its required attributes, every version imports
+ * (so the refusals below are about what each case changes). */
+static void accept_required_only(const op_info *info, int opset)
+{
+    model m;
+    packed p;
+    model_init(&m, info, opset);
+    set_all_required(&m, "");
+    pack_model(&m, &p);
+    smelt_ctx *ctx = smelt_ctx_new();
+    gr_graph *g = NULL;
+    smelt_status s = p.bytes ? onnx_import(ctx, p.bytes, p.size, NULL, &g) : SMELT_ERR_NOMEM;
+    if (s != SMELT_OK)
+        fprintf(stderr, "%s at opset %d with its required attributes: %s\n", info->name, opset,
+                smelt_ctx_message(ctx));
+    CHECK(s == SMELT_OK);
+    gr_graph_free(g);
+    smelt_ctx_free(ctx);
+    free(p.bytes);
+}
+
+/* ---- refusals ---- */
+
+static void refuse_bogus_name(const op_info *info, int opset)
+{
+    model m;
+    model_init(&m, info, opset);
+    set_all_required(&m, "");
+    set_int(&m, "smelt_bogus_attr", 1);
+    expect_refused(&m, "attribute 'smelt_bogus_attr'", "bogus attribute name");
+}
+
+/* ONNX's 0/1 attributes: any other value means nothing smelt implements. */
+static bool is_flag(const char *name)
+{
+    static const char *const flags[] = {
+        "keepdims",      "noop_with_empty_axes", "select_last_index", "largest",
+        "sorted",        "exclusive",            "reverse",           "upper",
+        "allowzero",     "detect_negative",      "detect_positive",   "transA",
+        "transB",        "ceil_mode",            "count_include_pad", "storage_order",
+        "exclude_outside", "antialias",          "fmod",              "saturate",
+        "training_mode", "is_test",              "spatial",           "broadcast"};
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(flags); i++)
+        if (strcmp(name, flags[i]) == 0) return true;
+    return false;
+}
+
+static void refuse_bad_value(const op_info *info, int opset, const schema_attr *a)
+{
+    model m;
+    char what[96];
+    model_init(&m, info, opset);
+    set_all_required(&m, a->name);
+    snprintf(what, sizeof what, "'%s'", a->name);
+    if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING) {
+        set_string(&m, a->name, "smelt_bogus_value");
+        expect_refused(&m, what, "bogus string value");
+    } else if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT && is_flag(a->name)) {
+        set_int(&m, a->name, 2);
+        expect_refused(&m, what, "0/1 attribute set to 2");
+    }
+}
+
+/* Real values of real attributes that smelt does not implement. */
+typedef struct bad_value {
+    const char *op, *attr;
+    int opset;
+    int64_t i;
+    const char *s; /* string value, else i */
+} bad_value;
+
+static const bad_value k_bad_values[] = {
+    {"Resize", "antialias", 19, 1, NULL},
+    {"Resize", "keep_aspect_ratio_policy", 19, 0, "not_larger"},
+    {"Cast", "to", 21, 22 /* INT4 */, NULL},
+    {"Cast", "to", 13, 999, NULL},
+    {"LayerNormalization", "stash_type", 17, SMELT_DT_INT32, NULL},
+    {"BatchNormalization", "is_test", 6, 0, NULL},
+    {"BatchNormalization", "spatial", 7, 2, NULL},
+    {"Dropout", "is_test", 6, 0, NULL},
+    {"Upsample", "mode", 9, 0, "cubic"},
+    {"DepthToSpace", "mode", 13, 0, "dcr"},
+    {"SpaceToDepth", "mode", 28, 0, "crd"},
+    {"SpaceToDepth", "blocksize", 28, 0, NULL},
+};
+
+static void test_bad_values(void)
+{
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(k_bad_values); i++) {
+        const bad_value *b = &k_bad_values[i];
+        model m;
+        char what[96];
+        model_init(&m, op_lookup(b->op), b->opset);
+        set_all_required(&m, b->attr);
+        if (b->s) set_string(&m, b->attr, b->s);
+        else set_int(&m, b->attr, b->i);
+        snprintf(what, sizeof what, "'%s'", b->attr);
+        expect_refused(&m, what, "unimplemented value");
+    }
+}
+
+/* Table entries with a narrower range than the op's, just outside it. */
+static void refuse_out_of_range_attrs(const op_info *info)
+{
+    for (const op_attr_spec *s = info->attrs; s && s->name; s++) {
+        int outside[2] = {s->since - 1, s->until + 1};
+        for (int k = 0; k < 2; k++) {
+            int opset = outside[k];
+            if ((k == 0 && !s->since) || (k == 1 && !s->until)) continue;
+            if (opset < info->opset_first || opset > info->opset_last) continue;
+            if (op_attr_find(info, s->name, opset)) continue; /* another entry covers it */
+            model m;
+            char what[96];
+            model_init(&m, info, opset);
+            set_all_required(&m, s->name);
+            set_int(&m, s->name, 1);
+            snprintf(what, sizeof what, "attribute '%s'", s->name);
+            expect_refused(&m, what, "attribute outside its opsets");
+        }
+    }
+}
+
+static void refuse_other_opsets(const op_info *info)
+{
+    model m;
+    char what[96];
+    snprintf(what, sizeof what, "%s", info->name);
+    if (info->opset_first > 1) {
+        model_init(&m, info, info->opset_first - 1);
+        expect_refused(&m, what, "opset before FIRST");
+    }
+    model_init(&m, info, info->opset_last + 1);
+    expect_refused(&m, what, "opset after LAST");
+}
+
+static void test_refusals(void)
+{
+    int versions = 0;
+    for (int k = 1; k < OP_COUNT_; k++) {
+        const op_info *info = op_get((op_kind)k);
+        if (!imported(info)) continue;
+        for (int v = 0; v < N_SCHEMA; v++) {
+            if (!k_schema[v].op || strcmp(k_schema[v].op, info->name) != 0) continue;
+            int opset = k_schema[v].since < info->opset_first ? info->opset_first
+                                                              : k_schema[v].since;
+            if (opset > info->opset_last) continue;
+            versions++;
+            accept_required_only(info, opset);
+            refuse_bogus_name(info, opset);
+            for (int a = 0; a < schema_attr_count(v); a++)
+                refuse_bad_value(info, opset, &k_schema[v + 1 + a].attr);
+        }
+        refuse_out_of_range_attrs(info);
+        refuse_other_opsets(info);
+    }
+    printf("refusals checked at %d op versions\n", versions);
+}
+
+int main(void)
+{
+    test_opset_ranges();
+    test_attr_coverage();
+    test_refusals();
+    test_bad_values();
+    TEST_MAIN_END();
+}
