@@ -20,6 +20,7 @@ if(EXISTS ${ONNX_NODE_TESTS})
   add_test(NAME conformance/onnx_node_compiled
     COMMAND smelt_cli check --compiled
             --expected-failures ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures.txt
+            --expected-failures ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_compiled.txt
             ${ONNX_NODE_TESTS})
   set_tests_properties(conformance/onnx_node_compiled PROPERTIES TIMEOUT 1500)
 endif()

@@ -382,10 +382,25 @@ static ir_expr *one_body(te_graph *g, ir_expr *const *idx, void *user)
     return ir_const_int(&g->b, *dt, 1);
 }
 
-/* Inference: y = x and a mask of ones.  Only constant inputs can be checked
- * here; a training_mode known only at run time is taken as inference. */
+/* A training_mode known only at run time: copying x through would be wrong
+ * whenever it is true, and compiled code cannot draw the masks; only a
+ * constant ratio of 0 makes both modes the identity. */
+static smelt_status dropout_check_runtime_mode(op_compute_args *a)
+{
+    const gr_node *n = a->node;
+    if (n->n_inputs < 3 || !n->inputs[2] || op_input(n, a->in_const, 2)) return SMELT_OK;
+    const smelt_tensor *ratio = op_input(n, a->in_const, 1);
+    if (ratio && op_numel(ratio) == 1 && op_get_f64(ratio, 0) == 0.0) return SMELT_OK;
+    return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED,
+                   "training_mode input '%s' is only known at run time: compiled code cannot "
+                   "draw the random masks of training mode (make it a constant false, or the "
+                   "ratio a constant 0)", input_name(n, 2));
+}
+
+/* Inference: y = x and a mask of ones. */
 static smelt_status dropout_compute(op_compute_args *a)
 {
+    SMELT_TRY(dropout_check_runtime_mode(a));
     const smelt_tensor *mode = op_input(a->node, a->in_const, 2);
     bool training = mode && op_numel(mode) == 1 && op_get_i64(mode, 0) != 0;
     if (training && op_input(a->node, a->in_const, 1) == NULL && a->node->n_inputs > 1 &&

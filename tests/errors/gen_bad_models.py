@@ -370,6 +370,17 @@ def _(d):
                    [vi("x", [1, 1, 2, 2])], [vi("y", [1, 4, 1, 1])], opset=28))
 
 
+# The compiled path used to copy x through whatever training_mode said at run
+# time (a silent wrong answer when it is true).
+@case("dropout_runtime_training_mode", "compile", "unsupported",
+      "node 'drop1' (Dropout): training_mode input 't' is only known at run time")
+def _(d):
+    ratio = numpy_helper.from_array(np.array(0.5, np.float32), "r")
+    write(d, model([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop1")],
+                   [vi("x", [2, 3]), vi("t", [], TensorProto.BOOL)], [vi("y", [2, 3])],
+                   inits=[ratio], opset=13))
+
+
 @case("if_node", "compile", "unsupported", "If (ai.onnx, opset 13) at 'if1'")
 def _(d):
     def branch(name, val):
