@@ -77,6 +77,9 @@ static smelt_status vector_steps(smelt_ctx *ctx, sch_schedule *s, const char *na
     return sch_annotate(ctx, s, SCH_VECTORIZE, name, ii);
 }
 
+static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const char *stage,
+                                        const char *const *order, int last);
+
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
                                    const sch_knobs *kn, sch_schedule *s)
 {
@@ -104,8 +107,15 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
     int64_t vecs = knob(kn, SCH_KNOB_UNROLL) > 1 ? knob(kn, SCH_KNOB_UNROLL) - 1 : 1;
     if (vectorize) SMELT_TRY(vector_steps(ctx, s, name, last, last_ext, vector_width, vecs));
     int64_t par = knob(kn, SCH_KNOB_PARALLEL);
-    if (par > 2) return bad_knob(ctx, name, SCH_KNOB_PARALLEL, par);
+    if (par < 0 || par > rank + 1 || (par > 2 && rank < 3))
+        return bad_knob(ctx, name, SCH_KNOB_PARALLEL, par);
     if (par == 1 || (par == 0 && stage_work(t) < DEFAULT_PARALLEL_MIN_WORK)) return SMELT_OK;
+    if (par > 2) { /* only the first par - 2 axes: the others stay loops, which
+                    * partitioning can peel (padding) and index without divisions */
+        const char *lead[SMELT_MAX_RANK];
+        for (int i = 0; i < par - 2; i++) lead[i] = t->axes[i].var->name;
+        return parallelize_leading(ctx, s, name, lead, (int)par - 3);
+    }
     /* parallel over the fused leading data axes (or the vector loop's outer part) */
     char fused[1024];
     if (rank >= 2) {
@@ -832,7 +842,7 @@ static void conv_space(const te_tensor *out, sch_knob_space *sp)
 
 static void generic_space(const te_tensor *t, int vw, sch_knob_space *sp)
 {
-    add_range(sp, SCH_KNOB_PARALLEL, 1, 2);
+    add_range(sp, SCH_KNOB_PARALLEL, 1, t->n_axes >= 3 ? t->n_axes + 1 : 2);
     if (vw > 1 && t->axes[t->n_axes - 1].extent >= 2 * vw) {
         add_value(sp, SCH_KNOB_UNROLL, 1);
         add_value(sp, SCH_KNOB_UNROLL, 3);

@@ -171,7 +171,9 @@ typedef enum sch_knob {
     SCH_KNOB_TILE_B,   /* conv: channel blocks per tile; matmul: vectors per tile */
     SCH_KNOB_ORDER,    /* conv: 1 kernel taps outside the channel loop, 2 inside;
                         * matmul: 1 column panels outside, 2 row blocks outside */
-    SCH_KNOB_PARALLEL, /* leading loops fused into the parallel loop: 1 + that many, 1 none */
+    SCH_KNOB_PARALLEL, /* 1: no parallel loop; conv: 2 n.co, 3 n.co.oh, 4 oh alone;
+                        * matmul: 1 + leading loops fused; generic: 2 all leading data
+                        * axes fused, k > 2 only the first k - 2 */
     SCH_KNOB_UNROLL,   /* conv: 1 kernel-width loop rolled, 2 unrolled;
                         * others: 1 + vectors per innermost step */
     SCH_KNOB_TILE_C,   /* conv: output rows per register tile */

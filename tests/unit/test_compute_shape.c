@@ -123,7 +123,7 @@ static const opt_case k_other_cases[] = {
     {"size of a scalar", OP_SIZE, 13, "y", 1, 0, {SR(F32, 3)}, {{0}}},
     {"dropout with mask", OP_DROPOUT, 13, "yy", 1, 0, {X234(F32)}, {{0}}},
     {"dropout zero ratio in training", OP_DROPOUT, 13, "yy", 3, 0,
-     {X234(F16), SR(F16, 0), SR(BOOL, 1)}, {{0}}},
+     {X234(F16), SC(F16, 0), SR(BOOL, 1)}, {{0}}},
     {"dropout opset 7: mask of the input dtype", OP_DROPOUT, 7, "yy", 1, 0, {X234(F64)}, {{0}}},
 };
 
@@ -135,11 +135,21 @@ static void test_dropout_training_runtime_ratio(void)
     opt_check_te_refuses(&k_suite, &c, SMELT_ERR_UNSUPPORTED, "must be a constant to compile");
 }
 
+/* A training_mode known only at run time with a nonzero ratio: copying x
+ * through would be wrong whenever it is true (it used to be). */
+static void test_dropout_runtime_training_mode(void)
+{
+    opt_case c = {"dropout, run-time training_mode", OP_DROPOUT, 13, "y", 3, 0,
+                  {X234(F32), SC(F32, 0.5), SR(BOOL, 1)}, {{0}}};
+    opt_check_te_refuses(&k_suite, &c, SMELT_ERR_UNSUPPORTED, "training_mode");
+}
+
 int main(void)
 {
     opt_check_cases(&k_suite, k_reshape_cases, SMELT_ARRAY_LEN(k_reshape_cases));
     opt_check_cases(&k_suite, k_move_cases, SMELT_ARRAY_LEN(k_move_cases));
     opt_check_cases(&k_suite, k_other_cases, SMELT_ARRAY_LEN(k_other_cases));
     test_dropout_training_runtime_ratio();
+    test_dropout_runtime_training_mode();
     TEST_MAIN_END();
 }
