@@ -80,9 +80,63 @@ static smelt_status vector_steps(smelt_ctx *ctx, sch_schedule *s, const char *na
 static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const char *stage,
                                         const char *const *order, int last);
 
+/* Knob order 2 on a reduction that is an output: accumulate a vector tile
+ * in a local stage (cache_write), computed at the output's vector loop, so
+ * the partial results stay in registers across the reduction and the output
+ * is written once (the rule's order accumulates in the output itself). */
+static smelt_status schedule_reduce_local(smelt_ctx *ctx, const te_tensor *t, int vw,
+                                          const sch_knobs *kn, sch_schedule *s)
+{
+    const char *name = t->buf->name, *rnames[SMELT_MAX_RANK];
+    int rank = t->n_axes, nr = reduce_axes(t, rnames);
+    int64_t last_ext = t->axes[rank - 1].extent, par = knob(kn, SCH_KNOB_PARALLEL);
+    int64_t vecs = knob(kn, SCH_KNOB_UNROLL) > 1 ? knob(kn, SCH_KNOB_UNROLL) - 1 : 1;
+    if (vw <= 1 || last_ext < vw || nr == 0 || rank < 2 || par > rank)
+        return bad_knob(ctx, name, SCH_KNOB_ORDER, 2);
+    if (last_ext < vecs * vw) vecs = 1;
+    char local[256], last[128], lo[140], li[140], lio[150], lii[150];
+    snprintf(local, sizeof local, "%s.local", name);
+    snprintf(last, sizeof last, "%s", t->axes[rank - 1].var->name);
+    snprintf(lo, sizeof lo, "%s.o", last);
+    snprintf(li, sizeof li, "%s.i", last);
+    snprintf(lio, sizeof lio, "%s.o", li);
+    snprintf(lii, sizeof lii, "%s.i", li);
+    SMELT_TRY(sch_cache_write(ctx, s, name));
+    /* the output: leading axes, last.o, then the tile's vectors */
+    SMELT_TRY(sch_split(ctx, s, name, last, vecs * vw));
+    SMELT_TRY(sch_compute_at(ctx, s, local, name, lo));
+    if (vecs > 1) {
+        SMELT_TRY(sch_split(ctx, s, name, li, vw));
+        SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, name, lio));
+    }
+    SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, name, vecs > 1 ? lii : li));
+    /* the tile: reductions outside, its vectors unrolled, lanes vectorised */
+    const char *order[SCH_MAX_STEP_ITERS];
+    int n = 0;
+    for (int i = 0; i < rank - 1; i++) order[n++] = t->axes[i].var->name;
+    for (int i = 0; i < nr && n < SCH_MAX_STEP_ITERS - 1; i++) order[n++] = rnames[i];
+    order[n++] = last;
+    SMELT_TRY(sch_reorder(ctx, s, local, n, order));
+    if (vecs > 1) {
+        SMELT_TRY(sch_split(ctx, s, local, last, vw));
+        SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, local, lo));
+        SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, local, li));
+    } else {
+        SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, local, last));
+    }
+    if (par == 1 || (par == 0 && stage_work(t) < DEFAULT_PARALLEL_MIN_WORK)) return SMELT_OK;
+    int lead = par > 2 ? (int)par - 2 : rank - 1;
+    const char *names[SMELT_MAX_RANK];
+    for (int i = 0; i < lead; i++) names[i] = t->axes[i].var->name;
+    return parallelize_leading(ctx, s, name, names, lead - 1);
+}
+
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
                                    const sch_knobs *kn, sch_schedule *s)
 {
+    int64_t order_knob = knob(kn, SCH_KNOB_ORDER);
+    if (order_knob == 2) return schedule_reduce_local(ctx, t, vector_width, kn, s);
+    if (order_knob < 0 || order_knob > 2) return bad_knob(ctx, t->buf->name, SCH_KNOB_ORDER, order_knob);
     const char *name = t->buf->name;
     int rank = t->n_axes;
     const char *rnames[SMELT_MAX_RANK];
@@ -840,9 +894,13 @@ static void conv_space(const te_tensor *out, sch_knob_space *sp)
     add_range(sp, SCH_KNOB_PARALLEL, 1, 2);
 }
 
-static void generic_space(const te_tensor *t, int vw, sch_knob_space *sp)
+static void generic_space(const te_graph *g, const te_tensor *t, int vw, sch_knob_space *sp)
 {
     add_range(sp, SCH_KNOB_PARALLEL, 1, t->n_axes >= 3 ? t->n_axes + 1 : 2);
+    const char *rn[SMELT_MAX_RANK];
+    if (vw > 1 && stage_is_output(g, t) && reduce_axes(t, rn) > 0 && t->n_axes >= 2 &&
+        t->axes[t->n_axes - 1].extent >= vw)
+        add_range(sp, SCH_KNOB_ORDER, 1, 2);
     if (vw > 1 && t->axes[t->n_axes - 1].extent >= 2 * vw) {
         add_value(sp, SCH_KNOB_UNROLL, 1);
         add_value(sp, SCH_KNOB_UNROLL, 3);
@@ -863,7 +921,7 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     if (k == RULE_NCHWC) nchwc_space(anchor_output(g, t), vector_width, out);
     else if (k == RULE_MATMUL) matmul_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_CONV) conv_space(anchor_output(g, t), out);
-    else if (k == RULE_GENERIC) generic_space(t, vector_width, out);
+    else if (k == RULE_GENERIC) generic_space(g, t, vector_width, out);
     return SMELT_OK;
 }
 
