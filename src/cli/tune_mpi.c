@@ -20,9 +20,12 @@
  * a second thread measures.  Rank 0 counts a worker lost after BEAT_GRACE_S
  * without a message, or STALL_S plus the candidate timeout without a
  * result while it has work; its unanswered candidates are recorded as
- * TUNE_RUN_ERROR naming the rank, and it gets no more work.  Open MPI's
- * mpirun aborts the whole job when a rank dies unless started with
- * --enable-recovery (docs/ARCHITECTURE.md).
+ * TUNE_RUN_ERROR naming the rank, and it gets no more work.  Rank 0 beats
+ * too, from a thread of its own (its main thread may measure or train for
+ * a while; MPI calls are serialised by a mutex), and a worker that hears
+ * nothing from rank 0 for RANK0_GRACE_S exits.  Open MPI's mpirun aborts
+ * the whole job when a rank dies unless started with --enable-recovery
+ * (docs/ARCHITECTURE.md).
  *
  * Every wait polls and sleeps: Open MPI's blocking calls spin, and a
  * spinning rank would take a core from the measurement. */
@@ -41,7 +44,7 @@ enum { TAG_HELLO = 1, TAG_BEAT, TAG_RESULT, TAG_WORK, TAG_STOP };
 #define BEAT_S 1.0         /* a worker's heartbeat period */
 #define BEAT_GRACE_S 10.0  /* silence after which rank 0 counts a worker dead */
 #define STALL_S 300.0      /* beating but no result: bench set-up and builds */
-#define ORPHAN_S 3600.0    /* a worker with no word from rank 0 this long exits */
+#define RANK0_GRACE_S 10.0 /* a worker with no word from rank 0 this long exits */
 #define STOP_WAIT_S 5.0    /* for the stop messages to leave at the end */
 #define POLL_NS 2000000L
 
@@ -77,6 +80,9 @@ struct tune_mpi {
     outgoing *out;
     int n_out, cap_out;
     /* rank 0 */
+    pthread_mutex_t mu;        /* held around every MPI call: the beat thread's too */
+    pthread_t beat;
+    bool beating, stop_beating;
     peer *peers;
     int next_job, next_peer, local_measured;
     bool local_note;
@@ -197,12 +203,30 @@ static smelt_status next_message(smelt_ctx *ctx, int source, int *from, int *tag
 
 /* ---- set-up and shutdown ---- */
 
+/* Rank 0's heartbeat to the live workers, whatever its main thread does. */
+static void *beat_main(void *arg)
+{
+    tune_mpi *m = arg;
+    smelt_ctx ctx = {SMELT_OK, ""};
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        bool stop = m->stop_beating;
+        for (int r = 1; !stop && r < m->size; r++)
+            if (m->peers[r].alive && post_copy(&ctx, m, r, TAG_BEAT, "", 0) != SMELT_OK) smelt_ctx_clear(&ctx);
+        outbox_poll(m, -1);
+        pthread_mutex_unlock(&m->mu);
+        if (stop) return NULL;
+        struct timespec ts = {(time_t)BEAT_S, 0};
+        nanosleep(&ts, NULL);
+    }
+}
+
 smelt_status tune_mpi_init(smelt_ctx *ctx, tune_mpi **out)
 {
     *out = NULL;
     int provided = 0;
-    /* funneled: only the main thread calls MPI; a worker measures in a second thread */
-    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    /* serialized: rank 0's beat thread calls MPI too, under m->mu */
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) return mpi_fail(ctx, rc, "init");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     tune_mpi *m = smelt_calloc(1, sizeof *m);
@@ -210,8 +234,9 @@ smelt_status tune_mpi_init(smelt_ctx *ctx, tune_mpi **out)
     *out = m;
     MPI_Comm_rank(MPI_COMM_WORLD, &m->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &m->size);
-    if (provided < MPI_THREAD_FUNNELED)
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "this MPI library offers no thread support (MPI_THREAD_FUNNELED)");
+    if (provided < MPI_THREAD_SERIALIZED)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "this MPI library lacks MPI_THREAD_SERIALIZED");
+    pthread_mutex_init(&m->mu, NULL);
     if (m->rank != 0) return SMELT_OK;
     if (!(m->peers = smelt_calloc((size_t)m->size, sizeof *m->peers))) return oom(ctx);
     double t = now_s();
@@ -219,6 +244,9 @@ smelt_status tune_mpi_init(smelt_ctx *ctx, tune_mpi **out)
         m->peers[r] = (peer){.alive = true, .job = -1, .jobs = 1, .last_heard = t};
         snprintf(m->peers[r].host, sizeof m->peers[r].host, "?");
     }
+    if (pthread_create(&m->beat, NULL, beat_main, m) != 0)
+        return smelt_errf(ctx, SMELT_ERR_RUNTIME, "cannot start rank 0's heartbeat thread");
+    m->beating = true;
     return SMELT_OK;
 }
 
@@ -228,6 +256,12 @@ void tune_mpi_finish(tune_mpi *m)
 {
     if (!m) return;
     smelt_ctx ctx = {SMELT_OK, ""};
+    if (m->beating) {
+        pthread_mutex_lock(&m->mu);
+        m->stop_beating = true;
+        pthread_mutex_unlock(&m->mu);
+        pthread_join(m->beat, NULL);
+    }
     /* every worker gets a stop, a lost one too: if it lives it exits */
     for (int r = 1; m->rank == 0 && r < m->size; r++) post_copy(&ctx, m, r, TAG_STOP, "", 0);
     for (double until = now_s() + STOP_WAIT_S; now_s() < until;) {
@@ -245,6 +279,7 @@ void tune_mpi_finish(tune_mpi *m)
     smelt_free(m->out);
     for (int r = 1; m->peers && r < m->size; r++) smelt_free(m->peers[r].hello_text);
     smelt_free(m->peers);
+    pthread_mutex_destroy(&m->mu);
     smelt_free(m);
 }
 
@@ -386,9 +421,12 @@ static smelt_status check_hello(smelt_ctx *ctx, int r, const peer *p, const tune
 smelt_status tune_mpi_connect(smelt_ctx *ctx, tune_mpi *m, const tune_session *s)
 {
     for (;;) {
-        SMELT_TRY(pump(ctx, m));
+        pthread_mutex_lock(&m->mu);
+        smelt_status st = pump(ctx, m);
         bool waiting = false;
         for (int r = 1; r < m->size; r++) waiting |= m->peers[r].alive && !m->peers[r].hello;
+        pthread_mutex_unlock(&m->mu);
+        SMELT_TRY(st);
         if (!waiting) break;
         nap();
     }
@@ -508,17 +546,18 @@ static smelt_status mpi_run(void *user, smelt_ctx *ctx, int task, tune_bench *b,
     m->timeout_s = o->timeout_s;
     smelt_status st = SMELT_OK;
     for (;;) {
+        pthread_mutex_lock(&m->mu);
         st = pump(ctx, m);
         int left = 0, workers = 0;
         for (int i = 0; i < n; i++) left += owner[i] != OWNER_DONE;
         for (int r = 1; r < m->size; r++) workers += m->peers[r].alive;
+        if (st == SMELT_OK && left && workers) st = dispatch_idle(ctx, m, task);
+        pthread_mutex_unlock(&m->mu);
         if (st != SMELT_OK || left == 0) break;
-        if (workers == 0) {
+        if (workers == 0) { /* unlocked: the beat goes on while rank 0 measures */
             st = run_locally(ctx, m, task, b, o);
             break;
         }
-        st = dispatch_idle(ctx, m, task);
-        if (st != SMELT_OK) break;
         nap();
     }
     m->cs = NULL;
@@ -747,7 +786,7 @@ static smelt_status worker_loop(smelt_ctx *ctx, worker *w)
             job *j = job_parse(buf, len);
             if (!j) {
                 smelt_free(buf);
-                return smelt_errf(ctx, SMELT_ERR_PARSE, "rank %d: malformed work message", w->m->rank);
+                return smelt_errf(ctx, SMELT_ERR_PARSE, "malformed work message from rank 0");
             }
             enqueue(w, j);
         } else {
@@ -759,9 +798,9 @@ static smelt_status worker_loop(smelt_ctx *ctx, worker *w)
             last_beat = now_s();
         }
         outbox_poll(w->m, -1);
-        if (now_s() - last_word > ORPHAN_S)
-            return smelt_errf(ctx, SMELT_ERR_RUNTIME, "rank %d: no word from rank 0 for %.0f s; giving up",
-                              w->m->rank, ORPHAN_S);
+        if (now_s() - last_word > RANK0_GRACE_S)
+            return smelt_errf(ctx, SMELT_ERR_RUNTIME, "no word from rank 0 for %.0f s (dead?); giving up",
+                              RANK0_GRACE_S);
         if (!buf) nap();
     }
 }

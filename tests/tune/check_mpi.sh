@@ -6,6 +6,8 @@
 #             it there); under mpirun --enable-recovery the run completes on
 #             rank 0, the in-flight candidates are recorded as run errors
 #             naming rank 1, and the hung candidate's process dies with rank 1
+#   rank 0    killed mid-run: the worker hears no heartbeat and exits, the
+#             job ends, and what rank 0 recorded stays readable
 #   mismatch  ranks with other tasks (another -O level) or a model that does
 #             not load are refused with a message naming the rank
 # usage: check_mpi.sh SMELT MODEL_DIR [ON|OFF: smelt built with MPI]
@@ -110,6 +112,29 @@ grep -q "geometric mean speed-up" "$tmp/kout" || fail "kill: the run did not com
 all_verified "$tmp/k.jsonl" || fail "kill: not every task has a verified record"
 "$smelt" check --compiled --records "$tmp/k.jsonl" --rtol 1e-3 --atol 1e-4 "$dir" >"$tmp/check" 2>&1 \
     || { fail "kill: check with the records failed"; cat "$tmp/check"; }
+
+# ---- rank 0 dies ----
+"$smelt" tune "$model" --list-tasks >/dev/null 2>&1 # fills the cache: rank 0 is killed while tuning
+mpirun --enable-recovery -np 2 "$smelt" tune "$model" -o "$tmp/z.jsonl" --trials 40 --min-ms 1 \
+    >"$tmp/zout" 2>"$tmp/zerr" &
+mp=$!
+rank0=
+i=0
+while [ "$i" -lt 150 ] && [ "$(cat "$tmp/z.jsonl" 2>/dev/null | wc -l)" -lt 4 ]; do sleep 0.2; i=$((i + 1)); done
+for p in $(pgrep -P "$mp"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && rank0=$p
+done
+if [ -z "$rank0" ]; then
+    fail "rank 0: not found"
+else
+    kill -9 "$rank0"
+    i=0
+    while [ "$i" -lt 60 ] && kill -0 "$mp" 2>/dev/null; do sleep 0.5; i=$((i + 1)); done
+    kill -0 "$mp" 2>/dev/null && { fail "rank 0: the job outlived rank 0 by 30 s"; kill -9 "$mp"; }
+fi
+wait "$mp"
+grep -q "rank 1 (.*): no word from rank 0 for 10 s" "$tmp/zerr" || { fail "rank 0: the worker did not notice"; cat "$tmp/zerr"; }
+"$smelt" records show "$tmp/z.jsonl" >/dev/null 2>&1 || fail "rank 0: the records left are unreadable"
 
 # ---- mismatch ----
 mpirun -np 1 "$smelt" tune "$model" -o "$tmp/x.jsonl" : -np 1 "$smelt" tune "$model" -o "$tmp/x.jsonl" -O1 \
