@@ -390,7 +390,7 @@ static smelt_status fill_batch(smelt_ctx *ctx, tune_session *s, int ti, tune_can
         smelt_free(score);
         return oom(ctx);
     }
-    qsort(t->pop, (size_t)t->n_pop, sizeof *t->pop, cmp_measured);
+    if (t->n_pop > 1) qsort(t->pop, (size_t)t->n_pop, sizeof *t->pop, cmp_measured);
     int np = 0, taken = 0;
     smelt_status st = SMELT_OK;
     if (!t->default_tried) { /* the default first: tuning never loses to it */
