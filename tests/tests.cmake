@@ -83,7 +83,9 @@ set_tests_properties(unit/test_frontend_fuzz PROPERTIES TIMEOUT 300)
 #   onnx_import  ONNX bytes -> decode, import, shape inference (+ reference run)
 #   pipeline     a byte recipe -> generated model -> import, lower, emit C
 #   runtime      fuzzed calls into libsmelt_rt on a small compiled module
-set(SMELT_FUZZ_HARNESSES onnx_import pipeline runtime)
+#   records      tuning records -> loaded -> their schedule texts replayed and
+#                lowered on the tiny CNN
+set(SMELT_FUZZ_HARNESSES onnx_import pipeline runtime records)
 foreach(h ${SMELT_FUZZ_HARNESSES})
   set(dirs ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${h} ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/${h})
   add_executable(fuzz_${h}_replay tests/fuzz/fuzz_${h}.c tests/fuzz/replay_main.c)
@@ -113,13 +115,16 @@ foreach(h ${SMELT_FUZZ_HARNESSES})
     set_tests_properties(fuzz/${h}_brief PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
   endif()
 endforeach()
-# the runtime harness builds its module through the compile cache at startup
-target_compile_definitions(fuzz_runtime_replay PRIVATE
-  SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
-if(SMELT_FUZZ)
-  target_compile_definitions(fuzz_runtime PRIVATE
+# the runtime harness builds its module through the compile cache at startup;
+# the records harness lowers the tiny CNN
+foreach(h runtime records)
+  target_compile_definitions(fuzz_${h}_replay PRIVATE
     SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
-endif()
+  if(SMELT_FUZZ)
+    target_compile_definitions(fuzz_${h} PRIVATE
+      SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
+  endif()
+endforeach()
 
 # Hostile names end to end: JIT, reference and AOT outputs right, and the
 # generated C holds no name raw (issue 5).

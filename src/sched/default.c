@@ -223,6 +223,7 @@ static int64_t nchwc_co_blocks(int64_t co, int64_t r, int vw, int64_t lanes)
 /* The tile of a blocked conv: ow.i (and co.i when co_blocks > 1) x cb lanes. */
 typedef struct nchwc_tile {
     int64_t ow_block, co_blocks, lanes;
+    int64_t oh_block;      /* output rows per tile (1: the rule's one-row tiles) */
     bool vec, split_lanes; /* lanes vectorised; wider than a vector: split */
     bool taps_outer;       /* kernel rows and columns outside the channel blocks */
     bool unroll_kw;        /* the kernel-width loop unrolled */
@@ -237,18 +238,33 @@ static smelt_status nchwc_out(smelt_ctx *ctx, const char *acc, const te_tensor *
     const char *on = out->buf->name, *n = out->axes[0].var->name, *co = out->axes[1].var->name;
     const char *oh = out->axes[2].var->name, *ow = out->axes[3].var->name;
     const char *cb = out->axes[4].var->name;
-    char coo[80], coi[80], owo[80], owi[80], cbi[80];
+    char coo[80], coi[80], owo[80], owi[80], cbi[80], oho[80], ohi[80];
     iter_name(coo, sizeof coo, co, ".o");
     iter_name(coi, sizeof coi, co, ".i");
     iter_name(owo, sizeof owo, ow, ".o");
     iter_name(owi, sizeof owi, ow, ".i");
     iter_name(cbi, sizeof cbi, cb, ".i");
+    iter_name(oho, sizeof oho, oh, ".o");
+    iter_name(ohi, sizeof ohi, oh, ".i");
     SMELT_TRY(sch_split(ctx, s, on, ow, t->ow_block));
     if (t->split_lanes) SMELT_TRY(sch_split(ctx, s, on, cb, vw));
-    if (t->co_blocks > 1) {
-        SMELT_TRY(sch_split(ctx, s, on, co, t->co_blocks));
-        const char *order[7] = {n, coo, oh, owo, coi, owi, cb};
-        SMELT_TRY(sch_reorder(ctx, s, on, 7, order));
+    if (t->co_blocks > 1) SMELT_TRY(sch_split(ctx, s, on, co, t->co_blocks));
+    if (t->oh_block > 1) {
+        SMELT_TRY(sch_split(ctx, s, on, oh, t->oh_block));
+        oh = oho;
+    }
+    if (t->co_blocks > 1 || t->oh_block > 1) {
+        const char *order[8];
+        int k = 0;
+        order[k++] = n;
+        order[k++] = t->co_blocks > 1 ? coo : co;
+        order[k++] = oh;
+        order[k++] = owo;
+        if (t->oh_block > 1) order[k++] = ohi;
+        if (t->co_blocks > 1) order[k++] = coi;
+        order[k++] = owi;
+        order[k++] = cb;
+        SMELT_TRY(sch_reorder(ctx, s, on, k, order));
     }
     SMELT_TRY(sch_compute_at(ctx, s, acc, on, owo));
     if (t->vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, on, t->split_lanes ? cbi : cb));
@@ -269,18 +285,21 @@ static smelt_status nchwc_acc(smelt_ctx *ctx, const char *acc, const te_tensor *
     const char *cb = anchor->axes[4].var->name;
     const char *order[SCH_MAX_STEP_ITERS], *rn[SMELT_MAX_RANK];
     int n = 0, nr = reduce_axes(anchor, rn);
+    const char *oh = anchor->axes[2].var->name;
     order[n++] = anchor->axes[0].var->name;
     if (t->co_blocks == 1) order[n++] = co;
-    order[n++] = anchor->axes[2].var->name;
+    if (t->oh_block == 1) order[n++] = oh;
     /* reductions rc, ry, rx[, ri] (te order) or taps first: ry, rx, rc[, ri];
      * depthwise: ry, rx */
     int taps = nr >= 3 && t->taps_outer ? 1 : 0;
-    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 3; k++)
+    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 4; k++)
         order[n++] = rn[taps && k < 3 ? (k + 1) % 3 : k];
+    if (t->oh_block > 1) order[n++] = oh;
     if (t->co_blocks > 1) order[n++] = co;
     order[n++] = ow;
     order[n++] = cb;
     SMELT_TRY(sch_reorder(ctx, s, acc, n, order));
+    if (t->oh_block > 1) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, oh));
     if (t->co_blocks > 1) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, co));
     SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, ow));
     if (t->unroll_kw) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, rn[nr >= 3 ? 2 : 1]));
@@ -303,8 +322,9 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
     int64_t co = out->axes[1].extent, ow = out->axes[3].extent;
     int64_t a = knob(kn, SCH_KNOB_TILE_A), b = knob(kn, SCH_KNOB_TILE_B);
     int64_t order = knob(kn, SCH_KNOB_ORDER), par = knob(kn, SCH_KNOB_PARALLEL);
-    int64_t unroll = knob(kn, SCH_KNOB_UNROLL);
+    int64_t unroll = knob(kn, SCH_KNOB_UNROLL), rows = knob(kn, SCH_KNOB_TILE_C);
     if (a < 0 || a > ow) return bad_knob(ctx, on, SCH_KNOB_TILE_A, a);
+    if (rows < 0 || rows > out->axes[2].extent) return bad_knob(ctx, on, SCH_KNOB_TILE_C, rows);
     if (b < 0 || (b > 0 && co % b != 0)) return bad_knob(ctx, on, SCH_KNOB_TILE_B, b);
     if (order < 0 || order > 2) return bad_knob(ctx, on, SCH_KNOB_ORDER, order);
     if (par < 0 || par > 4) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
@@ -314,6 +334,7 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
     t->co_blocks = b ? b : nchwc_co_blocks(co, t->ow_block, vw, t->lanes);
     t->vec = vw > 1 && t->lanes > 1;
     t->split_lanes = t->vec && t->lanes > vw;
+    t->oh_block = rows ? rows : 1;
     t->taps_outer = order == 2;
     t->unroll_kw = unroll == 2;
     t->parallel = par ? (int)par : stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK ? 1 : 2;
@@ -742,7 +763,7 @@ static rule_kind main_stage(const te_graph *g, int *index)
 }
 
 static const char *const knob_names[SCH_KNOB_COUNT_] = {"tile_a", "tile_b", "order", "parallel",
-                                                        "unroll"};
+                                                        "unroll", "tile_c"};
 
 const char *sch_knob_name(sch_knob k)
 {
@@ -775,6 +796,7 @@ static void nchwc_space(const te_tensor *out, int vw, sch_knob_space *sp)
     add_range(sp, SCH_KNOB_ORDER, 1, 2);
     add_range(sp, SCH_KNOB_PARALLEL, 1, 4);
     add_range(sp, SCH_KNOB_UNROLL, 1, 2);
+    for (int64_t r = 1; r <= 4 && r <= out->axes[2].extent; r++) add_value(sp, SCH_KNOB_TILE_C, r);
     (void)vw;
 }
 

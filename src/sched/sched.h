@@ -174,6 +174,7 @@ typedef enum sch_knob {
     SCH_KNOB_PARALLEL, /* leading loops fused into the parallel loop: 1 + that many, 1 none */
     SCH_KNOB_UNROLL,   /* conv: 1 kernel-width loop rolled, 2 unrolled;
                         * others: 1 + vectors per innermost step */
+    SCH_KNOB_TILE_C,   /* conv: output rows per register tile */
     SCH_KNOB_COUNT_
 } sch_knob;
 

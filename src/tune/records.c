@@ -386,6 +386,26 @@ static smelt_status load_line(smelt_ctx *ctx, tune_db *db, const char *line, siz
     return s;
 }
 
+smelt_status tune_db_load_bytes(smelt_ctx *ctx, const void *data, size_t size,
+                                const char *target_key, tune_db *db)
+{
+    memset(db, 0, sizeof *db);
+    snprintf(db->target_key, sizeof db->target_key, "%s", target_key ? target_key : "");
+    if (size > TUNE_RECORDS_MAX_BYTES)
+        return smelt_errf(ctx, SMELT_ERR_LIMIT, "a records file over %zu bytes (TUNE_RECORDS_MAX_BYTES)",
+                          TUNE_RECORDS_MAX_BYTES);
+    const char *p = data, *end = p + size;
+    smelt_status s = SMELT_OK;
+    while (s == SMELT_OK && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl ? nl : end; /* a last line without newline: cut by a kill */
+        s = load_line(ctx, db, p, (size_t)(stop - p));
+        p = nl ? nl + 1 : end;
+    }
+    if (s != SMELT_OK) tune_db_fini(db);
+    return s;
+}
+
 smelt_status tune_db_load(smelt_ctx *ctx, const char *path, const char *target_key, tune_db *db)
 {
     memset(db, 0, sizeof *db);
@@ -399,16 +419,8 @@ smelt_status tune_db_load(smelt_ctx *ctx, const char *path, const char *target_k
     void *data;
     size_t size;
     SMELT_TRY(smelt_read_file(ctx, path, TUNE_RECORDS_MAX_BYTES, &data, &size));
-    const char *p = data, *end = p + size;
-    smelt_status s = SMELT_OK;
-    while (s == SMELT_OK && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = nl ? nl : end; /* a last line without newline: cut by a kill */
-        s = load_line(ctx, db, p, (size_t)(stop - p));
-        p = nl ? nl + 1 : end;
-    }
+    smelt_status s = tune_db_load_bytes(ctx, data, size, target_key, db);
     smelt_free(data);
-    if (s != SMELT_OK) tune_db_fini(db);
     return s;
 }
 

@@ -147,6 +147,9 @@ typedef struct tune_db {
  * target_key is not NULL) or schema are counted and skipped. */
 smelt_status tune_db_load(smelt_ctx *ctx, const char *path, const char *target_key,
                           tune_db *db);
+/* The same from memory (size capped at TUNE_RECORDS_MAX_BYTES). */
+smelt_status tune_db_load_bytes(smelt_ctx *ctx, const void *data, size_t size,
+                                const char *target_key, tune_db *db);
 void tune_db_fini(tune_db *db);
 smelt_status tune_db_add(smelt_ctx *ctx, tune_db *db, const tune_record *r);
 /* The best record for a task: the fastest verified one, else the fastest

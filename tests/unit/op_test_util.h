@@ -647,9 +647,38 @@ static inline smelt_status opt_run_schedule(opt_node *t, const te_graph *te,
     return r;
 }
 
+/* Seeds with this bit pick a random point of the default rules' knob space
+ * (the tuner's candidates) instead of sch_random's steps. */
+#define OPT_KNOB_SEED ((uint64_t)1 << 32)
+#define OPT_KNOB_SCHEDULES 3
+
+/* The default rules with random knobs (each knob's values or 0); knobs the
+ * rule refuses for this graph fall back to the plain default. */
+static inline smelt_status opt_knob_schedule(smelt_ctx *ctx, const te_graph *te, uint64_t seed,
+                                             sch_schedule *s)
+{
+    sch_knob_space sp;
+    SMELT_TRY(sch_default_space(ctx, te, 8, &sp));
+    uint64_t r = seed * 0x9E3779B97F4A7C15ull | 1;
+    sch_knobs k;
+    for (int i = 0; i < SCH_KNOB_COUNT_; i++) {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        int n = sp.n_values[i];
+        k.v[i] = n ? sp.values[i][r % (uint64_t)n] : 0;
+    }
+    smelt_ctx local = {SMELT_OK, ""};
+    if (sch_default_knobs(&local, te, 8, &k, s) == SMELT_OK) return SMELT_OK;
+    if (local.status != SMELT_ERR_ARG) return smelt_errf(ctx, local.status, "%s", local.message);
+    s->n = 0;
+    return sch_default(ctx, te, 8, s);
+}
+
 /* The node's tensor expressions (run-time inputs as placeholders, as
  * exec_node_te makes them) under the schedule `seed` picks (0: the default
- * one, else sch_random's), into t->te; *s receives the schedule. */
+ * one; OPT_KNOB_SEED + k: random knobs; else sch_random's), into t->te; *s
+ * receives the schedule. */
 static inline smelt_status opt_run_lowered(opt_node *t, uint64_t seed, sch_schedule *s)
 {
     const gr_node *node = t->node;
@@ -666,8 +695,9 @@ static inline smelt_status opt_run_lowered(opt_node *t, uint64_t seed, sch_sched
     SMELT_TRY(op_get(node->op)->def->infer(t->ctx, node, t->in, t->te));
     te_graph *te = NULL;
     SMELT_TRY(te_from_node(t->ctx, node, tin, t->te, &te));
-    smelt_status r =
-        seed == 0 ? sch_default(t->ctx, te, 8, s) : sch_random(t->ctx, te, seed, 10, s);
+    smelt_status r = seed == 0              ? sch_default(t->ctx, te, 8, s)
+                     : seed & OPT_KNOB_SEED ? opt_knob_schedule(t->ctx, te, seed, s)
+                                            : sch_random(t->ctx, te, seed, 10, s);
     if (r == SMELT_OK) r = opt_run_schedule(t, te, s);
     te_graph_free(te);
     return r;
@@ -756,6 +786,8 @@ static inline void opt_check_paths(opt_node *t, const opt_suite *s, const char *
     opt_compare_outputs(t, &s->tols, what);
     for (int k = 0; k <= s->random_schedules; k++)
         opt_check_lowered(t, &s->tols, what, (uint64_t)k);
+    for (int k = 1; k <= OPT_KNOB_SCHEDULES; k++)
+        opt_check_lowered(t, &s->tols, what, OPT_KNOB_SEED + (uint64_t)k);
 }
 
 static inline void opt_check_case(const opt_suite *s, const opt_case *c)

@@ -331,6 +331,24 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
     out_type.data = NULL;
     te_graph *te = NULL;
     CHECK(te_from_node(ctx, f.node, tp, &out_type, &te) == SMELT_OK);
+    /* every value of every knob of the conv rule (the tuner's space), one at a time */
+    sch_knob_space sp;
+    CHECK(!te || sch_default_space(ctx, te, 16, &sp) == SMELT_OK);
+    for (int kn = 0; te && kn < SCH_KNOB_COUNT_; kn++)
+        for (int v = 0; v < sp.n_values[kn]; v++) {
+            sch_knobs knobs = {{0}};
+            knobs.v[kn] = sp.values[kn][v];
+            sch_schedule s;
+            sch_schedule_init(&s);
+            char what[128];
+            snprintf(what, sizeof what, "ConvNCHWc case %d, knob %s = %lld", ci,
+                     sch_knob_name((sch_knob)kn), (long long)knobs.v[kn]);
+            smelt_status st = sch_default_knobs(ctx, te, 16, &knobs, &s);
+            if (st != SMELT_OK) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
+            CHECK(st == SMELT_OK);
+            CHECK(st == SMELT_OK && run_lowered(te, &s, in, f.node->n_inputs, d, what));
+            sch_schedule_fini(&s);
+        }
     for (int k = 0; te && k < 2 + RANDOM_SCHEDULES; k++) {
         sch_schedule s;
         sch_schedule_init(&s);

@@ -73,6 +73,9 @@ static void check_node_widths(opt_node *t, const char *what)
         smelt_ctx_clear(t->ctx);
     }
     for (int k = 1; k <= RANDOM_SCHEDULES; k++) opt_check_lowered(t, &k_suite.tols, what, (uint64_t)k);
+    /* the tuner's candidates: random points of the rules' knob space */
+    for (int k = 1; k <= 4 * OPT_KNOB_SCHEDULES; k++)
+        opt_check_lowered(t, &k_suite.tols, what, OPT_KNOB_SEED + (uint64_t)k);
 }
 
 #define T OPT_X
