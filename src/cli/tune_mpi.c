@@ -232,11 +232,11 @@ smelt_status tune_mpi_init(smelt_ctx *ctx, tune_mpi **out)
     tune_mpi *m = smelt_calloc(1, sizeof *m);
     if (!m) return oom(ctx);
     *out = m;
+    pthread_mutex_init(&m->mu, NULL);
     MPI_Comm_rank(MPI_COMM_WORLD, &m->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &m->size);
     if (provided < MPI_THREAD_SERIALIZED)
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "this MPI library lacks MPI_THREAD_SERIALIZED");
-    pthread_mutex_init(&m->mu, NULL);
     if (m->rank != 0) return SMELT_OK;
     if (!(m->peers = smelt_calloc((size_t)m->size, sizeof *m->peers))) return oom(ctx);
     double t = now_s();
@@ -252,26 +252,37 @@ smelt_status tune_mpi_init(smelt_ctx *ctx, tune_mpi **out)
 
 int tune_mpi_rank(const tune_mpi *m) { return m->rank; }
 
-void tune_mpi_finish(tune_mpi *m)
+static void stop_beating(tune_mpi *m)
 {
-    if (!m) return;
+    if (!m->beating) return;
+    pthread_mutex_lock(&m->mu);
+    m->stop_beating = true;
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->beat, NULL);
+    m->beating = false;
+}
+
+/* Rank 0: a stop to every worker, a lost one too (if it lives, it exits);
+ * wait a little for those to the live ones to leave.  A worker: wait a
+ * little for its last results to leave. */
+static void say_goodbye(tune_mpi *m)
+{
     smelt_ctx ctx = {SMELT_OK, ""};
-    if (m->beating) {
-        pthread_mutex_lock(&m->mu);
-        m->stop_beating = true;
-        pthread_mutex_unlock(&m->mu);
-        pthread_join(m->beat, NULL);
-    }
-    /* every worker gets a stop, a lost one too: if it lives it exits */
-    for (int r = 1; m->rank == 0 && r < m->size; r++) post_copy(&ctx, m, r, TAG_STOP, "", 0);
-    for (double until = now_s() + STOP_WAIT_S; now_s() < until;) {
+    for (int r = 1; m->peers && r < m->size; r++) post_copy(&ctx, m, r, TAG_STOP, "", 0);
+    for (double until = now_s() + STOP_WAIT_S; now_s() < until; nap()) {
         bool pending = false;
-        for (int r = 1; m->rank == 0 && r < m->size; r++)
+        for (int r = 1; m->peers && r < m->size; r++)
             if (m->peers[r].alive) pending |= outbox_poll(m, r);
         if (m->rank != 0) pending = outbox_poll(m, -1);
         if (!pending) break;
-        nap();
     }
+}
+
+void tune_mpi_finish(tune_mpi *m)
+{
+    if (!m) return;
+    stop_beating(m);
+    say_goodbye(m);
     /* sends to dead ranks never complete: their buffers outlive MPI */
     for (int i = 0; i < m->n_out; i++) MPI_Request_free(&m->out[i].req);
     MPI_Finalize();
@@ -437,7 +448,8 @@ smelt_status tune_mpi_connect(smelt_ctx *ctx, tune_mpi *m, const tune_session *s
         workers++;
     }
     if (!tune_session_num_tasks(s)) return SMELT_OK;
-    fprintf(stderr, "smelt tune: rank 0 searches, %d worker rank%s measure\n", workers, workers == 1 ? "" : "s");
+    fprintf(stderr, "smelt tune: rank 0 searches, %d worker %s\n", workers,
+            workers == 1 ? "rank measures" : "ranks measure");
     return SMELT_OK;
 }
 

@@ -48,7 +48,7 @@ all_verified() {
 if ! mpirun -np 2 "$smelt" tune "$model" -o "$tmp/r.jsonl" --trials 6 --min-ms 1 >"$tmp/out" 2>"$tmp/err"; then
     fail "basic: mpirun -np 2 smelt tune failed"; cat "$tmp/out" "$tmp/err"
 fi
-grep -q "rank 0 searches, 1 worker rank measure" "$tmp/err" || fail "basic: rank 1 did not connect"
+grep -q "rank 0 searches, 1 worker rank measures" "$tmp/err" || fail "basic: rank 1 did not connect"
 grep -q "geometric mean speed-up" "$tmp/out" || fail "basic: no summary"
 # every candidate of the search (the unverified records) was measured on rank 1
 n=$(sed -n 's/^smelt tune: rank 1 ([^)]*) measured \([0-9]*\) candidates$/\1/p' "$tmp/err")
