@@ -115,7 +115,6 @@ all_verified "$tmp/k.jsonl" || fail "kill: not every task has a verified record"
     || { fail "kill: check with the records failed"; cat "$tmp/check"; }
 
 # ---- rank 0 dies ----
-"$smelt" tune "$model" --list-tasks >/dev/null 2>&1 # fills the cache: rank 0 is killed while tuning
 mpirun --enable-recovery -np 2 "$smelt" tune "$model" -o "$tmp/z.jsonl" --trials 40 --min-ms 1 \
     >"$tmp/zout" 2>"$tmp/zerr" &
 mp=$!
