@@ -66,8 +66,9 @@ all_verified "$tmp/r.jsonl" || fail "basic: not every task has a verified record
 grep -q "records: 6 of 6 functions scheduled" "$tmp/check" || { fail "basic: records not applied"; cat "$tmp/check"; }
 
 # ---- kill ----
-# MPMD: rank 1 alone hangs in its 3rd measurement (for up to --timeout)
-args="$model -o $tmp/k.jsonl --trials 8 --min-ms 1 --timeout 20"
+# MPMD: rank 1 alone hangs in its 3rd measurement (for up to --timeout);
+# --jobs 2: rank 0 hands it at most 2 candidates at a time, all it can lose
+args="$model -o $tmp/k.jsonl --trials 8 --min-ms 1 --timeout 20 --jobs 2"
 # shellcheck disable=SC2086
 mpirun --enable-recovery -np 1 "$smelt" tune $args : -np 1 -x SMELT_TUNE_FAULTS=hang:3 "$smelt" tune $args \
     >"$tmp/kout" 2>"$tmp/kerr" &
