@@ -221,3 +221,18 @@ add_test(NAME tune/end_to_end
   COMMAND ${CMAKE_SOURCE_DIR}/tests/tune/check_tune.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 set_tests_properties(tune/end_to_end PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
+
+# ---- Distributed tuning: mpirun -np 2 smelt tune on this host (issue 9, item
+# 7): rank 1 measures, rank 0 records; a SIGKILLed rank loses only its
+# in-flight candidates; ranks with other tasks are refused.  Skipped, with
+# the reason, where the CLI was built without MPI or mpirun is missing
+# (scripts/setup.sh installs both) ----
+if(MPI_C_FOUND)
+  set(SMELT_CLI_MPI ON)
+else()
+  set(SMELT_CLI_MPI OFF)
+endif()
+add_test(NAME tune/mpi
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/tune/check_mpi.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${SMELT_CLI_MPI})
+set_tests_properties(tune/mpi PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)

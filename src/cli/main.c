@@ -39,7 +39,8 @@ static const cli_command commands[] = {
      "  tune MODEL... --list-tasks | --show-space\n"
      "      search schedules for the models' functions on this machine; every\n"
      "      measurement is appended to RECORDS (a rerun resumes); use the result\n"
-     "      with --records RECORDS.jsonl\n"},
+     "      with --records RECORDS.jsonl; under mpirun -np N (N > 1) rank 0 searches\n"
+     "      and records, the other ranks measure (smelt built with MPI)\n"},
     {"records", cli_records,
      "  records show FILE... | best FILE... -o OUT | merge FILE... -o OUT\n"
      "      list tuning records per task; keep the best per task; concatenate\n"},

@@ -1,9 +1,12 @@
 /* smelt tune: search schedules for a model's functions on this machine and
- * append every measurement to a records file (see src/tune/tune.h). */
+ * append every measurement to a records file (see src/tune/tune.h).  Under
+ * `mpirun -np N` (N > 1) rank 0 searches and the other ranks measure
+ * (cli/tune_mpi.c, when built with MPI). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/tune_mpi.h"
 #include "tune/tune.h"
 
 typedef struct tune_cli {
@@ -12,7 +15,13 @@ typedef struct tune_cli {
     bool list_tasks, show_space;
     tune_options t;
     smelt_options compile;
+    /* loaded */
+    smelt_model *loaded[64];
+    tune_session *s;
+    const char *failed_model; /* the one that did not load */
 } tune_cli;
+
+struct tune_mpi; /* cli/tune_mpi.h, when built with MPI */
 
 static int parse(int argc, char **argv, tune_cli *c)
 {
@@ -112,37 +121,121 @@ static void show_space(const tune_session *s)
     }
 }
 
+/* The models into a new session, their tasks extracted. */
+static smelt_status load_session(smelt_ctx *ctx, tune_cli *c)
+{
+    SMELT_TRY(tune_session_new(ctx, &c->t, &c->s));
+    for (int i = 0; i < c->n_models; i++) {
+        if (!(c->loaded[i] = smelt_model_load(ctx, c->models[i]))) {
+            c->failed_model = c->models[i];
+            return smelt_ctx_status(ctx);
+        }
+        c->loaded[i]->options = c->compile;
+        SMELT_TRY(tune_session_add_model(ctx, c->s, c->loaded[i], c->models[i]));
+    }
+    return SMELT_OK;
+}
+
+static void close_session(tune_cli *c)
+{
+    tune_session_free(c->s);
+    c->s = NULL;
+    for (int i = 0; i < c->n_models; i++) smelt_model_free(c->loaded[i]);
+}
+
+/* A plain run, or rank 0 of a distributed one (mpi not NULL). */
+static int tune_main(tune_cli *c, smelt_ctx *ctx, struct tune_mpi *mpi)
+{
+#ifdef SMELT_HAVE_MPI
+    if (mpi) c->t.runner = tune_mpi_runner(mpi);
+#endif
+    if (load_session(ctx, c) != SMELT_OK)
+        return c->failed_model ? cli_fail_load(ctx, c->failed_model) : cli_fail(ctx);
+#ifdef SMELT_HAVE_MPI
+    if (mpi && tune_mpi_connect(ctx, mpi, c->s) != SMELT_OK) return cli_fail(ctx);
+#endif
+    tune_session *s = c->s;
+    if (c->show_space) show_space(s);
+    if (c->list_tasks) {
+        if (tune_session_measure_defaults(ctx, s) != SMELT_OK) return cli_fail(ctx);
+        list_tasks(s);
+    }
+    if (c->list_tasks || c->show_space) return 0;
+    if (!c->t.quiet)
+        printf("tuning %d tasks of %d model%s, %d trials each, into %s\n", tune_session_num_tasks(s),
+               c->n_models, c->n_models > 1 ? "s" : "", c->t.trials, c->t.records_path);
+    int rc = tune_session_run(ctx, s) != SMELT_OK ? cli_fail(ctx) : 0;
+#ifdef SMELT_HAVE_MPI
+    if (mpi) tune_mpi_report(mpi);
+#endif
+    return rc;
+}
+
+static int env_int(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    return v && *v && !*end && n >= 0 && n < (1 << 24) ? (int)n : fallback;
+}
+
+#ifdef SMELT_HAVE_MPI
+/* A worker rank's set-up: the same models as rank 0's. */
+static smelt_status worker_setup(void *user, smelt_ctx *ctx, tune_session **s)
+{
+    tune_cli *c = user;
+    smelt_status st = load_session(ctx, c);
+    *s = c->s;
+    if (st != SMELT_OK && c->failed_model) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", smelt_ctx_message(ctx));
+        smelt_ctx_clear(ctx);
+        smelt_errf(ctx, st, "cannot load %s: %s", c->failed_model, msg);
+    }
+    return st;
+}
+#endif
+
+/* Started by mpirun with more than one rank. */
+static int tune_distributed(tune_cli *c, smelt_ctx *ctx, int ranks)
+{
+#ifdef SMELT_HAVE_MPI
+    (void)ranks;
+    tune_mpi *m = NULL;
+    int rc;
+    if (tune_mpi_init(ctx, &m) != SMELT_OK) {
+        rc = cli_fail(ctx);
+    } else if (tune_mpi_rank(m) == 0) {
+        rc = tune_main(c, ctx, m);
+    } else {
+        c->t.quiet = true;
+        c->t.random_search = true; /* a worker searches nothing: no cost model */
+        rc = tune_mpi_worker(m, worker_setup, c, &c->t.measure, &c->s);
+    }
+    tune_mpi_finish(m);
+    return rc;
+#else
+    (void)ctx;
+    /* refuse: N independent runs would all append to one records file */
+    fprintf(stderr, "smelt tune: started by mpirun with %d ranks, but this smelt was built without MPI "
+                    "(install libopenmpi-dev and rebuild)\n", ranks);
+    return 2;
+#endif
+}
+
 int cli_tune(int argc, char **argv)
 {
     tune_cli c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
+    /* Open MPI's environment says whether mpirun started us; a plain run never
+     * initialises MPI */
+    int ranks = env_int("OMPI_COMM_WORLD_SIZE", 1);
+    bool tuning = !c.list_tasks && !c.show_space;
+    if (ranks > 1 && !tuning && env_int("OMPI_COMM_WORLD_RANK", 0) > 0) return 0; /* rank 0 lists */
     smelt_ctx *ctx = smelt_ctx_new();
-    smelt_model *models[64] = {0};
-    tune_session *s = NULL;
-    if (tune_session_new(ctx, &c.t, &s) != SMELT_OK) rc = cli_fail(ctx);
-    for (int i = 0; rc == 0 && i < c.n_models; i++) {
-        if (!(models[i] = smelt_model_load(ctx, c.models[i]))) {
-            rc = cli_fail_load(ctx, c.models[i]);
-            break;
-        }
-        models[i]->options = c.compile;
-        if (tune_session_add_model(ctx, s, models[i], c.models[i]) != SMELT_OK) rc = cli_fail(ctx);
-    }
-    if (rc == 0 && c.show_space) show_space(s);
-    if (rc == 0 && c.list_tasks) {
-        if (tune_session_measure_defaults(ctx, s) != SMELT_OK) rc = cli_fail(ctx);
-        else list_tasks(s);
-    }
-    if (rc == 0 && !c.list_tasks && !c.show_space) {
-        if (!c.t.quiet)
-            printf("tuning %d tasks of %d model%s, %d trials each, into %s\n",
-                   tune_session_num_tasks(s), c.n_models, c.n_models > 1 ? "s" : "", c.t.trials,
-                   c.t.records_path);
-        if (tune_session_run(ctx, s) != SMELT_OK) rc = cli_fail(ctx);
-    }
-    tune_session_free(s);
-    for (int i = 0; i < c.n_models; i++) smelt_model_free(models[i]);
+    rc = ranks > 1 && tuning ? tune_distributed(&c, ctx, ranks) : tune_main(&c, ctx, NULL);
+    close_session(&c);
     smelt_ctx_free(ctx);
     return rc;
 }

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -369,11 +372,19 @@ static void child_time(smelt_rt_model *m, const void *const *ins, const size_t *
 
 /* The child's whole job; never returns. */
 static _Noreturn void child_run(const tune_bench *b, const tune_candidate *c,
-                                const tune_measure_options *o, fault f, int fd)
+                                const tune_measure_options *o, fault f, int fd, pid_t parent)
 {
     child_report r = {TUNE_RUN_ERROR, 0, 0, 0, ""};
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
+#ifdef __linux__
+    /* Only the tuner kills a hung candidate: if the tuner dies first (a
+     * killed MPI rank, a killed run), the candidate must die with it */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);
+#else
+    (void)parent;
+#endif
     smelt_ctx ctx = {SMELT_OK, ""};
     void *handle = NULL;
     const smelt_rt_module_info *info = NULL;
@@ -475,7 +486,7 @@ smelt_status tune_measure(smelt_ctx *ctx, tune_bench *b, tune_candidate *c,
     int fds[2];
     if (pipe(fds) != 0) return smelt_errf(ctx, SMELT_ERR_IO, "pipe: %s", strerror(errno));
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
@@ -483,7 +494,7 @@ smelt_status tune_measure(smelt_ctx *ctx, tune_bench *b, tune_candidate *c,
     }
     if (pid == 0) {
         close(fds[0]);
-        child_run(b, c, o, f, fds[1]);
+        child_run(b, c, o, f, fds[1], parent);
     }
     close(fds[1]);
     wait_child(pid, fds[0], o->timeout_s, &c->result);

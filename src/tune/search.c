@@ -510,6 +510,18 @@ static smelt_status ensure_bench(smelt_ctx *ctx, tune_session *s, int ti)
     return SMELT_OK;
 }
 
+smelt_status tune_session_bench(smelt_ctx *ctx, tune_session *s, int i, tune_bench **out)
+{
+    *out = NULL;
+    if (i < 0 || i >= s->tasks.n)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "task %d out of range (%d tasks)", i + 1, s->tasks.n);
+    SMELT_TRY(ensure_bench(ctx, s, i));
+    *out = s->st[i].bench;
+    return SMELT_OK;
+}
+
+const char *tune_session_target_key(const tune_session *s) { return s->target_key; }
+
 static smelt_status learn(smelt_ctx *ctx, tune_session *s, int ti, tune_candidate *batch, int n,
                           const float *predicted)
 {

@@ -213,6 +213,13 @@ smelt_status tune_session_add_model(smelt_ctx *ctx, tune_session *s, smelt_model
                                     const char *name);
 int tune_session_num_tasks(const tune_session *s);
 const tune_task *tune_session_task(const tune_session *s, int i);
+/* The key of the target the session measures for. */
+const char *tune_session_target_key(const tune_session *s);
+/* Task i's bench, made on first use and kept; *out NULL when the task
+ * cannot be measured (the reason was printed unless quiet).  For a runner
+ * that measures a task somewhere else than the session's own loop (an MPI
+ * worker rank). */
+smelt_status tune_session_bench(smelt_ctx *ctx, tune_session *s, int i, tune_bench **out);
 /* Measure the default schedule of every task (--list-tasks). */
 smelt_status tune_session_measure_defaults(smelt_ctx *ctx, tune_session *s);
 double tune_session_default_ms(const tune_session *s, int task);
