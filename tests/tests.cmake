@@ -195,3 +195,8 @@ set_tests_properties(models/cnn_layout PROPERTIES FIXTURES_REQUIRED torch_models
 add_test(NAME models/wide_concat
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/check_wide_concat.py
           $<TARGET_FILE:smelt_cli> ${CMAKE_BINARY_DIR}/tests/wide_concat)
+
+# Allocation failures through the whole compile (load, optimise, lower, emit):
+# every allocation refused in turn (issue 16).
+target_compile_definitions(test_alloc_fail_compile PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+set_tests_properties(unit/test_alloc_fail_compile PROPERTIES TIMEOUT 600)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "tir/mutate.h"
 
 /* Work (output elements x reduction length) below this is not worth waking
  * threads: a dispatch costs about a microsecond on a quiet machine and much
@@ -40,8 +41,9 @@ static int reduce_axes(const te_tensor *t, const char **names)
     return t->body->reduce.n_axes;
 }
 
+typedef struct inline_plan inline_plan;
 static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
-                                     int vector_width, sch_schedule *s);
+                                     int vector_width, sch_schedule *s, inline_plan *plan);
 
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
                                    sch_schedule *s)
@@ -594,11 +596,73 @@ static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tenso
     return SMELT_OK;
 }
 
+/* ---- inline or materialise -------------------------------------------------
+ * Inlining copies a producer's expression into every read of it: stages each
+ * reading their producer k times (GatherElements(x, x), x * x) grow as
+ * k^depth.  An elementwise producer is computed into its own buffer instead
+ * when inlining it would give a consumer more than this many nodes, so code
+ * and compile memory grow with the chain's length.  Well under
+ * SCH_INLINE_MAX_NODES (which refuses such an inline) and above the test
+ * models' largest body (176 nodes). */
+#define DEFAULT_INLINE_MAX_NODES 1024
+_Static_assert(DEFAULT_INLINE_MAX_NODES <= SCH_INLINE_MAX_NODES, "default inlines must replay");
+
+struct inline_plan {
+    const te_graph *g;
+    bool *inlined;  /* per tensor index: compute_inline emitted */
+    int64_t *nodes; /* per tensor index: body nodes with inlined producers expanded; 0 unknown */
+};
+
+typedef struct node_count {
+    inline_plan *p;
+    int64_t total; /* stops past DEFAULT_INLINE_MAX_NODES */
+} node_count;
+
+static int64_t expanded_nodes(inline_plan *p, const te_tensor *t);
+
+/* A load of an inlined stage stands for its (expanded) body. */
+static void count_visit(void *ctx, const ir_expr *e)
+{
+    node_count *c = ctx;
+    if (c->total > DEFAULT_INLINE_MAX_NODES) return;
+    const te_tensor *prod = e->kind == IR_LOAD ? te_tensor_of(c->p->g, e->load.buf) : NULL;
+    c->total += prod && c->p->inlined[prod->index] ? expanded_nodes(c->p, prod) : 1;
+    tir_expr_visit_children(e, count_visit, c);
+}
+
+/* Memoised for inlined stages, whose producers are all decided. */
+static int64_t expanded_nodes(inline_plan *p, const te_tensor *t)
+{
+    if (p->inlined[t->index] && p->nodes[t->index] > 0) return p->nodes[t->index];
+    node_count c = {p, 0};
+    if (t->body) count_visit(&c, t->body);
+    if (p->inlined[t->index]) p->nodes[t->index] = c.total;
+    return c.total;
+}
+
+/* Whether every consumer of t stays within the budget with t inlined (as
+ * state.c replays it: producers decided later are not expanded yet). */
+static bool inline_fits(inline_plan *p, const te_tensor *t)
+{
+    p->inlined[t->index] = true;
+    bool fits = true;
+    for (int i = t->index + 1; fits && i < p->g->tensors.len; i++) {
+        const te_tensor *c = p->g->tensors.items[i];
+        if (c->kind == TE_COMPUTE && ir_expr_reads(c->body, t->buf))
+            fits = expanded_nodes(p, c) <= DEFAULT_INLINE_MAX_NODES;
+    }
+    p->inlined[t->index] = fits;
+    return fits;
+}
+
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s)
 {
-    bool *done = smelt_calloc((size_t)g->tensors.len + 1, sizeof *done);
-    if (!done) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    size_t n = (size_t)g->tensors.len + 1;
+    bool *done = smelt_calloc(n, sizeof *done), *inlined = smelt_calloc(n, sizeof *inlined);
+    int64_t *nodes = smelt_calloc(n, sizeof *nodes);
+    inline_plan plan = {g, inlined, nodes};
     smelt_status st = SMELT_OK;
+    if (!done || !inlined || !nodes) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         st = try_anchor(ctx, g, g->tensors.items[i], vector_width, s, done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
@@ -606,18 +670,21 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || done[i]) continue;
-        st = schedule_generic(ctx, g, t, vector_width, s);
+        st = schedule_generic(ctx, g, t, vector_width, s, &plan);
     }
     smelt_free(done);
+    smelt_free(inlined);
+    smelt_free(nodes);
     return st;
 }
 
 static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
-                                     int vector_width, sch_schedule *s)
+                                     int vector_width, sch_schedule *s, inline_plan *plan)
 {
     {
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
-        if (!stage_is_output(g, t) && !is_reduce) return sch_compute_inline(ctx, s, t->buf->name);
+        if (!stage_is_output(g, t) && !is_reduce && inline_fits(plan, t))
+            return sch_compute_inline(ctx, s, t->buf->name);
         return schedule_stage(ctx, t, vector_width, s);
     }
 }

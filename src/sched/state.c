@@ -267,11 +267,7 @@ static ir_expr *inline_loads(ir_builder *b, ir_expr *e, const sch_stage *prod)
     }
 }
 
-/* Expression trees are copied on inlining, so a chain of stages each
- * reading its producer k times grows as k^depth (six integer Mods of one
- * value gave 118 MB of C): a consumer's body stays under this many nodes. */
-#define SCH_INLINE_MAX_NODES 16384 /* ~100x the largest body in the test models */
-
+/* A consumer's body stays under SCH_INLINE_MAX_NODES (sched.h). */
 typedef struct inline_count {
     const ir_buffer *prod;
     int64_t prod_nodes, total; /* counting stops past the cap */
@@ -309,7 +305,7 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
         if (inlined_nodes(c->body, sg->buf, inlined_nodes(sg->body, NULL, 0)) > SCH_INLINE_MAX_NODES)
             return smelt_errf(ctx, SMELT_ERR_LIMIT,
                               "schedule step on '%s': inlining it would give '%s' an expression of "
-                              "more than %d nodes (SCH_INLINE_MAX_NODES in src/sched/state.c)",
+                              "more than %d nodes (SCH_INLINE_MAX_NODES in src/sched/sched.h)",
                               step->stage, c->buf->name, SCH_INLINE_MAX_NODES);
         ir_expr *nb = inline_loads(&st->b, c->body, sg);
         if (!nb) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
