@@ -597,47 +597,95 @@ static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tenso
 }
 
 /* ---- inline or materialise -------------------------------------------------
- * Inlining copies a producer's expression into every read of it: stages each
- * reading their producer k times (GatherElements(x, x), x * x) grow as
- * k^depth.  An elementwise producer is computed into its own buffer instead
- * when inlining it would give a consumer more than this many nodes, so code
- * and compile memory grow with the chain's length.  Well under
- * SCH_INLINE_MAX_NODES (which refuses such an inline) and above the test
- * models' largest body (176 nodes). */
+ * Inlining copies a producer's expression into every read of it, and the
+ * load's indices into every use of the producer's axes: stages each reading
+ * their producer k times (GatherElements(x, x), x * x) grow as k^depth.  An
+ * elementwise producer is computed into its own buffer instead when inlining
+ * it would give a consumer more than this many nodes, so code and compile
+ * memory grow linearly with such a chain.  Well under SCH_INLINE_MAX_NODES
+ * (which refuses such an inline) and far above what the test models inline
+ * (at most 29 nodes: bert_tiny_like, gpt2_tiny_like). */
 #define DEFAULT_INLINE_MAX_NODES 1024
 _Static_assert(DEFAULT_INLINE_MAX_NODES <= SCH_INLINE_MAX_NODES, "default inlines must replay");
 
+/* Nodes of an expression once inlined producers are expanded, and how often
+ * each axis variable of the stage it belongs to occurs in it (inlining a
+ * load substitutes its indices for the producer's axes: every occurrence
+ * copies an index expression).  Saturates at SIZE_CAP. */
+#define SIZE_CAP ((int64_t)1 << 40)
+typedef struct expr_size {
+    int64_t nodes, occ[SMELT_MAX_RANK];
+} expr_size;
+
 struct inline_plan {
     const te_graph *g;
-    bool *inlined;  /* per tensor index: compute_inline emitted */
-    int64_t *nodes; /* per tensor index: body nodes with inlined producers expanded; 0 unknown */
+    bool *inlined;     /* per tensor index: compute_inline emitted */
+    expr_size *memo;   /* per tensor index, for inlined stages; nodes 0: unknown */
 };
 
-typedef struct node_count {
-    inline_plan *p;
-    int64_t total; /* stops past DEFAULT_INLINE_MAX_NODES */
-} node_count;
-
-static int64_t expanded_nodes(inline_plan *p, const te_tensor *t);
-
-/* A load of an inlined stage stands for its (expanded) body. */
-static void count_visit(void *ctx, const ir_expr *e)
+static int64_t sat_add(int64_t a, int64_t b)
 {
-    node_count *c = ctx;
-    if (c->total > DEFAULT_INLINE_MAX_NODES) return;
-    const te_tensor *prod = e->kind == IR_LOAD ? te_tensor_of(c->p->g, e->load.buf) : NULL;
-    c->total += prod && c->p->inlined[prod->index] ? expanded_nodes(c->p, prod) : 1;
-    tir_expr_visit_children(e, count_visit, c);
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) || r > SIZE_CAP ? SIZE_CAP : r;
 }
 
-/* Memoised for inlined stages, whose producers are all decided. */
-static int64_t expanded_nodes(inline_plan *p, const te_tensor *t)
+static int64_t sat_mul(int64_t a, int64_t b)
 {
-    if (p->inlined[t->index] && p->nodes[t->index] > 0) return p->nodes[t->index];
-    node_count c = {p, 0};
-    if (t->body) count_visit(&c, t->body);
-    if (p->inlined[t->index]) p->nodes[t->index] = c.total;
-    return c.total;
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) || r > SIZE_CAP ? SIZE_CAP : r;
+}
+
+static expr_size size_of(inline_plan *p, const te_tensor *cur, const ir_expr *e);
+
+typedef struct size_acc {
+    inline_plan *p;
+    const te_tensor *cur;
+    expr_size sum;
+} size_acc;
+
+static void add_child(void *ctx, const ir_expr *e)
+{
+    size_acc *a = ctx;
+    expr_size c = size_of(a->p, a->cur, e);
+    a->sum.nodes = sat_add(a->sum.nodes, c.nodes);
+    for (int d = 0; d < SMELT_MAX_RANK; d++) a->sum.occ[d] = sat_add(a->sum.occ[d], c.occ[d]);
+}
+
+/* Memoised: an inlined stage's producers are all decided. */
+static const expr_size *stage_size(inline_plan *p, const te_tensor *t)
+{
+    expr_size *m = &p->memo[t->index];
+    if (m->nodes == 0) *m = size_of(p, t, t->body);
+    return m;
+}
+
+/* The load of an inlined producer: its body with the indices substituted. */
+static expr_size inlined_load(inline_plan *p, const te_tensor *cur, const ir_expr *e,
+                              const te_tensor *prod)
+{
+    const expr_size *ps = stage_size(p, prod);
+    expr_size r = {ps->nodes, {0}};
+    for (int d = 0; d < e->load.n && d < SMELT_MAX_RANK; d++) {
+        expr_size ix = size_of(p, cur, e->load.idx[d]);
+        r.nodes = sat_add(r.nodes, sat_mul(ps->occ[d], ix.nodes - 1));
+        for (int v = 0; v < SMELT_MAX_RANK; v++) r.occ[v] = sat_add(r.occ[v], sat_mul(ps->occ[d], ix.occ[v]));
+    }
+    return r;
+}
+
+static expr_size size_of(inline_plan *p, const te_tensor *cur, const ir_expr *e)
+{
+    expr_size r = {1, {0}};
+    if (!e) return r;
+    if (e->kind == IR_VAR) {
+        for (int d = 0; d < cur->n_axes; d++) r.occ[d] = cur->axes[d].var == e->var;
+        return r;
+    }
+    const te_tensor *prod = e->kind == IR_LOAD ? te_tensor_of(p->g, e->load.buf) : NULL;
+    if (prod && p->inlined[prod->index]) return inlined_load(p, cur, e, prod);
+    size_acc a = {p, cur, r};
+    tir_expr_visit_children(e, add_child, &a);
+    return a.sum;
 }
 
 /* Whether every consumer of t stays within the budget with t inlined (as
@@ -649,7 +697,7 @@ static bool inline_fits(inline_plan *p, const te_tensor *t)
     for (int i = t->index + 1; fits && i < p->g->tensors.len; i++) {
         const te_tensor *c = p->g->tensors.items[i];
         if (c->kind == TE_COMPUTE && ir_expr_reads(c->body, t->buf))
-            fits = expanded_nodes(p, c) <= DEFAULT_INLINE_MAX_NODES;
+            fits = size_of(p, c, c->body).nodes <= DEFAULT_INLINE_MAX_NODES;
     }
     p->inlined[t->index] = fits;
     return fits;
@@ -659,10 +707,10 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
 {
     size_t n = (size_t)g->tensors.len + 1;
     bool *done = smelt_calloc(n, sizeof *done), *inlined = smelt_calloc(n, sizeof *inlined);
-    int64_t *nodes = smelt_calloc(n, sizeof *nodes);
-    inline_plan plan = {g, inlined, nodes};
+    expr_size *memo = smelt_calloc(n, sizeof *memo);
+    inline_plan plan = {g, inlined, memo};
     smelt_status st = SMELT_OK;
-    if (!done || !inlined || !nodes) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (!done || !inlined || !memo) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         st = try_anchor(ctx, g, g->tensors.items[i], vector_width, s, done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
@@ -674,7 +722,7 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
     }
     smelt_free(done);
     smelt_free(inlined);
-    smelt_free(nodes);
+    smelt_free(memo);
     return st;
 }
 
