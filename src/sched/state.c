@@ -45,7 +45,7 @@ static int add_iter(sch_state *st, sch_stage *sg, const char *name, int64_t exte
     it->parent = it->split_outer = it->split_inner = -1;
     it->fuse_outer = it->fuse_inner = it->fused_into = -1;
     it->annot = IR_FOR_SERIAL;
-    return it->name ? sg->n_iters++ : -1;
+    return it->name ? sg->n_iters++ : -2; /* -2: out of memory */
 }
 
 /* Root iters: data axes, then the reduce axes of a top-level reduction. */
@@ -135,6 +135,7 @@ static smelt_status apply_split(smelt_ctx *ctx, sch_state *st, const sch_step *s
     int o = add_iter(st, sg, name, (ext + f - 1) / f, sg->iters[it].reduce, SCH_REL_SPLIT_OUTER);
     snprintf(name, sizeof name, "%s.i", sg->iters[it].name);
     int in = add_iter(st, sg, name, f, sg->iters[it].reduce, SCH_REL_SPLIT_INNER);
+    if (o == -2 || in == -2) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (o < 0 || in < 0) return step_err(ctx, step, "too many iteration variables%s", NULL);
     sg->iters[o].parent = sg->iters[in].parent = it;
     sg->iters[o].factor = sg->iters[in].factor = f;
@@ -164,6 +165,7 @@ static smelt_status apply_fuse(smelt_ctx *ctx, sch_state *st, const sch_step *st
     char name[256];
     snprintf(name, sizeof name, "%s.%s", sg->iters[a].name, sg->iters[c].name);
     int f = add_iter(st, sg, name, ext, sg->iters[a].reduce, SCH_REL_FUSED);
+    if (f == -2) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (f < 0) return step_err(ctx, step, "too many iteration variables%s", NULL);
     sg->iters[f].fuse_outer = a;
     sg->iters[f].fuse_inner = c;

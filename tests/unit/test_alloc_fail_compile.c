@@ -255,6 +255,7 @@ int main(int argc, char **argv)
     smelt_allocator a = {fail_alloc, fail_release, &g_fs};
     smelt_set_allocator(&a);
     if (getenv("SMELT_ALLOC_FAIL_TRACE")) g_trace_at = atol(getenv("SMELT_ALLOC_FAIL_TRACE"));
+    if (getenv("SMELT_ALLOC_FAIL_BLOCK")) smelt_arena_set_block_size((size_t)atol(getenv("SMELT_ALLOC_FAIL_BLOCK")));
     if (argc == 3) {
         check_model(argv[1], argv[2]);
     } else {
