@@ -25,7 +25,7 @@ ir_var *ir_var_new(ir_builder *b, const char *name, smelt_dtype dt)
     v->name = smelt_arena_strdup(b->arena, name);
     v->dtype = dt;
     v->id = b->next_id++;
-    if (!v->name) b->failed = true;
+    if (!v->name) return b->failed = true, NULL;
     return v;
 }
 
@@ -40,7 +40,7 @@ ir_buffer *ir_buffer_new(ir_builder *b, const char *name, smelt_dtype dt, int ra
     for (int i = 0; i < rank; i++) buf->shape[i] = shape[i];
     buf->kind = kind;
     buf->id = b->next_id++;
-    if (!buf->name) b->failed = true;
+    if (!buf->name) return b->failed = true, NULL;
     return buf;
 }
 
@@ -172,6 +172,8 @@ ir_expr *ir_reduce(ir_builder *b, ir_reduce_op op, ir_expr *src, int n_axes,
     e->reduce.n_axes = n_axes;
     e->reduce.axes = ir_alloc(b, sizeof(ir_axis) * (size_t)(n_axes > 0 ? n_axes : 1));
     if (!e->reduce.axes) return NULL;
+    for (int i = 0; i < n_axes; i++)
+        if (!axes[i].var) return b->failed = true, NULL; /* te_reduce_axis failed */
     if (n_axes) memcpy(e->reduce.axes, axes, sizeof(ir_axis) * (size_t)n_axes);
     return e;
 }

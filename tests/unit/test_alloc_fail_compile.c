@@ -12,8 +12,14 @@
  * (issue 16: a failed rebuild of a product became a NULL term, read by the
  * div/mod fusion).
  *
+ * Arenas take memory in 64 KiB blocks, so most IR nodes are not allocations
+ * of their own; two models run again with 16-byte blocks (one allocation
+ * per node, smelt_arena_set_block_size), where a failure can land anywhere
+ * inside a pass.
+ *
  *   test_alloc_fail_compile                 the models below
  *   test_alloc_fail_compile MODEL TARGET    one model (prints the count)
+ *   SMELT_ALLOC_FAIL_BLOCK=16               arena block size for that run
  *   SMELT_ALLOC_FAIL_VERBOSE=1              each N's outcome
  *   SMELT_ALLOC_FAIL_TRACE=N                the stack of allocation N (ASan) */
 #include <stdbool.h>
@@ -260,10 +266,18 @@ int main(int argc, char **argv)
         check_model(argv[1], argv[2]);
     } else {
         test_simplify_failures();
+        /* arenas in 64 KiB blocks, as always: every allocation the compile makes */
         check_model(SMELT_SOURCE_DIR "/tests/fuzz/regressions/pipeline_models/"
                                      "gather_elements_oom_simplify.onnx", "avx2");
         check_model(SMELT_SOURCE_DIR "/tests/models/small/attention.onnx", "avx512");
         check_model(SMELT_SOURCE_DIR "/models/tiny_cnn/model.onnx", "avx2");
+        /* arenas in 16-byte blocks: (nearly) every IR node an allocation, so a
+         * failure lands in the middle of each pass */
+        smelt_arena_set_block_size(16);
+        check_model(SMELT_SOURCE_DIR "/tests/fuzz/regressions/pipeline_models/"
+                                     "gather_elements_oom_simplify.onnx", "generic");
+        check_model(SMELT_SOURCE_DIR "/tests/models/small/attention.onnx", "avx2");
+        smelt_arena_set_block_size(0);
     }
     smelt_set_allocator(NULL);
     TEST_MAIN_END();
