@@ -668,7 +668,8 @@ static expr_size inlined_load(inline_plan *p, const te_tensor *cur, const ir_exp
     for (int d = 0; d < e->load.n && d < SMELT_MAX_RANK; d++) {
         expr_size ix = size_of(p, cur, e->load.idx[d]);
         r.nodes = sat_add(r.nodes, sat_mul(ps->occ[d], ix.nodes - 1));
-        for (int v = 0; v < SMELT_MAX_RANK; v++) r.occ[v] = sat_add(r.occ[v], sat_mul(ps->occ[d], ix.occ[v]));
+        for (int v = 0; v < SMELT_MAX_RANK; v++)
+            r.occ[v] = sat_add(r.occ[v], sat_mul(ps->occ[d], ix.occ[v]));
     }
     return r;
 }
