@@ -199,4 +199,6 @@ add_test(NAME models/wide_concat
 # Allocation failures through the whole compile (load, optimise, lower, emit):
 # every allocation refused in turn (issue 16).
 target_compile_definitions(test_alloc_fail_compile PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-set_tests_properties(unit/test_alloc_fail_compile PROPERTIES TIMEOUT 600)
+add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_compile --per-node)
+set_tests_properties(unit/test_alloc_fail_compile unit/test_alloc_fail_compile_per_node
+  PROPERTIES TIMEOUT 600)

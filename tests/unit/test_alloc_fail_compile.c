@@ -13,11 +13,12 @@
  * div/mod fusion).
  *
  * Arenas take memory in 64 KiB blocks, so most IR nodes are not allocations
- * of their own; two models run again with 16-byte blocks (one allocation
+ * of their own; attention runs again with 16-byte blocks (one allocation
  * per node, smelt_arena_set_block_size), where a failure can land anywhere
- * inside a pass.
+ * inside a pass, and so does the reproducer with --per-node.
  *
  *   test_alloc_fail_compile                 the models below
+ *   test_alloc_fail_compile --per-node      the reproducer, a node per allocation
  *   test_alloc_fail_compile MODEL TARGET    one model (prints the count)
  *   SMELT_ALLOC_FAIL_BLOCK=16               arena block size for that run
  *   SMELT_ALLOC_FAIL_VERBOSE=1              each N's outcome
@@ -264,6 +265,13 @@ int main(int argc, char **argv)
     if (getenv("SMELT_ALLOC_FAIL_BLOCK")) smelt_arena_set_block_size((size_t)atol(getenv("SMELT_ALLOC_FAIL_BLOCK")));
     if (argc == 3) {
         check_model(argv[1], argv[2]);
+    } else if (argc == 2 && strcmp(argv[1], "--per-node") == 0) {
+        /* the fuzz reproducer with every IR node an allocation (its own
+         * ctest entry: 7 000 compiles) */
+        smelt_arena_set_block_size(16);
+        check_model(SMELT_SOURCE_DIR "/tests/fuzz/regressions/pipeline_models/"
+                                     "gather_elements_oom_simplify.onnx", "generic");
+        smelt_arena_set_block_size(0);
     } else {
         test_simplify_failures();
         /* arenas in 64 KiB blocks, as always: every allocation the compile makes */
@@ -274,8 +282,6 @@ int main(int argc, char **argv)
         /* arenas in 16-byte blocks: (nearly) every IR node an allocation, so a
          * failure lands in the middle of each pass */
         smelt_arena_set_block_size(16);
-        check_model(SMELT_SOURCE_DIR "/tests/fuzz/regressions/pipeline_models/"
-                                     "gather_elements_oom_simplify.onnx", "generic");
         check_model(SMELT_SOURCE_DIR "/tests/models/small/attention.onnx", "avx2");
         smelt_arena_set_block_size(0);
     }
