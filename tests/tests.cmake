@@ -236,3 +236,10 @@ add_test(NAME tune/mpi
   COMMAND ${CMAKE_SOURCE_DIR}/tests/tune/check_mpi.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${SMELT_CLI_MPI})
 set_tests_properties(tune/mpi PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+
+# Allocation failures through the whole compile (load, optimise, lower, emit):
+# every allocation refused in turn (issue 16).
+target_compile_definitions(test_alloc_fail_compile PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_compile --per-node)
+set_tests_properties(unit/test_alloc_fail_compile unit/test_alloc_fail_compile_per_node
+  PROPERTIES TIMEOUT 600)

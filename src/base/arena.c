@@ -11,6 +11,10 @@ struct smelt_arena_block {
 
 #define ARENA_MIN_BLOCK (64 * 1024)
 
+static size_t g_min_block = ARENA_MIN_BLOCK;
+
+void smelt_arena_set_block_size(size_t bytes) { g_min_block = bytes ? bytes : ARENA_MIN_BLOCK; }
+
 void smelt_arena_init(smelt_arena *a) { memset(a, 0, sizeof *a); }
 
 void smelt_arena_fini(smelt_arena *a)
@@ -31,7 +35,7 @@ void *smelt_arena_alloc(smelt_arena *a, size_t size)
     if (size == 0) size = 16;
     smelt_arena_block *b = a->head;
     if (!b || b->cap - b->used < size) {
-        size_t cap = size > ARENA_MIN_BLOCK ? size : ARENA_MIN_BLOCK;
+        size_t cap = size > g_min_block ? size : g_min_block;
         if (cap > SIZE_MAX - sizeof *b) return NULL;
         b = smelt_alloc(sizeof *b + cap);
         if (!b) return NULL;

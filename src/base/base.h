@@ -70,6 +70,9 @@ void *smelt_arena_alloc(smelt_arena *a, size_t size); /* zeroed, 16-aligned */
 char *smelt_arena_strdup(smelt_arena *a, const char *s);
 char *smelt_arena_strndup(smelt_arena *a, const char *s, size_t n);
 char *smelt_arena_printf(smelt_arena *a, const char *fmt, ...) SMELT_PRINTF(2, 3);
+/* Tests only: blocks of this many bytes (0: the default 64 KiB), so that
+ * nearly every IR node is an allocation a fault-injection test can refuse. */
+void smelt_arena_set_block_size(size_t bytes);
 
 /* ---- Growable string ------------------------------------------------------ */
 typedef struct smelt_strbuf {

@@ -37,6 +37,12 @@ smelt_status cg_fail(cg_emitter *e, smelt_status code, const char *fmt, ...)
     return e->status;
 }
 
+void cg_sb_done(cg_emitter *e, smelt_strbuf *sb)
+{
+    if (sb->failed) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    smelt_strbuf_fini(sb);
+}
+
 void cg_indent(cg_emitter *e)
 {
     for (int i = 0; i < e->indent; i++) smelt_strbuf_append(e->out, "    ");
@@ -149,7 +155,8 @@ int cg_bind_var(cg_emitter *e, const ir_var *v, int *number)
 void cg_unbind_var(cg_emitter *e, const ir_var *v, int previous)
 {
     /* -2 marks "unbound" (a key cannot be removed from the open-addressing map) */
-    cg_ptrmap_put(&e->var_ids, v, previous >= 0 ? previous : -2);
+    if (!cg_ptrmap_put(&e->var_ids, v, previous >= 0 ? previous : -2))
+        cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
 }
 
 void cg_var_name(cg_emitter *e, const ir_var *v, smelt_strbuf *out)
@@ -188,7 +195,8 @@ int cg_add_buf(cg_emitter *e, const ir_buffer *b, bool is_param, bool is_const, 
 
 static void remove_buf(cg_emitter *e, const ir_buffer *b, int previous)
 {
-    cg_ptrmap_put(&e->buf_ids, b, previous >= 0 ? previous : -2);
+    if (!cg_ptrmap_put(&e->buf_ids, b, previous >= 0 ? previous : -2))
+        cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
 }
 
 const cg_bufinfo *cg_buf(cg_emitter *e, const ir_buffer *b)
@@ -204,16 +212,21 @@ const cg_bufinfo *cg_buf(cg_emitter *e, const ir_buffer *b)
 
 /* ---- small text helpers ---- */
 
+/* A copy of sb's text (NULL, the emitter failed, when out of memory). */
+static char *sb_text(cg_emitter *e, smelt_strbuf *sb)
+{
+    char *s = sb->failed ? NULL : smelt_strdup(smelt_strbuf_cstr(sb));
+    smelt_strbuf_fini(sb);
+    if (!s) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    return s;
+}
+
 static char *expr_text(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx)
 {
     smelt_strbuf sb;
     smelt_strbuf_init(&sb);
     cg_expr(e, x, ctx, &sb);
-    if (sb.failed) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
-    char *s = smelt_strdup(smelt_strbuf_cstr(&sb));
-    smelt_strbuf_fini(&sb);
-    if (!s) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
-    return s;
+    return sb_text(e, &sb);
 }
 
 /* "end" of a loop [min, min + extent) as text. */
@@ -224,9 +237,7 @@ static char *loop_end_text(cg_emitter *e, const ir_stmt *s)
         smelt_strbuf sb;
         smelt_strbuf_init(&sb);
         smelt_strbuf_printf(&sb, "%lld", (long long)(mn->i + ext->i));
-        char *r = smelt_strdup(smelt_strbuf_cstr(&sb));
-        smelt_strbuf_fini(&sb);
-        return r;
+        return sb_text(e, &sb);
     }
     if (ir_is_int(mn, 0)) return expr_text(e, ext, CG_INDEX);
     char *a = expr_text(e, mn, CG_INDEX), *b = expr_text(e, ext, CG_INDEX);
@@ -235,9 +246,7 @@ static char *loop_end_text(cg_emitter *e, const ir_stmt *s)
     smelt_strbuf_printf(&sb, "(%s + %s)", a ? a : "", b ? b : "");
     smelt_free(a);
     smelt_free(b);
-    char *r = smelt_strdup(smelt_strbuf_cstr(&sb));
-    smelt_strbuf_fini(&sb);
-    return r;
+    return sb_text(e, &sb);
 }
 
 static const char *var_type(cg_emitter *e, const ir_var *v)
@@ -567,7 +576,7 @@ static void emit_parallel(cg_emitter *e, const ir_stmt *s)
     bool task_err = e->needs_err;
     e->needs_err = saved_err || task_err;
     emit_task_function(e, &fs, name, &body, task_err);
-    smelt_strbuf_fini(&body);
+    cg_sb_done(e, &body);
 
     /* The call site: fill the closure and run on the pool. */
     char *mn = expr_text(e, s->for_.min, CG_INDEX);
@@ -584,7 +593,7 @@ static void emit_parallel(cg_emitter *e, const ir_stmt *s)
         smelt_strbuf_init(&n);
         cg_var_name(e, fs.vars.items[i], &n);
         cg_line(e, "cl_.%s = %s;", smelt_strbuf_cstr(&n), smelt_strbuf_cstr(&n));
-        smelt_strbuf_fini(&n);
+        cg_sb_done(e, &n);
     }
     cg_line(e, "cl_.lo = %s;", mn ? mn : "0");
     if (task_err) cg_line(e, "cl_.err = &err_;");
@@ -879,6 +888,7 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     e->out = &body;
     e->indent = 1;
     cg_stmt(e, f->body);
+    if (e->tasks.failed) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
 
     smelt_strbuf_appendn(out, e->tasks.data ? e->tasks.data : "", e->tasks.len);
     smelt_strbuf_printf(out, "/* f_%d: ", index);
@@ -895,7 +905,7 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     if (!e->uses_pool) smelt_strbuf_append(out, "    (void)pool;\n");
     smelt_strbuf_appendn(out, body.data ? body.data : "", body.len);
     smelt_strbuf_append(out, e->needs_err ? "    return err_;\n}\n\n" : "    return 0;\n}\n\n");
-    smelt_strbuf_fini(&body);
+    cg_sb_done(e, &body);
 }
 
 /* ---- run entry and module info ---- */

@@ -334,8 +334,8 @@ static void emit_float_call(cg_emitter *e, const ir_expr *x, smelt_dtype arg_dt,
     cg_math_call_text(x->call.op, arg_dt, smelt_strbuf_cstr(&a0),
                       x->call.n > 1 ? smelt_strbuf_cstr(&a1) : NULL, out);
     if (round) close_round(x->dtype, out);
-    smelt_strbuf_fini(&a0);
-    if (x->call.n > 1) smelt_strbuf_fini(&a1);
+    cg_sb_done(e, &a0);
+    if (x->call.n > 1) cg_sb_done(e, &a1);
 }
 
 /* Integer arguments: abs exactly, isnan/isinf are false, the rest through
@@ -382,9 +382,9 @@ static void emit_int_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
         smelt_strbuf_printf(out, "((%s)smelt_f2i(%s, INT64_MIN, INT64_MAX))", cg_value_type(x->dtype),
                             smelt_strbuf_cstr(&d));
     }
-    smelt_strbuf_fini(&a0);
-    smelt_strbuf_fini(&a1);
-    smelt_strbuf_fini(&d);
+    cg_sb_done(e, &a0);
+    cg_sb_done(e, &a1);
+    cg_sb_done(e, &d);
 }
 
 static void emit_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)

@@ -110,6 +110,9 @@ typedef struct cg_emitter {
 smelt_status cg_fail(cg_emitter *e, smelt_status code, const char *fmt, ...) SMELT_PRINTF(3, 4);
 void cg_line(cg_emitter *e, const char *fmt, ...) SMELT_PRINTF(2, 3); /* indented + newline */
 void cg_indent(cg_emitter *e);
+/* Finish a side buffer: its text was used, so a failed one fails the emitter
+ * (a partial text must not reach the C). */
+void cg_sb_done(cg_emitter *e, smelt_strbuf *sb);
 
 /* ---- names ---- */
 bool cg_ptrmap_put(cg_ptrmap *m, const void *key, int val);

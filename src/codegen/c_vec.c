@@ -233,11 +233,15 @@ static bool stores_are_independent(const vec_scan *sc, const ir_expr *extent)
     return true;
 }
 
-static vec_verdict analyse(const ir_stmt *body, const ir_var *v, const ir_expr *extent, const cg_target *t,
+static vec_verdict analyse(cg_emitter *e, const ir_stmt *body, const ir_var *v, const ir_expr *extent,
                            smelt_dtype *elem)
 {
     vec_scan *sc = smelt_calloc(1, sizeof *sc);
-    if (!sc) return VEC_UNSAFE;
+    if (!sc) {
+        cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+        return VEC_UNSAFE;
+    }
+    const cg_target *t = e->target;
     sc->v = v;
     scan_stmt(sc, body);
     vec_verdict verdict = VEC_OK;
@@ -722,7 +726,7 @@ static void vec_stmt(vec_emit *ve, const ir_stmt *s)
         cg_unbind_var(e, s->let.var, prev);
         e->indent--;
         cg_line(e, "}");
-        smelt_strbuf_fini(&val);
+        cg_sb_done(e, &val);
         return;
     }
     case IR_STMT_IF:
@@ -815,8 +819,8 @@ static void emit_vector_loop(cg_emitter *e, const ir_stmt *s, ir_stmt *vbody, sm
     cg_unbind_var(e, s->for_.var, prev);
     e->indent--;
     cg_line(e, "}");
-    smelt_strbuf_fini(&mtext);
-    smelt_strbuf_fini(&etext);
+    cg_sb_done(e, &mtext);
+    cg_sb_done(e, &etext);
 }
 
 /* ---- guards folded into the loop range ----
@@ -913,7 +917,7 @@ void cg_vector_for(cg_emitter *e, const ir_stmt *s)
         return;
     }
     smelt_dtype dt = SMELT_DT_UNDEFINED;
-    vec_verdict v = analyse(vbody, s->for_.var, s->for_.extent, e->target, &dt);
+    vec_verdict v = analyse(e, vbody, s->for_.var, s->for_.extent, &dt);
     int lanes = v == VEC_OK ? choose_lanes(e->target, dt, s->for_.extent) : 0;
     if (v == VEC_OK && lanes > 0) {
         emit_vector_loop(e, s, vbody, dt, lanes);

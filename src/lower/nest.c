@@ -307,6 +307,7 @@ static void lin_add_atom(lin *l, const ir_expr *a, int64_t k)
 
 static void lin_collect(lin *l, const ir_expr *e, int64_t k)
 {
+    if (!e) l->ok = false; /* a failed builder's result */
     if (!l->ok) return;
     if (e->kind == IR_INT) {
         l->c += k * e->i;
@@ -372,6 +373,7 @@ static bool collect_region(nest_ctx *nc, const ir_expr *e, const ir_buffer *buf,
                 if (!(const_difference(acc[d].max, bd.max, &diff) && diff == 0))
                     acc[d].max = ir_binary(nc->b, IR_MAX, acc[d].max, bd.max);
             }
+            if (!acc[d].min || !acc[d].max) return false;
         }
         *any = true;
         return true;
@@ -482,6 +484,7 @@ static ir_stmt *init_nest(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int 
         snprintf(name, sizeof name, "%s_init", iv->var[it]->name);
         local.var[it] = ir_var_new(b, name, SMELT_DT_INT64);
     }
+    if (b->failed) return NULL;
     ir_expr *idx[SMELT_MAX_RANK];
     store_index(nc, sg, &local, idx);
     ir_stmt *s = ir_store(b, storage_of(nc, si), sg->n_axes, idx,
@@ -604,6 +607,7 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
         snprintf(name, sizeof name, "%s.%s", sg->buf->name, sg->iters[it].name);
         iv->var[it] = ir_var_new(b, name, SMELT_DT_INT64);
     }
+    if (b->failed) return oom(nc);
     /* attached producers first: their local buffers change how our body reads them */
     for (int k = 0; k < sg->n_leaves; k++) SMELT_TRY(prepare_attached(nc, si, iv, own, k, &att[k]));
     int tpos = sg->tensor_iter >= 0 ? leaf_index(sg, sg->tensor_iter) : -1;

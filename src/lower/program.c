@@ -206,9 +206,11 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         s = oom(pb);
     }
     ir_func *f = NULL;
-    if (s == SMELT_OK) s = lower_func(pb->ctx, st, &pb->lp->b, func_name(pb, op_type), &f);
+    const char *name = s == SMELT_OK ? func_name(pb, op_type) : NULL;
+    if (s == SMELT_OK && !name) s = oom(pb);
+    if (s == SMELT_OK) s = lower_func(pb->ctx, st, &pb->lp->b, name, &f);
     if (s != SMELT_OK) return s;
-    f->comment = smelt_arena_strdup(&pb->lp->arena, comment);
+    if (!(f->comment = smelt_arena_strdup(&pb->lp->arena, comment))) return oom(pb);
     ir_call_site *cs = smelt_arena_alloc(&pb->lp->arena, sizeof *cs);
     ir_slot *args = smelt_arena_alloc(&pb->lp->arena, sizeof *args * (size_t)(f->n_params + 1));
     if (!cs || !args || f->n_params != n_in + n_out)

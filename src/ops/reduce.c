@@ -666,6 +666,7 @@ static ir_expr *reduce_finish_body(te_graph *g, ir_expr *const *idx, void *user)
     const reduce_finish *f = user;
     ir_builder *b = &g->b;
     ir_expr *a = te_read(g, f->acc, idx);
+    if (!a) return NULL;
     smelt_dtype dt = a->dtype;
     switch (f->kind) {
     case RK_MEAN:

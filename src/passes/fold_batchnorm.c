@@ -16,6 +16,7 @@
 typedef struct channel_affine {
     int64_t m;            /* channels */
     double *scale, *shift;
+    double *stats; /* 3*m scratch for BatchNormalization's bias, mean, var */
     bool has_shift;
 } channel_affine;
 
@@ -50,9 +51,7 @@ static bool batchnorm_affine(const gr_node *bn, channel_affine *a)
     if (!at || at->training || at->per_activation || bn->n_inputs < 5) return false;
     for (int k = 1; k < bn->n_outputs; k++)
         if (bn->outputs[k]) return false;
-    double *tmp = smelt_calloc((size_t)a->m * 3 + 1, sizeof *tmp);
-    if (!tmp) return false;
-    double *bias = tmp, *mean = tmp + a->m, *var = tmp + 2 * a->m;
+    double *bias = a->stats, *mean = a->stats + a->m, *var = a->stats + 2 * a->m;
     bool ok = bn_values(bn->inputs[1], a->m, a->scale) && bn_values(bn->inputs[2], a->m, bias) &&
               bn_values(bn->inputs[3], a->m, mean) && bn_values(bn->inputs[4], a->m, var);
     for (int64_t k = 0; ok && k < a->m; k++) {
@@ -60,7 +59,6 @@ static bool batchnorm_affine(const gr_node *bn, channel_affine *a)
         a->shift[k] = bias[k] - mean[k] * a->scale[k];
     }
     a->has_shift = true;
-    smelt_free(tmp);
     return ok;
 }
 
@@ -187,9 +185,10 @@ static smelt_status try_fold(smelt_ctx *ctx, gr_graph *g, gr_node *n, const int 
     if (!p || x->is_output || uses[x->id] != 1 || !n->outputs[0] ||
         !pu_same_type(x, n->outputs[0]) || !producer_axis(p, &m, &axis, &w_axis) || m < 1)
         return SMELT_OK;
-    double *buf = smelt_calloc((size_t)m * 2, sizeof *buf);
+    /* one allocation: a refused one fails the pass instead of skipping the fold */
+    double *buf = smelt_calloc((size_t)m * 5, sizeof *buf);
     if (!buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    channel_affine a = {m, buf, buf + m, false};
+    channel_affine a = {m, buf, buf + m, buf + 2 * m, false};
     smelt_status s = SMELT_OK;
     if (consumer_affine(n, x, axis, &a) && !(p->op == OP_MATMUL && a.has_shift))
         s = apply(ctx, g, p, n, w_axis, &a);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "tir/mutate.h"
 
 /* Work (output elements x reduction length) below this is not worth waking
  * threads: a dispatch costs about a microsecond on a quiet machine and much
@@ -54,8 +55,10 @@ static int reduce_axes(const te_tensor *t, const char **names)
     return t->body->reduce.n_axes;
 }
 
+typedef struct inline_plan inline_plan;
 static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
-                                     int vector_width, const sch_knobs *kn, sch_schedule *s);
+                                     int vector_width, const sch_knobs *kn, sch_schedule *s,
+                                     inline_plan *plan);
 
 /* The vectorised innermost loop: split by `vecs` vectors, those unrolled. */
 static smelt_status vector_steps(smelt_ctx *ctx, sch_schedule *s, const char *name,
@@ -800,6 +803,115 @@ static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tenso
     return SMELT_OK;
 }
 
+/* ---- inline or materialise -------------------------------------------------
+ * Inlining copies a producer's expression into every read of it, and the
+ * load's indices into every use of the producer's axes: stages each reading
+ * their producer k times (GatherElements(x, x), x * x) grow as k^depth.  An
+ * elementwise producer is computed into its own buffer instead when inlining
+ * it would give a consumer more than this many nodes, so code and compile
+ * memory grow linearly with such a chain.  Well under SCH_INLINE_MAX_NODES
+ * (which refuses such an inline) and far above what the test models inline
+ * (at most 29 nodes: bert_tiny_like, gpt2_tiny_like). */
+#define DEFAULT_INLINE_MAX_NODES 1024
+_Static_assert(DEFAULT_INLINE_MAX_NODES <= SCH_INLINE_MAX_NODES, "default inlines must replay");
+
+/* Nodes of an expression once inlined producers are expanded, and how often
+ * each axis variable of the stage it belongs to occurs in it (inlining a
+ * load substitutes its indices for the producer's axes: every occurrence
+ * copies an index expression).  Saturates at SIZE_CAP. */
+#define SIZE_CAP ((int64_t)1 << 40)
+typedef struct expr_size {
+    int64_t nodes, occ[SMELT_MAX_RANK];
+} expr_size;
+
+struct inline_plan {
+    const te_graph *g;
+    bool *inlined;     /* per tensor index: compute_inline emitted */
+    expr_size *memo;   /* per tensor index, for inlined stages; nodes 0: unknown */
+};
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) || r > SIZE_CAP ? SIZE_CAP : r;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) || r > SIZE_CAP ? SIZE_CAP : r;
+}
+
+static expr_size size_of(inline_plan *p, const te_tensor *cur, const ir_expr *e);
+
+typedef struct size_acc {
+    inline_plan *p;
+    const te_tensor *cur;
+    expr_size sum;
+} size_acc;
+
+static void add_child(void *ctx, const ir_expr *e)
+{
+    size_acc *a = ctx;
+    expr_size c = size_of(a->p, a->cur, e);
+    a->sum.nodes = sat_add(a->sum.nodes, c.nodes);
+    for (int d = 0; d < SMELT_MAX_RANK; d++) a->sum.occ[d] = sat_add(a->sum.occ[d], c.occ[d]);
+}
+
+/* Memoised: an inlined stage's producers are all decided. */
+static const expr_size *stage_size(inline_plan *p, const te_tensor *t)
+{
+    expr_size *m = &p->memo[t->index];
+    if (m->nodes == 0) *m = size_of(p, t, t->body);
+    return m;
+}
+
+/* The load of an inlined producer: its body with the indices substituted. */
+static expr_size inlined_load(inline_plan *p, const te_tensor *cur, const ir_expr *e,
+                              const te_tensor *prod)
+{
+    const expr_size *ps = stage_size(p, prod);
+    expr_size r = {ps->nodes, {0}};
+    for (int d = 0; d < e->load.n && d < SMELT_MAX_RANK; d++) {
+        expr_size ix = size_of(p, cur, e->load.idx[d]);
+        r.nodes = sat_add(r.nodes, sat_mul(ps->occ[d], ix.nodes - 1));
+        for (int v = 0; v < SMELT_MAX_RANK; v++)
+            r.occ[v] = sat_add(r.occ[v], sat_mul(ps->occ[d], ix.occ[v]));
+    }
+    return r;
+}
+
+static expr_size size_of(inline_plan *p, const te_tensor *cur, const ir_expr *e)
+{
+    expr_size r = {1, {0}};
+    if (!e) return r;
+    if (e->kind == IR_VAR) {
+        for (int d = 0; d < cur->n_axes; d++) r.occ[d] = cur->axes[d].var == e->var;
+        return r;
+    }
+    const te_tensor *prod = e->kind == IR_LOAD ? te_tensor_of(p->g, e->load.buf) : NULL;
+    if (prod && p->inlined[prod->index]) return inlined_load(p, cur, e, prod);
+    size_acc a = {p, cur, r};
+    tir_expr_visit_children(e, add_child, &a);
+    return a.sum;
+}
+
+/* Whether every consumer of t stays within the budget with t inlined (as
+ * state.c replays it: producers decided later are not expanded yet). */
+static bool inline_fits(inline_plan *p, const te_tensor *t)
+{
+    p->inlined[t->index] = true;
+    bool fits = true;
+    for (int i = t->index + 1; fits && i < p->g->tensors.len; i++) {
+        const te_tensor *c = p->g->tensors.items[i];
+        if (c->kind == TE_COMPUTE && ir_expr_reads(c->body, t->buf))
+            fits = size_of(p, c, c->body).nodes <= DEFAULT_INLINE_MAX_NODES;
+    }
+    p->inlined[t->index] = fits;
+    return fits;
+}
+
+
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s)
 {
     return sch_default_knobs(ctx, g, vector_width, NULL, s);
@@ -928,9 +1040,12 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
 smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_width,
                                const sch_knobs *kn, sch_schedule *s)
 {
-    bool *done = smelt_calloc((size_t)g->tensors.len + 1, sizeof *done);
-    if (!done) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    size_t n = (size_t)g->tensors.len + 1;
+    bool *done = smelt_calloc(n, sizeof *done), *inlined = smelt_calloc(n, sizeof *inlined);
+    expr_size *memo = smelt_calloc(n, sizeof *memo);
+    inline_plan plan = {g, inlined, memo};
     smelt_status st = SMELT_OK;
+    if (!done || !inlined || !memo) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     int main_i;
     main_stage(g, &main_i);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
@@ -941,18 +1056,22 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || done[i]) continue;
-        st = schedule_generic(ctx, g, t, vector_width, i == main_i ? kn : NULL, s);
+        st = schedule_generic(ctx, g, t, vector_width, i == main_i ? kn : NULL, s, &plan);
     }
     smelt_free(done);
+    smelt_free(inlined);
+    smelt_free(memo);
     return st;
 }
 
 static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
-                                     int vector_width, const sch_knobs *kn, sch_schedule *s)
+                                     int vector_width, const sch_knobs *kn, sch_schedule *s,
+                                     inline_plan *plan)
 {
     {
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
-        if (!stage_is_output(g, t) && !is_reduce) return sch_compute_inline(ctx, s, t->buf->name);
+        if (!stage_is_output(g, t) && !is_reduce && inline_fits(plan, t))
+            return sch_compute_inline(ctx, s, t->buf->name);
         return schedule_stage(ctx, t, vector_width, kn, s);
     }
 }

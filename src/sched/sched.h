@@ -154,8 +154,15 @@ smelt_status sch_state_build(smelt_ctx *ctx, const te_graph *te, const sch_sched
                              sch_state **out);
 void sch_state_free(sch_state *st);
 
-/* Default schedule for a te graph (inline elementwise intermediates; data
- * axes parallel, reductions inside, innermost axis vectorised by
+/* Expression trees are copied on inlining, so a chain of stages each
+ * reading its producer k times grows as k^depth (six integer Mods of one
+ * value gave 118 MB of C): compute_inline fails with SMELT_ERR_LIMIT when a
+ * consumer's body would exceed this many nodes. */
+#define SCH_INLINE_MAX_NODES 16384 /* ~100x the largest body in the test models */
+
+/* Default schedule for a te graph (inline elementwise intermediates unless
+ * that would grow a consumer past DEFAULT_INLINE_MAX_NODES in default.c;
+ * data axes parallel, reductions inside, innermost axis vectorised by
  * vector_width lanes; 1 disables vectorisation). */
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s);
 

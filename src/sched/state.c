@@ -45,7 +45,7 @@ static int add_iter(sch_state *st, sch_stage *sg, const char *name, int64_t exte
     it->parent = it->split_outer = it->split_inner = -1;
     it->fuse_outer = it->fuse_inner = it->fused_into = -1;
     it->annot = IR_FOR_SERIAL;
-    return it->name ? sg->n_iters++ : -1;
+    return it->name ? sg->n_iters++ : -2; /* -2: out of memory */
 }
 
 /* Root iters: data axes, then the reduce axes of a top-level reduction. */
@@ -135,6 +135,7 @@ static smelt_status apply_split(smelt_ctx *ctx, sch_state *st, const sch_step *s
     int o = add_iter(st, sg, name, (ext + f - 1) / f, sg->iters[it].reduce, SCH_REL_SPLIT_OUTER);
     snprintf(name, sizeof name, "%s.i", sg->iters[it].name);
     int in = add_iter(st, sg, name, f, sg->iters[it].reduce, SCH_REL_SPLIT_INNER);
+    if (o == -2 || in == -2) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (o < 0 || in < 0) return step_err(ctx, step, "too many iteration variables%s", NULL);
     sg->iters[o].parent = sg->iters[in].parent = it;
     sg->iters[o].factor = sg->iters[in].factor = f;
@@ -164,6 +165,7 @@ static smelt_status apply_fuse(smelt_ctx *ctx, sch_state *st, const sch_step *st
     char name[256];
     snprintf(name, sizeof name, "%s.%s", sg->iters[a].name, sg->iters[c].name);
     int f = add_iter(st, sg, name, ext, sg->iters[a].reduce, SCH_REL_FUSED);
+    if (f == -2) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (f < 0) return step_err(ctx, step, "too many iteration variables%s", NULL);
     sg->iters[f].fuse_outer = a;
     sg->iters[f].fuse_inner = c;
@@ -267,11 +269,7 @@ static ir_expr *inline_loads(ir_builder *b, ir_expr *e, const sch_stage *prod)
     }
 }
 
-/* Expression trees are copied on inlining, so a chain of stages each
- * reading its producer k times grows as k^depth (six integer Mods of one
- * value gave 118 MB of C): a consumer's body stays under this many nodes. */
-#define SCH_INLINE_MAX_NODES 16384 /* ~100x the largest body in the test models */
-
+/* A consumer's body stays under SCH_INLINE_MAX_NODES (sched.h). */
 typedef struct inline_count {
     const ir_buffer *prod;
     int64_t prod_nodes, total; /* counting stops past the cap */
@@ -309,7 +307,7 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
         if (inlined_nodes(c->body, sg->buf, inlined_nodes(sg->body, NULL, 0)) > SCH_INLINE_MAX_NODES)
             return smelt_errf(ctx, SMELT_ERR_LIMIT,
                               "schedule step on '%s': inlining it would give '%s' an expression of "
-                              "more than %d nodes (SCH_INLINE_MAX_NODES in src/sched/state.c)",
+                              "more than %d nodes (SCH_INLINE_MAX_NODES in src/sched/sched.h)",
                               step->stage, c->buf->name, SCH_INLINE_MAX_NODES);
         ir_expr *nb = inline_loads(&st->b, c->body, sg);
         if (!nb) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");

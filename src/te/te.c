@@ -72,7 +72,7 @@ te_tensor *te_compute(te_graph *g, const char *name, smelt_dtype dt, int rank,
         idx[i] = ir_var_ref(&g->b, t->axes[i].var);
     }
     t->tag = tag ? tag : "injective";
-    t->body = body(g, idx, user);
+    t->body = g->b.failed ? NULL : body(g, idx, user); /* bodies may read their indices */
     if (!t->body || g->b.failed) {
         if (smelt_ctx_status(g->ctx) == SMELT_OK)
             smelt_errf(g->ctx, SMELT_ERR_NOMEM, "te: building the body of '%s' failed", name);

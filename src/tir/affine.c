@@ -6,16 +6,29 @@
 
 void tir_affine_init(tir_affine *f)
 {
-    f->terms = NULL;
-    f->n = f->cap = 0;
+    f->terms = f->small;
+    f->n = 0;
+    f->cap = TIR_AFFINE_INLINE_TERMS;
     f->k = 0;
     f->failed = false;
 }
 
 void tir_affine_fini(tir_affine *f)
 {
-    smelt_free(f->terms);
+    if (f->terms != f->small) smelt_free(f->terms);
     tir_affine_init(f);
+}
+
+static bool grow(tir_affine *f)
+{
+    int cap = f->cap * 2;
+    tir_term *t = smelt_alloc(sizeof(tir_term) * (size_t)cap);
+    if (!t) return false;
+    memcpy(t, f->terms, sizeof(tir_term) * (size_t)f->n);
+    if (f->terms != f->small) smelt_free(f->terms);
+    f->terms = t;
+    f->cap = cap;
+    return true;
 }
 
 void tir_affine_clear(tir_affine *f)
@@ -32,22 +45,16 @@ void tir_affine_add_const(tir_affine *f, int64_t c)
 
 void tir_affine_add_term(tir_affine *f, ir_expr *atom, int64_t coef)
 {
+    if (!atom) f->failed = true; /* a failed builder's result */
     if (f->failed || coef == 0) return;
     for (int i = 0; i < f->n; i++) {
         if (!ir_expr_equal(f->terms[i].atom, atom)) continue;
         if (__builtin_add_overflow(f->terms[i].coef, coef, &f->terms[i].coef)) f->failed = true;
         return;
     }
-    if (f->n == f->cap) {
-        int cap = f->cap ? f->cap * 2 : 8;
-        tir_term *t = smelt_realloc(f->terms, sizeof(tir_term) * (size_t)f->cap,
-                                    sizeof(tir_term) * (size_t)cap);
-        if (!t) {
-            f->failed = true;
-            return;
-        }
-        f->terms = t;
-        f->cap = cap;
+    if (f->n == f->cap && !grow(f)) {
+        f->failed = true;
+        return;
     }
     f->terms[f->n++] = (tir_term){atom, coef};
 }

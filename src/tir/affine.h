@@ -17,8 +17,14 @@ typedef struct tir_term {
     int64_t coef;
 } tir_term;
 
+/* Index forms rarely have more terms than this: they need no heap, so an
+ * analysis does not give up (and change the code) when memory is short. */
+#define TIR_AFFINE_INLINE_TERMS 16
+
+/* Not to be copied by value: terms may point into the struct. */
 typedef struct tir_affine {
-    tir_term *terms; /* heap; equal atoms are combined as they are added */
+    tir_term *terms; /* small[] or heap; equal atoms are combined as they are added */
+    tir_term small[TIR_AFFINE_INLINE_TERMS];
     int n, cap;
     int64_t k;   /* constant term */
     bool failed; /* overflow or out of memory: do not use */

@@ -1,4 +1,6 @@
 /* Interval analysis and the prover (see bounds.h). */
+#include <string.h>
+
 #include "tir/bounds.h"
 #include "tir/affine.h"
 #include "tir/scalar.h"
@@ -140,25 +142,28 @@ static tir_interval iv_mod(tir_interval x, tir_interval d)
 
 void tir_scope_init(tir_scope *s, const tir_scope *parent)
 {
-    s->items = NULL;
-    s->len = s->cap = 0;
+    s->items = s->small;
+    s->len = 0;
+    s->cap = TIR_SCOPE_INLINE_FACTS;
     s->parent = parent;
 }
 
 void tir_scope_fini(tir_scope *s)
 {
-    smelt_free(s->items);
-    s->items = NULL;
-    s->len = s->cap = 0;
+    if (s->items != s->small) smelt_free(s->items);
+    s->items = s->small;
+    s->len = 0;
+    s->cap = TIR_SCOPE_INLINE_FACTS;
 }
 
 bool tir_scope_push(tir_scope *s, const ir_var *v, tir_interval iv)
 {
     if (s->len == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 16;
-        tir_scope_entry *items = smelt_realloc(s->items, sizeof(tir_scope_entry) * (size_t)s->cap,
-                                               sizeof(tir_scope_entry) * (size_t)cap);
+        int cap = s->cap * 2;
+        tir_scope_entry *items = smelt_alloc(sizeof(tir_scope_entry) * (size_t)cap);
         if (!items) return false;
+        memcpy(items, s->items, sizeof(tir_scope_entry) * (size_t)s->len);
+        if (s->items != s->small) smelt_free(s->items);
         s->items = items;
         s->cap = cap;
     }

@@ -31,8 +31,14 @@ typedef struct tir_scope_entry {
     tir_interval iv;
 } tir_scope_entry;
 
+/* Facts held without the heap: loop nests are shallower than this, so a
+ * pass does not lose facts (and change the code) when memory is short. */
+#define TIR_SCOPE_INLINE_FACTS 32
+
+/* Not to be copied by value once initialised: items may point into it. */
 typedef struct tir_scope {
-    tir_scope_entry *items; /* heap (smelt allocator); innermost fact last */
+    tir_scope_entry *items; /* small[] or heap (smelt allocator); innermost fact last */
+    tir_scope_entry small[TIR_SCOPE_INLINE_FACTS];
     int len, cap;
     const struct tir_scope *parent; /* consulted after items; may be NULL */
 } tir_scope;

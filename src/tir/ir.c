@@ -25,7 +25,7 @@ ir_var *ir_var_new(ir_builder *b, const char *name, smelt_dtype dt)
     v->name = smelt_arena_strdup(b->arena, name);
     v->dtype = dt;
     v->id = b->next_id++;
-    if (!v->name) b->failed = true;
+    if (!v->name) return b->failed = true, NULL;
     return v;
 }
 
@@ -40,7 +40,7 @@ ir_buffer *ir_buffer_new(ir_builder *b, const char *name, smelt_dtype dt, int ra
     for (int i = 0; i < rank; i++) buf->shape[i] = shape[i];
     buf->kind = kind;
     buf->id = b->next_id++;
-    if (!buf->name) b->failed = true;
+    if (!buf->name) return b->failed = true, NULL;
     return buf;
 }
 
@@ -129,7 +129,7 @@ ir_expr *ir_cast(ir_builder *b, smelt_dtype dt, ir_expr *a)
 
 ir_expr *ir_call(ir_builder *b, ir_call_op op, smelt_dtype dt, int n, ir_expr *const *args)
 {
-    if (n < 0 || n > 3) return b->failed = true, NULL;
+    if (n < 0 || n > 3 || (n > 0 && !args)) return b->failed = true, NULL;
     for (int i = 0; i < n; i++)
         if (!args[i]) return b->failed = true, NULL;
     ir_expr *e = expr_new(b, IR_CALL, dt);
@@ -142,6 +142,7 @@ ir_expr *ir_call(ir_builder *b, ir_call_op op, smelt_dtype dt, int n, ir_expr *c
 
 static ir_expr **copy_exprs(ir_builder *b, int n, ir_expr *const *src)
 {
+    if (n < 0 || (n > 0 && !src)) return b->failed = true, NULL;
     ir_expr **dst = ir_alloc(b, sizeof(ir_expr *) * (size_t)(n > 0 ? n : 1));
     if (!dst) return NULL;
     for (int i = 0; i < n; i++) {
@@ -164,13 +165,15 @@ ir_expr *ir_load(ir_builder *b, ir_buffer *buf, int n, ir_expr *const *idx)
 ir_expr *ir_reduce(ir_builder *b, ir_reduce_op op, ir_expr *src, int n_axes,
                    const ir_axis *axes)
 {
-    ir_expr *e = src ? expr_new(b, IR_REDUCE, src->dtype) : NULL;
+    ir_expr *e = src && (n_axes == 0 || axes) ? expr_new(b, IR_REDUCE, src->dtype) : NULL;
     if (!e) return b->failed = true, NULL;
     e->reduce.op = op;
     e->reduce.src = src;
     e->reduce.n_axes = n_axes;
     e->reduce.axes = ir_alloc(b, sizeof(ir_axis) * (size_t)(n_axes > 0 ? n_axes : 1));
     if (!e->reduce.axes) return NULL;
+    for (int i = 0; i < n_axes; i++)
+        if (!axes[i].var) return b->failed = true, NULL; /* te_reduce_axis failed */
     if (n_axes) memcpy(e->reduce.axes, axes, sizeof(ir_axis) * (size_t)n_axes);
     return e;
 }
@@ -272,6 +275,7 @@ ir_stmt *ir_if(ir_builder *b, ir_expr *cond, ir_stmt *then_, ir_stmt *else_)
 
 ir_stmt *ir_call_stmt(ir_builder *b, const char *kernel, int n, const ir_call_arg *args)
 {
+    if (!kernel || n < 0 || (n > 0 && !args)) return b->failed = true, NULL;
     ir_stmt *s = stmt_new(b, IR_STMT_CALL);
     if (!s) return NULL;
     s->call.kernel = smelt_arena_strdup(b->arena, kernel);
@@ -416,7 +420,7 @@ static ir_expr *subst_list(ir_builder *b, int n, ir_expr **src, ir_expr ***out,
         changed |= dst[i] != src[i];
     }
     *out = changed ? copy_exprs(b, n, dst) : src;
-    return (ir_expr *)1; /* non-NULL marks success */
+    return *out ? (ir_expr *)1 : NULL; /* non-NULL marks success */
 }
 
 ir_expr *ir_expr_substitute(ir_builder *b, ir_expr *e, const ir_subst *map, int n)

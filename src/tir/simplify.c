@@ -102,7 +102,8 @@ static void lin_add(simp *s, tir_affine *f, ir_expr *e, int64_t coef)
 
 static bool is_div_by(const ir_expr *e, ir_kind k, int64_t *c)
 {
-    return e->kind == k && e->bin.b->kind == IR_INT && e->bin.b->i > 0 && (*c = e->bin.b->i, true);
+    return e && e->kind == k && e->bin.b && e->bin.b->kind == IR_INT && e->bin.b->i > 0 &&
+           (*c = e->bin.b->i, true);
 }
 
 /* floordiv(x,c)*(k*c) + floormod(x,c)*k  ->  x*k. */
@@ -503,7 +504,8 @@ static ir_expr *simp_compare(simp *s, ir_expr *e)
     if (is_int_dt(a)) {
         tir_truth t = tir_prove_compare(e->kind, a, c, &s->scope);
         if (t != TIR_UNKNOWN) return mk_bool(s, t == TIR_TRUE);
-        if (is_index(a)) return canon_compare(s, rebuild_bin(s, e, a, c), a, c);
+        ir_expr *rb = is_index(a) ? rebuild_bin(s, e, a, c) : NULL;
+        if (is_index(a)) return rb ? canon_compare(s, rb, a, c) : NULL;
     }
     return rebuild_bin(s, e, a, c);
 }
@@ -522,6 +524,7 @@ static ir_expr *simp_logic(simp *s, ir_expr *e)
     if (c->kind == IR_INT) return (c->i != 0) == is_and ? a : mk_bool(s, !is_and);
     if (ir_expr_equal(a, c)) return a;
     ir_expr *r = rebuild_bin(s, e, a, c);
+    if (!r) return NULL;
     tir_truth t = tir_prove(r, &s->scope);
     return t == TIR_UNKNOWN ? r : mk_bool(s, t == TIR_TRUE);
 }

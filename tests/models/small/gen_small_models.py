@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Small checked-in models for tests that need a model file but no torch:
+
+  attention.onnx   one attention head over 6 tokens of width 8: Q, K, V
+                   projections (MatMul with constant weights + bias Add, so
+                   pack_weights applies), Q K^T, scale, Softmax, P V, Relu.
+                   Used by unit/test_alloc_fail_compile.
+  gather_chain.onnx the pipeline fuzzer's reproducer of issue 16
+                   (tests/fuzz/regressions/pipeline_models/
+                   gather_elements_oom_simplify.onnx: GatherElements(x, x),
+                   GatherElements, Mul, GatherElements over int64, hostile
+                   value names) without the attributes the fuzzer invented,
+                   which the importer now refuses: the same compile, so the
+                   allocation-failure test still reaches the simplifier.
+
+Run with Debian's /usr/bin/python3 (it has onnx):
+  tests/models/small/gen_small_models.py tests/models/small
+"""
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+
+def attention():
+    rng = np.random.default_rng(7)
+    t, d = 6, 8
+    inits, nodes = [], []
+
+    def const(name, shape):
+        inits.append(numpy_helper.from_array(
+            rng.uniform(-1, 1, shape).astype(np.float32), name))
+        return name
+
+    for p in "qkv":
+        nodes.append(helper.make_node("MatMul", ["x", const("w" + p, (d, d))], [p + "0"]))
+        nodes.append(helper.make_node("Add", [p + "0", const("b" + p, (d,))], [p]))
+    nodes += [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[1, 0]),
+        helper.make_node("MatMul", ["q", "kt"], ["s0"]),
+        helper.make_node("Mul", ["s0", const("scale", ())], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["o"]),
+        helper.make_node("Relu", ["o"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes, "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [t, d])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [t, d])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
+def gather_chain(regression):
+    import onnx
+    m = onnx.load(regression)
+    for n in m.graph.node:
+        keep = [a for a in n.attribute if a.name == "axis"]
+        del n.attribute[:]
+        n.attribute.extend(keep)
+    return m
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    save(attention(), out + "/attention.onnx")
+    here = __file__.rsplit("/", 1)[0]
+    save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
+                      "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
+
+
+if __name__ == "__main__":
+    main()
