@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Single-operator latency: smelt's default schedules, smelt with tuning
+records (when --records is given) and ONNX Runtime, same machine, same run,
+interleaved (each op is measured in --rounds rounds of default, tuned, ORT;
+the figure is the median of the rounds' medians).  Prints the machine facts,
+the measured fp32 FMA peak and a Markdown table with GFLOP/s and % of peak.
+
+usage: bench_ops.py SMELT OPS_DIR [--models a,b] [--repeat N] [--threads N]
+                    [--rounds N] [--records FILE.jsonl]
+OPS_DIR holds one folder per op with model.onnx (bench/gen_tune_ops.py).
+"""
+import argparse, math, os, sys
+
+import onnx
+from onnx import numpy_helper, shape_inference
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import Ort, fma_peak, machine_facts, smelt_bench  # noqa: E402
+
+
+def gflop(path):
+    """Multiply-add work of the Conv/MatMul/Gemm nodes (2 FLOP per MAC), in
+    GFLOP; None when the model has none (memory-bound ops)."""
+    m = shape_inference.infer_shapes(onnx.load(path))
+    shapes = {i.name: list(i.dims) for i in m.graph.initializer}
+    for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
+        shapes[v.name] = [d.dim_value for d in v.type.tensor_type.shape.dim]
+    total = 0
+    for n in m.graph.node:
+        if n.op_type not in ("Conv", "MatMul", "Gemm"):
+            continue
+        out = math.prod(shapes[n.output[0]])
+        if n.op_type == "Conv":
+            total += 2 * out * math.prod(shapes[n.input[1]][1:])  # Ci/group * KH * KW per output
+        else:
+            trans_a = any(a.name == "transA" and a.i for a in n.attribute)
+            a = shapes[n.input[0]]
+            total += 2 * out * (a[-2] if trans_a else a[-1])
+    return total / 1e9 if total else None
+
+
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def fmt(x, spec=".3f", none="n/a"):
+    return none if x is None else format(x, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("smelt")
+    ap.add_argument("ops_dir")
+    ap.add_argument("--models", default="", help="comma-separated op folder names (default: all)")
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per op")
+    ap.add_argument("--records", default="", help="tuning records for `smelt bench --records`")
+    a = ap.parse_args()
+    names = a.models.split(",") if a.models else sorted(os.listdir(a.ops_dir))
+    names = [n for n in names if os.path.exists(os.path.join(a.ops_dir, n, "model.onnx"))]
+    tuned = bool(a.records)
+
+    print(machine_facts(a.smelt))
+    peak_threads = sorted({1, 2, a.threads})
+    peak = fma_peak(peak_threads)
+    print("- fp32 FMA peak (bench/fma_peak.c): " +
+          ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" * (t > 1)) for t in peak_threads))
+    print("- threads %d, %d rounds x %d timed runs per engine and op, interleaved; "
+          "median of the rounds' medians%s" % (a.threads, a.rounds, a.repeat,
+                                               "; records " + a.records if tuned else ""))
+    print(flush=True)
+
+    head = ["op", "GFLOP", "default ms"] + (["tuned ms"] if tuned else []) + ["ORT ms", "default/ORT"]
+    head += (["tuned/ORT", "tuned speed-up"] if tuned else [])
+    head += ["default GFLOP/s (% peak)"] + (["tuned GFLOP/s (% peak)"] if tuned else []) + ["ORT GFLOP/s (% peak)"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    ratios = {"d": [], "t": [], "s": []}
+    notes = []
+    for name in names:
+        path = os.path.join(a.ops_dir, name, "model.onnx")
+        ort = Ort(path, a.threads)
+        d_ms, t_ms, o_ms = [], [], []
+        for _ in range(a.rounds):
+            ms, err = smelt_bench(a.smelt, path, a.repeat, a.threads)
+            if err:
+                notes.append("%s default: %s" % (name, err.splitlines()[-1]))
+                break
+            d_ms.append(ms)
+            if tuned:
+                ms, err = smelt_bench(a.smelt, path, a.repeat, a.threads, ["--records", a.records])
+                if err:
+                    if "unknown option" in err:
+                        print("note: this smelt has no `bench --records` yet; tuned column left out\n",
+                              file=sys.stderr)
+                        tuned = False
+                    else:
+                        notes.append("%s tuned: %s" % (name, err.splitlines()[-1]))
+                t_ms.append(ms)
+            o_ms.append(ort.median(a.repeat))
+        d, t, o = median(d_ms), median(t_ms), median(o_ms)
+        g = gflop(path)
+
+        def rate(ms):
+            if g is None or not ms:
+                return "-"
+            r = g / (ms / 1e3)
+            return "%.1f (%.0f%%)" % (r, 100 * r / peak[a.threads])
+
+        dr = d / o if d and o else None
+        tr = t / o if t and o else None
+        sp = d / t if d and t else None
+        ratios["d"].append(dr)
+        ratios["t"].append(tr)
+        ratios["s"].append(sp)
+        row = [name, fmt(g, ".4f", "-"), fmt(d)] + ([fmt(t)] if a.records else []) + [fmt(o), fmt(dr, ".2f")]
+        row += ([fmt(tr, ".2f"), fmt(sp, ".2f")] if a.records else [])
+        row += [rate(d)] + ([rate(t)] if a.records else []) + [rate(o)]
+        print("| " + " | ".join(row) + " |", flush=True)
+    gm = ["**geometric mean**", "", "", ""] + ([""] if a.records else [])
+    gm += ["**%s**" % fmt(geomean(ratios["d"]), ".2f")]
+    if a.records:
+        gm += ["**%s**" % fmt(geomean(ratios["t"]), ".2f"), "**%s**" % fmt(geomean(ratios["s"]), ".2f")]
+    gm += [""] * (len(head) - len(gm))
+    print("| " + " | ".join(gm) + " |")
+    for n in notes:
+        print("\nnote: " + n)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
