@@ -60,31 +60,19 @@ def main():
     ap.add_argument("--models", default="", help="comma-separated op folder names (default: all)")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per op")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per op")
     ap.add_argument("--records", default="", help="tuning records for `smelt bench --records`")
     a = ap.parse_args()
     names = a.models.split(",") if a.models else sorted(os.listdir(a.ops_dir))
     names = [n for n in names if os.path.exists(os.path.join(a.ops_dir, n, "model.onnx"))]
     tuned = bool(a.records)
 
-    print(machine_facts(a.smelt))
+    facts = machine_facts(a.smelt)
     peak_threads = sorted({1, 2, a.threads})
     peak = fma_peak(peak_threads)
-    print("- fp32 FMA peak (bench/fma_peak.c): " +
-          ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" * (t > 1)) for t in peak_threads))
-    print("- threads %d, %d rounds x %d timed runs per engine and op, interleaved; "
-          "median of the rounds' medians%s" % (a.threads, a.rounds, a.repeat,
-                                               "; records " + a.records if tuned else ""))
-    print(flush=True)
-
-    head = ["op", "GFLOP", "default ms"] + (["tuned ms"] if tuned else []) + ["ORT ms", "default/ORT"]
-    head += (["tuned/ORT", "tuned speed-up"] if tuned else [])
-    head += ["default GFLOP/s (% peak)"] + (["tuned GFLOP/s (% peak)"] if tuned else []) + ["ORT GFLOP/s (% peak)"]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    ratios = {"d": [], "t": [], "s": []}
-    notes = []
+    rows, notes = [], []
     for name in names:
+        print("measuring " + name, file=sys.stderr, flush=True)
         path = os.path.join(a.ops_dir, name, "model.onnx")
         ort = Ort(path, a.threads)
         d_ms, t_ms, o_ms = [], [], []
@@ -96,18 +84,33 @@ def main():
             d_ms.append(ms)
             if tuned:
                 ms, err = smelt_bench(a.smelt, path, a.repeat, a.threads, ["--records", a.records])
-                if err:
-                    if "unknown option" in err:
-                        print("note: this smelt has no `bench --records` yet; tuned column left out\n",
-                              file=sys.stderr)
-                        tuned = False
-                    else:
-                        notes.append("%s tuned: %s" % (name, err.splitlines()[-1]))
+                if err and "unknown option" in err:
+                    notes.append("this smelt has no `bench --records` yet: no tuned figures")
+                    tuned = False
+                elif err:
+                    notes.append("%s tuned: %s" % (name, err.splitlines()[-1]))
                 t_ms.append(ms)
             o_ms.append(ort.median(a.repeat))
-        d, t, o = median(d_ms), median(t_ms), median(o_ms)
-        g = gflop(path)
+        rows.append((name, gflop(path), median(d_ms), median(t_ms), median(o_ms)))
+    # the peak again after the run: on a shared machine the larger figure is the closer one
+    peak = {t: max(v, fma_peak([t])[t]) for t, v in peak.items()}
 
+    print(facts)
+    print("- load average after the run: " + " ".join(open("/proc/loadavg").read().split()[:3]))
+    print("- fp32 FMA peak (bench/fma_peak.c, best before/after the run): " +
+          ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" * (t > 1)) for t in peak_threads))
+    print("- threads %d, %d rounds x %d timed runs per engine and op, interleaved; "
+          "median of the rounds' medians%s" % (a.threads, a.rounds, a.repeat,
+                                               "; records " + a.records if a.records else ""))
+    print()
+    rec = bool(a.records)
+    head = ["op", "GFLOP", "default ms"] + (["tuned ms"] if rec else []) + ["ORT ms", "default/ORT"]
+    head += (["tuned/ORT", "tuned speed-up"] if rec else [])
+    head += ["default GFLOP/s (% peak)"] + (["tuned GFLOP/s (% peak)"] if rec else []) + ["ORT GFLOP/s (% peak)"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    ratios = {"d": [], "t": [], "s": []}
+    for name, g, d, t, o in rows:
         def rate(ms):
             if g is None or not ms:
                 return "-"
@@ -120,13 +123,13 @@ def main():
         ratios["d"].append(dr)
         ratios["t"].append(tr)
         ratios["s"].append(sp)
-        row = [name, fmt(g, ".4f", "-"), fmt(d)] + ([fmt(t)] if a.records else []) + [fmt(o), fmt(dr, ".2f")]
-        row += ([fmt(tr, ".2f"), fmt(sp, ".2f")] if a.records else [])
-        row += [rate(d)] + ([rate(t)] if a.records else []) + [rate(o)]
-        print("| " + " | ".join(row) + " |", flush=True)
-    gm = ["**geometric mean**", "", "", ""] + ([""] if a.records else [])
+        row = [name, fmt(g, ".4f", "-"), fmt(d)] + ([fmt(t)] if rec else []) + [fmt(o), fmt(dr, ".2f")]
+        row += ([fmt(tr, ".2f"), fmt(sp, ".2f")] if rec else [])
+        row += [rate(d)] + ([rate(t)] if rec else []) + [rate(o)]
+        print("| " + " | ".join(row) + " |")
+    gm = ["**geometric mean**", "", "", ""] + ([""] if rec else [])
     gm += ["**%s**" % fmt(geomean(ratios["d"]), ".2f")]
-    if a.records:
+    if rec:
         gm += ["**%s**" % fmt(geomean(ratios["t"]), ".2f"), "**%s**" % fmt(geomean(ratios["s"]), ".2f")]
     gm += [""] * (len(head) - len(gm))
     print("| " + " | ".join(gm) + " |")

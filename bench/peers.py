@@ -96,7 +96,7 @@ def machine_facts(smelt):
     ])
 
 
-def fma_peak(threads_list, runs=3):
+def fma_peak(threads_list, runs=5):
     """Measured fp32 FMA peak in GFLOP/s per thread count (bench/fma_peak.c,
     cc -O2 -march=native), the best of `runs` runs of the program."""
     with tempfile.TemporaryDirectory() as d:
