@@ -28,7 +28,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ops_dir")
     ap.add_argument("--models", default="", help="comma-separated op folder names (default: all)")
-    ap.add_argument("--trials", default="64,256", help="trials per task, comma-separated")
+    ap.add_argument("--trials", default="64,256",
+                    help="trials per task, comma-separated; 0 = untuned")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mcpu", default="znver4", help="LLVM CPU of the target (default: %(default)s)")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs of the tuned module and ORT")
@@ -95,10 +96,11 @@ def main():
                     mod = relax.transform.DecomposeOpsForInference()(mod)
                     mod = relax.transform.CanonicalizeBindings()(mod)
                     mod = relax.get_pipeline("zero")(mod)
-                    ms.relax_integration.tune_relax(
-                        mod, {}, target, work, max_trials_global=n * 8, max_trials_per_task=n,
-                        builder=ms.builder.LocalBuilder(timeout_sec=a.build_timeout))
-                    mod = relax.transform.MetaScheduleApplyDatabase(work)(mod)
+                    if n > 0:   # 0: untuned (TVM's default schedules), checks the import
+                        ms.relax_integration.tune_relax(
+                            mod, {}, target, work, max_trials_global=n * 8, max_trials_per_task=n,
+                            builder=ms.builder.LocalBuilder(timeout_sec=a.build_timeout))
+                        mod = relax.transform.MetaScheduleApplyDatabase(work)(mod)
                 wall = time.perf_counter() - t0
                 ex = tvm.compile(mod, target=target)
                 dev = tvm.cpu()
