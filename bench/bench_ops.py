@@ -2,11 +2,12 @@
 """Single-operator latency: smelt's default schedules, smelt with tuning
 records (when --records is given) and ONNX Runtime, same machine, same run,
 interleaved (each op is measured in --rounds rounds of default, tuned, ORT;
-the figure is the median of the rounds' medians).  Prints the machine facts,
+the figure is the median of the rounds' medians, or with --best the best
+round's median).  Prints the machine facts,
 the measured fp32 FMA peak and a Markdown table with GFLOP/s and % of peak.
 
 usage: bench_ops.py SMELT OPS_DIR [--models a,b] [--repeat N] [--threads N]
-                    [--rounds N] [--records FILE.jsonl]
+                    [--rounds N] [--best] [--records FILE.jsonl]
 OPS_DIR holds one folder per op with model.onnx (bench/gen_tune_ops.py).
 """
 import argparse, math, os, sys
@@ -61,6 +62,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per op")
+    ap.add_argument("--best", action="store_true",
+                    help="take the best round's median instead of the median of the rounds "
+                         "(on a machine shared with other jobs, load only adds time)")
     ap.add_argument("--records", default="", help="tuning records for `smelt bench --records`")
     a = ap.parse_args()
     names = a.models.split(",") if a.models else sorted(os.listdir(a.ops_dir))
@@ -91,7 +95,8 @@ def main():
                     notes.append("%s tuned: %s" % (name, err.splitlines()[-1]))
                 t_ms.append(ms)
             o_ms.append(ort.median(a.repeat))
-        rows.append((name, gflop(path), median(d_ms), median(t_ms), median(o_ms)))
+        pick = (lambda xs: min((x for x in xs if x is not None), default=None)) if a.best else median
+        rows.append((name, gflop(path), pick(d_ms), pick(t_ms), pick(o_ms)))
     # the peak again after the run: on a shared machine the larger figure is the closer one
     peak = {t: max(v, fma_peak([t])[t]) for t, v in peak.items()}
 
@@ -100,7 +105,7 @@ def main():
     print("- fp32 FMA peak (bench/fma_peak.c, best before/after the run): " +
           ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" * (t > 1)) for t in peak_threads))
     print("- threads %d, %d rounds x %d timed runs per engine and op, interleaved; "
-          "median of the rounds' medians%s" % (a.threads, a.rounds, a.repeat,
+          "%s of the rounds' medians%s" % (a.threads, a.rounds, a.repeat, "best" if a.best else "median",
                                                "; records " + a.records if a.records else ""))
     print()
     rec = bool(a.records)
