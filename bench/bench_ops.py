@@ -97,12 +97,12 @@ def main():
             o_ms.append(ort.median(a.repeat))
         pick = (lambda xs: min((x for x in xs if x is not None), default=None)) if a.best else median
         rows.append((name, gflop(path), pick(d_ms), pick(t_ms), pick(o_ms)))
-    # the peak again after the run: on a shared machine the larger figure is the closer one
-    peak = {t: max(v, fma_peak([t])[t]) for t, v in peak.items()}
+        # the peak again after each op: on a shared machine the largest figure is the closest
+        peak = {t: max(v, fma_peak([t], runs=1)[t]) for t, v in peak.items()}
 
     print(facts)
     print("- load average after the run: " + " ".join(open("/proc/loadavg").read().split()[:3]))
-    print("- fp32 FMA peak (bench/fma_peak.c, best before/after the run): " +
+    print("- fp32 FMA peak (bench/fma_peak.c, best of before and after each op): " +
           ", ".join("%.0f GFLOP/s on %d thread%s" % (peak[t], t, "s" * (t > 1)) for t in peak_threads))
     print("- threads %d, %d rounds x %d timed runs per engine and op, interleaved; "
           "%s of the rounds' medians%s" % (a.threads, a.rounds, a.repeat, "best" if a.best else "median",

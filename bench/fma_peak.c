@@ -1,7 +1,8 @@
 /* fp32 FMA peak of this CPU: every thread runs a register-only loop of
  * independent vector FMAs (12 accumulators of 16 floats: enough to cover the
  * FMA latency with 512-bit or 2x256-bit vectors); prints GFLOP/s, the best of
- * several runs.  Built and run by bench/bench_ops.py:
+ * 30 short runs (a few ms each, so that on a shared machine one of them finds
+ * the cores free).  Built and run by bench/bench_ops.py:
  *     cc -O2 -march=native -pthread fma_peak.c -o fma_peak && ./fma_peak THREADS
  */
 #include <pthread.h>
@@ -11,7 +12,7 @@
 
 typedef float v16 __attribute__((vector_size(64)));
 #define ACC 12
-#define ITERS 20000000L
+#define ITERS 2000000L
 
 static volatile float sink;
 
@@ -47,7 +48,7 @@ int main(int argc, char **argv) {
     if (threads < 1 || threads > 256) return 2;
     pthread_t tid[256];
     double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
+    for (int rep = 0; rep < 30; rep++) {
         double t0 = now();
         for (int t = 0; t < threads; t++) pthread_create(&tid[t], NULL, work, NULL);
         for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
