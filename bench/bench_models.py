@@ -5,46 +5,10 @@ run, interleaved, medians.  Prints a Markdown table for docs/benchmarks.md.
 
 usage: bench_models.py SMELT MODELS_DIR [--models a,b] [--repeat N] [--threads N]
 """
-import argparse, os, platform, re, subprocess, sys, time
+import argparse, os, sys, time
 
-def smelt_median(smelt, model, reference, repeat, threads):
-    cmd = [smelt, "bench", model, "--repeat", str(repeat), "--threads", str(threads)]
-    if reference:
-        cmd.append("--reference")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"median ([0-9.]+) ms", out).group(1))
-
-def ort_median(model, repeat, threads):
-    try:
-        import numpy as np
-        import onnxruntime as ort
-    except ImportError:
-        return None
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    feeds = {}
-    for i in sess.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in i.shape]
-        if "int64" in i.type:
-            feeds[i.name] = np.zeros(shape, dtype=np.int64)
-        else:
-            feeds[i.name] = np.random.default_rng(1).uniform(-1, 1, shape).astype(np.float32)
-    for _ in range(3):
-        sess.run(None, feeds)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
-
-def cpu_name():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import cpu_name, ort_median, smelt_median  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
