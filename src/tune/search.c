@@ -25,7 +25,9 @@
 #define SEARCH_EPSILON 0.25   /* share of a guided batch picked at random */
 #define SEARCH_PARENTS 8      /* the fastest measured candidates breed */
 #define SEARCH_MAX_ATTEMPTS 64 /* tries to find a new candidate per slot */
-#define VERIFY_ROUNDS 5       /* interleaved re-measurements of winner and default */
+#define VERIFY_ROUNDS 7       /* interleaved re-measurements of winner and default */
+#define VERIFY_MIN_WINS 6     /* rounds the winner must win to be accepted */
+#define VERIFY_MARGIN 0.97    /* and its median at most this share of the default's */
 
 typedef struct measured {
     sch_knobs knobs;
@@ -587,8 +589,29 @@ static smelt_status run_batch(smelt_ctx *ctx, tune_session *s, int ti)
     return st;
 }
 
-/* Re-measure the winner and the default interleaved; record both as
- * verified (the records' best is the faster of the two). */
+/* The median of n times (sorted in place). */
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static void verified_result(tune_result *res, double *ms, int n)
+{
+    double med = median_of(ms, n);
+    if (!isfinite(med)) return;
+    res->status = TUNE_OK;
+    res->ms = med;
+    res->spread = med > 0 ? (ms[n - 1] - ms[0]) / med : 0;
+}
+
+/* Re-measure the winner and the default interleaved, each in fresh child
+ * processes.  The default is recorded as verified; the winner only when it
+ * won at least VERIFY_MIN_WINS of the rounds and its median is below the
+ * default's by VERIFY_MARGIN: a search measurement can be lucky (on this
+ * machine a parallel kernel runs at one speed or half of it from one
+ * process to the next), and the records' best must never be slower than the
+ * default. */
 static smelt_status verify(smelt_ctx *ctx, tune_session *s, int ti)
 {
     task_state *t = &s->st[ti];
@@ -597,6 +620,7 @@ static smelt_status verify(smelt_ctx *ctx, tune_session *s, int ti)
     const te_graph *te = tune_bench_te(t->bench);
     sch_knobs none = {{0}};
     tune_candidate c[2];
+    memset(c, 0, sizeof c);
     const sch_knobs *ks[2] = {&none, &t->best_knobs};
     int n = knobs_default(t->best_knobs.v) ? 1 : 2;
     smelt_status st = SMELT_OK;
@@ -607,26 +631,25 @@ static smelt_status verify(smelt_ctx *ctx, tune_session *s, int ti)
     tune_candidate *ptrs[2] = {&c[0], &c[1]};
     if (st == SMELT_OK) st = tune_build_candidates(ctx, t->bench, ptrs, n, &s->o.measure);
     double ms[2][VERIFY_ROUNDS] = {{0}};
-    for (int r = 0; st == SMELT_OK && r < VERIFY_ROUNDS; r++)
+    int wins = 0;
+    for (int r = 0; st == SMELT_OK && r < VERIFY_ROUNDS; r++) {
         for (int i = 0; i < n && st == SMELT_OK; i++) {
             st = tune_measure(ctx, t->bench, &c[i], &s->o.measure);
             ms[i][r] = c[i].result.status == TUNE_OK ? c[i].result.ms : INFINITY;
         }
-    for (int i = 0; i < n && st == SMELT_OK; i++) {
-        double sorted[VERIFY_ROUNDS];
-        memcpy(sorted, ms[i], sizeof sorted);
-        qsort(sorted, VERIFY_ROUNDS, sizeof sorted[0], cmp_double);
-        tune_result res = c[i].result;
-        if (isfinite(sorted[VERIFY_ROUNDS / 2])) {
-            res.status = TUNE_OK;
-            res.ms = sorted[VERIFY_ROUNDS / 2];
-            res.spread = res.ms > 0 ? (sorted[VERIFY_ROUNDS - 1] - sorted[0]) / res.ms : 0;
-        }
-        st = record(ctx, s, ti, &c[i], &res, true);
-        if (i == 0 && res.status == TUNE_OK) t->default_ms = res.ms;
-        if (i == 1 && res.status == TUNE_OK) t->best_ms = res.ms;
+        wins += n == 2 && ms[1][r] < ms[0][r];
     }
-    if (n == 1 || t->best_ms > t->default_ms) t->best_ms = t->default_ms;
+    tune_result res[2] = {c[0].result, c[1].result};
+    for (int i = 0; i < n; i++) verified_result(&res[i], ms[i], VERIFY_ROUNDS);
+    bool accepted = n == 2 && res[1].status == TUNE_OK && res[0].status == TUNE_OK &&
+                    wins >= VERIFY_MIN_WINS && res[1].ms <= res[0].ms * VERIFY_MARGIN;
+    if (st == SMELT_OK && c[0].schedule) st = record(ctx, s, ti, &c[0], &res[0], true);
+    if (st == SMELT_OK && accepted) st = record(ctx, s, ti, &c[1], &res[1], true);
+    if (n == 2 && !accepted && smelt_debug_level() >= 1)
+        fprintf(stderr, "tune: task %d: winner not accepted (won %d of %d rounds, %.4f vs %.4f ms)\n",
+                ti + 1, wins, VERIFY_ROUNDS, res[1].ms, res[0].ms);
+    if (res[0].status == TUNE_OK) t->default_ms = res[0].ms;
+    t->best_ms = accepted ? res[1].ms : t->default_ms;
     for (int i = 0; i < n; i++) tune_candidate_fini(&c[i]);
     return st;
 }
