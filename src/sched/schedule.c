@@ -146,11 +146,15 @@ void sch_schedule_print(const sch_schedule *s, smelt_strbuf *out)
 
 #define PARSE_MAX_WORDS (SCH_MAX_STEP_ITERS + 4)
 
+/* The words of a line, or PARSE_MAX_WORDS + 1 when it has more than that
+ * (refused: the rest of the line must not be dropped silently). */
 static int split_words(char *line, char **words)
 {
     int n = 0;
-    for (char *tok = strtok(line, " \t\r"); tok && n < PARSE_MAX_WORDS; tok = strtok(NULL, " \t\r"))
+    for (char *tok = strtok(line, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+        if (n == PARSE_MAX_WORDS) return PARSE_MAX_WORDS + 1;
         words[n++] = tok;
+    }
     return n;
 }
 
@@ -195,6 +199,9 @@ static smelt_status parse_step(smelt_ctx *ctx, char **w, int n, int line, sch_sc
         st.target = w[3];
         last = 3;
     }
+    if (last - first_iter > SCH_MAX_STEP_ITERS)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: more than %d loops in one step "
+                          "(SCH_MAX_STEP_ITERS)", line, SCH_MAX_STEP_ITERS);
     for (int i = first_iter; i < last; i++) st.iters[st.n_iters++] = w[i];
     return sch_add(ctx, out, &st);
 }
@@ -215,7 +222,11 @@ smelt_status sch_schedule_parse(smelt_ctx *ctx, const char *text, sch_schedule *
         if (hash) *hash = '\0';
         char *w[PARSE_MAX_WORDS];
         int n = split_words(line, w);
-        if (n > 0) s = parse_step(ctx, w, n, line_no, out);
+        if (n > PARSE_MAX_WORDS)
+            s = smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: more than %d words", line_no,
+                           PARSE_MAX_WORDS);
+        else if (n > 0)
+            s = parse_step(ctx, w, n, line_no, out);
     }
     smelt_free(copy);
     return s;
