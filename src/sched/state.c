@@ -470,15 +470,38 @@ static smelt_status check_after_tensorize(smelt_ctx *ctx, const sch_step *step, 
     }
 }
 
+/* The iteration variables (and consumer or kernel) each kind names: a step
+ * from a file or a record may lack them. */
+static smelt_status check_arity(smelt_ctx *ctx, const sch_step *step)
+{
+    int want = 1;
+    switch (step->kind) {
+    case SCH_FUSE: want = 2; break;
+    case SCH_REORDER: want = step->n_iters > 0 ? step->n_iters : 1; break;
+    case SCH_COMPUTE_INLINE:
+    case SCH_CACHE_WRITE: want = 0; break;
+    default: break;
+    }
+    if (step->n_iters != want || step->n_iters > SCH_MAX_STEP_ITERS)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': names %d iteration "
+                          "variables, expected %d", step->stage, step->n_iters, want);
+    for (int i = 0; i < step->n_iters; i++)
+        if (!step->iters[i])
+            return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': a missing iteration "
+                              "variable", step->stage);
+    if ((step->kind == SCH_COMPUTE_AT || step->kind == SCH_TENSORIZE) && !step->target)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': no consumer or kernel named",
+                          step->stage);
+    return SMELT_OK;
+}
+
 static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *step)
 {
     int si = sch_stage_index(st, step->stage);
     if (si < 0) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule: no stage named '%s'", step->stage);
     sch_stage *sg = &st->stages[si];
     if (sg->is_placeholder) return step_err(ctx, step, "placeholders have no loops%s", NULL);
-    if (step->n_iters > 0 && step->kind != SCH_REORDER && step->kind != SCH_FUSE &&
-        step->kind != SCH_COMPUTE_AT && step->n_iters != 1)
-        return step_err(ctx, step, "expects one iteration variable%s", NULL);
+    SMELT_TRY(check_arity(ctx, step));
     SMELT_TRY(check_after_tensorize(ctx, step, sg));
     switch (step->kind) {
     case SCH_SPLIT: return apply_split(ctx, st, step, sg);
