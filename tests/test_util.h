@@ -4,6 +4,7 @@
 #define SMELT_TEST_UTIL_H
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,23 @@ static int test_checks_failed, test_checks_passed;
                     (needle), check_h_ ? check_h_ : "(null)");                        \
         }                                                                             \
     } while (0)
+
+/* An allocator hook (smelt_set_allocator) that refuses allocation number
+ * test_fail_at, counting in test_allocs from 0: set both, run, and once
+ * test_allocs <= test_fail_at every allocation of the run has failed once. */
+static int test_fail_at = -1, test_allocs;
+
+static inline void *test_failing_alloc(void *user, size_t size)
+{
+    (void)user;
+    return test_allocs++ == test_fail_at ? NULL : malloc(size);
+}
+
+static inline void test_plain_release(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
 
 #define TEST_MAIN_END()                                                               \
     do {                                                                              \

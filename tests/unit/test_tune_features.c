@@ -471,20 +471,6 @@ static void test_errors(void)
 
 /* ---- allocation failures ---- */
 
-static int g_fail_at = -1, g_allocs;
-
-static void *failing_alloc(void *user, size_t size)
-{
-    (void)user;
-    return g_allocs++ == g_fail_at ? NULL : malloc(size);
-}
-
-static void plain_release(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 /* The k-th allocation of an extraction fails, for every k: this module's
  * own allocations fail with out of memory; inside tir's bounds and affine
  * helpers a failure only makes the analysis less precise (their contract),
@@ -506,11 +492,11 @@ static void test_alloc_failures(void)
           lower_func(ctx, st, &b, "f", &f) == SMELT_OK);
     float want[TUNE_FEATURE_COUNT], x[TUNE_FEATURE_COUNT];
     CHECK(f && tune_features_extract(ctx, f, want) == SMELT_OK);
-    smelt_allocator hook = {failing_alloc, plain_release, NULL};
+    smelt_allocator hook = {test_failing_alloc, test_plain_release, NULL};
     int k, failures = 0, degraded = 0;
     for (k = 0; f && k < 256; k++) {
-        g_fail_at = k;
-        g_allocs = 0;
+        test_fail_at = k;
+        test_allocs = 0;
         smelt_set_allocator(&hook);
         smelt_status r = tune_features_extract(ctx, f, x);
         smelt_set_allocator(NULL);
@@ -525,7 +511,7 @@ static void test_alloc_failures(void)
             failures++;
         }
         smelt_ctx_clear(ctx);
-        if (g_allocs <= k) break;
+        if (test_allocs <= k) break;
     }
     CHECK(k < 256 && k > 0 && failures > 0 && failures + degraded <= k);
     printf("allocation failures: %d allocations, %d out of memory, %d less precise\n", k, failures, degraded);

@@ -248,31 +248,17 @@ static void test_errors(void)
 
 /* ---- allocation failures ---- */
 
-static int g_fail_at = -1, g_allocs;
-
-static void *failing_alloc(void *user, size_t size)
-{
-    (void)user;
-    return g_allocs++ == g_fail_at ? NULL : malloc(size);
-}
-
-static void plain_release(void *user, void *p)
-{
-    (void)user;
-    free(p);
-}
-
 /* The k-th allocation fails, for every k new/add/train/predict make: each
  * call either works or says out of memory, and nothing leaks (ASan). */
 static void test_alloc_failures(void)
 {
     smelt_ctx *ctx = smelt_ctx_new();
     data d = make_data(4, 1);
-    smelt_allocator hook = {failing_alloc, plain_release, NULL};
+    smelt_allocator hook = {test_failing_alloc, test_plain_release, NULL};
     int failed_calls = 0, k;
     for (k = 0; k < 64; k++) {
-        g_fail_at = k;
-        g_allocs = 0;
+        test_fail_at = k;
+        test_allocs = 0;
         smelt_set_allocator(&hook);
         float p[4 * TASKS];
         smelt_status r = SMELT_ERR_NOMEM;
@@ -288,7 +274,7 @@ static void test_alloc_failures(void)
             failed_calls++;
         }
         smelt_ctx_clear(ctx);
-        if (g_allocs <= k) break; /* every allocation has failed once */
+        if (test_allocs <= k) break; /* every allocation has failed once */
     }
     CHECK(k < 64 && failed_calls == k);
     free_data(&d);
