@@ -7,6 +7,8 @@
  * a whole small kernel.  [0, n) is split into one contiguous chunk per
  * thread; the calling thread runs chunk 0 itself.
  *
+ * On Linux each worker is pinned to a core of its own (see worker_place).
+ *
  * Only one parallel_for runs on a pool at a time: the caller takes the
  * `busy` flag, and a call that finds it taken (a nested call from inside a
  * task, or a second application thread) runs inline instead.
@@ -15,7 +17,7 @@
  * everything else is C99 + POSIX threads.
  */
 #if defined(__linux__) && !defined(_GNU_SOURCE)
-#define _GNU_SOURCE /* sched_getaffinity */
+#define _GNU_SOURCE /* sched_getaffinity, sched_setaffinity, sched_getcpu */
 #endif
 #include <pthread.h>
 #include <sched.h>
@@ -43,6 +45,10 @@ struct smelt_rt_pool {
     smelt_rt_task_fn fn;
     void *closure;
     int64_t n;
+    int caller_cpu;      /* the core the caller runs chunk 0 on, or -1 */
+    /* Cores the workers are placed on (n_cpus == 0: no placement). */
+    int *cpus;
+    int n_cpus;
     int stop;            /* atomic */
     int busy;            /* atomic: a parallel_for is in progress */
     /* The two counters every dispatch bounces between cores, each on its
@@ -60,6 +66,55 @@ typedef struct worker_arg {
     smelt_rt_pool *pool;
     int index; /* 1..n_threads-1 */
 } worker_arg;
+
+/* ---- Thread placement --------------------------------------------------------
+ * Left alone, Linux may wake a worker on the caller's core (wake-affine) and
+ * then never move it: the two threads spin and yield in turn on one core while
+ * another core idles, and every parallel kernel runs at one-thread speed for
+ * the life of the process (on a 2-core VM, in about half of all processes).
+ * So worker i is pinned to core cpus[i], and steps over to cpus[0] (the
+ * caller's nominal core) while it finds the caller running on cpus[i].  The
+ * caller is the application's thread and is never pinned. */
+
+/* Fills p->cpus with the cores this process may run on, when there are at
+ * least as many as threads; otherwise leaves placement off. */
+static void pool_init_placement(smelt_rt_pool *p)
+{
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < p->n_threads) return;
+    p->cpus = malloc((size_t)p->n_threads * sizeof *p->cpus);
+    if (!p->cpus) return; /* placement is an optimisation: run without it */
+    for (int c = 0; c < CPU_SETSIZE && p->n_cpus < p->n_threads; c++)
+        if (CPU_ISSET(c, &set)) p->cpus[p->n_cpus++] = c;
+#else
+    (void)p;
+#endif
+}
+
+static int current_cpu(void)
+{
+#if defined(__linux__) && defined(CPU_COUNT)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+/* Moves worker `index` to its core for a job whose caller runs on
+ * caller_cpu; *placed is the core it is pinned to now (-1: none yet). */
+static void worker_place(const smelt_rt_pool *p, int index, int caller_cpu, int *placed)
+{
+    if (p->n_cpus == 0) return;
+    int want = p->cpus[index] == caller_cpu ? p->cpus[0] : p->cpus[index];
+    if (want == *placed) return;
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(want, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) *placed = want;
+#endif
+}
 
 /* One step of a spin-wait.  Every 64th step gives the core away, so that
  * with more threads than cores (other processes, or a pool larger than the
@@ -123,9 +178,12 @@ static void *worker_main(void *arg)
     free(arg);
     smelt_rt_pool *p = wa.pool;
     unsigned seen = 0;
+    int placed = -1;
+    worker_place(p, wa.index, -1, &placed);
     for (;;) {
         seen = worker_wait(p, seen);
         if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) break;
+        worker_place(p, wa.index, p->caller_cpu, &placed);
         run_chunk(p, wa.index);
         if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
             /* Last one out wakes the caller if it went to sleep. */
@@ -153,6 +211,7 @@ static void pool_dispatch(smelt_rt_pool *p, int64_t n, smelt_rt_task_fn fn, void
     p->fn = fn;
     p->closure = closure;
     p->n = n;
+    p->caller_cpu = p->n_cpus ? current_cpu() : -1;
     __atomic_store_n(&p->pending, p->n_threads - 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
@@ -238,10 +297,12 @@ smelt_rt_pool *smelt_rt_pool_new(int num_threads)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
+    pool_init_placement(p);
     if (!pool_start_workers(p)) {
         pthread_cond_destroy(&p->done);
         pthread_cond_destroy(&p->wake);
         pthread_mutex_destroy(&p->mu);
+        free(p->cpus);
         free(p->threads);
         free(p);
         return NULL;
@@ -256,6 +317,7 @@ void smelt_rt_pool_free(smelt_rt_pool *pool)
     pthread_cond_destroy(&pool->done);
     pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->mu);
+    free(pool->cpus);
     free(pool->threads);
     free(pool);
 }

@@ -1,8 +1,13 @@
 /* The runtime's thread pool: every index of [0, n) runs exactly once in
  * contiguous chunks, for n = 0, n < threads and large n; the caller takes
  * a chunk; nested and concurrent calls run inline; workers that went to
- * sleep wake up.  (Build with -fsanitize=thread to check for races.) */
+ * sleep wake up; on Linux a worker never shares the caller's core.  (Build
+ * with -fsanitize=thread to check for races.) */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
+#endif
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -100,8 +105,70 @@ static void noop(void *cl, int64_t b, int64_t e)
     (void)e;
 }
 
+#if defined(__linux__) && defined(CPU_COUNT)
+typedef struct placement_job {
+    int cpu[2]; /* the core chunk 0 (caller) and chunk 1 (worker) ran on */
+} placement_job;
+
+static void record_cpu(void *cl, int64_t b, int64_t e)
+{
+    (void)e;
+    ((placement_job *)cl)->cpu[b > 0] = sched_getcpu();
+}
+
+static bool pin_self(int cpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
+/* Dispatches from a caller pinned to `cpu`; true when the worker ran on
+ * another core every time.  *worker_cpu: the core it ran on last. */
+static bool worker_avoids(smelt_rt_pool *pool, int cpu, int *worker_cpu)
+{
+    if (!pin_self(cpu)) return false;
+    bool ok = true;
+    for (int r = 0; r < 200; r++) {
+        placement_job j = {{-1, -1}};
+        smelt_rt_parallel_for(pool, 2, record_cpu, &j);
+        ok &= j.cpu[0] == cpu && j.cpu[1] >= 0 && j.cpu[1] != cpu;
+        *worker_cpu = j.cpu[1];
+    }
+    return ok;
+}
+
+/* Regression: Linux could wake the worker on the caller's core and leave it
+ * there, so 2-thread kernels ran at 1-thread speed in about half of all
+ * processes.  Checked with the caller pinned first to one core, then to the
+ * core the worker was on (the worker must step aside). */
+static void check_worker_placement(void)
+{
+    cpu_set_t saved;
+    if (sched_getaffinity(0, sizeof saved, &saved) != 0 || CPU_COUNT(&saved) < 2) {
+        printf("placement: fewer than 2 cores available, not checked\n");
+        return;
+    }
+    int first = -1;
+    for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+        if (CPU_ISSET(c, &saved)) first = c;
+    smelt_rt_pool *pool = smelt_rt_pool_new(2);
+    CHECK(pool != NULL);
+    int worker_cpu = -1;
+    CHECK(worker_avoids(pool, first, &worker_cpu));
+    if (worker_cpu >= 0) CHECK(worker_avoids(pool, worker_cpu, &worker_cpu));
+    smelt_rt_pool_free(pool);
+    CHECK(sched_setaffinity(0, sizeof saved, &saved) == 0);
+}
+#else
+static void check_worker_placement(void) {}
+#endif
+
 int main(void)
 {
+    check_worker_placement();
+
     /* NULL pool and a pool of one run inline */
     CHECK(run_and_check(NULL, 100, 1));
     CHECK(smelt_rt_pool_size(NULL) == 1);
