@@ -74,13 +74,16 @@ typedef struct worker_arg {
  * the life of the process (on a 2-core VM, in about half of all processes).
  * So worker i is pinned to core cpus[i], and steps over to cpus[0] (the
  * caller's nominal core) while it finds the caller running on cpus[i].  The
- * caller is the application's thread and is never pinned. */
+ * caller is the application's thread and is never pinned.  SMELT_PIN_THREADS=0
+ * turns placement off (several busy processes sharing the cores). */
 
 /* Fills p->cpus with the cores this process may run on, when there are at
  * least as many as threads; otherwise leaves placement off. */
 static void pool_init_placement(smelt_rt_pool *p)
 {
 #if defined(__linux__) && defined(CPU_COUNT)
+    const char *env = getenv("SMELT_PIN_THREADS");
+    if (env && strcmp(env, "0") == 0) return;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < p->n_threads) return;
     p->cpus = malloc((size_t)p->n_threads * sizeof *p->cpus);
