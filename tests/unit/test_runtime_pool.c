@@ -150,6 +150,7 @@ static void check_worker_placement(void)
         printf("placement: fewer than 2 cores available, not checked\n");
         return;
     }
+    unsetenv("SMELT_PIN_THREADS"); /* placement on, whatever the environment says */
     int first = -1;
     for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
         if (CPU_ISSET(c, &saved)) first = c;
