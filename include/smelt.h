@@ -62,6 +62,10 @@ void smelt_ctx_free(smelt_ctx *ctx);
 smelt_status smelt_ctx_status(const smelt_ctx *ctx);
 const char *smelt_ctx_message(const smelt_ctx *ctx);
 void smelt_ctx_clear(smelt_ctx *ctx);
+/* The node and op the recorded error blames ("" when it is not about one
+ * node, e.g. a truncated file or a wrong input name). */
+const char *smelt_ctx_node(const smelt_ctx *ctx);
+const char *smelt_ctx_op(const smelt_ctx *ctx);
 
 const char *smelt_status_name(smelt_status s);
 const char *smelt_dtype_name(smelt_dtype dt);
@@ -109,6 +113,25 @@ void smelt_model_input_info(const smelt_model *m, int i, const char **name, smel
 void smelt_model_output_info(const smelt_model *m, int i, const char **name,
                              smelt_dtype *dt, int *rank, int64_t dims[SMELT_MAX_RANK]);
 
+/* The name of symbolic dim d of input/output i (e.g. "batch"; "?3" for an
+ * unnamed one); NULL when the dim is static. */
+const char *smelt_model_input_dim_name(const smelt_model *m, int i, int d);
+const char *smelt_model_output_dim_name(const smelt_model *m, int i, int d);
+
+/* The graph's nodes in topological order, as imported (compiling optimises
+ * the graph in place, so after smelt_model_compile these are the optimised
+ * nodes).  Value names are "" for omitted optional inputs/outputs. */
+int smelt_model_num_nodes(const smelt_model *m);
+void smelt_model_node_info(const smelt_model *m, int i, const char **name, const char **op_type,
+                           int *num_inputs, int *num_outputs);
+const char *smelt_model_node_input(const smelt_model *m, int i, int k);
+const char *smelt_model_node_output(const smelt_model *m, int i, int k);
+
+/* Render the graph by the path's extension: .dot/.gv (DOT text), or
+ * .svg/.png/.pdf through Graphviz's `dot` (SMELT_ERR_UNSUPPORTED when it is
+ * not installed, SMELT_ERR_ARG for another extension). */
+smelt_status smelt_model_write_graph(smelt_ctx *ctx, smelt_model *m, const char *path);
+
 /* Execute with the reference kernels.  inputs[i] binds graph input i (in
  * model order).  outputs receives num_outputs freshly allocated tensors. */
 smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
@@ -148,6 +171,52 @@ smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
  * Makefile, example main.c) into dir. */
 smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const char *dir,
                                        const smelt_options *o);
+
+/* ---- Checking against stored outputs ----------------------------------------
+ * One ONNX backend-test folder: DIR/model.onnx and DIR/test_data_set_N/
+ * input_K.pb, output_K.pb.  Each data set is run and every output compared
+ * elementwise (|got - want| <= atol + rtol * |want|; exact for integers). */
+typedef enum smelt_check_mode {
+    SMELT_CHECK_COMPILED = 0,
+    SMELT_CHECK_REFERENCE,
+    SMELT_CHECK_TE, /* the tensor-expression interpreter (slow) */
+} smelt_check_mode;
+
+typedef enum smelt_check_result {
+    SMELT_CHECK_PASS = 0,
+    SMELT_CHECK_FAIL,
+    SMELT_CHECK_UNSUPPORTED, /* the model uses something smelt does not implement */
+} smelt_check_result;
+
+typedef struct smelt_check_options {
+    smelt_check_mode mode;
+    double rtol, atol;     /* smelt_check_options_init: 1e-3, 1e-7 */
+    smelt_options compile; /* for SMELT_CHECK_COMPILED */
+} smelt_check_options;
+
+void smelt_check_options_init(smelt_check_options *o);
+/* Run the test in dir; why (cap bytes) receives the reason for anything but
+ * a pass: the first differing output, or the error's message. */
+smelt_check_result smelt_check_test(const char *dir, const smelt_check_options *o, char *why,
+                                    size_t cap);
+
+/* ---- Tuning ---------------------------------------------------------------------
+ * The auto-tuner (what `smelt tune` runs): searches schedules for the
+ * models' functions on this machine, appending every measurement to the
+ * records file, which smelt_options.records then applies. */
+typedef struct smelt_tune_options {
+    const char *records;  /* the JSON-lines file appended to (required) */
+    const char *target;   /* NULL: host */
+    int trials;           /* per task; 0: the tuner's default */
+    double minutes;       /* whole-run budget; 0: none */
+    int threads;          /* threads the candidates run on; 0: all cores */
+    int quiet;            /* no progress lines on stdout */
+    int opt_level;        /* graph optimisation, as in smelt_options */
+} smelt_tune_options;
+
+void smelt_tune_options_init(smelt_tune_options *o);
+smelt_status smelt_tune(smelt_ctx *ctx, const char *const *model_paths, int num_models,
+                        const smelt_tune_options *o);
 
 #ifdef __cplusplus
 }

@@ -55,4 +55,14 @@ gr_graph *smelt_model_graph(smelt_model *m);
 smelt_status smelt_model_run_te(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                                 int num_inputs, smelt_tensor *outputs, int num_outputs);
 
+/* smelt_check_test, calling on_compiled (may be NULL) with the model after
+ * a compiled check (the CLI reports what --records did). */
+smelt_check_result smelt_check_test_noting(const char *dir, const smelt_check_options *o,
+                                           void (*on_compiled)(const smelt_model *), char *why,
+                                           size_t cap);
+/* Sorted paths of dir's entries whose names start with prefix (NULL: all
+ * but dot-files), smelt_alloc'ed; -1 when dir cannot be opened. */
+int smelt_list_dir(const char *dir, const char *prefix, smelt_ptrvec *out);
+void smelt_list_free(smelt_ptrvec *v);
+
 #endif

@@ -25,11 +25,18 @@
 struct smelt_ctx {
     smelt_status status;
     char message[1024];
+    /* where the recorded error is, when a node is to blame ("" otherwise) */
+    char node[256];
+    char op[64];
 };
 
 smelt_status smelt_errf(smelt_ctx *ctx, smelt_status code, const char *fmt, ...)
     SMELT_PRINTF(3, 4);
 smelt_status smelt_verrf(smelt_ctx *ctx, smelt_status code, const char *fmt, va_list ap);
+/* smelt_errf that also records the node and op to blame (smelt_ctx_node/op);
+ * the message is fmt as given: callers name the node in it themselves. */
+smelt_status smelt_errf_at(smelt_ctx *ctx, smelt_status code, const char *node, const char *op,
+                           const char *fmt, ...) SMELT_PRINTF(5, 6);
 /* Adds context to the recorded error's message (no-op when none is recorded). */
 void smelt_ctx_append(smelt_ctx *ctx, const char *fmt, ...) SMELT_PRINTF(2, 3);
 

@@ -20,6 +20,18 @@ void smelt_ctx_clear(smelt_ctx *ctx)
     if (!ctx) return;
     ctx->status = SMELT_OK;
     ctx->message[0] = '\0';
+    ctx->node[0] = '\0';
+    ctx->op[0] = '\0';
+}
+
+const char *smelt_ctx_node(const smelt_ctx *ctx)
+{
+    return ctx && ctx->status != SMELT_OK ? ctx->node : "";
+}
+
+const char *smelt_ctx_op(const smelt_ctx *ctx)
+{
+    return ctx && ctx->status != SMELT_OK ? ctx->op : "";
 }
 
 smelt_status smelt_verrf(smelt_ctx *ctx, smelt_status code, const char *fmt, va_list ap)
@@ -27,6 +39,21 @@ smelt_status smelt_verrf(smelt_ctx *ctx, smelt_status code, const char *fmt, va_
     if (ctx && ctx->status == SMELT_OK) {
         ctx->status = code;
         vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+    }
+    return code;
+}
+
+smelt_status smelt_errf_at(smelt_ctx *ctx, smelt_status code, const char *node, const char *op,
+                           const char *fmt, ...)
+{
+    bool first = ctx && ctx->status == SMELT_OK;
+    va_list ap;
+    va_start(ap, fmt);
+    smelt_verrf(ctx, code, fmt, ap);
+    va_end(ap);
+    if (first) {
+        snprintf(ctx->node, sizeof ctx->node, "%s", node ? node : "");
+        snprintf(ctx->op, sizeof ctx->op, "%s", op ? op : "");
     }
     return code;
 }

@@ -207,7 +207,7 @@ static smelt_status next_message(smelt_ctx *ctx, int source, int *from, int *tag
 static void *beat_main(void *arg)
 {
     tune_mpi *m = arg;
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     for (;;) {
         pthread_mutex_lock(&m->mu);
         bool stop = m->stop_beating;
@@ -267,7 +267,7 @@ static void stop_beating(tune_mpi *m)
  * little for its last results to leave. */
 static void say_goodbye(tune_mpi *m)
 {
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     for (int r = 1; m->peers && r < m->size; r++) post_copy(&ctx, m, r, TAG_STOP, "", 0);
     for (double until = now_s() + STOP_WAIT_S; now_s() < until; nap()) {
         bool pending = false;
@@ -734,7 +734,7 @@ static char *make_hello(const worker *w, const tune_session *s, const char *erro
 static void *work_main(void *arg)
 {
     worker *w = arg;
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     smelt_status st = w->setup(w->user, &ctx, w->s);
     char *hello = make_hello(w, st == SMELT_OK ? *w->s : NULL, smelt_ctx_message(&ctx));
     pthread_mutex_lock(&w->mu);
@@ -830,7 +830,7 @@ int tune_mpi_worker(tune_mpi *m, tune_mpi_setup setup, void *user, const tune_me
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     pthread_t th;
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     if (pthread_create(&th, NULL, work_main, &w) != 0) {
         fprintf(stderr, "smelt tune: rank %d: cannot start the measuring thread\n", m->rank);
         return 1;

@@ -134,7 +134,7 @@ static smelt_status attr_convert(import_state *st, const char *node_name, const 
         return a->s ? SMELT_OK : smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!ap->t)
-            return smelt_errf(st->ctx, SMELT_ERR_MODEL,
+            return smelt_errf_at(st->ctx, SMELT_ERR_MODEL, node_name, op_type,
                               "node '%s' (%s): attribute '%s' has no tensor", node_name,
                               op_type, a->name);
         char what[300];
@@ -178,7 +178,7 @@ static smelt_status attr_convert(import_state *st, const char *node_name, const 
         a->type = GR_ATTR_GRAPH;
         return SMELT_OK;
     default:
-        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
+        return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, node_name, op_type,
                           "node '%s' (%s): attribute '%s' has unsupported type %d", node_name,
                           op_type, a->name, (int)ap->type);
     }
@@ -249,7 +249,7 @@ static smelt_tensor *scalar_or_list(const void *vals, int n, smelt_dtype dt, boo
 static smelt_status import_constant(import_state *st, gr_node *n, const char *out_name)
 {
     if (n->n_attrs != 1)
-        return smelt_errf(st->ctx, SMELT_ERR_MODEL,
+        return smelt_errf_at(st->ctx, SMELT_ERR_MODEL, n->name, "Constant",
                           "node '%s' (Constant): expected exactly one value attribute, got %d",
                           n->name, n->n_attrs);
     const gr_attr *a = &n->attrs[0];
@@ -276,7 +276,7 @@ static smelt_status import_constant(import_state *st, gr_node *n, const char *ou
     } else if (strcmp(a->name, "value_ints") == 0 && a->type == GR_ATTR_INTS) {
         t = scalar_or_list(a->ints, a->n, SMELT_DT_INT64, true);
     } else {
-        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
+        return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, n->name, "Constant",
                           "node '%s' (Constant): attribute '%s' is not supported", n->name,
                           a->name);
     }
@@ -327,7 +327,7 @@ static smelt_status inline_function(import_state *st, const Onnx__NodeProto *np,
                                     const import_scope *sc, int depth)
 {
     if (depth >= SMELT_LIMIT_FUNCTION_DEPTH)
-        return smelt_errf(st->ctx, SMELT_ERR_LIMIT,
+        return smelt_errf_at(st->ctx, SMELT_ERR_LIMIT, node_name, np->op_type,
                           "node '%s' (%s): functions nest deeper than %d "
                           "(SMELT_LIMIT_FUNCTION_DEPTH); recursive function?",
                           node_name, np->op_type, SMELT_LIMIT_FUNCTION_DEPTH);
@@ -359,7 +359,7 @@ static smelt_status connect_outputs(import_state *st, gr_node *n, const Onnx__No
         if (!*name) continue; /* omitted optional output */
         gr_value *v = value_get(st, name);
         if (v && (v->producer || v->constant || v->is_input))
-            return smelt_errf(st->ctx, SMELT_ERR_MODEL,
+            return smelt_errf_at(st->ctx, SMELT_ERR_MODEL, n->name, n->op_type,
                               "node '%s' (%s): output '%s' is already defined elsewhere",
                               n->name, n->op_type, name);
         if (!v && !(v = value_add(st, name))) return SMELT_ERR_NOMEM;
@@ -407,13 +407,13 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
     if (f) return inline_function(st, np, f, name, sc, depth);
 
     if (default_domain(np->domain) && st->g->opset == 0)
-        return smelt_errf(st->ctx, SMELT_ERR_MODEL,
+        return smelt_errf_at(st->ctx, SMELT_ERR_MODEL, name, np->op_type,
                           "node '%s' (%s): the model uses ai.onnx ops but imports no ai.onnx "
                           "opset", name, np->op_type);
     const op_info *info = default_domain(np->domain) ? op_lookup(np->op_type) : NULL;
     bool is_constant = default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0;
     if (info && info->def && (info->def->flags & OP_FLAG_INTERNAL))
-        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
+        return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, name, np->op_type,
                           "node '%s' (%s): %s is internal to smelt (made by its passes), not an "
                           "ONNX op", name, np->op_type, np->op_type);
     if (!is_constant && (!info || !info->def)) {
@@ -463,7 +463,10 @@ static smelt_status report_unsupported(import_state *st)
             smelt_strbuf_printf(&sb, "%s'%s'", k ? ", " : "", u->first_nodes[k]);
         if (u->count > 3) smelt_strbuf_printf(&sb, " and %d more", u->count - 3);
     }
-    smelt_status s = smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED, "%s", smelt_strbuf_cstr(&sb));
+    /* the first unsupported node is the one to blame */
+    const unsupported_op *first = &st->unsupported[0];
+    smelt_status s = smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, first->first_nodes[0],
+                                   first->op_type, "%s", smelt_strbuf_cstr(&sb));
     smelt_strbuf_fini(&sb);
     return s;
 }

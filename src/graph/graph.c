@@ -291,9 +291,9 @@ smelt_status gr_graph_toposort(smelt_ctx *ctx, gr_graph *g)
     }
     if (s == SMELT_OK && placed < n) {
         const gr_node *node = on_cycle(g, e.pending);
-        s = smelt_errf(ctx, SMELT_ERR_MODEL,
-                       "node '%s' (%s): the graph has a cycle through this node", node->name,
-                       node->op_type);
+        s = smelt_errf_at(ctx, SMELT_ERR_MODEL, node->name, node->op_type,
+                          "node '%s' (%s): the graph has a cycle through this node", node->name,
+                          node->op_type);
     } else if (s == SMELT_OK) {
         for (int i = 0; i < n; i++) {
             g->nodes.items[i] = order[i];
@@ -321,8 +321,8 @@ smelt_status gr_graph_verify(smelt_ctx *ctx, const gr_graph *g)
                                   "node '%s' (%s): input '%s' is produced later, by '%s'",
                                   n->name, n->op_type, v->name, v->producer->name);
             if (!v->producer && !v->constant && !v->is_input)
-                return smelt_errf(ctx, SMELT_ERR_MODEL,
-                                  "node '%s' (%s): input '%s' is never produced", n->name,
+                return smelt_errf_at(ctx, SMELT_ERR_MODEL, n->name, n->op_type,
+                                     "node '%s' (%s): input '%s' is never produced", n->name,
                                   n->op_type, v->name);
         }
         for (int k = 0; k < n->n_outputs; k++) {

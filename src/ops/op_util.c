@@ -12,7 +12,8 @@ smelt_status op_errf(smelt_ctx *ctx, const gr_node *node, smelt_status code, con
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return smelt_errf(ctx, code, "node '%s' (%s): %s", node->name, node->op_type, msg);
+    return smelt_errf_at(ctx, code, node->name, node->op_type, "node '%s' (%s): %s", node->name,
+                         node->op_type, msg);
 }
 
 /* ---- attributes ---- */

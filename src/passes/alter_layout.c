@@ -319,7 +319,7 @@ static smelt_status clone_blocked(lay_state *s, gr_node *n, gr_value *const *in,
 {
     gr_node *c = new_node(s, n->name, "/blocked", n->op, in, n->n_inputs, n);
     if (!c) return smelt_ctx_status(s->ctx);
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     smelt_ctx *outer = s->ctx;
     s->ctx = &local;
     smelt_status st = finish_node(s, c);

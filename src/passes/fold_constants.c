@@ -52,10 +52,10 @@ smelt_status pass_fold_constants(smelt_ctx *ctx, gr_graph *g)
         gr_node *n = g->nodes.items[i];
         int64_t bytes;
         if (!foldable(n) || !small_enough(n, &bytes)) continue;
-        smelt_ctx unused = {SMELT_OK, ""};
+        smelt_ctx unused = {.status = SMELT_OK};
         if (exec_budget_charge(&unused, &budget, n, bytes, "its outputs") != SMELT_OK) continue;
         /* a kernel refusing (unsupported mode...) leaves the node to run time */
-        smelt_ctx local = {SMELT_OK, ""};
+        smelt_ctx local = {.status = SMELT_OK};
         smelt_status s = pu_fold_node(&local, g, n);
         if (s == SMELT_ERR_NOMEM) return smelt_errf(ctx, s, "%s", local.message);
         if (s != SMELT_OK) exec_budget_release(&budget, bytes);

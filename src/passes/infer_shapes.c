@@ -112,7 +112,7 @@ static smelt_status infer_with(smelt_ctx *ctx, gr_graph *g, gr_node *n, smelt_te
         in[k] = n->inputs[k] ? &infos[k] : NULL;
     }
     memset(out, 0, sizeof *out * (size_t)n->n_outputs);
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     smelt_status s = d->infer(&local, n, in, out);
     if (s == SMELT_ERR_UNSUPPORTED) return SMELT_OK; /* needs run-time data: shapes stay unknown */
     if (s != SMELT_OK) return smelt_errf(ctx, s, "%s", local.message);

@@ -148,7 +148,7 @@ static smelt_status rule_const_chain(simp *s, gr_node *n, bool *changed)
     if (!c) return smelt_ctx_status(s->ctx);
     SMELT_TRY(pu_node_import(s->ctx, s->g, c));
     gr_value *folded = c->outputs[0];
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     if (pu_fold_node(&local, s->g, c) != SMELT_OK || !folded->constant)
         return SMELT_OK; /* c stays dead */
     n->inputs[1 - bi] = x;

@@ -34,7 +34,7 @@ void sch_workload_key(const te_graph *te, const char *target_key, char key[SCH_K
 static smelt_status try_stored(smelt_ctx *ctx, const te_graph *te, const char *text,
                                sch_schedule *out, bool *ok)
 {
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     sch_schedule s;
     sch_schedule_init(&s);
     sch_state *st = NULL;

@@ -20,7 +20,7 @@ static smelt_status try_step(smelt_ctx *ctx, const te_graph *te, sch_schedule *s
                              const sch_step *step, sch_state **st)
 {
     SMELT_TRY(sch_add(ctx, s, step));
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     sch_state *next;
     if (sch_state_build(&local, te, s, &next) != SMELT_OK) {
         s->n--; /* illegal here: drop it */

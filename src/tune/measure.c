@@ -170,7 +170,9 @@ void tune_candidate_fini(tune_candidate *c)
 static void set_result(tune_candidate *c, tune_status st, const char *why)
 {
     c->result.status = st;
-    snprintf(c->result.reason, sizeof c->result.reason, "%s", why ? why : "");
+    /* cut to fit: a reason is a one-line summary */
+    snprintf(c->result.reason, sizeof c->result.reason, "%.*s",
+             (int)sizeof c->result.reason - 1, why ? why : "");
 }
 
 smelt_status tune_candidate_init(smelt_ctx *ctx, tune_candidate *c, const te_graph *te,
@@ -180,7 +182,7 @@ smelt_status tune_candidate_init(smelt_ctx *ctx, tune_candidate *c, const te_gra
     if (knobs) c->knobs = *knobs;
     sch_schedule s;
     sch_schedule_init(&s);
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     smelt_status st = sch_default_knobs(&local, te, vector_width, &c->knobs, &s);
     if (st == SMELT_OK) {
         smelt_strbuf sb;
@@ -210,7 +212,7 @@ smelt_status tune_lower_candidate(smelt_ctx *ctx, tune_bench *b, tune_candidate 
     sch_source src = {b->target_key, candidate_text, c->schedule};
     lower_options lo = {.vector_width = b->vector_width, .schedules = &src, .single_unit = true,
                         .unit = b->unit};
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     smelt_status s = lower_graph(&local, b->g, &lo, &c->lp);
     if (s == SMELT_ERR_NOMEM) return oom(ctx);
     if (s == SMELT_OK && c->lp->n_stored != 1) {
@@ -255,7 +257,7 @@ static void prebuild(smelt_ctx *ctx, const tune_bench *b, tune_candidate *const 
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0) {
-            smelt_ctx local = {SMELT_OK, ""};
+            smelt_ctx local = {.status = SMELT_OK};
             char *lib = NULL;
             _exit(cg_build_shared(&local, smelt_strbuf_cstr(&src), b->target, &lib) == SMELT_OK ? 0 : 1);
         }
@@ -273,7 +275,7 @@ smelt_status tune_build_candidates(smelt_ctx *ctx, tune_bench *b, tune_candidate
         if (!c->lp || c->result.status != TUNE_OK) continue;
         smelt_strbuf src;
         smelt_status s = emit(ctx, b, c, &src);
-        smelt_ctx local = {SMELT_OK, ""};
+        smelt_ctx local = {.status = SMELT_OK};
         if (s == SMELT_OK && cg_build_shared(&local, smelt_strbuf_cstr(&src), b->target, &c->lib) != SMELT_OK) {
             if (local.status == SMELT_ERR_NOMEM) s = oom(ctx);
             else set_result(c, TUNE_BUILD_ERROR, local.message);
@@ -385,13 +387,13 @@ static _Noreturn void child_run(const tune_bench *b, const tune_candidate *c,
 #else
     (void)parent;
 #endif
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     void *handle = NULL;
     const smelt_rt_module_info *info = NULL;
     char err[256] = "";
     smelt_rt_model *m = NULL;
     if (cg_load_module(&ctx, c->lib, &handle, &info) != SMELT_OK)
-        snprintf(r.reason, sizeof r.reason, "%s", ctx.message);
+        snprintf(r.reason, sizeof r.reason, "%.*s", (int)sizeof r.reason - 1, ctx.message);
     else if (!(m = smelt_rt_model_from_info(info, c->lp->prog.weights, o->threads, err, sizeof err)))
         snprintf(r.reason, sizeof r.reason, "%s", err);
     const void *ins[TE_GROUP_MAX_IO];

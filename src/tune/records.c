@@ -406,7 +406,7 @@ void tune_db_fini(tune_db *db)
 static smelt_status load_line(smelt_ctx *ctx, tune_db *db, const char *line, size_t len)
 {
     if (len == 0) return SMELT_OK;
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     tune_record r;
     if (len > TUNE_RECORD_MAX_LINE) {
         db->malformed++;

@@ -502,7 +502,7 @@ static smelt_status ensure_bench(smelt_ctx *ctx, tune_session *s, int ti)
     if (t->bench || t->failed) return SMELT_OK;
     const tune_task *task = &s->tasks.tasks[ti];
     smelt_model *m = s->models.items[task->model];
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     smelt_status st = tune_bench_new(&local, m->graph, task->unit, s->target, s->target_key, &t->bench);
     if (st == SMELT_ERR_NOMEM) return oom(ctx);
     if (st != SMELT_OK) {

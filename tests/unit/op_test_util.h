@@ -668,7 +668,7 @@ static inline smelt_status opt_knob_schedule(smelt_ctx *ctx, const te_graph *te,
         int n = sp.n_values[i];
         k.v[i] = n ? sp.values[i][r % (uint64_t)n] : 0;
     }
-    smelt_ctx local = {SMELT_OK, ""};
+    smelt_ctx local = {.status = SMELT_OK};
     if (sch_default_knobs(&local, te, 8, &k, s) == SMELT_OK) return SMELT_OK;
     if (local.status != SMELT_ERR_ARG) return smelt_errf(ctx, local.status, "%s", local.message);
     s->n = 0;

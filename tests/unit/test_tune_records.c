@@ -27,7 +27,7 @@ static tune_record sample(void)
 
 static void round_trip(void)
 {
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     tune_record r = sample(), back;
     smelt_strbuf sb;
     smelt_strbuf_init(&sb);
@@ -70,7 +70,7 @@ static const char *const bad_lines[] = {
 static void malformed(void)
 {
     for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
-        smelt_ctx ctx = {SMELT_OK, ""};
+        smelt_ctx ctx = {.status = SMELT_OK};
         tune_record r;
         smelt_status s = tune_record_parse(&ctx, bad_lines[i], strlen(bad_lines[i]), &r);
         CHECK(s == SMELT_ERR_PARSE || s == SMELT_ERR_UNSUPPORTED);
@@ -78,14 +78,14 @@ static void malformed(void)
         if (s == SMELT_OK) fprintf(stderr, "accepted: %s\n", bad_lines[i]);
     }
     /* truncation at every byte of a good line: refused or parsed, never more */
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     tune_record r = sample();
     smelt_strbuf sb;
     smelt_strbuf_init(&sb);
     tune_record_write(&ctx, &sb, &r);
     for (size_t n = 0; n + 1 < sb.len; n++) {
         tune_record back;
-        smelt_ctx c2 = {SMELT_OK, ""};
+        smelt_ctx c2 = {.status = SMELT_OK};
         if (tune_record_parse(&c2, sb.data, n, &back) == SMELT_OK) tune_record_fini(&back);
         else CHECK(c2.status == SMELT_ERR_PARSE);
     }
@@ -98,7 +98,7 @@ static void loading(void)
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     FILE *f = fdopen(fd, "w");
-    smelt_ctx ctx = {SMELT_OK, ""};
+    smelt_ctx ctx = {.status = SMELT_OK};
     tune_record r = sample();
     r.status = TUNE_OK;
     r.verified = false;
