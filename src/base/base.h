@@ -37,6 +37,8 @@ smelt_status smelt_verrf(smelt_ctx *ctx, smelt_status code, const char *fmt, va_
  * the message is fmt as given: callers name the node in it themselves. */
 smelt_status smelt_errf_at(smelt_ctx *ctx, smelt_status code, const char *node, const char *op,
                            const char *fmt, ...) SMELT_PRINTF(5, 6);
+/* Record from's error (status, message, node, op) in ctx; returns its status. */
+smelt_status smelt_ctx_forward(smelt_ctx *ctx, const smelt_ctx *from);
 /* Adds context to the recorded error's message (no-op when none is recorded). */
 void smelt_ctx_append(smelt_ctx *ctx, const char *fmt, ...) SMELT_PRINTF(2, 3);
 

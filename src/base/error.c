@@ -58,6 +58,11 @@ smelt_status smelt_errf_at(smelt_ctx *ctx, smelt_status code, const char *node, 
     return code;
 }
 
+smelt_status smelt_ctx_forward(smelt_ctx *ctx, const smelt_ctx *from)
+{
+    return smelt_errf_at(ctx, from->status, from->node, from->op, "%s", from->message);
+}
+
 smelt_status smelt_errf(smelt_ctx *ctx, smelt_status code, const char *fmt, ...)
 {
     va_list ap;

@@ -324,7 +324,7 @@ static smelt_status clone_blocked(lay_state *s, gr_node *n, gr_value *const *in,
     s->ctx = &local;
     smelt_status st = finish_node(s, c);
     s->ctx = outer;
-    if (st == SMELT_ERR_NOMEM) return smelt_errf(s->ctx, st, "%s", local.message);
+    if (st == SMELT_ERR_NOMEM) return smelt_ctx_forward(s->ctx, &local);
     if (st != SMELT_OK) return SMELT_OK;
     mark_blocked(s, n->outputs[0], c->outputs[0], b);
     pu_detach(n);

@@ -57,7 +57,7 @@ smelt_status pass_fold_constants(smelt_ctx *ctx, gr_graph *g)
         /* a kernel refusing (unsupported mode...) leaves the node to run time */
         smelt_ctx local = {.status = SMELT_OK};
         smelt_status s = pu_fold_node(&local, g, n);
-        if (s == SMELT_ERR_NOMEM) return smelt_errf(ctx, s, "%s", local.message);
+        if (s == SMELT_ERR_NOMEM) return smelt_ctx_forward(ctx, &local);
         if (s != SMELT_OK) exec_budget_release(&budget, bytes);
     }
     return pu_drop_detached(ctx, g); /* what else is dead is eliminate_dead's */

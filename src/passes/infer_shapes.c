@@ -115,7 +115,7 @@ static smelt_status infer_with(smelt_ctx *ctx, gr_graph *g, gr_node *n, smelt_te
     smelt_ctx local = {.status = SMELT_OK};
     smelt_status s = d->infer(&local, n, in, out);
     if (s == SMELT_ERR_UNSUPPORTED) return SMELT_OK; /* needs run-time data: shapes stay unknown */
-    if (s != SMELT_OK) return smelt_errf(ctx, s, "%s", local.message);
+    if (s != SMELT_OK) return smelt_ctx_forward(ctx, &local);
     SMELT_TRY(set_output_types(ctx, g, n, out));
     bool shape_only = d->flags & OP_FLAG_SHAPE_ONLY;
     if (!(d->flags & OP_FLAG_NO_FOLD) && inputs_known(n, shape_only) && outputs_small(n))

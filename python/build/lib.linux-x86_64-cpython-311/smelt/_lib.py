@@ -1,0 +1,107 @@
+"""The ctypes binding of libsmelt.so: where it is found, and the C signatures.
+
+Only this module touches ctypes declarations; the rest of the package calls
+`lib()` and the small helpers here.
+"""
+import ctypes
+import os
+from ctypes import (POINTER, Structure, c_char_p, c_double, c_int, c_int64, c_size_t,
+                    c_void_p)
+
+MAX_RANK = 8  # SMELT_MAX_RANK
+
+
+class Tensor(Structure):
+    """smelt_tensor."""
+    _fields_ = [("dtype", c_int), ("rank", c_int), ("dims", c_int64 * MAX_RANK),
+                ("data", c_void_p), ("name", c_void_p)]
+
+
+class Options(Structure):
+    """smelt_options."""
+    _fields_ = [("target", c_char_p), ("num_threads", c_int), ("dump_c", c_int),
+                ("embed_weights", c_int), ("opt_level", c_int),
+                ("disabled_passes", c_char_p), ("dump_ir_after", c_char_p),
+                ("records", c_char_p)]
+
+
+class CheckOptions(Structure):
+    """smelt_check_options."""
+    _fields_ = [("mode", c_int), ("rtol", c_double), ("atol", c_double), ("compile", Options)]
+
+
+class TuneOptions(Structure):
+    """smelt_tune_options."""
+    _fields_ = [("records", c_char_p), ("target", c_char_p), ("trials", c_int),
+                ("minutes", c_double), ("threads", c_int), ("quiet", c_int),
+                ("opt_level", c_int)]
+
+
+_P = c_void_p  # opaque handles: smelt_ctx*, smelt_model*
+_SIGNATURES = {
+    "smelt_ctx_new": (_P, []),
+    "smelt_ctx_free": (None, [_P]),
+    "smelt_ctx_status": (c_int, [_P]),
+    "smelt_ctx_message": (c_char_p, [_P]),
+    "smelt_ctx_node": (c_char_p, [_P]),
+    "smelt_ctx_op": (c_char_p, [_P]),
+    "smelt_ctx_clear": (None, [_P]),
+    "smelt_model_load_bytes": (_P, [_P, c_char_p, c_size_t, c_char_p]),
+    "smelt_model_free": (None, [_P]),
+    "smelt_model_num_inputs": (c_int, [_P]),
+    "smelt_model_num_outputs": (c_int, [_P]),
+    "smelt_model_input_info": (None, [_P, c_int, POINTER(c_char_p), POINTER(c_int),
+                                      POINTER(c_int), c_int64 * MAX_RANK]),
+    "smelt_model_output_info": (None, [_P, c_int, POINTER(c_char_p), POINTER(c_int),
+                                       POINTER(c_int), c_int64 * MAX_RANK]),
+    "smelt_model_input_dim_name": (c_char_p, [_P, c_int, c_int]),
+    "smelt_model_output_dim_name": (c_char_p, [_P, c_int, c_int]),
+    "smelt_model_num_nodes": (c_int, [_P]),
+    "smelt_model_node_info": (None, [_P, c_int, POINTER(c_char_p), POINTER(c_char_p),
+                                     POINTER(c_int), POINTER(c_int)]),
+    "smelt_model_node_input": (c_char_p, [_P, c_int, c_int]),
+    "smelt_model_node_output": (c_char_p, [_P, c_int, c_int]),
+    "smelt_model_write_graph": (c_int, [_P, _P, c_char_p]),
+    "smelt_model_run_reference": (c_int, [_P, _P, POINTER(Tensor), c_int, POINTER(Tensor),
+                                          c_int]),
+    "smelt_options_init": (None, [POINTER(Options)]),
+    "smelt_model_compile": (c_int, [_P, _P, POINTER(Options)]),
+    "smelt_model_run": (c_int, [_P, _P, POINTER(Tensor), c_int, POINTER(Tensor), c_int]),
+    "smelt_model_write_package": (c_int, [_P, _P, c_char_p, POINTER(Options)]),
+    "smelt_tensor_release": (None, [POINTER(Tensor)]),
+    "smelt_check_options_init": (None, [POINTER(CheckOptions)]),
+    "smelt_check_test": (c_int, [c_char_p, POINTER(CheckOptions), c_char_p, c_size_t]),
+    "smelt_tune_options_init": (None, [POINTER(TuneOptions)]),
+    "smelt_tune": (c_int, [_P, POINTER(c_char_p), c_int, POINTER(TuneOptions)]),
+}
+
+_lib = None
+
+
+def library_path():
+    """SMELT_LIB when set, else the libsmelt.so shipped inside the package."""
+    env = os.environ.get("SMELT_LIB")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libsmelt.so")
+
+
+def lib():
+    """The loaded library (loaded on first use, so `import smelt` never fails)."""
+    global _lib
+    if _lib is None:
+        path = library_path()
+        if not os.path.exists(path):
+            raise OSError(f"libsmelt.so not found at '{path}': build it (bash scripts/build.sh) "
+                          "and set SMELT_LIB=build/libsmelt.so, or reinstall the package")
+        loaded = ctypes.CDLL(path)
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(loaded, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _lib = loaded
+    return _lib
+
+
+def text(raw):
+    """A C string from the library as str ('' for NULL)."""
+    return raw.decode("utf-8", "replace") if raw else ""

@@ -1,0 +1,67 @@
+"""NumPy arrays <-> smelt_tensor."""
+import ctypes
+
+import numpy as np
+
+from ._lib import MAX_RANK, Tensor, lib, text
+from .errors import ArgumentError, UnsupportedError
+
+# smelt_dtype (= ONNX TensorProto.DataType) -> NumPy dtype
+_NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32,
+          7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32,
+          13: np.uint64}
+_SMELT = {np.dtype(v): k for k, v in _NUMPY.items()}
+_NAMES = {8: "string", 14: "complex64", 15: "complex128", 16: "bfloat16"}
+
+
+def numpy_dtype(code):
+    """The NumPy dtype of a smelt_dtype code."""
+    if code not in _NUMPY:
+        raise UnsupportedError(f"element type {_NAMES.get(code, code)} has no NumPy equivalent")
+    return np.dtype(_NUMPY[code])
+
+
+def smelt_dtype(dtype):
+    """The smelt_dtype code of a NumPy dtype."""
+    code = _SMELT.get(np.dtype(dtype))
+    if code is None:
+        raise ArgumentError(f"NumPy dtype {np.dtype(dtype)} has no smelt equivalent")
+    return code
+
+
+def as_input_array(value, name, dtype):
+    """value as a C-contiguous ndarray: the array itself when it already is
+    one (zero-copy), else a copy.  A wrong dtype is kept so the library
+    reports it; non-arrays are converted to the input's dtype."""
+    if not isinstance(value, np.ndarray):
+        value = np.asarray(value, dtype=dtype)
+    if value.ndim > MAX_RANK:
+        raise ArgumentError(f"input '{name}': rank {value.ndim} exceeds {MAX_RANK}")
+    return np.ascontiguousarray(value)
+
+
+def view(array):
+    """A smelt_tensor over array's memory (array must outlive it)."""
+    t = Tensor()
+    t.dtype = smelt_dtype(array.dtype)
+    t.rank = array.ndim
+    for i, d in enumerate(array.shape):
+        t.dims[i] = d
+    t.data = array.ctypes.data if array.size else None
+    return t
+
+
+def take(t):
+    """A NumPy copy of a tensor smelt allocated; the tensor is released."""
+    try:
+        shape = tuple(t.dims[i] for i in range(t.rank))
+        out = np.empty(shape, dtype=numpy_dtype(t.dtype))
+        if out.nbytes:
+            ctypes.memmove(out.ctypes.data, t.data, out.nbytes)
+        return out
+    finally:
+        lib().smelt_tensor_release(ctypes.byref(t))
+
+
+def tensor_name(t):
+    return text(ctypes.cast(t.name, ctypes.c_char_p).value) if t.name else ""

@@ -1,0 +1,125 @@
+"""Compiling and running, compared against ONNX Runtime and the reference kernels."""
+import os
+import resource
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import smelt
+
+
+def ort_run(model, feed):
+    src = model if isinstance(model, bytes) else open(model, "rb").read()
+    sess = ort.InferenceSession(src, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
+
+
+def random_input(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_tiny_cnn_matches_onnxruntime(tiny_cnn):
+    x = random_input((1, 3, 32, 32))
+    c = smelt.load(tiny_cnn).compile(threads=2)
+    got = c.run({"input": x})
+    np.testing.assert_allclose(got["output"], ort_run(tiny_cnn, {"input": x})["output"],
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_opt_levels_match_reference(tiny_cnn, opt_level):
+    m = smelt.load(tiny_cnn)
+    x = random_input((1, 3, 32, 32), seed=opt_level)
+    got = m.compile(opt_level=opt_level, threads=1).run({"input": x})["output"]
+    np.testing.assert_allclose(got, m.run_reference({"input": x})["output"], rtol=1e-4, atol=1e-5)
+
+
+def test_attention_matches_onnxruntime(small_model):
+    path = small_model("attention.onnx")
+    x = random_input((6, 8))
+    got = smelt.load(path).compile().run({"x": x})["y"]
+    np.testing.assert_allclose(got, ort_run(path, {"x": x})["y"], rtol=1e-4, atol=1e-5)
+
+
+def test_int64_model_matches_reference(small_model):
+    m = smelt.load(small_model("gather_chain.onnx"))
+    v0 = np.random.default_rng(1).integers(0, 2, (4, 4, 4, 4)).astype(np.int64)
+    got = m.compile().run({"v0": v0})["v4"]
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, m.run_reference({"v0": v0})["v4"])
+
+
+def test_dynamic_batch_matches_onnxruntime(matmul_relu):
+    c = smelt.load(matmul_relu).compile()
+    for batch in (1, 5):
+        x = random_input((batch, 8), seed=batch)
+        got = c.run({"x": x})["y"]
+        assert got.shape == (batch, 4)
+        np.testing.assert_allclose(got, ort_run(matmul_relu, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_call_by_keyword_returns_the_single_output(matmul_relu):
+    c = smelt.load(matmul_relu).compile()
+    x = random_input((2, 8))
+    np.testing.assert_array_equal(c(x=x), c.run({"x": x})["y"])
+    assert c.inputs[0].name == "x" and c.outputs[0].name == "y"
+
+
+def test_non_contiguous_and_list_inputs_are_copied(matmul_relu):
+    c = smelt.load(matmul_relu).compile()
+    base = random_input((8, 3))
+    strided = base.T  # Fortran order: not C-contiguous
+    want = c.run({"x": np.ascontiguousarray(strided)})["y"]
+    np.testing.assert_array_equal(c.run({"x": strided})["y"], want)
+    np.testing.assert_array_equal(c.run({"x": strided.tolist()})["y"], want)
+
+
+def test_inputs_are_not_modified(tiny_cnn):
+    x = random_input((1, 3, 32, 32))
+    before = x.copy()
+    smelt.load(tiny_cnn).compile().run({"input": x})
+    np.testing.assert_array_equal(x, before)
+
+
+def test_two_compiles_of_one_model_are_independent(tiny_cnn):
+    m = smelt.load(tiny_cnn)
+    a, b = m.compile(opt_level=0), m.compile(opt_level=2)
+    x = random_input((1, 3, 32, 32))
+    np.testing.assert_allclose(a.run({"input": x})["output"], b.run({"input": x})["output"],
+                               rtol=1e-4, atol=1e-5)
+    a.close()
+    assert b.run({"input": x})["output"].shape == (1, 10)
+
+
+def test_benchmark_numbers_are_positive_and_ordered(tiny_cnn):
+    b = smelt.load(tiny_cnn).compile().benchmark(repeat=5, warmup=1)
+    assert 0 < b.min_ms <= b.median_ms <= b.max_ms and b.runs == 5
+
+
+def test_export_writes_a_package_that_builds(tiny_cnn, tmp_path):
+    out = tmp_path / "pkg"
+    smelt.load(tiny_cnn).compile().export(str(out))
+    names = set(os.listdir(out))
+    assert {"model.c", "model.h", "Makefile"} <= names, names
+
+
+def rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() // 1024
+
+
+def test_many_runs_do_not_grow_memory():
+    from conftest import make_model
+    from onnx import TensorProto, helper
+    big = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                     [("x", TensorProto.FLOAT, [256, 256])], [("y", TensorProto.FLOAT, [256, 256])])
+    c = smelt.load(big).compile(threads=1)
+    x = random_input((256, 256))
+    for _ in range(20):
+        c.run({"x": x})
+    before = rss_kib()
+    for _ in range(400):
+        np.testing.assert_array_equal(c.run({"x": x})["y"], np.maximum(x, 0))
+    # a leaked output would be 256 KiB a run: 100 MiB here
+    assert rss_kib() - before < 16 * 1024
