@@ -38,3 +38,9 @@ if ! python3 -c "import onnxruntime, numpy" 2>/dev/null; then
     echo "setup: installing onnxruntime (PyPI) for the benchmarks"
     python3 -m pip install --quiet --disable-pip-version-check onnxruntime numpy
 fi
+# The Python package's tests (python/tests, run by ctest as python/pytest):
+# pytest and onnx for the same python3.
+if ! python3 -c "import pytest, onnx, onnxruntime, numpy" 2>/dev/null; then
+    echo "setup: installing pytest and onnx (PyPI) for the Python package's tests"
+    python3 -m pip install --quiet --disable-pip-version-check pytest onnx onnxruntime numpy
+fi

@@ -2,7 +2,8 @@
 # Builds the release configuration (what README command 1 uses) and smoke-runs
 # it; fuzzes each libFuzzer harness for a minute (clang, build-fuzz/); then
 # builds with AddressSanitizer + UBSan into build-test/ and runs every test with
-# ctest (unit, conformance, model, AOT, error, fuzz-replay tests).  Ends with
+# ctest (unit, conformance, model, AOT, error, fuzz-replay tests, and the
+# Python package's pytest suite over the sanitized libsmelt.so).  Ends with
 # ctest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."

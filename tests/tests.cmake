@@ -243,3 +243,21 @@ target_compile_definitions(test_alloc_fail_compile PRIVATE SMELT_SOURCE_DIR="${C
 add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_compile --per-node)
 set_tests_properties(unit/test_alloc_fail_compile unit/test_alloc_fail_compile_per_node
   PROPERTIES TIMEOUT 600)
+
+# ---- Python package (python/): its pytest suite over this build's libsmelt.so ----
+# The python3 on PATH (pyenv's: numpy, onnx, onnxruntime, pytest from
+# scripts/setup.sh), not Debian's, which the model generators above use.
+find_program(SMELT_PYTHON NAMES python3)
+set(SMELT_PYTEST_ENV "SMELT_LIB=$<TARGET_FILE:smelt_shared>" PYTHONDONTWRITEBYTECODE=1)
+if(SMELT_SANITIZE AND CMAKE_C_COMPILER_ID STREQUAL "GNU")
+  # an ASan library loaded into python needs the ASan runtime loaded first;
+  # python itself is not instrumented and keeps memory at exit: no leak report
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+                  OUTPUT_VARIABLE SMELT_LIBASAN OUTPUT_STRIP_TRAILING_WHITESPACE)
+  list(APPEND SMELT_PYTEST_ENV "LD_PRELOAD=${SMELT_LIBASAN}" "ASAN_OPTIONS=detect_leaks=0")
+endif()
+if(SMELT_PYTHON AND NOT (SMELT_SANITIZE AND NOT CMAKE_C_COMPILER_ID STREQUAL "GNU"))
+  add_test(NAME python/pytest
+    COMMAND ${SMELT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
+  set_tests_properties(python/pytest PROPERTIES ENVIRONMENT "${SMELT_PYTEST_ENV}" TIMEOUT 300)
+endif()
