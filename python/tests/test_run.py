@@ -1,6 +1,8 @@
 """Compiling and running, compared against ONNX Runtime and the reference kernels."""
 import os
 import resource
+import shutil
+import subprocess
 
 import numpy as np
 import onnxruntime as ort
@@ -101,7 +103,13 @@ def test_export_writes_a_package_that_builds(tiny_cnn, tmp_path):
     out = tmp_path / "pkg"
     smelt.load(tiny_cnn).compile().export(str(out))
     names = set(os.listdir(out))
-    assert {"model.c", "model.h", "Makefile"} <= names, names
+    assert {"model.c", "model.h", "Makefile", "main.c"} <= names, names
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    subprocess.run(["make", "-s", "-C", str(out)], check=True, capture_output=True)
+    run = subprocess.run([str(out / "main"), str(out / "weights.bin"), "1"], cwd=out,
+                         capture_output=True, text=True, check=True)
+    assert "output 'output' (float32, 10 elements)" in run.stdout
 
 
 def rss_kib():
