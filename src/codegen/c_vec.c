@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "codegen/c_internal.h"
+#include "tir/simplify.h"
 
 typedef enum vec_verdict {
     VEC_OK,          /* vector types */
@@ -973,7 +974,9 @@ static ir_stmt *narrow_guarded(cg_emitter *e, const ir_stmt *s)
     ir_expr *lo = s->for_.min, *hi = fold(b, IR_ADD, s->for_.min, s->for_.extent);
     if (!guard_bounds(e, body->if_.cond, v, &lo, &hi)) return NULL;
     /* invariant parts of the condition stay as a guard inside */
-    ir_expr *ext = fold(b, IR_MAX, fold(b, IR_SUB, hi, lo), ir_int(b, 0));
+    /* simplified: a constant extent (a peeled tail) picks narrower lanes */
+    ir_expr *ext = tir_simplify_expr(b, fold(b, IR_MAX, fold(b, IR_SUB, hi, lo), ir_int(b, 0)), NULL);
+    if (!ext) return NULL;
     ir_stmt *inner = body->if_.then_;
     ir_expr *rest = NULL;
     if (!strip_variant(b, body->if_.cond, v, &rest)) return NULL;
