@@ -1083,8 +1083,9 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
 }
 
 /* ---- knobs ------------------------------------------------------------------
- * They apply to the graph's main stage: its first conv/matmul anchor, else
- * the generic stage with the most work (a layout conversion has none). */
+ * They apply to the graph's main stage: its first conv/matmul anchor, else its
+ * first float32 pool, else the generic stage with the most work (a layout
+ * conversion has none). */
 
 typedef enum rule_kind { RULE_NONE, RULE_NCHWC, RULE_MATMUL, RULE_CONV, RULE_GENERIC, RULE_POOL } rule_kind;
 
