@@ -13,7 +13,9 @@ usage: gen_tune_ops.py [--out DIR] [--only a,b] [--list]
 Names: convKxK[sS]_CI_CO_H (square input H x H, pad K//2), dwconvKxK[sS]_C_H
 (depthwise), suffix _relu when a bias and a Relu follow; matmul_M_K_N
 (A [M,K] input, B [K,N] initializer); softmax_/layernorm_ + the input dims
-(last axis reduced); maxpoolKxKsS_C_H.
+(last axis reduced); maxpoolKxKsS_C_H and avgpoolKxKsS_C_H (pad K//2 unless
+_p0; avgpool counts the pads unless _excl); convpool_C_H (3x3 conv + Relu +
+MaxPool 3x3 s2 + 1x1 conv: the pool runs in the blocked layout, as in ResNet).
 """
 import argparse, os, shutil, sys, zlib
 
@@ -40,8 +42,19 @@ def rowop(kind, *dims):
     return kind + "_" + "_".join(map(str, dims)), dict(kind=kind, dims=list(dims))
 
 
-def maxpool(c, h, k, stride):
-    return "maxpool%dx%ds%d_%d_%d" % (k, k, stride, c, h), dict(kind="maxpool", c=c, h=h, k=k, stride=stride)
+def maxpool(c, h, k, stride, pad=None, kind="maxpool", include_pad=True):
+    pad = k // 2 if pad is None else pad
+    name = "%s%dx%ds%d_%d_%d%s%s" % (kind, k, k, stride, c, h, "" if pad == k // 2 else "_p%d" % pad,
+                                     "" if include_pad or kind == "maxpool" else "_excl")
+    return name, dict(kind=kind, c=c, h=h, k=k, stride=stride, pad=pad, include_pad=include_pad)
+
+
+def avgpool(c, h, k, stride, pad=None, include_pad=True):
+    return maxpool(c, h, k, stride, pad, "avgpool", include_pad)
+
+
+def convpool(c, h):
+    return "convpool_%d_%d" % (c, h), dict(kind="convpool", c=c, h=h)
 
 
 OPS = [
@@ -70,6 +83,11 @@ OPS = [
     rowop("softmax", 1, 32000),            # one big row (vocabulary)
     rowop("layernorm", 128, 768),
     maxpool(64, 112, 3, 2),                # ResNet stem pool
+    maxpool(64, 56, 2, 2, pad=0),          # VGG-style 2x2
+    maxpool(192, 28, 3, 1),                # Inception branch pool
+    avgpool(192, 28, 3, 1),                # Inception avg pool (count_include_pad)
+    avgpool(64, 56, 3, 2, include_pad=False),
+    convpool(64, 112),                     # ResNet stem pool after a conv (NCHW16c)
 ]
 
 
@@ -112,12 +130,22 @@ def build(name, p, rng):
         inits += [scale, bias]
         nodes.append(helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"],
                                       axis=-1, epsilon=1e-5))
-    elif kind == "maxpool":
-        c, h, k, s = p["c"], p["h"], p["k"], p["stride"]
-        ho = (h + 2 * (k // 2) - k) // s + 1
+    elif kind in ("maxpool", "avgpool"):
+        c, h, k, s, pad = p["c"], p["h"], p["k"], p["stride"], p["pad"]
+        ho = (h + 2 * pad - k) // s + 1
         xs, ys = [1, c, h, h], [1, c, ho, ho]
-        nodes.append(helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[k, k],
-                                      strides=[s, s], pads=[k // 2] * 4))
+        extra = {} if kind == "maxpool" else dict(count_include_pad=int(p["include_pad"]))
+        nodes.append(helper.make_node("MaxPool" if kind == "maxpool" else "AveragePool", ["x"], ["y"],
+                                      kernel_shape=[k, k], strides=[s, s], pads=[pad] * 4, **extra))
+    elif kind == "convpool":
+        c, h = p["c"], p["h"]
+        xs, ys = [1, c, h, h], [1, c, h // 2, h // 2]
+        nodes.append(helper.make_node("Conv", ["x", weight("w", [c, c, 3, 3], c * 9)], ["conv_out"],
+                                      kernel_shape=[3, 3], pads=[1] * 4))
+        nodes.append(helper.make_node("Relu", ["conv_out"], ["relu_out"]))
+        nodes.append(helper.make_node("MaxPool", ["relu_out"], ["pool_out"], kernel_shape=[3, 3],
+                                      strides=[2, 2], pads=[1] * 4))
+        nodes.append(helper.make_node("Conv", ["pool_out", weight("w2", [c, c, 1, 1], c)], ["y"]))
     else:
         raise ValueError(kind)
     graph = helper.make_graph(nodes, name,

@@ -25,6 +25,7 @@ typedef enum cg_helper {
     CG_H_BF16,
     CG_H_F64_ODD, /* double -> float rounding to odd (no double rounding to half) */
     CG_H_CLAMPI,  /* index clamped into a buffer: speculative loads in vector code */
+    CG_H_SHUFFLE2, /* two-vector lane shuffle with a constant mask (GCC or clang builtin) */
     CG_H_ALLOC64,
     CG_H_PARALLEL,
     CG_H_SETERR,

@@ -170,6 +170,14 @@ static const helper_text helpers[] = {
      "/* For loads vector code evaluates speculatively (the lanes a select or\n"
      " * && discards): any index in [0, n) is safe, its value is not used. */\n"
      "static inline int64_t smelt_clampi_(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }\n\n"},
+    {CG_H_SHUFFLE2, CG_H_COUNT_,
+     "/* Lanes of a and b (b's numbered from the lane count on) picked by\n"
+     " * constant indices; MT is the mask vector type GCC's builtin wants. */\n"
+     "#if defined(__clang__)\n"
+     "#define SMELT_SHUF2_(MT, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)\n"
+     "#else\n"
+     "#define SMELT_SHUF2_(MT, a, b, ...) __builtin_shuffle(a, b, (MT){__VA_ARGS__})\n"
+     "#endif\n\n"},
     {CG_H_ALLOC64, CG_H_COUNT_,
      "/* 64-byte aligned heap temporaries (C99 has no aligned_alloc). */\n"
      "static inline void *smelt_alloc64_(size_t bytes)\n{\n"

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "codegen/c_internal.h"
+#include "tir/simplify.h"
 
 typedef enum vec_verdict {
     VEC_OK,          /* vector types */
@@ -417,30 +418,108 @@ static int vec_guarded_load(vec_emit *ve, const ir_expr *x, const cg_bufinfo *bi
     return id;
 }
 
-/* A load with a constant stride c != 1: the lane-0 index once, then
- * base + k * c per lane (clamped when speculative). */
+/* Strides loaded as c contiguous vectors and c - 1 shuffles (vpermt2ps on
+ * AVX-512) instead of one scalar load per lane: pooling and strided
+ * convolutions read their input this way. */
+#define VEC_DEINTERLEAVE_MAX_STRIDE 4
+
+/* First element of chunk j: chunks back to back, the last one ending at the
+ * last lane's element, so nothing outside the lanes' span is read. */
+static int64_t chunk_offset(int64_t j, int64_t c, int lanes)
+{
+    return j < c - 1 ? j * lanes : (c - 1) * (lanes - 1);
+}
+
+static int64_t chunk_of(int64_t pos, int64_t c, int lanes)
+{
+    int64_t j = pos / lanes;
+    return j < c - 1 ? j : c - 1;
+}
+
+/* Lanes g, g + c, ..., g + c*(L-1) of `name` into x<id>: chunk 0 and 1
+ * shuffled, then each further chunk shuffled into the result. */
+static void emit_deinterleave(vec_emit *ve, const char *name, int g, int64_t c, int id)
+{
+    cg_emitter *e = ve->e;
+    int lanes = ve->lanes, acc = -1;
+    e->helpers[CG_H_SHUFFLE2] = true;
+    for (int64_t j = 0; j < c; j++) {
+        int chunk = new_tmp(ve);
+        cg_line(e, "const %s x%d = *(const %s *)&%s[g%d + %lld];", ve->vt, chunk, ve->ut, name, g,
+                (long long)chunk_offset(j, c, lanes));
+        if (j == 0) {
+            acc = chunk;
+            continue;
+        }
+        int r = j == c - 1 ? id : new_tmp(ve);
+        cg_indent(e);
+        smelt_strbuf_printf(e->out, "%s%s x%d = SMELT_SHUF2_(%s, x%d, x%d", j == c - 1 ? "" : "const ",
+                            ve->vt, r, ve->mt, acc, chunk);
+        for (int k = 0; k < lanes; k++) {
+            int64_t pos = c * k, from = chunk_of(pos, c, lanes);
+            int64_t lane = from == j ? lanes + pos - chunk_offset(j, c, lanes) /* this chunk */
+                           : j == 1 && from == 0 ? pos                       /* chunk 0 as loaded */
+                                                 : k;                        /* resolved (or later) */
+            smelt_strbuf_printf(e->out, ", %lld", (long long)lane);
+        }
+        smelt_strbuf_append(e->out, ");\n");
+        acc = r;
+    }
+}
+
+/* Lane by lane: base + k * c per lane (clamped when speculative). */
+static void emit_gather(vec_emit *ve, const char *name, int g, int64_t c, int64_t n)
+{
+    cg_emitter *e = ve->e;
+    if (ve->guarded) e->helpers[CG_H_CLAMPI] = true;
+    for (int k = 0; k < ve->lanes; k++) {
+        if (ve->guarded)
+            smelt_strbuf_printf(e->out, "%s%s[smelt_clampi_(g%d + %lld, %lld)]", k ? ", " : "", name, g,
+                                (long long)(c * k), (long long)(n > 0 ? n : 1));
+        else
+            smelt_strbuf_printf(e->out, "%s%s[g%d + %lld]", k ? ", " : "", name, g, (long long)(c * k));
+    }
+}
+
+/* A load with a constant stride c != 1: the lane-0 index once, then a
+ * deinterleave of contiguous vectors for small positive strides (when
+ * speculative, only if every lane is inside the buffer), else a gather. */
 static int vec_strided_load(vec_emit *ve, const ir_expr *x, int64_t c)
 {
     cg_emitter *e = ve->e;
     const cg_bufinfo *bi = cg_buf(e, x->load.buf);
     const char *name = bi ? bi->name : "?";
     int b = new_tmp(ve), id = new_tmp(ve);
-    int64_t n = cg_buffer_elems(x->load.buf);
+    int64_t n = cg_buffer_elems(x->load.buf), span = c * (ve->lanes - 1);
     cg_indent(e);
     smelt_strbuf_printf(e->out, "const int64_t g%d = ", b);
     lane_expr(ve, x->load.idx[0], -1, CG_INDEX, e->out);
     smelt_strbuf_append(e->out, ";\n");
-    cg_indent(e);
-    smelt_strbuf_printf(e->out, "%s x%d = {", ve->vt, id);
-    if (ve->guarded) e->helpers[CG_H_CLAMPI] = true;
-    for (int k = 0; k < ve->lanes; k++) {
-        if (ve->guarded)
-            smelt_strbuf_printf(e->out, "%s%s[smelt_clampi_(g%d + %lld, %lld)]", k ? ", " : "", name, b,
-                                (long long)(c * k), (long long)(n > 0 ? n : 1));
-        else
-            smelt_strbuf_printf(e->out, "%s%s[g%d + %lld]", k ? ", " : "", name, b, (long long)(c * k));
+    bool deinterleave = c >= 2 && c <= VEC_DEINTERLEAVE_MAX_STRIDE && n > span;
+    if (!deinterleave) {
+        cg_indent(e);
+        smelt_strbuf_printf(e->out, "%s x%d = {", ve->vt, id);
+        emit_gather(ve, name, b, c, n);
+        smelt_strbuf_append(e->out, "};\n");
+        return id;
     }
+    if (!ve->guarded) {
+        emit_deinterleave(ve, name, b, c, id);
+        return id;
+    }
+    cg_line(e, "%s x%d;", ve->vt, id);
+    cg_line(e, "if (g%d >= 0 && g%d < %lld) {", b, b, (long long)(n - span));
+    e->indent++;
+    int inner = new_tmp(ve);
+    emit_deinterleave(ve, name, b, c, inner);
+    cg_line(e, "x%d = x%d;", id, inner);
+    e->indent--;
+    cg_line(e, "} else {");
+    cg_indent(e);
+    smelt_strbuf_printf(e->out, "    x%d = (%s){", id, ve->vt);
+    emit_gather(ve, name, b, c, n);
     smelt_strbuf_append(e->out, "};\n");
+    cg_line(e, "}");
     return id;
 }
 
@@ -895,7 +974,9 @@ static ir_stmt *narrow_guarded(cg_emitter *e, const ir_stmt *s)
     ir_expr *lo = s->for_.min, *hi = fold(b, IR_ADD, s->for_.min, s->for_.extent);
     if (!guard_bounds(e, body->if_.cond, v, &lo, &hi)) return NULL;
     /* invariant parts of the condition stay as a guard inside */
-    ir_expr *ext = fold(b, IR_MAX, fold(b, IR_SUB, hi, lo), ir_int(b, 0));
+    /* simplified: a constant extent (a peeled tail) picks narrower lanes */
+    ir_expr *ext = tir_simplify_expr(b, fold(b, IR_MAX, fold(b, IR_SUB, hi, lo), ir_int(b, 0)), NULL);
+    if (!ext) return NULL;
     ir_stmt *inner = body->if_.then_;
     ir_expr *rest = NULL;
     if (!strip_variant(b, body->if_.cond, v, &rest)) return NULL;

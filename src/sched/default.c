@@ -737,16 +737,181 @@ static bool same_data_shape(const te_tensor *e, const te_tensor *t)
     return true;
 }
 
-/* The output stage a conv/matmul accumulation t is tiled with: t itself,
- * or the last of its elementwise epilogue (bias, relu, residual add); NULL
- * when t is not scheduled as an anchor. */
-static const te_tensor *anchor_output(const te_graph *g, const te_tensor *t)
+/* The output stage an accumulation t is tiled with: t itself, or the last
+ * of its elementwise epilogue (bias, relu, residual add, AveragePool's
+ * division); NULL when there is none. */
+static const te_tensor *epilogue_output(const te_graph *g, const te_tensor *t)
 {
-    if (!is_anchor(t)) return NULL;
     if (stage_is_output(g, t)) return t;
     const te_tensor *e = sole_consumer(g, t);
     while (e && !stage_is_output(g, e) && same_data_shape(e, t)) e = sole_consumer(g, e);
     return e && stage_is_output(g, e) && same_data_shape(e, t) ? e : NULL;
+}
+
+/* NULL when t is not scheduled as a conv/matmul anchor. */
+static const te_tensor *anchor_output(const te_graph *g, const te_tensor *t)
+{
+    return is_anchor(t) ? epilogue_output(g, t) : NULL;
+}
+
+/* ---- pooling (tag "pool": a window reduction over NCHW or NCHW[x]c) -------
+ * The taps accumulate in registers: the reduction is computed at the
+ * output's vector tile (its own local stage, or before AveragePool's
+ * division), taps outside the tile's vectors, so each tap is one vector load
+ * (deinterleaved for strides 2-4) and one max or add.  Plain layouts
+ * vectorise the output width; blocked ones the channel block, with several
+ * output columns per tile for independent accumulators.  Parallel over
+ * n x channels only: rows and columns stay loops, so partitioning peels the
+ * padded border and the interior loads carry no checks. */
+
+#define POOL_COLS_MAX 8      /* blocked: output columns per tile */
+#define POOL_PARALLEL_MIN 8  /* n x channels below this: rows join the parallel loop */
+
+typedef struct pool_tile {
+    bool blocked;  /* last axis: the channel block's lanes */
+    int64_t cols;  /* blocked: output columns per tile; plain: vectors along the width */
+    int parallel;  /* 1 none, 2 n.c, 3 n.c.oh */
+    bool unroll_kw;
+} pool_tile;
+
+static bool is_pool(const te_tensor *t)
+{
+    return t->kind == TE_COMPUTE && t->body && t->body->kind == IR_REDUCE && t->n_axes >= 3 &&
+           strcmp(t->tag, "pool") == 0 && t->buf->dtype == SMELT_DT_FLOAT32;
+}
+
+/* The stage a float32 pool t is tiled with (t or its epilogue), else NULL. */
+static const te_tensor *pool_output(const te_graph *g, const te_tensor *t)
+{
+    if (!is_pool(t)) return NULL;
+    const te_tensor *e = epilogue_output(g, t);
+    return e && e->buf->dtype == SMELT_DT_FLOAT32 ? e : NULL;
+}
+
+/* A 2-D window over [n, c/b, h, w, b]: the block axis is reduced over 1 tap. */
+static bool pool_is_blocked(const te_tensor *t)
+{
+    const ir_expr *r = t->body;
+    return t->n_axes == 5 && r->reduce.n_axes == 3 && r->reduce.axes[2].extent == 1;
+}
+
+/* Largest divisor of w up to POOL_COLS_MAX (the tail is peeled otherwise). */
+static int64_t pool_cols(int64_t w)
+{
+    for (int64_t r = POOL_COLS_MAX; r > 1; r--)
+        if (w % r == 0) return r;
+    return w < POOL_COLS_MAX ? w : 4;
+}
+
+static smelt_status pool_choose_tile(smelt_ctx *ctx, const te_tensor *t, const te_tensor *out,
+                                     int vw, const sch_knobs *kn, pool_tile *p)
+{
+    const char *on = out->buf->name;
+    int r = t->n_axes;
+    int64_t a = knob(kn, SCH_KNOB_TILE_A), par = knob(kn, SCH_KNOB_PARALLEL);
+    int64_t unroll = knob(kn, SCH_KNOB_UNROLL);
+    p->blocked = pool_is_blocked(t);
+    int64_t width = t->axes[p->blocked ? r - 2 : r - 1].extent;
+    int64_t lanes = p->blocked ? t->axes[r - 1].extent : vw;
+    if (a < 0 || (p->blocked ? a > width : a * vw > width) || (a > 0 && vw <= 1) ||
+        a * (lanes + vw - 1) / vw > SCH_KNOB_ACC_MAX)
+        return bad_knob(ctx, on, SCH_KNOB_TILE_A, a);
+    if (par < 0 || par > 3) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
+    if (unroll < 0 || unroll > 2) return bad_knob(ctx, on, SCH_KNOB_UNROLL, unroll);
+    p->cols = a ? a : p->blocked ? pool_cols(width) : 1;
+    p->unroll_kw = unroll == 2;
+    int64_t planes = t->axes[0].extent * t->axes[1].extent;
+    p->parallel = par                                             ? (int)par
+                  : stage_work(t) < DEFAULT_PARALLEL_MIN_WORK     ? 1
+                  : planes < POOL_PARALLEL_MIN                    ? 3
+                                                                  : 2;
+    return SMELT_OK;
+}
+
+/* The lanes of a tile's innermost axis: vectorised, split by the vector
+ * width (outer part unrolled) when wider. */
+static smelt_status pool_lanes(smelt_ctx *ctx, sch_schedule *s, const char *stage,
+                               const char *axis, int64_t extent, int vw)
+{
+    char o[80], i[80];
+    iter_name(o, sizeof o, axis, ".o");
+    iter_name(i, sizeof i, axis, ".i");
+    if (vw <= 1) return SMELT_OK;
+    if (extent <= vw) return sch_annotate(ctx, s, SCH_VECTORIZE, stage, axis);
+    SMELT_TRY(sch_split(ctx, s, stage, axis, vw));
+    if (extent % vw == 0) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, stage, o));
+    return sch_annotate(ctx, s, SCH_VECTORIZE, stage, i);
+}
+
+/* out: its tile axis split by the tile, acc computed at the outer part. */
+static smelt_status pool_out(smelt_ctx *ctx, const char *acc, const te_tensor *out,
+                             const pool_tile *p, int vw, sch_schedule *s)
+{
+    const char *on = out->buf->name;
+    int r = out->n_axes;
+    const ir_axis *tile = &out->axes[p->blocked ? r - 2 : r - 1];
+    const char *tn = tile->var->name, *last = out->axes[r - 1].var->name;
+    int64_t factor = p->blocked ? p->cols : p->cols * vw;
+    char to[80], ti[80];
+    iter_name(to, sizeof to, tn, ".o");
+    iter_name(ti, sizeof ti, tn, ".i");
+    bool split = vw > 1 && tile->extent > factor;
+    if (split) SMELT_TRY(sch_split(ctx, s, on, tn, factor));
+    const char *at = split ? to : p->blocked ? tn : out->axes[r - 2].var->name;
+    /* the parallel loop is fused before compute_at, which may name it */
+    char fused[256];
+    if (p->parallel > 1) {
+        const char *lead[3] = {out->axes[0].var->name, out->axes[1].var->name, out->axes[2].var->name};
+        int last_lead = p->parallel == 3 && r >= 4 ? 2 : 1;
+        SMELT_TRY(fuse_leading(ctx, s, on, lead, last_lead, fused, sizeof fused));
+        SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, on, fused));
+        if (strcmp(at, lead[last_lead]) == 0) at = fused;
+    }
+    SMELT_TRY(sch_compute_at(ctx, s, acc, on, at));
+    if (p->blocked) return pool_lanes(ctx, s, on, last, out->axes[r - 1].extent, vw);
+    return pool_lanes(ctx, s, on, split ? ti : tn, split ? factor : tile->extent, vw);
+}
+
+/* acc over its tile: the outer data axes, the taps, then the tile's
+ * columns (blocked: unrolled) and lanes. */
+static smelt_status pool_acc(smelt_ctx *ctx, const char *acc, const te_tensor *t,
+                             const pool_tile *p, int vw, sch_schedule *s)
+{
+    int r = t->n_axes, inner = p->blocked ? 2 : 1, n = 0;
+    const char *order[SCH_MAX_STEP_ITERS], *rn[SMELT_MAX_RANK];
+    int nr = reduce_axes(t, rn);
+    for (int d = 0; d < r - inner; d++) order[n++] = t->axes[d].var->name;
+    for (int k = 0; k < nr && n < SCH_MAX_STEP_ITERS - 2; k++) order[n++] = rn[k];
+    for (int d = r - inner; d < r; d++) order[n++] = t->axes[d].var->name;
+    SMELT_TRY(sch_reorder(ctx, s, acc, n, order));
+    const char *last = t->axes[r - 1].var->name;
+    if (p->unroll_kw) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, rn[p->blocked ? 1 : nr - 1]));
+    if (p->blocked) {
+        if (p->cols > 1) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, t->axes[r - 2].var->name));
+        return pool_lanes(ctx, s, acc, last, t->axes[r - 1].extent, vw);
+    }
+    return pool_lanes(ctx, s, acc, last, p->cols * vw, vw);
+}
+
+/* If t is a float32 pool: schedule it with its epilogue and mark both done. */
+static smelt_status try_pool(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
+                             const sch_knobs *kn, sch_schedule *s, bool *done)
+{
+    const te_tensor *e = pool_output(g, t);
+    if (!e || vw <= 1) return SMELT_OK;
+    pool_tile p = {.cols = 1};
+    SMELT_TRY(pool_choose_tile(ctx, t, e, vw, kn, &p));
+    char acc[256];
+    snprintf(acc, sizeof acc, "%s%s", t->buf->name, e == t ? ".local" : "");
+    if (e == t) SMELT_TRY(sch_cache_write(ctx, s, t->buf->name));
+    for (const te_tensor *m = e == t ? e : sole_consumer(g, t); m != e; m = sole_consumer(g, m)) {
+        SMELT_TRY(sch_compute_inline(ctx, s, m->buf->name));
+        done[m->index] = true;
+    }
+    SMELT_TRY(pool_out(ctx, acc, e, &p, vw, s));
+    SMELT_TRY(pool_acc(ctx, acc, t, &p, vw, s));
+    done[t->index] = done[e->index] = true;
+    return SMELT_OK;
 }
 
 /* If t is a conv/matmul accumulation: schedule it with its epilogue and mark
@@ -918,10 +1083,11 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
 }
 
 /* ---- knobs ------------------------------------------------------------------
- * They apply to the graph's main stage: its first conv/matmul anchor, else
- * the generic stage with the most work (a layout conversion has none). */
+ * They apply to the graph's main stage: its first conv/matmul anchor, else its
+ * first float32 pool, else the generic stage with the most work (a layout
+ * conversion has none). */
 
-typedef enum rule_kind { RULE_NONE, RULE_NCHWC, RULE_MATMUL, RULE_CONV, RULE_GENERIC } rule_kind;
+typedef enum rule_kind { RULE_NONE, RULE_NCHWC, RULE_MATMUL, RULE_CONV, RULE_GENERIC, RULE_POOL } rule_kind;
 
 static bool is_generic(const te_graph *g, const te_tensor *t)
 {
@@ -939,6 +1105,11 @@ static rule_kind main_stage(const te_graph *g, int *index)
         *index = i;
         if (strcmp(t->tag, "conv_nchwc") == 0) return RULE_NCHWC;
         return strncmp(t->tag, "matmul", 6) == 0 ? RULE_MATMUL : RULE_CONV;
+    }
+    for (int i = 0; i < g->tensors.len; i++) {
+        if (!pool_output(g, g->tensors.items[i])) continue;
+        *index = i;
+        return RULE_POOL;
     }
     int64_t best = -1;
     for (int i = 0; i < g->tensors.len; i++) {
@@ -1020,6 +1191,23 @@ static void generic_space(const te_graph *g, const te_tensor *t, int vw, sch_kno
     }
 }
 
+/* Columns (blocked) or vectors (plain) per tile, parallel loop, kernel
+ * width unrolled. */
+static void pool_space(const te_tensor *t, int vw, sch_knob_space *sp)
+{
+    int r = t->n_axes;
+    bool blocked = pool_is_blocked(t);
+    int64_t width = t->axes[blocked ? r - 2 : r - 1].extent;
+    int64_t lanes = blocked ? t->axes[r - 1].extent : vw, per_col = (lanes + vw - 1) / vw;
+    static const int64_t cols[] = {1, 2, 3, 4, 6, 7, 8, 14, 16};
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(cols); i++)
+        if ((blocked ? cols[i] : cols[i] * vw) <= width && cols[i] * per_col <= SCH_KNOB_ACC_MAX &&
+            (blocked || cols[i] <= 4))
+            add_value(sp, SCH_KNOB_TILE_A, cols[i]);
+    add_range(sp, SCH_KNOB_PARALLEL, 1, 3);
+    add_range(sp, SCH_KNOB_UNROLL, 1, 2);
+}
+
 smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_width,
                                sch_knob_space *out)
 {
@@ -1028,12 +1216,13 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     int i;
     rule_kind k = main_stage(g, &i);
     const te_tensor *t = i >= 0 ? g->tensors.items[i] : NULL;
-    static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic"};
+    static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic", "pool"};
     out->rule = rules[k];
     if (k == RULE_NCHWC) nchwc_space(anchor_output(g, t), vector_width, out);
     else if (k == RULE_MATMUL) matmul_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_CONV) conv_space(anchor_output(g, t), out);
     else if (k == RULE_GENERIC) generic_space(g, t, vector_width, out);
+    else if (k == RULE_POOL) pool_space(t, vector_width, out);
     return SMELT_OK;
 }
 
@@ -1051,6 +1240,10 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
                         done);
+    for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
+        if (!done[i])
+            st = try_pool(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
+                          done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         if (!done[i]) st = try_layout(ctx, g, g->tensors.items[i], vector_width, s, done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {

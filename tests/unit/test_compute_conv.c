@@ -149,6 +149,29 @@ static const node_case k_cases[] = {
     {OP_AVERAGE_POOL, {T(F64, 4, 1, 2, 6, 7)},
      "kernel_shape=3,3 pads=1,2,1,0 count_include_pad=1"},
     {OP_AVERAGE_POOL, {T(BF16, 3, 2, 2, 9)}, "kernel_shape=3, strides=2,"},
+    /* float32 pools under the pool schedule (vector width 8 here): padded
+     * border peeled from the interior, vector tails, strides 1-3, windows
+     * larger than the input, rows joining the parallel loop (2 planes) */
+    {OP_MAX_POOL, {T(F32, 4, 1, 3, 20, 37)}, "kernel_shape=3,3 strides=2,2 pads=1,1,1,1"},
+    {OP_MAX_POOL, {T(F32, 4, 1, 2, 9, 21)}, "kernel_shape=3,3 pads=1,1,1,1"},
+    {OP_MAX_POOL, {T(F32, 4, 1, 2, 11, 40)}, "kernel_shape=3,3 strides=3,3 pads=1,1,1,1"},
+    {OP_MAX_POOL, {T(F32, 4, 1, 2, 3, 4)}, "kernel_shape=5,5 pads=2,2,2,2"},
+    {OP_MAX_POOL, {T(F32, 4, 1, 2, 64, 64)}, "kernel_shape=3,3 pads=1,1,1,1"},
+    {OP_MAX_POOL, {T(F32, 3, 2, 3, 37)}, "kernel_shape=3, strides=2, pads=1,1"},
+    {OP_AVERAGE_POOL, {T(F32, 4, 1, 3, 13, 37)},
+     "kernel_shape=3,3 strides=2,2 pads=1,0,2,1 ceil_mode=1"},
+    {OP_AVERAGE_POOL, {T(F32, 4, 1, 3, 13, 37)},
+     "kernel_shape=3,3 strides=2,2 pads=1,0,2,1 ceil_mode=1 count_include_pad=1"},
+    {OP_AVERAGE_POOL, {T(F32, 4, 1, 2, 8, 19)}, "kernel_shape=3,3 pads=1,1,1,1 count_include_pad=1"},
+    /* ... and in the blocked layout ([n, c/b, h, w, b] with a [kh, kw, 1]
+     * window): blocks of 8 and of 16 (split into two vectors) */
+    {OP_MAX_POOL, {T(F32, 5, 1, 2, 9, 11, 8)},
+     "kernel_shape=3,3,1 strides=2,2,1 pads=1,1,0,1,1,0"},
+    {OP_MAX_POOL, {T(F32, 5, 1, 1, 6, 7, 16)}, "kernel_shape=3,3,1 pads=1,1,0,1,1,0"},
+    {OP_AVERAGE_POOL, {T(F32, 5, 1, 2, 7, 9, 8)},
+     "kernel_shape=3,3,1 strides=2,2,1 pads=1,1,0,1,1,0 ceil_mode=1"},
+    {OP_AVERAGE_POOL, {T(F32, 5, 1, 2, 7, 9, 8)},
+     "kernel_shape=3,3,1 strides=2,2,1 pads=1,1,0,1,1,0 count_include_pad=1"},
     /* global pools */
     {OP_GLOBAL_AVERAGE_POOL, {T(F32, 5, 2, 3, 4, 5, 3)}, NULL},
     {OP_GLOBAL_AVERAGE_POOL, {T(F16, 3, 2, 3, 40)}, NULL},
