@@ -608,6 +608,7 @@ typedef struct worker {
     int n_res, cap_res;
     char *hello;             /* for the main thread to send */
     bool stop;
+    bool rank0_lost;         /* no word from rank 0: leave at once */
     int measured;
 } worker;
 
@@ -810,11 +811,25 @@ static smelt_status worker_loop(smelt_ctx *ctx, worker *w)
             last_beat = now_s();
         }
         outbox_poll(w->m, -1);
-        if (now_s() - last_word > RANK0_GRACE_S)
+        if (now_s() - last_word > RANK0_GRACE_S) {
+            w->rank0_lost = true;
             return smelt_errf(ctx, SMELT_ERR_RUNTIME, "no word from rank 0 for %.0f s (dead?); giving up",
                               RANK0_GRACE_S);
+        }
         if (!buf) nap();
     }
+}
+
+/* Rank 0 is gone: the measuring thread may be minutes into a batch and
+ * MPI_Finalize may wait for the dead rank, so the worker leaves now.  Its
+ * measuring children die with it (PR_SET_PDEATHSIG in tune/measure.c). */
+static _Noreturn void abandon_job(const tune_mpi *m, const smelt_ctx *ctx)
+{
+    char host[64] = "?";
+    gethostname(host, sizeof host - 1);
+    fprintf(stderr, "smelt tune: rank %d (%s): %s\n", m->rank, host, smelt_ctx_message(ctx));
+    fflush(NULL);
+    _exit(1);
 }
 
 int tune_mpi_worker(tune_mpi *m, tune_mpi_setup setup, void *user, const tune_measure_options *o,
@@ -836,6 +851,7 @@ int tune_mpi_worker(tune_mpi *m, tune_mpi_setup setup, void *user, const tune_me
         return 1;
     }
     smelt_status st = worker_loop(&ctx, &w);
+    if (w.rank0_lost) abandon_job(m, &ctx);
     pthread_mutex_lock(&w.mu);
     w.stop = true;
     pthread_cond_signal(&w.cv);
