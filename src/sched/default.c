@@ -776,15 +776,79 @@ static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tenso
 }
 
 /* ---- layout conversions (LayoutTransform, tag "layout") -------------------
- * A transpose between channel blocks: nested loops rather than one fused
- * index (whose floordiv/floormod would be paid per element), the innermost
- * axis (a block's lanes, or W) vectorised, parallel over n and channels. */
+ * NCHW <-> NCHW[b]c of float32 is a transpose of [b channels x W] tiles:
+ * the tile is tensorized with smelt.transpose_f32 (read along the source's
+ * contiguous axis, written along the destination's, in registers), W split
+ * by the vector width, parallel over n, channel blocks and the rows.  Other
+ * conversions (block to block, other dtypes, fused elementwise ops) are
+ * nested loops rather than one fused index (whose floordiv/floormod would
+ * be paid per element), the innermost axis vectorised, parallel over n and
+ * channels. */
+
+/* A float32 stage whose value is one float32 load of a tensor. */
+static const te_tensor *copied_tensor(const te_graph *g, const te_tensor *t)
+{
+    const ir_expr *b = t->body;
+    while (b && b->kind == IR_CAST && b->dtype == SMELT_DT_FLOAT32) b = b->bin.a;
+    if (t->buf->dtype != SMELT_DT_FLOAT32 || !b || b->kind != IR_LOAD ||
+        b->load.buf->dtype != SMELT_DT_FLOAT32)
+        return NULL;
+    return te_tensor_of(g, b->load.buf);
+}
+
+/* Tile of a blocked <-> plain conversion: the channel-block axis (split by
+ * `block` when the output is plain), the W axis split by `w_tile`. */
+static smelt_status layout_transpose(smelt_ctx *ctx, const te_tensor *t, int64_t block,
+                                     bool to_plain, int64_t w_tile, sch_schedule *s)
+{
+    const char *name = t->buf->name, *order[SMELT_MAX_RANK + 2];
+    int rank = t->n_axes, w_axis = to_plain ? rank - 1 : rank - 2, n = 0;
+    const char *c = t->axes[1].var->name, *w = t->axes[w_axis].var->name;
+    char co[80], ci[80], wo[80], wi[80];
+    iter_name(co, sizeof co, c, to_plain ? ".o" : "");
+    iter_name(ci, sizeof ci, c, ".i");
+    bool split_w = t->axes[w_axis].extent > w_tile;
+    iter_name(wo, sizeof wo, w, split_w ? ".o" : "");
+    iter_name(wi, sizeof wi, w, ".i");
+    if (to_plain) SMELT_TRY(sch_split(ctx, s, name, c, block));
+    if (split_w) SMELT_TRY(sch_split(ctx, s, name, w, w_tile));
+    order[n++] = t->axes[0].var->name;
+    order[n++] = co;
+    for (int d = 2; d < w_axis; d++) order[n++] = t->axes[d].var->name;
+    int lead = n; /* n, channel blocks, rows: the parallel loop */
+    if (split_w) order[n++] = wo;
+    if (to_plain) order[n++] = ci;
+    order[n++] = split_w ? wi : w;
+    if (!to_plain) order[n++] = t->axes[rank - 1].var->name;
+    SMELT_TRY(sch_reorder(ctx, s, name, n, order));
+    if (stage_work(t) >= DEFAULT_PARALLEL_MIN_WORK)
+        SMELT_TRY(parallelize_leading(ctx, s, name, order, lead - 1));
+    return sch_tensorize(ctx, s, name, order[n - 2], "smelt.transpose_f32");
+}
+
+/* b when t converts a float32 tensor between NCHW and NCHW[b]c (b > 1). */
+static int64_t transpose_block(const te_graph *g, const te_tensor *t, bool *to_plain)
+{
+    const te_tensor *x = copied_tensor(g, t);
+    if (!x || t->n_axes < 3) return 0;
+    *to_plain = x->n_axes == t->n_axes + 1;
+    if (!*to_plain && t->n_axes != x->n_axes + 1) return 0;
+    const ir_buffer *blocked = *to_plain ? x->buf : t->buf; /* placeholders have no axes */
+    return blocked->rank >= 4 ? blocked->shape[blocked->rank - 1] : 0;
+}
+
 static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
                                sch_schedule *s, bool *done)
 {
     if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0 || !stage_is_output(g, t) ||
         t->n_axes < 3)
         return SMELT_OK;
+    bool to_plain = false;
+    int64_t block = transpose_block(g, t, &to_plain);
+    if (vw > 1 && block > 1) {
+        done[t->index] = true;
+        return layout_transpose(ctx, t, block, to_plain, vw, s);
+    }
     const char *name = t->buf->name, *last = t->axes[t->n_axes - 1].var->name;
     int64_t ext = t->axes[t->n_axes - 1].extent;
     char inner[80];
