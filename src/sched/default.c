@@ -796,36 +796,95 @@ static const te_tensor *copied_tensor(const te_graph *g, const te_tensor *t)
     return te_tensor_of(g, b->load.buf);
 }
 
-/* Tile of a blocked <-> plain conversion: the channel-block axis (split by
- * `block` when the output is plain), the W axis split by `w_tile`. */
-static smelt_status layout_transpose(smelt_ctx *ctx, const te_tensor *t, int64_t block,
-                                     bool to_plain, int64_t w_tile, sch_schedule *s)
+/* The plan of a blocked <-> plain transpose: t the conversion; src a fused
+ * elementwise producer computed per tile (else NULL); out the stage the
+ * tiles are laid over: t, or the last of a fused elementwise consumer chain
+ * (computed per tile, read contiguously by it). */
+typedef struct layout_plan {
+    const te_graph *g;
+    const te_tensor *t, *src, *out;
+    int64_t block, w_tile;
+    bool to_plain;
+    int64_t parallel; /* 1 none, 2 n x channel blocks x rows */
+} layout_plan;
+
+/* Tile loops of out: n, channel blocks, rows, w.o, then [c.i] w.i [lanes];
+ * returns the order's length, lead = the loops before w.o. */
+static smelt_status layout_tile(smelt_ctx *ctx, const layout_plan *p, sch_schedule *s,
+                                char (*names)[80], int *lead)
 {
-    const char *name = t->buf->name, *order[SMELT_MAX_RANK + 2];
-    int rank = t->n_axes, w_axis = to_plain ? rank - 1 : rank - 2, n = 0;
-    const char *c = t->axes[1].var->name, *w = t->axes[w_axis].var->name;
-    char co[80], ci[80], wo[80], wi[80];
-    iter_name(co, sizeof co, c, to_plain ? ".o" : "");
-    iter_name(ci, sizeof ci, c, ".i");
-    bool split_w = t->axes[w_axis].extent > w_tile;
-    iter_name(wo, sizeof wo, w, split_w ? ".o" : "");
-    iter_name(wi, sizeof wi, w, ".i");
-    if (to_plain) SMELT_TRY(sch_split(ctx, s, name, c, block));
-    if (split_w) SMELT_TRY(sch_split(ctx, s, name, w, w_tile));
-    order[n++] = t->axes[0].var->name;
-    order[n++] = co;
-    for (int d = 2; d < w_axis; d++) order[n++] = t->axes[d].var->name;
-    int lead = n; /* n, channel blocks, rows: the parallel loop */
-    if (split_w) order[n++] = wo;
-    if (to_plain) order[n++] = ci;
-    order[n++] = split_w ? wi : w;
-    if (!to_plain) order[n++] = t->axes[rank - 1].var->name;
+    const te_tensor *o = p->out;
+    const char *name = o->buf->name, *order[SMELT_MAX_RANK + 2];
+    int rank = o->n_axes, w_axis = p->to_plain ? rank - 1 : rank - 2, n = 0;
+    const char *c = o->axes[1].var->name, *w = o->axes[w_axis].var->name;
+    iter_name(names[0], 80, c, p->to_plain ? ".o" : "");
+    iter_name(names[1], 80, c, ".i");
+    iter_name(names[2], 80, w, ".o");
+    iter_name(names[3], 80, w, ".i");
+    if (p->to_plain) SMELT_TRY(sch_split(ctx, s, name, c, p->block));
+    SMELT_TRY(sch_split(ctx, s, name, w, p->w_tile));
+    order[n++] = o->axes[0].var->name;
+    order[n++] = names[0];
+    for (int d = 2; d < w_axis; d++) order[n++] = o->axes[d].var->name;
+    *lead = n;
+    order[n++] = names[2];
+    if (p->to_plain) order[n++] = names[1];
+    order[n++] = names[3];
+    if (!p->to_plain) order[n++] = o->axes[rank - 1].var->name;
     SMELT_TRY(sch_reorder(ctx, s, name, n, order));
-    if (stage_work(t) >= DEFAULT_PARALLEL_MIN_WORK)
-        SMELT_TRY(parallelize_leading(ctx, s, name, order, lead - 1));
-    return sch_tensorize(ctx, s, name, order[n - 2], "smelt.transpose_f32");
+    if (p->parallel == 2 || (p->parallel == 0 && stage_work(o) >= DEFAULT_PARALLEL_MIN_WORK))
+        SMELT_TRY(parallelize_leading(ctx, s, name, order, *lead - 1));
+    return SMELT_OK;
 }
 
+/* The conversion's own loops for one tile (computed at out's w.o): its
+ * two tile axes innermost, the kernel over them. */
+static smelt_status layout_at_tile(smelt_ctx *ctx, const layout_plan *p, const char *tile_loop,
+                                   sch_schedule *s)
+{
+    const te_tensor *t = p->t;
+    const char *name = t->buf->name, *order[SMELT_MAX_RANK];
+    int rank = t->n_axes, n = 0;
+    SMELT_TRY(sch_compute_at(ctx, s, name, p->out->buf->name, tile_loop));
+    if (!p->to_plain) /* n, cb, rows, w, lanes: already in place */
+        return sch_tensorize(ctx, s, name, t->axes[rank - 2].var->name, "smelt.transpose_f32");
+    order[n++] = t->axes[0].var->name;
+    for (int d = 2; d < rank - 1; d++) order[n++] = t->axes[d].var->name;
+    order[n++] = t->axes[1].var->name;
+    order[n++] = t->axes[rank - 1].var->name;
+    SMELT_TRY(sch_reorder(ctx, s, name, n, order));
+    return sch_tensorize(ctx, s, name, t->axes[1].var->name, "smelt.transpose_f32");
+}
+
+/* A per-tile elementwise stage: its innermost axis (the contiguous one,
+ * now one tile wide) vectorised. */
+static smelt_status vectorize_last(smelt_ctx *ctx, const te_tensor *e, int vw, sch_schedule *s)
+{
+    const ir_axis *last = &e->axes[e->n_axes - 1];
+    if (vw <= 1 || last->extent < 4) return SMELT_OK;
+    return sch_annotate(ctx, s, SCH_VECTORIZE, e->buf->name, last->var->name);
+}
+
+static smelt_status layout_transpose(smelt_ctx *ctx, const layout_plan *p, int vw,
+                                     sch_schedule *s)
+{
+    char names[4][80];
+    int lead;
+    SMELT_TRY(layout_tile(ctx, p, s, names, &lead));
+    if (p->out == p->t && p->src) {
+        SMELT_TRY(sch_compute_at(ctx, s, p->src->buf->name, p->t->buf->name, names[2]));
+        SMELT_TRY(vectorize_last(ctx, p->src, vw, s));
+    }
+    if (p->out == p->t)
+        return sch_tensorize(ctx, s, p->t->buf->name, p->to_plain ? names[1] : names[3],
+                             "smelt.transpose_f32");
+    /* the consumer chain: inlined into its last stage, which reads the tile */
+    for (const te_tensor *m = sole_consumer(p->g, p->t); m != p->out; m = sole_consumer(p->g, m))
+        SMELT_TRY(sch_compute_inline(ctx, s, m->buf->name));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, p->out->buf->name,
+                           p->to_plain ? names[3] : p->out->axes[p->out->n_axes - 1].var->name));
+    return layout_at_tile(ctx, p, names[2], s);
+}
 /* b when t converts a float32 tensor between NCHW and NCHW[b]c (b > 1). */
 static int64_t transpose_block(const te_graph *g, const te_tensor *t, bool *to_plain)
 {
@@ -837,18 +896,91 @@ static int64_t transpose_block(const te_graph *g, const te_tensor *t, bool *to_p
     return blocked->rank >= 4 ? blocked->shape[blocked->rank - 1] : 0;
 }
 
-static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
-                               sch_schedule *s, bool *done)
+/* Every load of prod in e is at e's own index (an elementwise read). */
+static bool reads_at_own_index(const te_tensor *e, const ir_expr *x, const ir_buffer *prod);
+
+typedef struct own_index_walk {
+    const te_tensor *e;
+    const ir_buffer *prod;
+    bool ok;
+} own_index_walk;
+
+static void own_index_child(void *ctx, const ir_expr *x)
 {
-    if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0 || !stage_is_output(g, t) ||
-        t->n_axes < 3)
-        return SMELT_OK;
-    bool to_plain = false;
-    int64_t block = transpose_block(g, t, &to_plain);
-    if (vw > 1 && block > 1) {
-        done[t->index] = true;
-        return layout_transpose(ctx, t, block, to_plain, vw, s);
+    own_index_walk *w = ctx;
+    w->ok = w->ok && reads_at_own_index(w->e, x, w->prod);
+}
+
+static bool reads_at_own_index(const te_tensor *e, const ir_expr *x, const ir_buffer *prod)
+{
+    if (!x) return true;
+    if (x->kind == IR_LOAD && x->load.buf == prod) {
+        if (x->load.n != e->n_axes) return false;
+        for (int d = 0; d < e->n_axes; d++) {
+            const ir_expr *i = x->load.idx[d];
+            bool unit = e->axes[d].extent == 1 && ir_is_int(i, 0); /* broadcasts write 0 */
+            if (!unit && (i->kind != IR_VAR || i->var != e->axes[d].var)) return false;
+        }
     }
+    own_index_walk w = {e, prod, true};
+    tir_expr_visit_children(x, own_index_child, &w);
+    return w.ok;
+}
+
+/* The last stage of t's chain of elementwise consumers when it is an
+ * output (each reading its predecessor at its own index), else NULL. */
+static const te_tensor *layout_consumer(const te_graph *g, const te_tensor *t)
+{
+    const te_tensor *prev = t, *e = sole_consumer(g, t);
+    while (e && same_data_shape(e, t) && reads_at_own_index(e, e->body, prev->buf)) {
+        if (stage_is_output(g, e)) return e;
+        prev = e;
+        e = sole_consumer(g, e);
+    }
+    return NULL;
+}
+
+/* Whether t is a float32 NCHW <-> NCHW[b]c conversion the transpose kernel
+ * can do, with at most one fused side (producer or consumers). */
+static bool plan_transpose(const te_graph *g, const te_tensor *t, layout_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0) return false;
+    p->g = g;
+    p->t = t;
+    p->block = transpose_block(g, t, &p->to_plain);
+    if (p->block <= 1) return false;
+    const te_tensor *x = copied_tensor(g, t);
+    if (x->kind == TE_COMPUTE) {
+        if ((x->body && x->body->kind == IR_REDUCE) || stage_is_output(g, x) ||
+            sole_consumer(g, x) != t)
+            return false;
+        p->src = x;
+    }
+    p->out = stage_is_output(g, t) ? t : layout_consumer(g, t);
+    return p->out && (p->out == t || !p->src);
+}
+
+static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
+                               const sch_knobs *kn, sch_schedule *s, bool *done)
+{
+    if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0 || t->n_axes < 3)
+        return SMELT_OK;
+    layout_plan p;
+    int64_t order = knob(kn, SCH_KNOB_ORDER), tile = knob(kn, SCH_KNOB_TILE_A);
+    if (order < 0 || order > 2) return bad_knob(ctx, t->buf->name, SCH_KNOB_ORDER, order);
+    if (tile < 0) return bad_knob(ctx, t->buf->name, SCH_KNOB_TILE_A, tile);
+    if (order != 1 && vw > 1 && plan_transpose(g, t, &p)) {
+        p.w_tile = tile ? tile : vw;
+        p.parallel = knob(kn, SCH_KNOB_PARALLEL);
+        if (p.parallel < 0 || p.parallel > 2)
+            return bad_knob(ctx, t->buf->name, SCH_KNOB_PARALLEL, p.parallel);
+        done[t->index] = done[p.out->index] = true;
+        if (p.src) done[p.src->index] = true;
+        for (const te_tensor *m = t; m != p.out; m = sole_consumer(g, m)) done[m->index] = true;
+        return layout_transpose(ctx, &p, vw, s);
+    }
+    if (!stage_is_output(g, t)) return SMELT_OK;
     const char *name = t->buf->name, *last = t->axes[t->n_axes - 1].var->name;
     int64_t ext = t->axes[t->n_axes - 1].extent;
     char inner[80];
@@ -985,7 +1117,14 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
  * They apply to the graph's main stage: its first conv/matmul anchor, else
  * the generic stage with the most work (a layout conversion has none). */
 
-typedef enum rule_kind { RULE_NONE, RULE_NCHWC, RULE_MATMUL, RULE_CONV, RULE_GENERIC } rule_kind;
+typedef enum rule_kind {
+    RULE_NONE,
+    RULE_NCHWC,
+    RULE_MATMUL,
+    RULE_CONV,
+    RULE_GENERIC,
+    RULE_LAYOUT
+} rule_kind;
 
 static bool is_generic(const te_graph *g, const te_tensor *t)
 {
@@ -1004,6 +1143,12 @@ static rule_kind main_stage(const te_graph *g, int *index)
         if (strcmp(t->tag, "conv_nchwc") == 0) return RULE_NCHWC;
         return strncmp(t->tag, "matmul", 6) == 0 ? RULE_MATMUL : RULE_CONV;
     }
+    layout_plan lp;
+    for (int i = 0; i < g->tensors.len; i++)
+        if (plan_transpose(g, g->tensors.items[i], &lp)) {
+            *index = i;
+            return RULE_LAYOUT;
+        }
     int64_t best = -1;
     for (int i = 0; i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
@@ -1084,6 +1229,18 @@ static void generic_space(const te_graph *g, const te_tensor *t, int vw, sch_kno
     }
 }
 
+/* Transposed conversions: W tiles of 1/2 to 4 vectors, the element-wise
+ * schedule instead (order 1), parallel or not. */
+static void layout_space(const te_tensor *t, int vw, sch_knob_space *sp)
+{
+    if (vw <= 1) return;
+    for (int64_t k = vw / 2; k <= 4 * vw; k *= 2)
+        if (k >= 4) add_value(sp, SCH_KNOB_TILE_A, k);
+    add_range(sp, SCH_KNOB_ORDER, 1, 2);
+    add_range(sp, SCH_KNOB_PARALLEL, 1, 2);
+    (void)t;
+}
+
 smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_width,
                                sch_knob_space *out)
 {
@@ -1092,12 +1249,14 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     int i;
     rule_kind k = main_stage(g, &i);
     const te_tensor *t = i >= 0 ? g->tensors.items[i] : NULL;
-    static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic"};
+    static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic",
+                                        "layout"};
     out->rule = rules[k];
     if (k == RULE_NCHWC) nchwc_space(anchor_output(g, t), vector_width, out);
     else if (k == RULE_MATMUL) matmul_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_CONV) conv_space(anchor_output(g, t), out);
     else if (k == RULE_GENERIC) generic_space(g, t, vector_width, out);
+    else if (k == RULE_LAYOUT) layout_space(t, vector_width, out);
     return SMELT_OK;
 }
 
@@ -1116,7 +1275,9 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
         st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
                         done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
-        if (!done[i]) st = try_layout(ctx, g, g->tensors.items[i], vector_width, s, done);
+        if (!done[i])
+            st = try_layout(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
+                            done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || done[i]) continue;
