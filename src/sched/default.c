@@ -779,11 +779,12 @@ static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tenso
  * NCHW <-> NCHW[b]c of float32 is a transpose of [b channels x W] tiles:
  * the tile is tensorized with smelt.transpose_f32 (read along the source's
  * contiguous axis, written along the destination's, in registers), W split
- * by the vector width, parallel over n, channel blocks and the rows.  Other
- * conversions (block to block, other dtypes, fused elementwise ops) are
- * nested loops rather than one fused index (whose floordiv/floormod would
- * be paid per element), the innermost axis vectorised, parallel over n and
- * channels. */
+ * into whole rows of up to 16 vectors, parallel over n, channel blocks and
+ * the rows; a fused elementwise producer or consumer chain works on the
+ * same tiles.  Other conversions (block to block, other dtypes, producer and
+ * consumer both fused) are nested loops rather than one fused index (whose
+ * floordiv/floormod would be paid per element), the innermost axis
+ * vectorised, parallel over n and channels. */
 
 /* A float32 stage whose value is one float32 load of a tensor. */
 static const te_tensor *copied_tensor(const te_graph *g, const te_tensor *t)
@@ -808,10 +809,10 @@ typedef struct layout_plan {
     int64_t parallel; /* 1 none, 2 n x channel blocks x rows */
 } layout_plan;
 
-/* Tile loops of out: n, channel blocks, rows, w.o, then [c.i] w.i [lanes];
- * returns the order's length, lead = the loops before w.o. */
+/* Tile loops of out: n, channel blocks, rows (in parallel), w.o, then
+ * [c.i] w.i [lanes]; names[] = c.o, c.i, w.o, w.i. */
 static smelt_status layout_tile(smelt_ctx *ctx, const layout_plan *p, sch_schedule *s,
-                                char (*names)[80], int *lead)
+                                char (*names)[80])
 {
     const te_tensor *o = p->out;
     const char *name = o->buf->name, *order[SMELT_MAX_RANK + 2];
@@ -826,14 +827,14 @@ static smelt_status layout_tile(smelt_ctx *ctx, const layout_plan *p, sch_schedu
     order[n++] = o->axes[0].var->name;
     order[n++] = names[0];
     for (int d = 2; d < w_axis; d++) order[n++] = o->axes[d].var->name;
-    *lead = n;
+    int lead = n;
     order[n++] = names[2];
     if (p->to_plain) order[n++] = names[1];
     order[n++] = names[3];
     if (!p->to_plain) order[n++] = o->axes[rank - 1].var->name;
     SMELT_TRY(sch_reorder(ctx, s, name, n, order));
     if (p->parallel == 2 || (p->parallel == 0 && stage_work(o) >= DEFAULT_PARALLEL_MIN_WORK))
-        SMELT_TRY(parallelize_leading(ctx, s, name, order, *lead - 1));
+        SMELT_TRY(parallelize_leading(ctx, s, name, order, lead - 1));
     return SMELT_OK;
 }
 
@@ -869,8 +870,7 @@ static smelt_status layout_transpose(smelt_ctx *ctx, const layout_plan *p, int v
                                      sch_schedule *s)
 {
     char names[4][80];
-    int lead;
-    SMELT_TRY(layout_tile(ctx, p, s, names, &lead));
+    SMELT_TRY(layout_tile(ctx, p, s, names));
     if (p->out == p->t && p->src) {
         SMELT_TRY(sch_compute_at(ctx, s, p->src->buf->name, p->t->buf->name, names[2]));
         SMELT_TRY(vectorize_last(ctx, p->src, vw, s));
@@ -885,6 +885,7 @@ static smelt_status layout_transpose(smelt_ctx *ctx, const layout_plan *p, int v
                            p->to_plain ? names[3] : p->out->axes[p->out->n_axes - 1].var->name));
     return layout_at_tile(ctx, p, names[2], s);
 }
+
 /* b when t converts a float32 tensor between NCHW and NCHW[b]c (b > 1). */
 static int64_t transpose_block(const te_graph *g, const te_tensor *t, bool *to_plain)
 {
@@ -1125,7 +1126,8 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
 
 /* ---- knobs ------------------------------------------------------------------
  * They apply to the graph's main stage: its first conv/matmul anchor, else
- * the generic stage with the most work (a layout conversion has none). */
+ * a transposing layout conversion, else the generic stage with the most
+ * work. */
 
 typedef enum rule_kind {
     RULE_NONE,
