@@ -101,7 +101,7 @@
     "#endif\n" \
     "/* Kept out of their callers: inlined, the tiles spill, and with constant\n" \
     " * strides GCC turns the row loads into a memcpy to the stack. */\n" \
-    "#if defined(__GNUC__) && !defined(__clang__)\n" \
+    "#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8\n" \
     "#define SMELT_UK_TR_NOINLINE __attribute__((noipa))\n" \
     "#elif defined(__GNUC__)\n" \
     "#define SMELT_UK_TR_NOINLINE __attribute__((noinline))\n" \
