@@ -506,6 +506,7 @@ static const lt_case k_lt_cases[] = {
     {4, {1, 6, 2, 9}, 2, true, LT_PLAIN},
     {4, {1, 32, 5, 37}, 16, false, LT_PLAIN},
     {4, {2, 16, 1, 3}, 16, false, LT_PLAIN}, /* W below the 4-wide tile */
+    {4, {1, 64, 1, 1}, 16, true, LT_PLAIN},  /* a pooled vector: 1 x 1 planes */
     {3, {1, 16, 33}, 16, false, LT_PLAIN},
     {4, {1, 24, 4, 13}, 8, false, LT_PLAIN},
     {4, {1, 12, 3, 7}, 4, false, LT_PLAIN},
