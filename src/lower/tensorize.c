@@ -96,12 +96,12 @@ typedef struct access {
 } access;
 
 static smelt_status read_access(lt *t, ir_buffer *buf, int n, ir_expr *const *idx, const int *ijk,
-                                access *out)
+                                int n_roles, access *out)
 {
     out->buf = buf;
     out->flat = simp(t, tir_flat_index(t->b, buf, n, idx));
     if (!out->flat) return smelt_errf(t->ctx, SMELT_ERR_NOMEM, "out of memory");
-    for (int r = 0; r < 3; r++)
+    for (int r = 0; r < n_roles; r++)
         if (!coef_of(t, out->flat, ijk[r], &out->coef[r]))
             return lt_err(t, "an index is not affine with constant strides in the replaced loops");
     /* nothing but i, j, k may vary inside the kernel */
@@ -119,7 +119,7 @@ static smelt_status assign_roles(lt *t, int *ijk, access *c)
     if (n_data != 2 || red < 0 || t->rq->n_inner != 3)
         return lt_err(t, "needs two data loops and one reduce loop");
     int order[3] = {data[0], data[1], red};
-    SMELT_TRY(read_access(t, t->rq->dst, t->rq->dst_n, t->rq->dst_idx, order, c));
+    SMELT_TRY(read_access(t, t->rq->dst, t->rq->dst_n, t->rq->dst_idx, order, 3, c));
     bool swap = c->coef[1] != 1 && c->coef[0] == 1;
     ijk[0] = swap ? data[1] : data[0];
     ijk[1] = swap ? data[0] : data[1];
@@ -146,8 +146,8 @@ static smelt_status assign_operands(lt *t, const int *ijk, access *a, access *bb
         y->load.buf->dtype != SMELT_DT_FLOAT32)
         return lt_err(t, "the reduced value is not a product of two float32 loads");
     access ax, ay;
-    SMELT_TRY(read_access(t, x->load.buf, x->load.n, x->load.idx, ijk, &ax));
-    SMELT_TRY(read_access(t, y->load.buf, y->load.n, y->load.idx, ijk, &ay));
+    SMELT_TRY(read_access(t, x->load.buf, x->load.n, x->load.idx, ijk, 3, &ax));
+    SMELT_TRY(read_access(t, y->load.buf, y->load.n, y->load.idx, ijk, 3, &ay));
     if (ax.coef[1] == 0 && ay.coef[0] == 0) {
         *a = ax;
         *bb = ay;
@@ -163,13 +163,10 @@ static smelt_status assign_operands(lt *t, const int *ijk, access *a, access *bb
 static ir_call_arg buf_arg(lt *t, const access *x) { return (ir_call_arg){x->buf, base_of(t, x->flat)}; }
 static ir_call_arg int_arg(lt *t, int64_t v) { return (ir_call_arg){NULL, ir_int(t->b, v)}; }
 
-static smelt_status build_gemm(lt *t, ir_stmt **out)
+/* Guards on the replaced loops shrink their extents; the others wrap the call. */
+static smelt_status split_guards(lt *t, ir_expr **ext, ir_expr **outer)
 {
-    int ijk[3] = {0, 1, 2};
-    access c = {0}, a = {0}, bb = {0};
-    SMELT_TRY(assign_roles(t, ijk, &c));
-    SMELT_TRY(assign_operands(t, ijk, &a, &bb));
-    ir_expr *ext[LT_MAX_INNER], *outer = NULL;
+    *outer = NULL;
     for (int v = 0; v < t->rq->n_inner; v++) ext[v] = ir_int(t->b, t->rq->extent[v]);
     for (int g = 0; g < t->rq->n_guards; g++) {
         ir_expr *cond = simp(t, t->rq->guards[g]);
@@ -177,9 +174,20 @@ static smelt_status build_gemm(lt *t, ir_stmt **out)
         if (uses_inner(t, cond)) {
             SMELT_TRY(apply_guard(t, cond, ext));
         } else {
-            outer = outer ? ir_binary(t->b, IR_AND, outer, cond) : cond;
+            *outer = *outer ? ir_binary(t->b, IR_AND, *outer, cond) : cond;
         }
     }
+    return SMELT_OK;
+}
+
+static smelt_status build_gemm(lt *t, ir_stmt **out)
+{
+    int ijk[3] = {0, 1, 2};
+    access c = {0}, a = {0}, bb = {0};
+    SMELT_TRY(assign_roles(t, ijk, &c));
+    SMELT_TRY(assign_operands(t, ijk, &a, &bb));
+    ir_expr *ext[LT_MAX_INNER], *outer;
+    SMELT_TRY(split_guards(t, ext, &outer));
     ir_call_arg args[11] = {
         buf_arg(t, &c), buf_arg(t, &a), buf_arg(t, &bb),
         {NULL, ext[ijk[0]]}, {NULL, ext[ijk[1]]}, {NULL, ext[ijk[2]]},
@@ -191,16 +199,51 @@ static smelt_status build_gemm(lt *t, ir_stmt **out)
     return t->b->failed ? smelt_errf(t->ctx, SMELT_ERR_NOMEM, "out of memory") : SMELT_OK;
 }
 
+/* smelt.transpose_f32(dst, src, M, N, ldd, lds): dst[i*ldd + j] = src[i + j*lds];
+ * j is the loop with unit stride in dst, i the one with unit stride in src. */
+static smelt_status build_transpose(lt *t, ir_stmt **out)
+{
+    if (t->rq->n_inner != 2 || t->rq->reduce[0] || t->rq->reduce[1])
+        return lt_err(t, "needs two data loops");
+    ir_expr *v = strip_casts(t->rq->value);
+    if (v->kind != IR_LOAD || v->load.buf->dtype != SMELT_DT_FLOAT32)
+        return lt_err(t, "the value is not one float32 load");
+    int ij[2] = {0, 1};
+    access d = {0}, src = {0};
+    SMELT_TRY(read_access(t, t->rq->dst, t->rq->dst_n, t->rq->dst_idx, ij, 2, &d));
+    if (d.coef[1] != 1 && d.coef[0] == 1) {
+        ij[0] = 1;
+        ij[1] = 0;
+        SMELT_TRY(read_access(t, t->rq->dst, t->rq->dst_n, t->rq->dst_idx, ij, 2, &d));
+    }
+    SMELT_TRY(read_access(t, v->load.buf, v->load.n, v->load.idx, ij, 2, &src));
+    int64_t m = t->rq->extent[ij[0]], n = t->rq->extent[ij[1]];
+    if (n > 1 && d.coef[1] != 1) return lt_err(t, "no loop has unit stride in the output");
+    if (m > 1 && src.coef[0] != 1)
+        return lt_err(t, "the input is not contiguous along the output's other loop");
+    if (m > 1 && d.coef[0] < n) return lt_err(t, "output rows overlap (row stride below N)");
+    ir_expr *ext[LT_MAX_INNER], *outer;
+    SMELT_TRY(split_guards(t, ext, &outer));
+    ir_call_arg args[6] = {
+        buf_arg(t, &d), buf_arg(t, &src), {NULL, ext[ij[0]]}, {NULL, ext[ij[1]]},
+        int_arg(t, d.coef[0]), int_arg(t, src.coef[1]),
+    };
+    ir_stmt *s = ir_call_stmt(t->b, t->rq->kernel, 6, args);
+    *out = outer ? ir_if(t->b, outer, s, NULL) : s;
+    return t->b->failed ? smelt_errf(t->ctx, SMELT_ERR_NOMEM, "out of memory") : SMELT_OK;
+}
+
 smelt_status lower_tensorize(smelt_ctx *ctx, ir_builder *b, const lt_request *rq, ir_stmt **out)
 {
     *out = NULL;
-    if (strcmp(rq->kernel, "smelt.gemm_f32") != 0)
+    bool gemm = strcmp(rq->kernel, "smelt.gemm_f32") == 0;
+    if (!gemm && strcmp(rq->kernel, "smelt.transpose_f32") != 0)
         return smelt_errf(ctx, SMELT_ERR_ARG, "tensorize '%s': unknown micro-kernel '%s'", rq->stage,
                           rq->kernel);
     lt t = {ctx, b, rq, {0}};
     tir_scope_init(&t.scope, NULL);
     for (int v = 0; v < rq->n_inner; v++) tir_scope_push_range(&t.scope, rq->var[v], 0, rq->extent[v] - 1);
-    smelt_status s = build_gemm(&t, out);
+    smelt_status s = gemm ? build_gemm(&t, out) : build_transpose(&t, out);
     tir_scope_fini(&t.scope);
     return s;
 }

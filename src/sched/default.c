@@ -941,15 +941,222 @@ static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tenso
 }
 
 /* ---- layout conversions (LayoutTransform, tag "layout") -------------------
- * A transpose between channel blocks: nested loops rather than one fused
- * index (whose floordiv/floormod would be paid per element), the innermost
- * axis (a block's lanes, or W) vectorised, parallel over n and channels. */
-static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
-                               sch_schedule *s, bool *done)
+ * NCHW <-> NCHW[b]c of float32 is a transpose of [b channels x W] tiles:
+ * the tile is tensorized with smelt.transpose_f32 (read along the source's
+ * contiguous axis, written along the destination's, in registers), W split
+ * into whole rows of up to 16 vectors, parallel over n, channel blocks and
+ * the rows; a fused elementwise producer or consumer chain works on the
+ * same tiles.  Other conversions (block to block, other dtypes, producer and
+ * consumer both fused) are nested loops rather than one fused index (whose
+ * floordiv/floormod would be paid per element), the innermost axis
+ * vectorised, parallel over n and channels. */
+
+/* A float32 stage whose value is one float32 load of a tensor. */
+static const te_tensor *copied_tensor(const te_graph *g, const te_tensor *t)
 {
-    if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0 || !stage_is_output(g, t) ||
-        t->n_axes < 3)
+    const ir_expr *b = t->body;
+    while (b && b->kind == IR_CAST && b->dtype == SMELT_DT_FLOAT32) b = b->bin.a;
+    if (t->buf->dtype != SMELT_DT_FLOAT32 || !b || b->kind != IR_LOAD ||
+        b->load.buf->dtype != SMELT_DT_FLOAT32)
+        return NULL;
+    return te_tensor_of(g, b->load.buf);
+}
+
+/* The plan of a blocked <-> plain transpose: t the conversion; src a fused
+ * elementwise producer computed per tile (else NULL); out the stage the
+ * tiles are laid over: t, or the last of a fused elementwise consumer chain
+ * (computed per tile, read contiguously by it). */
+typedef struct layout_plan {
+    const te_graph *g;
+    const te_tensor *t, *src, *out;
+    int64_t block, w_tile;
+    bool to_plain;
+    int64_t parallel; /* 1 none, 2 n x channel blocks x rows */
+} layout_plan;
+
+/* Tile loops of out: n, channel blocks, rows (in parallel), w.o, then
+ * [c.i] w.i [lanes]; names[] = c.o, c.i, w.o, w.i. */
+static smelt_status layout_tile(smelt_ctx *ctx, const layout_plan *p, sch_schedule *s,
+                                char (*names)[80])
+{
+    const te_tensor *o = p->out;
+    const char *name = o->buf->name, *order[SMELT_MAX_RANK + 2];
+    int rank = o->n_axes, w_axis = p->to_plain ? rank - 1 : rank - 2, n = 0;
+    const char *c = o->axes[1].var->name, *w = o->axes[w_axis].var->name;
+    iter_name(names[0], 80, c, p->to_plain ? ".o" : "");
+    iter_name(names[1], 80, c, ".i");
+    iter_name(names[2], 80, w, ".o");
+    iter_name(names[3], 80, w, ".i");
+    if (p->to_plain) SMELT_TRY(sch_split(ctx, s, name, c, p->block));
+    SMELT_TRY(sch_split(ctx, s, name, w, p->w_tile));
+    order[n++] = o->axes[0].var->name;
+    order[n++] = names[0];
+    for (int d = 2; d < w_axis; d++) order[n++] = o->axes[d].var->name;
+    int lead = n;
+    order[n++] = names[2];
+    if (p->to_plain) order[n++] = names[1];
+    order[n++] = names[3];
+    if (!p->to_plain) order[n++] = o->axes[rank - 1].var->name;
+    SMELT_TRY(sch_reorder(ctx, s, name, n, order));
+    if (p->parallel == 2 || (p->parallel == 0 && stage_work(o) >= DEFAULT_PARALLEL_MIN_WORK))
+        SMELT_TRY(parallelize_leading(ctx, s, name, order, lead - 1));
+    return SMELT_OK;
+}
+
+/* The conversion's own loops for one tile (computed at out's w.o): its
+ * two tile axes innermost, the kernel over them. */
+static smelt_status layout_at_tile(smelt_ctx *ctx, const layout_plan *p, const char *tile_loop,
+                                   sch_schedule *s)
+{
+    const te_tensor *t = p->t;
+    const char *name = t->buf->name, *order[SMELT_MAX_RANK];
+    int rank = t->n_axes, n = 0;
+    SMELT_TRY(sch_compute_at(ctx, s, name, p->out->buf->name, tile_loop));
+    if (!p->to_plain) /* n, cb, rows, w, lanes: already in place */
+        return sch_tensorize(ctx, s, name, t->axes[rank - 2].var->name, "smelt.transpose_f32");
+    order[n++] = t->axes[0].var->name;
+    for (int d = 2; d < rank - 1; d++) order[n++] = t->axes[d].var->name;
+    order[n++] = t->axes[1].var->name;
+    order[n++] = t->axes[rank - 1].var->name;
+    SMELT_TRY(sch_reorder(ctx, s, name, n, order));
+    return sch_tensorize(ctx, s, name, t->axes[1].var->name, "smelt.transpose_f32");
+}
+
+/* A per-tile elementwise stage: its innermost axis (the contiguous one,
+ * now one tile wide) vectorised. */
+static smelt_status vectorize_last(smelt_ctx *ctx, const te_tensor *e, int vw, sch_schedule *s)
+{
+    const ir_axis *last = &e->axes[e->n_axes - 1];
+    if (vw <= 1 || last->extent < 4) return SMELT_OK;
+    return sch_annotate(ctx, s, SCH_VECTORIZE, e->buf->name, last->var->name);
+}
+
+static smelt_status layout_transpose(smelt_ctx *ctx, const layout_plan *p, int vw,
+                                     sch_schedule *s)
+{
+    char names[4][80];
+    SMELT_TRY(layout_tile(ctx, p, s, names));
+    if (p->out == p->t && p->src) {
+        SMELT_TRY(sch_compute_at(ctx, s, p->src->buf->name, p->t->buf->name, names[2]));
+        SMELT_TRY(vectorize_last(ctx, p->src, vw, s));
+    }
+    if (p->out == p->t)
+        return sch_tensorize(ctx, s, p->t->buf->name, p->to_plain ? names[1] : names[3],
+                             "smelt.transpose_f32");
+    /* the consumer chain: inlined into its last stage, which reads the tile */
+    for (const te_tensor *m = sole_consumer(p->g, p->t); m != p->out; m = sole_consumer(p->g, m))
+        SMELT_TRY(sch_compute_inline(ctx, s, m->buf->name));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, p->out->buf->name,
+                           p->to_plain ? names[3] : p->out->axes[p->out->n_axes - 1].var->name));
+    return layout_at_tile(ctx, p, names[2], s);
+}
+
+/* b when t converts a float32 tensor between NCHW and NCHW[b]c (b > 1). */
+static int64_t transpose_block(const te_graph *g, const te_tensor *t, bool *to_plain)
+{
+    const te_tensor *x = copied_tensor(g, t);
+    if (!x || t->n_axes < 3) return 0;
+    *to_plain = x->n_axes == t->n_axes + 1;
+    if (!*to_plain && t->n_axes != x->n_axes + 1) return 0;
+    const ir_buffer *blocked = *to_plain ? x->buf : t->buf; /* placeholders have no axes */
+    return blocked->rank >= 4 ? blocked->shape[blocked->rank - 1] : 0;
+}
+
+/* Every load of prod in e is at e's own index (an elementwise read). */
+static bool reads_at_own_index(const te_tensor *e, const ir_expr *x, const ir_buffer *prod);
+
+typedef struct own_index_walk {
+    const te_tensor *e;
+    const ir_buffer *prod;
+    bool ok;
+} own_index_walk;
+
+static void own_index_child(void *ctx, const ir_expr *x)
+{
+    own_index_walk *w = ctx;
+    w->ok = w->ok && reads_at_own_index(w->e, x, w->prod);
+}
+
+static bool reads_at_own_index(const te_tensor *e, const ir_expr *x, const ir_buffer *prod)
+{
+    if (!x) return true;
+    if (x->kind == IR_LOAD && x->load.buf == prod) {
+        if (x->load.n != e->n_axes) return false;
+        for (int d = 0; d < e->n_axes; d++) {
+            const ir_expr *i = x->load.idx[d];
+            bool unit = e->axes[d].extent == 1 && ir_is_int(i, 0); /* broadcasts write 0 */
+            if (!unit && (i->kind != IR_VAR || i->var != e->axes[d].var)) return false;
+        }
+    }
+    own_index_walk w = {e, prod, true};
+    tir_expr_visit_children(x, own_index_child, &w);
+    return w.ok;
+}
+
+/* The last stage of t's chain of elementwise consumers when it is an
+ * output (each reading its predecessor at its own index), else NULL. */
+static const te_tensor *layout_consumer(const te_graph *g, const te_tensor *t)
+{
+    const te_tensor *prev = t, *e = sole_consumer(g, t);
+    while (e && same_data_shape(e, t) && reads_at_own_index(e, e->body, prev->buf)) {
+        if (stage_is_output(g, e)) return e;
+        prev = e;
+        e = sole_consumer(g, e);
+    }
+    return NULL;
+}
+
+/* Whether t is a float32 NCHW <-> NCHW[b]c conversion the transpose kernel
+ * can do, with at most one fused side (producer or consumers). */
+static bool plan_transpose(const te_graph *g, const te_tensor *t, layout_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0) return false;
+    p->g = g;
+    p->t = t;
+    p->block = transpose_block(g, t, &p->to_plain);
+    if (p->block <= 1) return false;
+    const te_tensor *x = copied_tensor(g, t);
+    if (x->kind == TE_COMPUTE) {
+        if ((x->body && x->body->kind == IR_REDUCE) || stage_is_output(g, x) ||
+            sole_consumer(g, x) != t)
+            return false;
+        p->src = x;
+    }
+    p->out = stage_is_output(g, t) ? t : layout_consumer(g, t);
+    return p->out && (p->out == t || !p->src);
+}
+
+/* The default W tile: whole rows up to LAYOUT_W_TILE_VECS vectors (the
+ * kernel tiles them itself; measured: 16-wide calls on 28-wide rows of
+ * 8-blocks cost twice the time of one 28-wide call). */
+#define LAYOUT_W_TILE_VECS 16
+static int64_t layout_w_tile(const layout_plan *p, int vw)
+{
+    int64_t w = p->t->axes[p->to_plain ? p->t->n_axes - 1 : p->t->n_axes - 2].extent;
+    return w < LAYOUT_W_TILE_VECS * vw ? w : LAYOUT_W_TILE_VECS * vw;
+}
+
+static smelt_status try_layout(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
+                               const sch_knobs *kn, sch_schedule *s, bool *done)
+{
+    if (t->kind != TE_COMPUTE || strcmp(t->tag, "layout") != 0 || t->n_axes < 3)
         return SMELT_OK;
+    layout_plan p;
+    int64_t order = knob(kn, SCH_KNOB_ORDER), tile = knob(kn, SCH_KNOB_TILE_A);
+    if (order < 0 || order > 2) return bad_knob(ctx, t->buf->name, SCH_KNOB_ORDER, order);
+    if (tile < 0) return bad_knob(ctx, t->buf->name, SCH_KNOB_TILE_A, tile);
+    if (order != 1 && vw > 1 && plan_transpose(g, t, &p)) {
+        p.w_tile = tile ? tile : layout_w_tile(&p, vw);
+        p.parallel = knob(kn, SCH_KNOB_PARALLEL);
+        if (p.parallel < 0 || p.parallel > 2)
+            return bad_knob(ctx, t->buf->name, SCH_KNOB_PARALLEL, p.parallel);
+        done[t->index] = done[p.out->index] = true;
+        if (p.src) done[p.src->index] = true;
+        for (const te_tensor *m = t; m != p.out; m = sole_consumer(g, m)) done[m->index] = true;
+        return layout_transpose(ctx, &p, vw, s);
+    }
+    if (!stage_is_output(g, t)) return SMELT_OK;
     const char *name = t->buf->name, *last = t->axes[t->n_axes - 1].var->name;
     int64_t ext = t->axes[t->n_axes - 1].extent;
     char inner[80];
@@ -1084,10 +1291,18 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
 
 /* ---- knobs ------------------------------------------------------------------
  * They apply to the graph's main stage: its first conv/matmul anchor, else its
- * first float32 pool, else the generic stage with the most work (a layout
- * conversion has none). */
+ * first float32 pool, else a transposing layout conversion, else the generic
+ * stage with the most work. */
 
-typedef enum rule_kind { RULE_NONE, RULE_NCHWC, RULE_MATMUL, RULE_CONV, RULE_GENERIC, RULE_POOL } rule_kind;
+typedef enum rule_kind {
+    RULE_NONE,
+    RULE_NCHWC,
+    RULE_MATMUL,
+    RULE_CONV,
+    RULE_GENERIC,
+    RULE_POOL,
+    RULE_LAYOUT
+} rule_kind;
 
 static bool is_generic(const te_graph *g, const te_tensor *t)
 {
@@ -1111,6 +1326,12 @@ static rule_kind main_stage(const te_graph *g, int *index)
         *index = i;
         return RULE_POOL;
     }
+    layout_plan lp;
+    for (int i = 0; i < g->tensors.len; i++)
+        if (plan_transpose(g, g->tensors.items[i], &lp)) {
+            *index = i;
+            return RULE_LAYOUT;
+        }
     int64_t best = -1;
     for (int i = 0; i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
@@ -1208,6 +1429,18 @@ static void pool_space(const te_tensor *t, int vw, sch_knob_space *sp)
     add_range(sp, SCH_KNOB_UNROLL, 1, 2);
 }
 
+/* Transposed conversions: W tiles of 1/2 to 16 vectors, the element-wise
+ * schedule instead (order 1), parallel or not. */
+static void layout_space(const te_tensor *t, int vw, sch_knob_space *sp)
+{
+    if (vw <= 1) return;
+    for (int64_t k = vw / 2; k <= LAYOUT_W_TILE_VECS * vw; k *= 2)
+        if (k >= 4) add_value(sp, SCH_KNOB_TILE_A, k);
+    add_range(sp, SCH_KNOB_ORDER, 1, 2);
+    add_range(sp, SCH_KNOB_PARALLEL, 1, 2);
+    (void)t;
+}
+
 smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_width,
                                sch_knob_space *out)
 {
@@ -1216,13 +1449,15 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     int i;
     rule_kind k = main_stage(g, &i);
     const te_tensor *t = i >= 0 ? g->tensors.items[i] : NULL;
-    static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic", "pool"};
+    static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic",
+                                        "pool", "layout"};
     out->rule = rules[k];
     if (k == RULE_NCHWC) nchwc_space(anchor_output(g, t), vector_width, out);
     else if (k == RULE_MATMUL) matmul_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_CONV) conv_space(anchor_output(g, t), out);
     else if (k == RULE_GENERIC) generic_space(g, t, vector_width, out);
     else if (k == RULE_POOL) pool_space(t, vector_width, out);
+    else if (k == RULE_LAYOUT) layout_space(t, vector_width, out);
     return SMELT_OK;
 }
 
@@ -1245,7 +1480,9 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
             st = try_pool(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
                           done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
-        if (!done[i]) st = try_layout(ctx, g, g->tensors.items[i], vector_width, s, done);
+        if (!done[i])
+            st = try_layout(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
+                            done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || done[i]) continue;

@@ -23,8 +23,15 @@
  *                   leaves from ITER inward are two data loops (i, j: j is the
  *                   one with unit stride in the output) and one reduce loop (k)
  *                   in any order, none of them with a stage computed at it.
- *   Lowering checks that every index is affine in i, j, k with constant
- *   strides; splits that do not divide shrink M/N/K at the edge.  After
+ *   smelt.transpose_f32  dst[i*ldd + j] = src[i + j*lds] for i < M, j < N
+ *                   (float32; in-register tile transposes).  Legal when the
+ *                   stage's value is one float32 load and the leaves from
+ *                   ITER inward are two data loops: j the one with unit stride
+ *                   in the output, i the one with unit stride in the input
+ *                   (lowering refuses other strides).  The layout rule uses
+ *                   it for NCHW <-> NCHW[b]c conversions.
+ *   Lowering checks that every index is affine in the replaced loops with
+ *   constant strides; splits that do not divide shrink M/N/K at the edge.  After
  *   tensorize, the stage's loops can no longer be split, fused or reordered,
  *   and the covered loops cannot be annotated or hold compute_at.
  * Illegal steps (unknown names, vectorizing a reduction, inlining a

@@ -375,7 +375,7 @@ static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_s
 
 /* ---- tensorize ---- */
 
-static const char *const tensor_kernels[] = {"smelt.gemm_f32"};
+static const char *const tensor_kernels[] = {"smelt.gemm_f32", "smelt.transpose_f32"};
 
 bool sch_tensor_kernel_known(const char *name)
 {
@@ -405,10 +405,19 @@ static smelt_status check_gemm_body(smelt_ctx *ctx, const sch_step *step, const 
     return SMELT_OK;
 }
 
-/* The leaves from pos inward: two data loops and one reduce loop, no
+/* transpose_f32's computation: a float32 stage that copies one float32 load. */
+static smelt_status check_copy_body(smelt_ctx *ctx, const sch_step *step, const sch_stage *sg)
+{
+    if (sg->buf->dtype != SMELT_DT_FLOAT32 || !is_f32_load(sg->body))
+        return step_err(ctx, step, "%s needs a float32 stage whose value is one float32 load",
+                        step->target);
+    return SMELT_OK;
+}
+
+/* The leaves from pos inward: two data loops and n_red reduce loops, no
  * stage computed at any of them. */
-static smelt_status check_gemm_leaves(smelt_ctx *ctx, const sch_state *st, const sch_step *step,
-                                      int si, int pos)
+static smelt_status check_kernel_leaves(smelt_ctx *ctx, const sch_state *st, const sch_step *step,
+                                        int si, int pos, int want_red)
 {
     const sch_stage *sg = &st->stages[si];
     int n_data = 0, n_red = 0;
@@ -416,9 +425,12 @@ static smelt_status check_gemm_leaves(smelt_ctx *ctx, const sch_state *st, const
         if (sg->iters[sg->leaves[k]].reduce) n_red++;
         else n_data++;
     }
-    if (n_data != 2 || n_red != 1)
-        return step_err(ctx, step, "%s covers exactly two data loops and one reduce loop; "
-                                   "reorder so that they are the innermost three", step->target);
+    if (n_data != 2 || n_red != want_red)
+        return step_err(ctx, step, want_red ? "%s covers exactly two data loops and one reduce "
+                                              "loop; reorder so that they are the innermost three"
+                                            : "%s covers exactly two data loops; reorder so that "
+                                              "they are the innermost two",
+                        step->target);
     for (int i = 0; i < st->n_stages; i++) {
         const sch_stage *p = &st->stages[i];
         if (p->attach_stage == si && !p->inlined && leaf_position(sg, p->attach_iter) >= pos)
@@ -436,8 +448,9 @@ static smelt_status apply_tensorize(smelt_ctx *ctx, sch_state *st, const sch_ste
     if (sg->inlined) return step_err(ctx, step, "an inlined stage has no loops%s", NULL);
     int it, pos;
     SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &it, &pos));
-    SMELT_TRY(check_gemm_body(ctx, step, sg));
-    SMELT_TRY(check_gemm_leaves(ctx, st, step, si, pos));
+    bool gemm = !strcmp(step->target, "smelt.gemm_f32");
+    SMELT_TRY(gemm ? check_gemm_body(ctx, step, sg) : check_copy_body(ctx, step, sg));
+    SMELT_TRY(check_kernel_leaves(ctx, st, step, si, pos, gemm ? 1 : 0));
     sg->tensor_iter = it;
     sg->tensor_kernel = smelt_arena_strdup(&st->arena, step->target);
     return sg->tensor_kernel ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");

@@ -486,6 +486,33 @@ static smelt_status run_gemm_f32(tir_interp *it, const ir_stmt *s)
     return SMELT_OK;
 }
 
+/* smelt.transpose_f32(dst, src, M, N, ldd, lds): dst[i*ldd+j] = src[i+j*lds]. */
+static smelt_status run_transpose_f32(tir_interp *it, const ir_stmt *s)
+{
+    if (s->call.n != 6)
+        return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: smelt.transpose_f32 takes 6 arguments");
+    const tir_interp_buf *bb[2];
+    int64_t v[6];
+    for (int a = 0; a < 6; a++) {
+        const ir_call_arg *arg = &s->call.args[a];
+        if ((a < 2) != (arg->buf != NULL) || (arg->buf && arg->buf->dtype != SMELT_DT_FLOAT32))
+            return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: bad smelt.transpose_f32 argument %d", a);
+        tir_value x;
+        SMELT_TRY(tir_interp_eval(it, arg->index, &x));
+        v[a] = cast_value(x, SMELT_DT_INT64).i;
+        if (a < 2 && !(bb[a] = find_buf(it, arg->buf)))
+            return smelt_errf(it->ctx, SMELT_ERR_ARG, "tir interpreter: buffer '%s' is not bound", arg->buf->name);
+    }
+    for (int64_t i = 0; i < v[2]; i++)
+        for (int64_t j = 0; j < v[3]; j++) {
+            float *d = NULL, *src = NULL;
+            SMELT_TRY(kernel_elem(it, bb[0], v[0], i * v[4] + j, &d));
+            SMELT_TRY(kernel_elem(it, bb[1], v[1], i + j * v[5], &src));
+            *d = *src;
+        }
+    return SMELT_OK;
+}
+
 smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
 {
     if (!s) return SMELT_OK;
@@ -515,6 +542,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
     }
     case IR_STMT_CALL:
         if (!strcmp(s->call.kernel, "smelt.gemm_f32")) return run_gemm_f32(it, s);
+        if (!strcmp(s->call.kernel, "smelt.transpose_f32")) return run_transpose_f32(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
                           s->call.kernel);
     default: return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: unknown statement");

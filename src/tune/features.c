@@ -405,10 +405,31 @@ static void kernel_operand(ft_walk *w, const ir_call_arg *a, double rows, double
     tir_affine_fini(&f);
 }
 
+/* smelt.transpose_f32(dst, src, M, N, ldd, lds) (sched.h): M x N floats
+ * moved, no arithmetic; both sides read or written along their unit stride. */
+static void transpose_call(ft_walk *w, const ir_stmt *s)
+{
+    const ir_call_arg *a = s->call.args;
+    w->n_lv = 0;
+    double m = arg_upper(w, a[2].index), n = arg_upper(w, a[3].index);
+    double ldd = arg_upper(w, a[4].index), lds = arg_upper(w, a[5].index);
+    w->g[TUNE_F_KERNEL_CALL] = 1;
+    w->g[TUNE_F_LOADS] += m * n * w->count;
+    w->g[TUNE_F_STORES] += m * n * w->count;
+    w->g[TUNE_F_CODE_SIZE] += w->unroll_mult;
+    kernel_operand(w, &a[0], m, n, ldd, 1, m * n, true, FT_UNIT);
+    kernel_operand(w, &a[1], n, m, lds, 1, m * n, false, FT_UNIT);
+    consider_dominant(w, 0);
+}
+
 /* smelt.gemm_f32(C, A, B, M, N, K, ldc, lda_i, lda_k, ldb_k, ldb_j)
  * (sched.h): C[M x N] += A[M x K] * B[K x N], j the vector axis. */
 static void call_stmt(ft_walk *w, const ir_stmt *s)
 {
+    if (strcmp(s->call.kernel, "smelt.transpose_f32") == 0 && s->call.n == 6) {
+        transpose_call(w, s);
+        return;
+    }
     if (strcmp(s->call.kernel, "smelt.gemm_f32") != 0 || s->call.n != 11) {
         ft_fail(w, SMELT_ERR_UNSUPPORTED, "a call to a micro-kernel without a feature description");
         return;

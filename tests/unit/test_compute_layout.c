@@ -24,9 +24,10 @@
 
 #define RANDOM_SCHEDULES 6
 
-extern const op_def op_def_LAYOUT_TRANSFORM, op_def_CONV_NCHWC, op_def_CONV;
+extern const op_def op_def_LAYOUT_TRANSFORM, op_def_CONV_NCHWC, op_def_CONV, op_def_RELU,
+    op_def_ADD;
 const op_def *const test_link_anchor[] = {&op_def_LAYOUT_TRANSFORM, &op_def_CONV_NCHWC,
-                                          &op_def_CONV};
+                                          &op_def_CONV, &op_def_RELU, &op_def_ADD};
 
 static smelt_ctx *ctx;
 
@@ -476,6 +477,278 @@ static void test_convs(void)
     }
 }
 
+/* ---- LayoutTransform on the transpose kernel (smelt.transpose_f32) ----
+ * Block sizes 2 to 16, widths with and without a tile tail (and narrower
+ * than a tile), 1 and 2 spatial dims, batch 2, and the fused forms: an
+ * elementwise producer (Relu before NCHW -> blocks) or consumer (Add after
+ * blocks -> NCHW), and both at once (the element-wise fallback).  Each
+ * through the default schedule (16 and 8 lanes), every knob value of the
+ * layout rule, random legal schedules (tir interpreter), and compiled C on
+ * each target the host runs.  A conversion moves values: results must be
+ * bit-exact. */
+
+enum { LT_PLAIN = 0, LT_RELU_BEFORE = 1, LT_ADD_AFTER = 2, LT_BOTH = 3 };
+
+typedef struct lt_case {
+    int rank;
+    int64_t dims[4]; /* plain [N, C, spatial...] */
+    int64_t block;
+    bool to_plain;
+    int fused;
+} lt_case;
+
+static const lt_case k_lt_cases[] = {
+    {4, {1, 32, 5, 37}, 16, true, LT_PLAIN},  /* W = 2 tiles + 5 */
+    {4, {2, 48, 3, 16}, 16, true, LT_PLAIN},  /* batch 2, exact tiles */
+    {3, {1, 32, 20}, 16, true, LT_PLAIN},     /* one spatial dim */
+    {4, {1, 24, 4, 13}, 8, true, LT_PLAIN},
+    {4, {1, 12, 3, 7}, 4, true, LT_PLAIN},
+    {4, {1, 6, 2, 9}, 2, true, LT_PLAIN},
+    {4, {1, 32, 5, 37}, 16, false, LT_PLAIN},
+    {4, {2, 16, 1, 3}, 16, false, LT_PLAIN}, /* W below the 4-wide tile */
+    {4, {1, 64, 1, 1}, 16, true, LT_PLAIN},  /* a pooled vector: 1 x 1 planes */
+    {3, {1, 16, 33}, 16, false, LT_PLAIN},
+    {4, {1, 24, 4, 13}, 8, false, LT_PLAIN},
+    {4, {1, 12, 3, 7}, 4, false, LT_PLAIN},
+    {4, {1, 6, 2, 9}, 2, false, LT_PLAIN},
+    {4, {1, 32, 3, 21}, 16, false, LT_RELU_BEFORE},
+    {4, {1, 8, 2, 19}, 8, false, LT_RELU_BEFORE},
+    {4, {1, 32, 3, 21}, 16, true, LT_ADD_AFTER},
+    {4, {2, 8, 2, 19}, 8, true, LT_ADD_AFTER},
+    {4, {1, 16, 3, 18}, 16, true, LT_BOTH},
+};
+
+typedef struct lt_data {
+    smelt_tensor in[2]; /* the conversion's input (layout src), the Add's other input */
+    int n_in;
+    smelt_tensor want;
+} lt_data;
+
+static float relu_f(float v) { return v > 0 ? v : 0; }
+
+static void lt_data_make(const lt_case *c, lt_data *d)
+{
+    memset(d, 0, sizeof *d);
+    smelt_tensor x = tensor_new(c->rank, c->dims);
+    fill(&x, 5);
+    int64_t n = smelt_tensor_numel(&x);
+    smelt_tensor pre = tensor_new(c->rank, c->dims); /* x after the producer */
+    for (int64_t i = 0; i < n; i++) {
+        float v = ((float *)x.data)[i];
+        ((float *)pre.data)[i] = c->fused & LT_RELU_BEFORE ? relu_f(v) : v;
+    }
+    d->in[0] = c->to_plain ? to_layout(&x, c->block) : to_layout(&x, 0);
+    d->n_in = 1;
+    smelt_tensor conv = to_layout(&pre, c->to_plain ? 0 : c->block);
+    if (c->fused & LT_ADD_AFTER) {
+        d->in[1] = tensor_new(c->rank, c->dims);
+        fill(&d->in[1], 9);
+        d->n_in = 2;
+        for (int64_t i = 0; i < n; i++) ((float *)conv.data)[i] += ((float *)d->in[1].data)[i];
+    }
+    d->want = conv;
+    free(x.data);
+    free(pre.data);
+}
+
+static void lt_data_free(lt_data *d)
+{
+    for (int i = 0; i < d->n_in; i++) free(d->in[i].data);
+    free(d->want.data);
+}
+
+static gr_value *graph_input(gr_graph *g, const char *name, const smelt_tensor *t)
+{
+    gr_value *v = gr_value_new(g, name);
+    v->dtype = SMELT_DT_FLOAT32;
+    v->rank = t->rank;
+    memcpy(v->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+    v->is_input = true;
+    smelt_ptrvec_push(&g->inputs, v);
+    return v;
+}
+
+/* x -> [Relu] -> LayoutTransform -> [Add y] -> output; nodes[] in order. */
+static gr_graph *lt_graph(const lt_case *c, const lt_data *d, gr_node **nodes, int *n_nodes)
+{
+    gr_graph *g = gr_graph_new();
+    g->opset = 19;
+    gr_value *v = graph_input(g, "x", &d->in[0]);
+    *n_nodes = 0;
+    if (c->fused & LT_RELU_BEFORE) {
+        gr_node *r = pu_node_new(ctx, g, "relu", OP_RELU, &v, 1, 1);
+        CHECK(pu_node_import(ctx, g, r) == SMELT_OK);
+        nodes[(*n_nodes)++] = r;
+        v = r->outputs[0];
+    }
+    v = layout_node(g, "convert", v, c->to_plain ? c->block : 0, c->to_plain ? 0 : c->block);
+    nodes[(*n_nodes)++] = v->producer;
+    if (c->fused & LT_ADD_AFTER) {
+        gr_value *ab[2] = {v, graph_input(g, "y", &d->in[1])};
+        gr_node *a = pu_node_new(ctx, g, "add", OP_ADD, ab, 2, 1);
+        CHECK(pu_node_import(ctx, g, a) == SMELT_OK);
+        nodes[(*n_nodes)++] = a;
+        v = a->outputs[0];
+    }
+    v->is_output = true;
+    smelt_ptrvec_push(&g->outputs, v);
+    CHECK(pass_infer_shapes(ctx, g) == SMELT_OK && gr_graph_verify(ctx, g) == SMELT_OK);
+    return g;
+}
+
+static bool bit_equal(const char *what, const float *got, const float *want, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
+        fprintf(stderr, "%s: element %lld: got %.9g, want %.9g\n", what, (long long)i, got[i],
+                want[i]);
+        return false;
+    }
+    return true;
+}
+
+/* Lower under s, run with the tir interpreter, compare bit for bit. */
+static bool lt_run_lowered(te_graph *te, const sch_schedule *s, const lt_data *d, const char *what)
+{
+    sch_state *st = NULL;
+    smelt_arena ar;
+    smelt_arena_init(&ar);
+    ir_builder b;
+    ir_builder_init(&b, &ar);
+    ir_func *f = NULL;
+    tir_interp it;
+    tir_interp_init(&it, ctx);
+    int64_t n_out = smelt_tensor_numel(&d->want);
+    float *out = calloc((size_t)n_out, sizeof *out);
+    bool ok = sch_state_build(ctx, te, s, &st) == SMELT_OK &&
+              lower_func(ctx, st, &b, "f", &f) == SMELT_OK;
+    for (int p = 0, k = 0; ok && p < f->n_params; p++) {
+        ir_buffer *buf = f->params[p];
+        if (buf->kind == IR_BUF_OUTPUT) {
+            ok = tir_interp_bind_buffer(&it, buf, out, n_out) == SMELT_OK;
+        } else {
+            ok = k < d->n_in && tir_interp_bind_buffer(&it, buf, d->in[k].data,
+                                                       smelt_tensor_numel(&d->in[k])) == SMELT_OK;
+            k++;
+        }
+    }
+    ok = ok && tir_interp_run(&it, f->body) == SMELT_OK;
+    if (!ok) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
+    ok = ok && bit_equal(what, out, d->want.data, n_out);
+    if (!ok) {
+        smelt_strbuf sb;
+        smelt_strbuf_init(&sb);
+        sch_schedule_print(s, &sb);
+        fprintf(stderr, "%s: schedule:\n%s", what, smelt_strbuf_cstr(&sb));
+        smelt_strbuf_fini(&sb);
+    }
+    free(out);
+    tir_interp_fini(&it);
+    smelt_arena_fini(&ar);
+    sch_state_free(st);
+    smelt_ctx_clear(ctx);
+    return ok;
+}
+
+static bool escapes_graph(const gr_value *v, void *user)
+{
+    (void)user;
+    return v->is_output;
+}
+
+static bool schedule_has_kernel(const sch_schedule *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->steps[i].kind == SCH_TENSORIZE) return true;
+    return false;
+}
+
+static void lt_check_schedules(const lt_case *c, const lt_data *d, int ci)
+{
+    gr_node *nodes[3];
+    int n_nodes;
+    gr_graph *g = lt_graph(c, d, nodes, &n_nodes);
+    te_graph *te = NULL;
+    te_group_io io;
+    CHECK(te_from_group(ctx, (const gr_node *const *)nodes, n_nodes, escapes_graph, NULL, &te,
+                        &io) == SMELT_OK);
+    sch_knob_space sp;
+    CHECK(te && sch_default_space(ctx, te, 16, &sp) == SMELT_OK);
+    /* the transposing rule takes every fused form but both sides at once */
+    if (te && strcmp(sp.rule, c->fused == LT_BOTH ? "generic" : "layout"))
+        fprintf(stderr, "LayoutTransform case %d: rule %s\n", ci, sp.rule);
+    CHECK(te && !strcmp(sp.rule, c->fused == LT_BOTH ? "generic" : "layout"));
+    for (int kn = 0; te && kn < SCH_KNOB_COUNT_; kn++)
+        for (int v = 0; v < sp.n_values[kn]; v++) {
+            sch_knobs knobs = {{0}};
+            knobs.v[kn] = sp.values[kn][v];
+            sch_schedule s;
+            sch_schedule_init(&s);
+            char what[128];
+            snprintf(what, sizeof what, "LayoutTransform case %d, knob %s = %lld", ci,
+                     sch_knob_name((sch_knob)kn), (long long)knobs.v[kn]);
+            CHECK(sch_default_knobs(ctx, te, 16, &knobs, &s) == SMELT_OK);
+            CHECK(lt_run_lowered(te, &s, d, what));
+            sch_schedule_fini(&s);
+        }
+    for (int k = 0; te && k < 2 + RANDOM_SCHEDULES; k++) {
+        sch_schedule s;
+        sch_schedule_init(&s);
+        char what[96];
+        snprintf(what, sizeof what, "LayoutTransform case %d, %s schedule %d", ci,
+                 k < 2 ? "default" : "random", k);
+        smelt_status st = k < 2 ? sch_default(ctx, te, k == 0 ? 16 : 8, &s)
+                                : sch_random(ctx, te, (uint64_t)(ci * 100 + k), 10, &s);
+        CHECK(st == SMELT_OK);
+        if (k < 2) CHECK(schedule_has_kernel(&s) == (c->fused != LT_BOTH));
+        CHECK(st == SMELT_OK && lt_run_lowered(te, &s, d, what));
+        sch_schedule_fini(&s);
+    }
+    te_graph_free(te);
+    gr_graph_free(g);
+}
+
+static void lt_check_compiled(const lt_case *c, const lt_data *d, int ci, const char *target)
+{
+    gr_node *nodes[3];
+    int n_nodes;
+    smelt_model *m = smelt_calloc(1, sizeof *m);
+    m->graph = lt_graph(c, d, nodes, &n_nodes);
+    smelt_options_init(&m->options);
+    smelt_options o;
+    smelt_options_init(&o);
+    o.target = target;
+    o.num_threads = 2;
+    smelt_tensor out = {0};
+    smelt_status s = smelt_model_compile(ctx, m, &o);
+    if (s == SMELT_OK) s = smelt_model_run(ctx, m, d->in, d->n_in, &out, 1);
+    char what[96];
+    snprintf(what, sizeof what, "compiled LayoutTransform case %d (%s)", ci, target);
+    if (s != SMELT_OK) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
+    CHECK(s == SMELT_OK);
+    int64_t n = smelt_tensor_numel(&d->want);
+    CHECK(out.data && smelt_tensor_numel(&out) == n && bit_equal(what, out.data, d->want.data, n));
+    smelt_free(out.data);
+    smelt_free(out.name);
+    smelt_model_free(m);
+    smelt_ctx_clear(ctx);
+}
+
+static void test_transposes(void)
+{
+    const cg_target *host = cg_target_host();
+    for (int i = 0; i < (int)SMELT_ARRAY_LEN(k_lt_cases); i++) {
+        const lt_case *c = &k_lt_cases[i];
+        lt_data d;
+        lt_data_make(c, &d);
+        lt_check_schedules(c, &d, i);
+        lt_check_compiled(c, &d, i, "generic");
+        if (host->isa >= CG_ISA_AVX2) lt_check_compiled(c, &d, i, "avx2");
+        if (host->isa >= CG_ISA_AVX512) lt_check_compiled(c, &d, i, "avx512");
+        lt_data_free(&d);
+    }
+}
+
 /* Grouped convs other than depthwise are refused with the node's name. */
 static void test_bad_group(void)
 {
@@ -500,6 +773,7 @@ int main(void)
     setenv("SMELT_CACHE_DIR", "cg-test-cache", 0);
     ctx = smelt_ctx_new();
     test_transforms();
+    test_transposes();
     test_convs();
     test_bad_group();
     smelt_ctx_free(ctx);

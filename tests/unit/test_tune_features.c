@@ -254,6 +254,23 @@ static void test_transpose_stride(void)
     CHECK_NEAR(x[TUNE_F_DOM_COUNT], lg2(32 * 48), 1e-4); /* the copy is the dominant store */
 }
 
+/* The same transpose through smelt.transpose_f32 in 16 x 16 tiles: one
+ * load and one store per element, both buffers walked along unit strides,
+ * no float work. */
+static void test_transpose_kernel(void)
+{
+    float x[TUNE_FEATURE_COUNT];
+    CHECK(features_of(transpose, "tile T i0 i1 16 16\ntensorize T i0.i smelt.transpose_f32", x));
+    const float *xb = buf_slot(x, 0), *tb = buf_slot(x, 1);
+    CHECK(x[TUNE_F_KERNEL_CALL] == 1);
+    CHECK_NEAR(x[TUNE_F_LOADS], lg2(32 * 48), 1e-4);
+    CHECK_NEAR(x[TUNE_F_STORES], lg2(32 * 48), 1e-4);
+    CHECK_NEAR(x[TUNE_F_FLOPS], 0, 0);
+    CHECK_NEAR(xb[TUNE_FB_UNIT], 1, 0);
+    CHECK_NEAR(tb[TUNE_FB_UNIT], 1, 0);
+    CHECK_NEAR(xb[TUNE_FB_WRITE_SHARE] + tb[TUNE_FB_WRITE_SHARE], 1, 0); /* one read, one written */
+}
+
 /* Removing the vectorize steps of the default matmul schedule: same work,
  * no vector loops. */
 static void test_vectorize_removed(void)
@@ -528,6 +545,7 @@ int main(void)
     test_deterministic();
     test_elementwise_counts();
     test_transpose_stride();
+    test_transpose_kernel();
     test_vectorize_removed();
     test_parallel();
     test_tiling_reuse();
