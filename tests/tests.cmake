@@ -80,6 +80,10 @@ add_test(NAME errors/bad_models
   COMMAND ${CMAKE_SOURCE_DIR}/tests/errors/check_bad_models.sh $<TARGET_FILE:smelt_cli>
           ${SMELT_BAD_MODEL_DIR})
 set_tests_properties(errors/bad_models PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
+add_test(NAME errors/data_errors
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/errors/check_data_errors.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/tests/models)
+set_tests_properties(errors/data_errors PROPERTIES TIMEOUT 300)
 # Allocation failures while loading each bad model: clean errors, no leaks.
 add_test(NAME errors/bad_models_alloc_fail
   COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
