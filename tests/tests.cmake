@@ -154,6 +154,9 @@ set_tests_properties(errors/hostile_names PROPERTIES TIMEOUT 300)
 add_test(NAME aot/tiny_cnn_embedded
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aot/tiny_cnn --embed-weights)
+add_test(NAME aot/data_error
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_data_error.py $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/tests/models/small/gather_chain.onnx ${CMAKE_BINARY_DIR}/aot/data_error)
 add_test(NAME aot/resnet18
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
           ${SMELT_MODEL_DIR}/resnet18 ${CMAKE_BINARY_DIR}/aot/resnet18)
