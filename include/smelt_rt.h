@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define SMELT_RT_ABI_VERSION 1
+#define SMELT_RT_ABI_VERSION 2 /* 2: run takes a smelt_rt_run_error, error sites */
 
 typedef enum smelt_rt_status {
     SMELT_RT_OK = 0,
@@ -24,6 +24,8 @@ typedef enum smelt_rt_status {
     SMELT_RT_ERR_IO = 3,       /* a weights file or library could not be read */
     SMELT_RT_ERR_INVALID = 4,  /* a module that is not a smelt module, or of another ABI */
     SMELT_RT_ERR_INTERNAL = 5,
+    SMELT_RT_ERR_DATA = 6,     /* the data is invalid for an op (an index out of range, an
+                                * integer division by zero): the message names the node */
 } smelt_rt_status;
 
 /* ---- Thread pool (used by generated code) ------------------------------------- */
@@ -49,6 +51,22 @@ int smelt_rt_pool_size(const smelt_rt_pool *pool);
 void smelt_rt_parallel_for(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *closure);
 
 /* ---- What a generated module exports ------------------------------------------ */
+
+/* A place in the model where generated code checks data at run time.  The
+ * error message is "node 'NODE' (OP): " + message, with "{value}" and
+ * "{position}" replaced by what the failed check reports. */
+typedef struct smelt_rt_error_site {
+    const char *node, *op, *message;
+} smelt_rt_error_site;
+
+/* Filled by a run's failed checks: the lowest site, and in it the lowest
+ * position, wins.  The caller sets site = -1 and lock = 0 before the run. */
+typedef struct smelt_rt_run_error {
+    int lock; /* spin lock for the pool's threads */
+    int site; /* index into error_sites, -1: no check failed */
+    int64_t value, position;
+} smelt_rt_run_error;
+
 typedef struct smelt_rt_io_info {
     const char *name;  /* the model's input/output name (C string literal, escaped) */
     int dtype;         /* smelt_dtype / ONNX TensorProto.DataType value */
@@ -64,9 +82,12 @@ typedef struct smelt_rt_module_info {
     int64_t weight_bytes;    /* size of the weight blob the entry reads */
     const unsigned char *embedded_weights; /* non-NULL when built with --embed-weights */
     /* Run the model: inputs/outputs in model order; arena has arena_bytes,
-     * 64-byte aligned; returns 0. */
+     * 64-byte aligned; returns 0, or non-zero when a temporary could not be
+     * allocated or a check failed (then rterr->site >= 0). */
     int (*run)(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
-               const void *const *inputs, void *const *outputs);
+               const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr);
+    int num_error_sites;
+    const smelt_rt_error_site *error_sites;
 } smelt_rt_module_info;
 
 /* Every generated module defines this symbol. */
@@ -89,8 +110,10 @@ const smelt_rt_module_info *smelt_rt_model_info(const smelt_rt_model *m);
 
 /* Checks count, dtype, shape and sizes of every buffer against the module's
  * description, then runs.  inputs[i]/outputs[i] point to dense row-major data
- * with the byte sizes given.  On error nothing is written to the outputs and
- * smelt_rt_model_error(m) says what was expected. */
+ * with the byte sizes given.  On an argument error nothing is written to the
+ * outputs and smelt_rt_model_error(m) says what was expected; on invalid data
+ * (SMELT_RT_ERR_DATA) the outputs are unspecified and the message names the
+ * node, the op and the offending value, as the reference kernels do. */
 smelt_rt_status smelt_rt_model_run(smelt_rt_model *m, const void *const *inputs,
                                    const size_t *input_bytes, int num_inputs,
                                    void *const *outputs, const size_t *output_bytes,

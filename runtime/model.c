@@ -141,6 +141,23 @@ static int check_io_list(const smelt_rt_io_info *list, int count, const char *wh
     return 1;
 }
 
+static int check_error_sites(const smelt_rt_module_info *info, char *err, size_t err_size)
+{
+    int n = info->num_error_sites;
+    if (n < 0 || n > RT_MAX_IO * 16 || (n > 0 && !info->error_sites)) {
+        set_err(err, err_size, "invalid module: bad error site count %d", n);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        const smelt_rt_error_site *site = &info->error_sites[i];
+        if (!site->node || !site->op || !site->message) {
+            set_err(err, err_size, "invalid module: error site %d has no text", i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int check_module(const smelt_rt_module_info *info, char *err, size_t err_size)
 {
     if (!info) {
@@ -159,7 +176,8 @@ static int check_module(const smelt_rt_module_info *info, char *err, size_t err_
         return 0;
     }
     return check_io_list(info->inputs, info->num_inputs, "input", err, err_size) &&
-           check_io_list(info->outputs, info->num_outputs, "output", err, err_size);
+           check_io_list(info->outputs, info->num_outputs, "output", err, err_size) &&
+           check_error_sites(info, err, err_size);
 }
 
 /* ---- construction ---- */
@@ -352,6 +370,33 @@ static smelt_rt_status check_overlap(smelt_rt_model *m, const void *const *in, c
     return SMELT_RT_OK;
 }
 
+/* "node 'N' (Op): " + the site's message with {value} and {position} filled
+ * in (src/tir/ir.c ir_check_format writes the compiler's side the same way). */
+static smelt_rt_status report_check(smelt_rt_model *m, const smelt_rt_run_error *r)
+{
+    const smelt_rt_module_info *info = m->info;
+    if (r->site >= info->num_error_sites)
+        return model_err(m, SMELT_RT_ERR_INTERNAL, "invalid module: error site %d of %d", r->site,
+                         info->num_error_sites);
+    const smelt_rt_error_site *site = &info->error_sites[r->site];
+    size_t cap = sizeof m->error, n = 0;
+    int len = snprintf(m->error, cap, "node '%s' (%s): ", site->node, site->op);
+    n = len < 0 ? 0 : (size_t)len < cap ? (size_t)len : cap - 1;
+    for (const char *p = site->message; *p && n + 1 < cap;) {
+        int is_value = strncmp(p, "{value}", 7) == 0, is_pos = strncmp(p, "{position}", 10) == 0;
+        if (is_value || is_pos) {
+            len = snprintf(m->error + n, cap - n, "%lld",
+                           (long long)(is_value ? r->value : r->position));
+            n = len < 0 || (size_t)len >= cap - n ? cap - 1 : n + (size_t)len;
+            p += is_value ? 7 : 10;
+        } else {
+            m->error[n++] = *p++;
+        }
+    }
+    m->error[n] = '\0';
+    return SMELT_RT_ERR_DATA;
+}
+
 static smelt_rt_status run_checked(smelt_rt_model *m, const void *const *inputs,
                                    const size_t *input_bytes, int num_inputs,
                                    void *const *outputs, const size_t *output_bytes,
@@ -365,8 +410,11 @@ static smelt_rt_status run_checked(smelt_rt_model *m, const void *const *inputs,
                           (const void *const *)outputs, output_bytes, num_outputs);
     if (s == SMELT_RT_OK) s = check_overlap(m, inputs, input_bytes, outputs, output_bytes);
     if (s != SMELT_RT_OK) return s;
-    if (info->run(m->pool, m->weights, m->arena, inputs, outputs) != 0)
-        return model_err(m, SMELT_RT_ERR_NOMEM, "out of memory for a temporary buffer while running");
+    smelt_rt_run_error rterr = {0, -1, 0, 0};
+    if (info->run(m->pool, m->weights, m->arena, inputs, outputs, &rterr) != 0)
+        return rterr.site >= 0 ? report_check(m, &rterr)
+                               : model_err(m, SMELT_RT_ERR_NOMEM,
+                                           "out of memory for a temporary buffer while running");
     m->error[0] = '\0';
     return SMELT_RT_OK;
 }

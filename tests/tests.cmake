@@ -80,6 +80,10 @@ add_test(NAME errors/bad_models
   COMMAND ${CMAKE_SOURCE_DIR}/tests/errors/check_bad_models.sh $<TARGET_FILE:smelt_cli>
           ${SMELT_BAD_MODEL_DIR})
 set_tests_properties(errors/bad_models PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
+add_test(NAME errors/data_errors
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/errors/check_data_errors.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/tests/models)
+set_tests_properties(errors/data_errors PROPERTIES TIMEOUT 300)
 # Allocation failures while loading each bad model: clean errors, no leaks.
 add_test(NAME errors/bad_models_alloc_fail
   COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
@@ -150,6 +154,9 @@ set_tests_properties(errors/hostile_names PROPERTIES TIMEOUT 300)
 add_test(NAME aot/tiny_cnn_embedded
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aot/tiny_cnn --embed-weights)
+add_test(NAME aot/data_error
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_data_error.py $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/tests/models/small/gather_chain.onnx ${CMAKE_BINARY_DIR}/aot/data_error)
 add_test(NAME aot/resnet18
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
           ${SMELT_MODEL_DIR}/resnet18 ${CMAKE_BINARY_DIR}/aot/resnet18)

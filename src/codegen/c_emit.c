@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "codegen/c_internal.h"
+#include "tir/mutate.h"
 
 /* Temps up to this size live on the stack, as long as the temps live on
  * one path stay under STACK_BUDGET; larger ones are heap-allocated. */
@@ -379,6 +380,7 @@ typedef struct free_set {
     cg_ptrmap seen;       /* already collected */
     smelt_ptrvec vars;    /* free ir_var* in first-use order */
     smelt_ptrvec bufs;    /* free ir_buffer* in first-use order */
+    bool has_check;       /* the body holds an IR_STMT_CHECK: it needs rterr_ */
     bool failed;
 } free_set;
 
@@ -467,6 +469,12 @@ static void fs_stmt(free_set *fs, const ir_stmt *s)
             fs_expr(fs, s->call.args[i].index);
         }
         return;
+    case IR_STMT_CHECK:
+        fs->has_check = true;
+        fs_expr(fs, s->check.cond);
+        fs_expr(fs, s->check.value);
+        fs_expr(fs, s->check.position);
+        return;
     default: return;
     }
 }
@@ -529,6 +537,7 @@ static void emit_task_function(cg_emitter *e, const free_set *fs, const char *na
     }
     smelt_strbuf_append(t, "    int64_t lo;\n");
     if (needs_err) smelt_strbuf_append(t, "    int *err;\n");
+    if (fs->has_check) smelt_strbuf_append(t, "    smelt_rt_run_error *rterr;\n");
     smelt_strbuf_printf(t, "} %s_t;\n\n", name);
     smelt_strbuf_printf(t, "static void %s(void *arg_, int64_t begin_, int64_t end_)\n{\n", name);
     smelt_strbuf_printf(t, "    const %s_t *cl_ = (const %s_t *)arg_;\n", name, name);
@@ -547,6 +556,7 @@ static void emit_task_function(cg_emitter *e, const free_set *fs, const char *na
         smelt_strbuf_append(t, ";\n");
     }
     if (needs_err) smelt_strbuf_append(t, "    int err_ = 0;\n");
+    if (fs->has_check) smelt_strbuf_append(t, "    smelt_rt_run_error *rterr_ = cl_->rterr;\n");
     smelt_strbuf_appendn(t, body->data ? body->data : "", body->len);
     if (needs_err) {
         e->helpers[CG_H_SETERR] = true;
@@ -597,6 +607,7 @@ static void emit_parallel(cg_emitter *e, const ir_stmt *s)
     }
     cg_line(e, "cl_.lo = %s;", mn ? mn : "0");
     if (task_err) cg_line(e, "cl_.err = &err_;");
+    if (fs.has_check) cg_line(e, "cl_.rterr = rterr_;");
     cg_line(e, "smelt_par_(pool, %s, %s, &cl_);", ext ? ext : "0", name);
     e->indent--;
     cg_line(e, "}");
@@ -720,6 +731,39 @@ static void emit_allocate(cg_emitter *e, const ir_stmt *s)
     cg_line(e, "}");
 }
 
+/* The site's number in the module's table (program order). */
+static int site_index(cg_emitter *e, const ir_check_site *site)
+{
+    for (int i = 0; i < e->sites.len; i++)
+        if (e->sites.items[i] == site) return i;
+    if (!smelt_ptrvec_push(&e->sites, (void *)site)) {
+        cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+        return -1;
+    }
+    return e->sites.len - 1;
+}
+
+static void emit_check(cg_emitter *e, const ir_stmt *s)
+{
+    int site = site_index(e, s->check.site);
+    char *cond = expr_text(e, s->check.cond, CG_INDEX);
+    char *val = expr_text(e, s->check.value, CG_INDEX);
+    char *pos = expr_text(e, s->check.position, CG_INDEX);
+    if (site >= 0 && cond && val && pos) {
+        cg_line(e, "if (!(%s)) {", cond);
+        cg_line(e, "    smelt_check_fail_(rterr_, %d, (int64_t)(%s), (int64_t)(%s));", site, val, pos);
+        cg_line(e, "    err_ = 1;");
+        cg_line(e, "}");
+    } else if (e->status == SMELT_OK) {
+        cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    }
+    e->needs_err = true;
+    e->helpers[CG_H_CHECK_FAIL] = true;
+    smelt_free(cond);
+    smelt_free(val);
+    smelt_free(pos);
+}
+
 static void emit_if(cg_emitter *e, const ir_stmt *s)
 {
     char *cond = expr_text(e, s->if_.cond, CG_INDEX);
@@ -796,6 +840,7 @@ void cg_stmt(cg_emitter *e, const ir_stmt *s)
     case IR_STMT_ALLOCATE: emit_allocate(e, s); return;
     case IR_STMT_IF: emit_if(e, s); return;
     case IR_STMT_CALL: emit_call_stmt(e, s); return;
+    case IR_STMT_CHECK: emit_check(e, s); return;
     default: cg_fail(e, SMELT_ERR_INTERNAL, "codegen: unknown statement kind %d", (int)s->kind);
     }
 }
@@ -862,6 +907,7 @@ static void reset_function_state(cg_emitter *e, int index)
 static void emit_signature(cg_emitter *e, const ir_func *f, smelt_strbuf *out)
 {
     smelt_strbuf_printf(out, "static int f_%d(smelt_rt_pool *pool", e->func_index);
+    if (e->has_checks) smelt_strbuf_append(out, ", smelt_rt_run_error *rterr_");
     for (int i = 0; i < f->n_params; i++) {
         const ir_buffer *b = f->params[i];
         smelt_strbuf_printf(out, ", %s%s *%sp%d", param_is_const(b) ? "const " : "",
@@ -870,9 +916,25 @@ static void emit_signature(cg_emitter *e, const ir_func *f, smelt_strbuf *out)
     smelt_strbuf_append(out, ")");
 }
 
+static void note_check(void *ctx, const ir_stmt *s)
+{
+    bool *found = ctx;
+    if (*found) return;
+    if (s->kind == IR_STMT_CHECK) *found = true;
+    else tir_stmt_visit_children(s, NULL, note_check, ctx);
+}
+
+static bool holds_check(const ir_stmt *s)
+{
+    bool found = false;
+    if (s) note_check(&found, s);
+    return found;
+}
+
 static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strbuf *out)
 {
     reset_function_state(e, index);
+    e->has_checks = holds_check(f->body);
     e->use_restrict = func_may_use_restrict(e->prog, f);
     for (int i = 0; i < f->n_params; i++) {
         const ir_buffer *b = f->params[i];
@@ -987,8 +1049,9 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
     const ir_program *p = e->prog;
     smelt_strbuf_append(out, "static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, "
                              "unsigned char *arena,\n                      const void *const *inputs, "
-                             "void *const *outputs)\n{\n    int err = 0;\n");
-    smelt_strbuf_append(out, "    (void)weights;\n    (void)arena;\n    (void)inputs;\n    (void)outputs;\n");
+                             "void *const *outputs, smelt_rt_run_error *rterr)\n{\n    int err = 0;\n");
+    smelt_strbuf_append(out, "    (void)weights;\n    (void)arena;\n    (void)inputs;\n    (void)outputs;\n"
+                             "    (void)rterr;\n");
     for (int c = 0; c < p->n_calls && e->status == SMELT_OK; c++) {
         const ir_call_site *cs = &p->calls[c];
         int fi = cs->func ? func_index(p, cs->func) : -1;
@@ -996,7 +1059,8 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
             cg_fail(e, SMELT_ERR_INTERNAL, "codegen: call %d targets a function not in the program", c);
             return;
         }
-        smelt_strbuf_printf(out, "    if ((err = f_%d(pool", fi);
+        smelt_strbuf_printf(out, "    if ((err = f_%d(pool%s", fi,
+                            holds_check(cs->func->body) ? ", rterr" : "");
         for (int a = 0; a < cs->func->n_params; a++) {
             if (!check_slot(e, c, a, &cs->args[a], cs->func->params[a])) return;
             smelt_strbuf_append(out, ",\n            ");
@@ -1055,6 +1119,25 @@ static void emit_weights_array(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "};\n\n");
 }
 
+/* Node and op names come from the model: escaped like every name. */
+static void emit_error_sites(cg_emitter *e, smelt_strbuf *out)
+{
+    if (e->sites.len == 0) return;
+    smelt_strbuf_printf(out, "static const smelt_rt_error_site smelt_error_sites_[%d] = {\n",
+                        e->sites.len);
+    for (int i = 0; i < e->sites.len; i++) {
+        const ir_check_site *site = e->sites.items[i];
+        smelt_strbuf_append(out, "    {");
+        cg_append_string_literal(out, site->node);
+        smelt_strbuf_append(out, ", ");
+        cg_append_string_literal(out, site->op);
+        smelt_strbuf_append(out, ", ");
+        cg_append_string_literal(out, site->message);
+        smelt_strbuf_append(out, "},\n");
+    }
+    smelt_strbuf_append(out, "};\n\n");
+}
+
 static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
 {
     const ir_program *p = e->prog;
@@ -1062,6 +1145,7 @@ static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
     emit_io_list(e, "smelt_inputs_", p->inputs, p->n_inputs, out);
     emit_io_list(e, "smelt_outputs_", p->outputs, p->n_outputs, out);
     if (embed) emit_weights_array(e, out);
+    emit_error_sites(e, out);
     smelt_strbuf_append(out, "const smelt_rt_module_info smelt_module_info = {\n");
     smelt_strbuf_append(out, "    SMELT_RT_ABI_VERSION,\n");
     smelt_strbuf_printf(out, "    %d, %d, /* inputs, outputs */\n", p->n_inputs, p->n_outputs);
@@ -1070,7 +1154,10 @@ static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_printf(out, "    INT64_C(%lld), /* arena bytes */\n", (long long)p->arena_bytes);
     smelt_strbuf_printf(out, "    INT64_C(%lld), /* weight bytes */\n", (long long)p->weight_bytes);
     smelt_strbuf_printf(out, "    %s,\n", embed ? "smelt_weights_" : "NULL");
-    smelt_strbuf_append(out, "    smelt_run_,\n};\n");
+    smelt_strbuf_append(out, "    smelt_run_,\n");
+    smelt_strbuf_printf(out, "    %d, %s, /* error sites */\n", e->sites.len,
+                        e->sites.len ? "smelt_error_sites_" : "NULL");
+    smelt_strbuf_append(out, "};\n");
 }
 
 /* ---- program ---- */
@@ -1105,6 +1192,7 @@ static void emitter_fini(cg_emitter *e)
     cg_ptrmap_fini(&e->var_ids);
     cg_ptrmap_fini(&e->buf_ids);
     smelt_free(e->bufs);
+    smelt_ptrvec_fini(&e->sites);
     smelt_strbuf_fini(&e->tasks);
     smelt_arena_fini(&e->arena);
 }

@@ -29,6 +29,7 @@ typedef enum cg_helper {
     CG_H_ALLOC64,
     CG_H_PARALLEL,
     CG_H_SETERR,
+    CG_H_CHECK_FAIL,
     CG_H_COUNT_
 } cg_helper;
 
@@ -86,6 +87,8 @@ typedef struct cg_emitter {
     bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */
     bool uses_pool;
     bool needs_err;      /* a heap temp may fail: err_ is needed */
+    bool has_checks;     /* the function takes rterr_ (it holds IR_STMT_CHECKs) */
+    smelt_ptrvec sites;  /* const ir_check_site*, numbered in program order */
 
     /* per-lane emission: lane_var prints as (lane_var + lane) */
     const ir_var *lane_var;

@@ -205,6 +205,22 @@ static const helper_text helpers[] = {
      "#else\n"
      "    *flag = 1;\n"
      "#endif\n}\n\n"},
+    {CG_H_CHECK_FAIL, CG_H_COUNT_,
+     "/* A failed run-time check: keep the first site, and in it the lowest\n"
+     " * position, whichever thread gets here first. */\n"
+     "static void smelt_check_fail_(smelt_rt_run_error *r, int site, int64_t value, int64_t pos)\n{\n"
+     "#if defined(__GNUC__)\n"
+     "    while (__atomic_exchange_n(&r->lock, 1, __ATOMIC_ACQUIRE))\n"
+     "        ;\n"
+     "#endif\n"
+     "    if (r->site < 0 || site < r->site || (site == r->site && pos < r->position)) {\n"
+     "        r->site = site;\n"
+     "        r->value = value;\n"
+     "        r->position = pos;\n"
+     "    }\n"
+     "#if defined(__GNUC__)\n"
+     "    __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);\n"
+     "#endif\n}\n\n"},
 };
 
 _Static_assert(SMELT_ARRAY_LEN(helpers) == CG_H_COUNT_, "one text per helper");

@@ -501,6 +501,20 @@ static ir_stmt *init_nest(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int 
     return s;
 }
 
+/* A check stage's point: let value = body in check(ok), at the point's
+ * row-major position in the checked domain. */
+static ir_stmt *check_point(nest_ctx *nc, const sch_stage *sg, ir_expr *const *idx, ir_expr *body)
+{
+    ir_builder *b = nc->b;
+    ir_expr *pos = ir_int(b, 0);
+    for (int d = 0; d < sg->n_axes; d++)
+        pos = ir_add(b, ir_mul(b, pos, ir_int(b, sg->buf->shape[d])), idx[d]);
+    ir_var *v = ir_var_new(b, sg->check->value->name, SMELT_DT_INT64);
+    ir_subst map = {sg->check->value, ir_var_ref(b, v)};
+    ir_expr *ok = ir_expr_substitute(b, sg->check->ok, &map, 1);
+    return ir_let(b, v, body, ir_check(b, ok, ir_var_ref(b, v), pos, &sg->check->site));
+}
+
 static ir_stmt *innermost_store(nest_ctx *nc, const sch_stage *sg, iter_vals *iv,
                                 const region *own, int si)
 {
@@ -512,7 +526,8 @@ static ir_stmt *innermost_store(nest_ctx *nc, const sch_stage *sg, iter_vals *iv
     ir_expr *value = stage_body(nc, sg, iv, own);
     if (sg->body->kind == IR_REDUCE)
         value = combine(b, sg->body->reduce.op, ir_load(b, dst, sg->n_axes, idx), value);
-    ir_stmt *s = ir_store(b, dst, sg->n_axes, idx, value);
+    ir_stmt *s = sg->check ? check_point(nc, sg, idx, value)
+                           : ir_store(b, dst, sg->n_axes, idx, value);
     ir_expr *g = split_guards(nc, sg, iv, false), *gr = split_guards(nc, sg, iv, true);
     if (own) /* a region may overhang the tensor at its edges */
         for (int d = 0; d < sg->n_axes; d++) {
@@ -656,7 +671,7 @@ static smelt_status emit_root(nest_ctx *nc, int si, smelt_ptrvec *items, smelt_p
     ir_stmt *nest;
     SMELT_TRY(build_stage(nc, si, NULL, &nest));
     if (!smelt_ptrvec_push(items, nest)) return oom(nc);
-    if (!sg->is_output && !smelt_ptrvec_push(temps, sg->buf)) return oom(nc);
+    if (!sg->is_output && !sg->check && !smelt_ptrvec_push(temps, sg->buf)) return oom(nc);
     return SMELT_OK;
 }
 
@@ -688,7 +703,7 @@ smelt_status lower_build_nests(smelt_ctx *ctx, const sch_state *st, ir_builder *
     smelt_ptrvec items = {0}, temps = {0};
     smelt_status s = SMELT_OK;
     for (int i = 0; s == SMELT_OK && i < st->n_stages; i++)
-        if (st->stages[i].is_output) s = emit_root(&nc, i, &items, &temps, 0);
+        if (st->stages[i].is_output || st->stages[i].check) s = emit_root(&nc, i, &items, &temps, 0);
     ir_stmt *body = s == SMELT_OK ? ir_seq(b, items.len, (ir_stmt *const *)items.items) : NULL;
     for (int i = temps.len - 1; s == SMELT_OK && i >= 0; i--) body = ir_allocate(b, temps.items[i], body);
     smelt_ptrvec_fini(&items);

@@ -1046,6 +1046,39 @@ static smelt_status bin_te_finish(op_compute_args *a, te_body_fn body, bin_te *b
     return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 
+/* ---- integer division by zero ----------------------------------------------------
+ * The reference fails on a zero divisor; compiled code keeps its guarded
+ * division (no trap) and reports the zero through a check stage: a serial
+ * pass over the divisor.  A constant divisor without zeros needs none. */
+static ir_expr *divisor_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return ir_cast(&g->b, SMELT_DT_INT64, te_read(g, (const te_tensor *)user, idx));
+}
+
+static bool const_has_zero(const smelt_tensor *t)
+{
+    for (int64_t i = 0; i < op_numel(t); i++)
+        if (op_get_i64(t, i) == 0) return true;
+    return false;
+}
+
+static smelt_status add_divisor_check(op_compute_args *a, const bin_te *bt)
+{
+    bool divides = bt->kind == BIN_DIV || bt->kind == BIN_MOD || bt->kind == BIN_FMOD;
+    if (!divides || op_dtype_is_float(bt->in[1]->buf->dtype) || op_numel(&a->out_type[0]) == 0)
+        return SMELT_OK;
+    if (a->in_const[1] && !const_has_zero(a->in_const[1])) return SMELT_OK;
+    ir_builder *b = &a->te->b;
+    ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
+    ir_expr *ok = ir_binary(b, IR_NE, ir_var_ref(b, v), ir_int(b, 0));
+    ir_check_site site = {.node = a->node->name, .op = a->node->op_type,
+                          .message = k_err_div_zero};
+    const te_tensor *d = bt->in[1];
+    te_tensor *t = te_check_compute(a->te, "check", d->n_axes, d->buf->shape, divisor_body,
+                                    (void *)d, v, ok, &site);
+    return t ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 /* Two operands; B may line up at a legacy (opset < 7) axis instead of the end. */
 static smelt_status binary_compute(op_compute_args *a)
 {
@@ -1056,6 +1089,7 @@ static smelt_status binary_compute(op_compute_args *a)
     for (int k = 0; k < 2; k++) placeholder_type(bt.in[k], &types[k]);
     SMELT_TRY(operands(a->ctx, a->node, type_ptrs, ops, &b_view));
     bt.first[1] = a->out_type[0].rank - ops[1]->rank;
+    SMELT_TRY(add_divisor_check(a, &bt));
     return bin_te_finish(a, a->node->op == OP_POW ? pow_body : binary_body, &bt);
 }
 

@@ -629,8 +629,9 @@ typedef struct gather_te {
 } gather_te;
 
 /* The data index an index value selects.  The reference rejects an
- * out-of-range index at run time; compiled code cannot report it per element,
- * so it clamps the index into the axis: no read can leave the tensor. */
+ * out-of-range index at run time; compiled code reports it through a check
+ * stage (index_check) and still clamps here, so no read can leave the tensor
+ * and the gather's own loops stay free of branches. */
 static ir_expr *gather_source(ir_builder *b, ir_expr *raw, int64_t dim)
 {
     return clamp_expr(b, wrap_expr(b, ir_cast(b, SMELT_DT_INT64, raw), dim), 0, dim - 1);
@@ -657,6 +658,57 @@ static ir_expr *gather_elements_body(te_graph *g, ir_expr *const *idx, void *use
     return te_read(g, s->x, xi);
 }
 
+/* ---- run-time index checks ----------------------------------------------------------
+ * One check stage per index tensor (per component for ScatterND): a serial
+ * pass over the indices, reporting the first one outside [-dim, dim) with the
+ * reference kernel's message.  Constant indices all in range need none. */
+typedef struct index_check {
+    const te_tensor *ind;
+    int component; /* ScatterND: the index tuple's entry, else -1 */
+} index_check;
+
+static ir_expr *index_check_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const index_check *c = user;
+    ir_expr *ii[SMELT_MAX_RANK];
+    int n = c->ind->n_axes;
+    for (int d = 0; d < n; d++) ii[d] = d < n - 1 || c->component < 0 ? idx[d] : NULL;
+    if (c->component >= 0) ii[n - 1] = ir_int(&g->b, c->component);
+    return ir_cast(&g->b, SMELT_DT_INT64, te_read(g, c->ind, ii));
+}
+
+static bool const_indices_in_range(const smelt_tensor *ind, int component, int64_t dim)
+{
+    int64_t n = op_numel(ind), k = component >= 0 ? ind->dims[ind->rank - 1] : 1;
+    for (int64_t i = component >= 0 ? component : 0; i < n; i += k) {
+        int64_t w;
+        if (!wrap_index(op_get_i64(ind, i), dim, &w)) return false;
+    }
+    return true;
+}
+
+static smelt_status add_index_check(op_compute_args *a, int component, int64_t dim,
+                                    const char *message)
+{
+    const te_tensor *ind = a->in[1];
+    const smelt_tensor *c = const_at(a, 1);
+    if (c && const_indices_in_range(c, component, dim)) return SMELT_OK;
+    ir_builder *b = &a->te->b;
+    ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
+    ir_expr *vr = ir_var_ref(b, v);
+    ir_expr *ok = ir_binary(b, IR_AND, ir_binary(b, IR_GE, vr, ir_int(b, -dim)),
+                            ir_binary(b, IR_LT, vr, ir_int(b, dim)));
+    index_check ic = {.ind = ind, .component = component};
+    int rank = component >= 0 ? ind->n_axes - 1 : ind->n_axes;
+    ir_check_site site = {.node = a->node->name, .op = a->node->op_type, .message = message};
+    char name[32];
+    if (component >= 0) snprintf(name, sizeof name, "check%d", component);
+    else snprintf(name, sizeof name, "check");
+    te_tensor *t = te_check_compute(a->te, name, rank, ind->buf->shape, index_check_body, &ic,
+                                    v, ok, &site);
+    return t ? SMELT_OK : compute_done(a, NULL);
+}
+
 static smelt_status gather_compute(op_compute_args *a)
 {
     if (output_is_empty(a)) return empty_compute(a);
@@ -665,6 +717,11 @@ static smelt_status gather_compute(op_compute_args *a)
     if (s.x->buf->shape[s.axis] == 0)
         return op_errf(a->ctx, a->node, SMELT_ERR_SHAPE,
                        "cannot gather from axis %d of size 0", s.axis);
+    char msg[160];
+    int64_t dim = s.x->buf->shape[s.axis];
+    snprintf(msg, sizeof msg, "index {value} at position {position} is out of range for axis %d "
+             "of size %lld", s.axis, (long long)dim);
+    SMELT_TRY(add_index_check(a, -1, dim, msg));
     const smelt_tensor *o = &a->out_type[0];
     te_body_fn body = a->node->op == OP_GATHER ? gather_body : gather_elements_body;
     te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, body, &s, "injective");
@@ -976,6 +1033,12 @@ static smelt_status scatter_nd_compute(op_compute_args *a)
     s.acc_dt = dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
     const int64_t *shape = s.x->buf->shape;
     int rank = s.x->n_axes;
+    for (int j = 0; j < s.k; j++) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "index {value} (update {position}, component %d) is out of "
+                 "range for 'data' dim %d of size %lld", j, j, (long long)shape[j]);
+        SMELT_TRY(add_index_check(a, j, shape[j], msg));
+    }
     if (s.red == OP_SCATTER_NONE) {
         s.hits = te_compute(a->te, "y_last", SMELT_DT_INT64, s.k, shape, scatter_last_body, &s,
                             s.nb > 0 ? "reduce" : "injective");

@@ -1499,6 +1499,7 @@ static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te
                                      inline_plan *plan)
 {
     {
+        if (t->check) return SMELT_OK; /* a serial pass over the checked data is cheap */
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
         if (!stage_is_output(g, t) && !is_reduce && inline_fits(plan, t))
             return sch_compute_inline(ctx, s, t->buf->name);

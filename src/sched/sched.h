@@ -136,6 +136,7 @@ typedef struct sch_stage {
     ir_axis reduce_axes[SMELT_MAX_RANK];
     bool is_placeholder;
     bool is_output;        /* a te_graph output: storage is a function parameter */
+    const te_check *check; /* a check stage: no storage, never inlined or attached */
     bool inlined;
     int attach_stage;      /* -1: computed at root */
     int attach_iter;

@@ -87,6 +87,7 @@ static smelt_status init_stage(smelt_ctx *ctx, sch_state *st, sch_stage *sg, con
     sg->attach_stage = sg->attach_iter = -1;
     sg->tensor_iter = -1;
     sg->tag = t->tag;
+    sg->check = t->check;
     sg->n_axes = t->n_axes;
     for (int i = 0; i < t->n_axes; i++) sg->axes[i] = t->axes[i];
     for (int i = 0; i < st->te->outputs.len; i++)
@@ -294,7 +295,7 @@ static int64_t inlined_nodes(const ir_expr *body, const ir_buffer *prod, int64_t
 static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
 {
     sch_stage *sg = &st->stages[si];
-    if (sg->is_placeholder || sg->is_output)
+    if (sg->is_placeholder || sg->is_output || sg->check)
         return step_err(ctx, step, "only intermediate computes can be inlined%s", NULL);
     if (sg->n_reduce) return step_err(ctx, step, "a reduction cannot be inlined%s", NULL);
     if (sg->attach_stage >= 0) return step_err(ctx, step, "stage is already computed at a loop%s", NULL);
@@ -323,7 +324,7 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
     int ci = sch_stage_index(st, step->target);
     if (ci < 0) return step_err(ctx, step, "no stage named '%s'", step->target);
     sch_stage *c = &st->stages[ci];
-    if (sg->is_placeholder || sg->is_output || sg->inlined)
+    if (sg->is_placeholder || sg->is_output || sg->inlined || sg->check)
         return step_err(ctx, step, "only intermediate, non-inlined computes can be computed at a "
                                    "loop%s", NULL);
     if (c->is_placeholder || c->inlined || !ir_expr_reads(c->body, sg->buf))
@@ -347,8 +348,8 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
 static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
 {
     sch_stage *sg = &st->stages[si];
-    if (sg->is_placeholder || sg->inlined || sg->attach_stage >= 0)
-        return step_err(ctx, step, "cache_write needs a compute at root%s", NULL);
+    if (sg->is_placeholder || sg->inlined || sg->attach_stage >= 0 || sg->check)
+        return step_err(ctx, step, "cache_write needs a compute at root that stores%s", NULL);
     if (sg->n_iters != sg->n_axes + sg->n_reduce)
         return step_err(ctx, step, "cache_write must come before other steps on the stage%s", NULL);
     char name[256];

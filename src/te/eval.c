@@ -339,6 +339,31 @@ static smelt_status eval_compute(ev_ctx *ec, const te_tensor *t)
     return ec->failed ? smelt_ctx_status(ec->ctx) : SMELT_OK;
 }
 
+/* Every point of a check stage's domain, in row-major order: the first
+ * failure is the error, as in the reference kernels. */
+static smelt_status eval_check(ev_ctx *ec, const te_tensor *t)
+{
+    const te_check *c = t->check;
+    int64_t numel = 1, idx[SMELT_MAX_RANK] = {0};
+    for (int d = 0; d < t->n_axes; d++) numel *= t->buf->shape[d];
+    ev_env env = {.n = t->n_axes + 1};
+    for (int d = 0; d < t->n_axes; d++) env.vars[d] = t->axes[d].var;
+    env.vars[t->n_axes] = c->value;
+    for (int64_t pos = 0; pos < numel && !ec->failed; pos++) {
+        for (int d = 0; d < t->n_axes; d++) env.vals[d] = idx[d];
+        env.vals[t->n_axes] = 0;
+        int64_t v = eval(ec, t->body, &env).i;
+        env.vals[t->n_axes] = v;
+        if (!ec->failed && !eval(ec, c->ok, &env).i) {
+            char msg[768];
+            ir_check_format(&c->site, v, pos, msg, sizeof msg);
+            return smelt_errf(ec->ctx, SMELT_ERR_RUNTIME, "%s", msg);
+        }
+        op_next_index(idx, t->buf->shape, t->n_axes);
+    }
+    return ec->failed ? smelt_ctx_status(ec->ctx) : SMELT_OK;
+}
+
 smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data)
 {
     ev_ctx ec = {ctx, g, data, false};
@@ -352,7 +377,7 @@ smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data
         int64_t numel = op_numel(out);
         out->data = smelt_calloc(numel ? (size_t)numel : 1, smelt_dtype_size(out->dtype));
         if (!out->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-        SMELT_TRY(eval_compute(&ec, t));
+        SMELT_TRY(t->check ? eval_check(&ec, t) : eval_compute(&ec, t));
     }
     return SMELT_OK;
 }

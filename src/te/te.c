@@ -89,6 +89,29 @@ te_tensor *te_compute(te_graph *g, const char *name, smelt_dtype dt, int rank,
     return t;
 }
 
+te_tensor *te_check_compute(te_graph *g, const char *name, int rank, const int64_t *shape,
+                            te_body_fn body, void *user, ir_var *value, ir_expr *ok,
+                            const ir_check_site *site)
+{
+    te_check *c = smelt_arena_alloc(&g->arena, sizeof *c);
+    if (!c || !value || !ok) {
+        if (smelt_ctx_status(g->ctx) == SMELT_OK) smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->value = value;
+    c->ok = ok;
+    c->site.node = smelt_arena_strdup(&g->arena, site->node);
+    c->site.op = smelt_arena_strdup(&g->arena, site->op);
+    c->site.message = smelt_arena_strdup(&g->arena, site->message);
+    if (!c->site.node || !c->site.op || !c->site.message) {
+        smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    te_tensor *t = te_compute(g, name, SMELT_DT_INT64, rank, shape, body, user, "check");
+    if (t) t->check = c;
+    return t;
+}
+
 ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent)
 {
     ir_axis a = {ir_var_new(&g->b, name, SMELT_DT_INT64), extent};
@@ -179,6 +202,10 @@ void te_graph_print(const te_graph *g, smelt_strbuf *out)
                 smelt_strbuf_printf(out, "%s%s", d ? ", " : "", t->axes[d].var->name);
             smelt_strbuf_printf(out, ") = ");
             ir_expr_print(t->body, out);
+            if (t->check) {
+                smelt_strbuf_printf(out, " must satisfy (%s = value) ", t->check->value->name);
+                ir_expr_print(t->check->ok, out);
+            }
             smelt_strbuf_printf(out, "  # %s", t->tag);
         }
         smelt_strbuf_append(out, "\n");

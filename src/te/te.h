@@ -17,6 +17,18 @@
 
 typedef enum te_kind { TE_PLACEHOLDER, TE_COMPUTE } te_kind;
 
+/* A run-time check on data (an index in range, a divisor not zero).  Its
+ * compute's body gives an INT64 value per point of the checked domain; the
+ * run fails with the site's message when `ok` (a BOOL expression over
+ * `value`, bound to the body) is false, position = the point's row-major
+ * index.  A check stage stores nothing: lowering turns it into a loop nest
+ * of IR_STMT_CHECK, and schedules never inline it or compute it at a loop. */
+typedef struct te_check {
+    ir_var *value;
+    ir_expr *ok;
+    ir_check_site site;
+} te_check;
+
 typedef struct te_tensor {
     ir_buffer *buf; /* name, dtype, shape; loads of this tensor reference buf */
     te_kind kind;
@@ -25,6 +37,7 @@ typedef struct te_tensor {
     ir_expr *body;  /* compute only */
     const char *tag; /* pattern hint for default schedules ("injective", "reduce", ...) */
     int index;      /* position in te_graph.tensors */
+    const te_check *check; /* a check stage (tag "check"), else NULL */
 } te_tensor;
 
 typedef struct te_graph {
@@ -46,6 +59,12 @@ typedef ir_expr *(*te_body_fn)(te_graph *g, ir_expr *const *idx, void *user);
 te_tensor *te_compute(te_graph *g, const char *name, smelt_dtype dt, int rank,
                       const int64_t *shape, te_body_fn body, void *user, const char *tag);
 
+/* A check stage over a domain of the given shape (see te_check; the site's
+ * strings are copied). */
+te_tensor *te_check_compute(te_graph *g, const char *name, int rank, const int64_t *shape,
+                            te_body_fn body, void *user, ir_var *value, ir_expr *ok,
+                            const ir_check_site *site);
+
 /* A new reduce axis [0, extent) for use in te_reduce inside a body. */
 ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent);
 ir_expr *te_reduce(te_graph *g, ir_reduce_op op, ir_expr *src, int n, const ir_axis *axes);
@@ -60,7 +79,8 @@ bool te_mark_output(te_graph *g, te_tensor *t);
 /* The identity of a reduction for a dtype (0, 1, -inf/min, +inf/max). */
 ir_expr *te_reduce_identity(te_graph *g, ir_reduce_op op, smelt_dtype dt);
 
-/* Interpret every compute of g (testing oracle for compute definitions).
+/* Interpret every compute of g (testing oracle for compute definitions); a
+ * failed check is an SMELT_ERR_RUNTIME error with the site's message.
  * data has one entry per te tensor (te_tensor.index): placeholders' entries
  * filled by the caller; computes' entries are allocated here (the caller
  * frees .data with smelt_free, also on error). */

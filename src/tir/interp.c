@@ -513,6 +513,20 @@ static smelt_status run_transpose_f32(tir_interp *it, const ir_stmt *s)
     return SMELT_OK;
 }
 
+/* A failed check is the run's error, as in compiled code and the reference. */
+static smelt_status run_check(tir_interp *it, const ir_stmt *s)
+{
+    tir_value ok, v, pos;
+    SMELT_TRY(tir_interp_eval(it, s->check.cond, &ok));
+    if (truthy(ok)) return SMELT_OK;
+    SMELT_TRY(tir_interp_eval(it, s->check.value, &v));
+    SMELT_TRY(tir_interp_eval(it, s->check.position, &pos));
+    char msg[768];
+    ir_check_format(s->check.site, cast_value(v, SMELT_DT_INT64).i,
+                    cast_value(pos, SMELT_DT_INT64).i, msg, sizeof msg);
+    return smelt_errf(it->ctx, SMELT_ERR_RUNTIME, "%s", msg);
+}
+
 smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
 {
     if (!s) return SMELT_OK;
@@ -540,6 +554,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         SMELT_TRY(tir_interp_eval(it, s->if_.cond, &c));
         return tir_interp_run(it, truthy(c) ? s->if_.then_ : s->if_.else_);
     }
+    case IR_STMT_CHECK: return run_check(it, s);
     case IR_STMT_CALL:
         if (!strcmp(s->call.kernel, "smelt.gemm_f32")) return run_gemm_f32(it, s);
         if (!strcmp(s->call.kernel, "smelt.transpose_f32")) return run_transpose_f32(it, s);

@@ -1,5 +1,6 @@
 /* tir node construction, structural queries, substitution and printing. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tir/ir.h"
@@ -286,6 +287,19 @@ ir_stmt *ir_call_stmt(ir_builder *b, const char *kernel, int n, const ir_call_ar
     return s;
 }
 
+ir_stmt *ir_check(ir_builder *b, ir_expr *cond, ir_expr *value, ir_expr *position,
+                  const ir_check_site *site)
+{
+    if (!cond || !value || !position || !site) return b->failed = true, NULL;
+    ir_stmt *s = stmt_new(b, IR_STMT_CHECK);
+    if (!s) return NULL;
+    s->check.cond = cond;
+    s->check.value = value;
+    s->check.position = position;
+    s->check.site = site;
+    return s;
+}
+
 /* ---- queries ---- */
 
 bool ir_is_int(const ir_expr *e, int64_t v) { return e && e->kind == IR_INT && e->i == v; }
@@ -401,6 +415,9 @@ bool ir_stmt_uses_var(const ir_stmt *s, const ir_var *v)
         for (int i = 0; i < s->call.n; i++)
             if (ir_expr_uses_var(s->call.args[i].index, v)) return true;
         return false;
+    case IR_STMT_CHECK:
+        return ir_expr_uses_var(s->check.cond, v) || ir_expr_uses_var(s->check.value, v) ||
+               ir_expr_uses_var(s->check.position, v);
     default: return false;
     }
 }
@@ -532,6 +549,13 @@ ir_stmt *ir_stmt_substitute(ir_builder *b, ir_stmt *s, const ir_subst *map, int 
             changed |= args[i].index != s->call.args[i].index;
         }
         return changed ? ir_call_stmt(b, s->call.kernel, s->call.n, args) : s;
+    }
+    case IR_STMT_CHECK: {
+        ir_expr *c = ir_expr_substitute(b, s->check.cond, map, n);
+        ir_expr *v = ir_expr_substitute(b, s->check.value, map, n);
+        ir_expr *p = ir_expr_substitute(b, s->check.position, map, n);
+        if (c == s->check.cond && v == s->check.value && p == s->check.position) return s;
+        return ir_check(b, c, v, p, s->check.site);
     }
     default: return s;
     }
@@ -746,6 +770,45 @@ void ir_stmt_print(const ir_stmt *s, int indent, smelt_strbuf *out)
         }
         smelt_strbuf_append(out, ")\n");
         break;
+    case IR_STMT_CHECK:
+        indent_to(indent, out);
+        smelt_strbuf_printf(out, "check '%s' ", s->check.site->node);
+        ir_expr_print(s->check.cond, out);
+        smelt_strbuf_append(out, " else report ");
+        ir_expr_print(s->check.value, out);
+        smelt_strbuf_append(out, " at ");
+        ir_expr_print(s->check.position, out);
+        smelt_strbuf_append(out, "\n");
+        break;
     default: break;
     }
+}
+
+/* ---- run-time check messages ---- */
+
+static void put_text(char *buf, size_t size, size_t *n, const char *text, size_t len)
+{
+    for (size_t i = 0; i < len && *n + 1 < size; i++) buf[(*n)++] = text[i];
+}
+
+void ir_check_format(const ir_check_site *site, int64_t value, int64_t position, char *buf,
+                     size_t size)
+{
+    if (!buf || !size) return;
+    size_t n = 0;
+    char num[32];
+    int len = snprintf(buf, size, "node '%s' (%s): ", site->node, site->op);
+    n = len < 0 ? 0 : (size_t)len < size ? (size_t)len : size - 1;
+    for (const char *p = site->message; *p;) {
+        bool is_value = strncmp(p, "{value}", 7) == 0;
+        bool is_position = strncmp(p, "{position}", 10) == 0;
+        if (is_value || is_position) {
+            len = snprintf(num, sizeof num, "%lld", (long long)(is_value ? value : position));
+            put_text(buf, size, &n, num, (size_t)len);
+            p += is_value ? 7 : 10;
+        } else {
+            put_text(buf, size, &n, p++, 1);
+        }
+    }
+    buf[n] = '\0';
 }

@@ -156,8 +156,17 @@ typedef enum ir_stmt_kind {
     IR_STMT_ALLOCATE, /* buffer (IR_BUF_TEMP) lives during body */
     IR_STMT_IF,
     IR_STMT_CALL,     /* micro-kernel call (tensorize) */
+    IR_STMT_CHECK,    /* when cond is false, record a run-time error and go on */
     IR_STMT_COUNT_
 } ir_stmt_kind;
+
+/* Where a run-time check sits in the model, for its error message.  The
+ * message names the node and op; "{value}" and "{position}" in `message`
+ * are replaced by the offending value and its position. */
+typedef struct ir_check_site {
+    const char *node, *op; /* the model's names: escaped by codegen */
+    const char *message;
+} ir_check_site;
 
 /* Argument of a micro-kernel call: an address inside a buffer, or a scalar. */
 typedef struct ir_call_arg {
@@ -202,6 +211,12 @@ struct ir_stmt {
             int n;
             ir_call_arg *args;
         } call;
+        struct {
+            ir_expr *cond;     /* BOOL: true when the data is legal */
+            ir_expr *value;    /* INT64: reported when cond is false */
+            ir_expr *position; /* INT64: where value sits (e.g. a flat index) */
+            const ir_check_site *site;
+        } check;
     };
 };
 
@@ -245,6 +260,8 @@ ir_stmt *ir_store(ir_builder *b, ir_buffer *buf, int n, ir_expr *const *idx, ir_
 ir_stmt *ir_allocate(ir_builder *b, ir_buffer *buf, ir_stmt *body);
 ir_stmt *ir_if(ir_builder *b, ir_expr *cond, ir_stmt *then_, ir_stmt *else_);
 ir_stmt *ir_call_stmt(ir_builder *b, const char *kernel, int n, const ir_call_arg *args);
+ir_stmt *ir_check(ir_builder *b, ir_expr *cond, ir_expr *value, ir_expr *position,
+                  const ir_check_site *site);
 
 /* ---- Queries and generic rewriting ------------------------------------------ */
 bool ir_is_int(const ir_expr *e, int64_t v);
@@ -267,5 +284,9 @@ void ir_expr_print(const ir_expr *e, smelt_strbuf *out);
 void ir_stmt_print(const ir_stmt *s, int indent, smelt_strbuf *out);
 const char *ir_call_name(ir_call_op op);
 const char *ir_kind_name(ir_kind k);
+/* A failed check's message: "node 'N' (Op): " + the site's message with
+ * {value} and {position} filled in (runtime/model.c formats it the same way). */
+void ir_check_format(const ir_check_site *site, int64_t value, int64_t position, char *buf,
+                     size_t size);
 
 #endif

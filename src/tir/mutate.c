@@ -151,6 +151,13 @@ ir_stmt *tir_stmt_map_children(ir_builder *b, ir_stmt *s, tir_expr_map_fn efn, t
         return ir_if(b, c, t, f);
     }
     case IR_STMT_CALL: return map_call(b, s, efn, ctx);
+    case IR_STMT_CHECK: {
+        ir_expr *c = map_opt(s->check.cond, efn, ctx), *v = map_opt(s->check.value, efn, ctx);
+        ir_expr *p = map_opt(s->check.position, efn, ctx);
+        if (!c || !v || !p) return NULL;
+        if (c == s->check.cond && v == s->check.value && p == s->check.position) return s;
+        return ir_check(b, c, v, p, s->check.site);
+    }
     default: return s;
     }
 }
@@ -213,6 +220,11 @@ void tir_stmt_visit_children(const ir_stmt *s, tir_expr_visit_fn efn, tir_stmt_v
         break;
     case IR_STMT_CALL:
         for (int i = 0; i < s->call.n; i++) VE(s->call.args[i].index);
+        break;
+    case IR_STMT_CHECK:
+        VE(s->check.cond);
+        VE(s->check.value);
+        VE(s->check.position);
         break;
     default: break;
     }

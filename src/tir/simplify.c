@@ -825,6 +825,18 @@ static ir_stmt *simp_call_stmt(simp *s, ir_stmt *st)
     return changed ? ir_call_stmt(s->b, st->call.kernel, n, args) : st;
 }
 
+/* A check that always holds is dropped. */
+static ir_stmt *simp_check(simp *s, ir_stmt *st)
+{
+    ir_expr *c = simp_expr(s, st->check.cond), *v = simp_expr(s, st->check.value);
+    ir_expr *p = simp_expr(s, st->check.position);
+    if (!c || !v || !p) return NULL;
+    tir_truth t = c->kind == IR_INT ? (c->i != 0 ? TIR_TRUE : TIR_FALSE) : tir_prove(c, &s->scope);
+    if (t == TIR_TRUE) return empty(s);
+    if (c == st->check.cond && v == st->check.value && p == st->check.position) return st;
+    return ir_check(s->b, c, v, p, st->check.site);
+}
+
 static ir_stmt *simp_stmt(simp *s, ir_stmt *st)
 {
     if (!st) return NULL;
@@ -841,6 +853,7 @@ static ir_stmt *simp_stmt(simp *s, ir_stmt *st)
     }
     case IR_STMT_IF: return simp_if(s, st);
     case IR_STMT_CALL: return simp_call_stmt(s, st);
+    case IR_STMT_CHECK: return simp_check(s, st);
     default: return st;
     }
 }

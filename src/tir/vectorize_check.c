@@ -49,7 +49,10 @@ static void visit_stmt(void *ctx, const ir_stmt *s)
     switch (s->kind) {
     case IR_STMT_FOR:
     case IR_STMT_ALLOCATE:
-    case IR_STMT_CALL: c->ok = false; return;
+    case IR_STMT_CALL:
+    case IR_STMT_CHECK: /* reports one element at a time */
+        c->ok = false;
+        return;
     case IR_STMT_LET:
         if (depends(c, s->let.value)) {
             if (c->n_taint == VC_MAX_TAINT) c->ok = false;

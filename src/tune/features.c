@@ -535,6 +535,12 @@ static void walk_stmt(ft_walk *w, const ir_stmt *s)
         return;
     }
     case IR_STMT_CALL: call_stmt(w, s); return;
+    case IR_STMT_CHECK: { /* the test runs every time; the report only on bad data */
+        ft_ops o = {.sel = 1};
+        expr_ops(w, s->check.cond, &o);
+        add_ops(w, &o);
+        return;
+    }
     default: ft_fail(w, SMELT_ERR_INTERNAL, "unknown statement kind"); return;
     }
 }

@@ -39,8 +39,9 @@ static const smelt_rt_io_info MULTI_IN[3] = {
 static const smelt_rt_io_info MULTI_OUT[2] = {{"y", 1, 2, {2, 3}}, {"empty", 6, 2, {3, 0}}};
 
 static int multi_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
-                     const void *const *in, void *const *out)
+                     const void *const *in, void *const *out, smelt_rt_run_error *rterr)
 {
+    (void)rterr;
     (void)pool, (void)weights;
     const float *x = in[0];
     const int64_t *idx = in[1];
@@ -55,7 +56,7 @@ static int multi_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned
 }
 
 static const smelt_rt_module_info MULTI = {
-    SMELT_RT_ABI_VERSION, 3, 2, MULTI_IN, MULTI_OUT, 128, 0, NULL, multi_run};
+    SMELT_RT_ABI_VERSION, 3, 2, MULTI_IN, MULTI_OUT, 128, 0, NULL, multi_run, 0, NULL};
 
 /* ---- tiny_cnn through the compile cache, once ---- */
 

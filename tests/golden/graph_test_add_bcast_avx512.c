@@ -63,13 +63,14 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restr
 }
 
 static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
-                      const void *const *inputs, void *const *outputs)
+                      const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr)
 {
     int err = 0;
     (void)weights;
     (void)arena;
     (void)inputs;
     (void)outputs;
+    (void)rterr;
     if ((err = f_0(pool,
             (const float *)inputs[0],
             (const float *)inputs[1],
@@ -95,4 +96,5 @@ const smelt_rt_module_info smelt_module_info = {
     INT64_C(0), /* weight bytes */
     NULL,
     smelt_run_,
+    0, NULL, /* error sites */
 };

@@ -811,6 +811,32 @@ static inline void opt_check_te_refuses(const opt_suite *s, const opt_case *c,
     opt_fini(&t);
 }
 
+/* Data the reference refuses at run time (an index out of range, a zero
+ * divisor): the te path and the lowered path under the default and the
+ * suite's random schedules must fail the same way, with `needle` in the
+ * message (their run-time checks). */
+static inline void opt_check_data_error(const opt_suite *s, const opt_case *c, const char *needle)
+{
+    opt_node t;
+    CHECK(opt_case_init(&t, s, c) == SMELT_OK);
+    CHECK(opt_run_reference(&t) == SMELT_ERR_RUNTIME);
+    CHECK_STR_CONTAINS(opt_message(&t), needle);
+    smelt_ctx_clear(t.ctx);
+    CHECK(opt_run_te(&t) == SMELT_ERR_RUNTIME);
+    CHECK_STR_CONTAINS(opt_message(&t), needle);
+    for (int k = 0; k <= s->random_schedules; k++) {
+        smelt_ctx_clear(t.ctx);
+        sch_schedule sc;
+        sch_schedule_init(&sc);
+        smelt_status r = opt_run_lowered(&t, (uint64_t)k, &sc);
+        if (r != SMELT_ERR_RUNTIME) fprintf(stderr, "%s [schedule %d]: %s\n", c->what, k, opt_message(&t));
+        CHECK(r == SMELT_ERR_RUNTIME);
+        CHECK_STR_CONTAINS(opt_message(&t), needle);
+        sch_schedule_fini(&sc);
+    }
+    opt_fini(&t);
+}
+
 static inline void opt_check_cases(const opt_suite *s, const opt_case *cases, size_t n)
 {
     for (size_t i = 0; i < n; i++) opt_check_case(s, &cases[i]);

@@ -189,28 +189,39 @@ static const opt_case k_resize_cases[] = {
      {X(I64, 2, 2, 3)}, {AS("mode", "nearest"), AFLOATS("scales", 2, 2.0f, 1.5f)}},
 };
 
-/* Compiled code cannot fail per element: an out-of-range Gather index is
- * clamped into the axis (no read outside the tensor), and a ScatterND update
- * whose index is out of range matches no row.  The reference reports both. */
+/* Indices out of range fail the te and lowered paths as they fail the
+ * reference (run-time checks), naming the value, its position and the axis;
+ * negative indices in range wrap, on every path. */
 static void test_out_of_range_indices(void)
 {
     opt_case gather = {"gather index out of range", OP_GATHER, 13, "y", 2, 0,
-                       {PR(F32, 10, 20, 30), PR(I64, 7, -9)}, {{0}}};
-    opt_node t;
-    CHECK(opt_case_init(&t, &k_suite, &gather) == SMELT_OK);
-    CHECK(opt_run_te(&t) == SMELT_OK);
-    const smelt_tensor *te = &t.te[0];
-    CHECK(te->data && op_get_f64(te, 0) == 30 && op_get_f64(te, 1) == 10);
-    opt_fini(&t);
+                       {PR(F32, 10, 20, 30), OPT_RUNTIME1(I64, 1, 7, -9)}, {{0}}};
+    opt_check_data_error(&k_suite, &gather,
+                         "(Gather): index 7 at position 1 is out of range for axis 0 of size 3");
+    opt_case gather_neg = {"gather index below -dim", OP_GATHER, 13, "y", 2, 0,
+                           {PR(F32, 10, 20, 30), OPT_RUNTIME1(I64, -4)}, {{0}}};
+    opt_check_data_error(&k_suite, &gather_neg, "index -4 at position 0 is out of range");
+    opt_case elems = {"gatherelements index out of range", OP_GATHER_ELEMENTS, 13, "y", 2, 0,
+                      {PR(F32, 1, 2, 3, 4), OPT_RUNTIME1(I64, 0, -4, 4, 1)}, {{0}}};
+    opt_check_data_error(&k_suite, &elems,
+                         "(GatherElements): index 4 at position 2 is out of range for axis 0 of "
+                         "size 4");
     opt_case scatter = {"scatternd index out of range", OP_SCATTER_ND, 16, "y", 3, 0,
-                        {PR(F32, 1, 2, 3), OPT_RUNTIME(I64, ARR(5, 1), 2, 2, 1),
+                        {PR(F32, 1, 2, 3), OPT_RUNTIME(I64, ARR(1, 5), 2, 2, 1),
                          PR(F32, 8, 9)},
                         {{0}}};
-    CHECK(opt_case_init(&t, &k_suite, &scatter) == SMELT_OK);
-    CHECK(opt_run_te(&t) == SMELT_OK);
-    CHECK(te->data && op_get_f64(te, 0) == 1 && op_get_f64(te, 1) == 9 &&
-          op_get_f64(te, 2) == 3);
-    opt_fini(&t);
+    opt_check_data_error(&k_suite, &scatter,
+                         "(ScatterND): index 5 (update 1, component 0) is out of range for "
+                         "'data' dim 0 of size 3");
+    const opt_case in_range[] = {
+        {"gather negative indices wrap", OP_GATHER, 13, "y", 2, 0,
+         {PR(F32, 10, 20, 30), OPT_RUNTIME1(I64, -1, -3, 2, 0)}, {{0}}},
+        {"gatherelements negative indices wrap", OP_GATHER_ELEMENTS, 13, "y", 2, 0,
+         {PR(F32, 1, 2, 3, 4), OPT_RUNTIME1(I64, -4, -1, 3, 0)}, {{0}}},
+        {"scatternd negative index wraps", OP_SCATTER_ND, 16, "y", 3, 0,
+         {PR(F32, 1, 2, 3), OPT_RUNTIME(I64, ARR(-1, 0), 2, 2, 1), PR(F32, 8, 9)}, {{0}}},
+    };
+    opt_check_cases(&k_suite, in_range, SMELT_ARRAY_LEN(in_range));
 }
 
 int main(void)

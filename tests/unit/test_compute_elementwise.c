@@ -272,8 +272,24 @@ static const opt_case k_binary_cases[] = {
      {COL(BOOL, FILL_RANDOM), COL(BOOL, FILL_RANDOM), ROW(BOOL, FILL_RANDOM)}, {{0}}},
 };
 
+/* A zero divisor fails every compiled path as it fails the reference. */
+static void test_integer_division_by_zero(void)
+{
+    const opt_case cases[] = {
+        {"div int32 by zero", OP_DIV, 14, "y", 2, 0,
+         {T3(I32, FILL_SPECIAL), OPT_RUNTIME1(I32, 3, -2, 0, 5)}, {{0}}},
+        {"mod int64 by zero", OP_MOD, 13, "y", 2, 0,
+         {T3(I64, FILL_SPECIAL), OPT_RUNTIME1(I64, 0, 1, 2, 3)}, {{0}}},
+        {"div uint8 by zero", OP_DIV, 14, "y", 2, 0,
+         {OPT_RUNTIME1(U8, 1, 2), OPT_RUNTIME1(U8, 0, 1)}, {{0}}},
+    };
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(cases); i++)
+        opt_check_data_error(&k_suite, &cases[i], "integer division by zero");
+}
+
 int main(void)
 {
+    test_integer_division_by_zero();
     opt_check_cases(&k_suite, k_unary_cases, SMELT_ARRAY_LEN(k_unary_cases));
     opt_check_cases(&k_suite, k_clip_cases, SMELT_ARRAY_LEN(k_clip_cases));
     test_cast_pairs();

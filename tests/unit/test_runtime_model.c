@@ -16,9 +16,10 @@ static int fail_run;
 
 /* y[i] = x[i] + w[i] through the arena */
 static int add_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
-                   const void *const *inputs, void *const *outputs)
+                   const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr)
 {
     (void)pool;
+    (void)rterr;
     if ((uintptr_t)arena % 64) arena_aligned = 0;
     __atomic_store_n(&in_run, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&block_flag, __ATOMIC_SEQ_CST)) usleep(100);
@@ -33,7 +34,7 @@ static int add_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned c
 static const smelt_rt_io_info add_inputs[] = {{"x", 1, 1, {4}}};
 static const smelt_rt_io_info add_outputs[] = {{"y", 1, 1, {4}}};
 static const smelt_rt_module_info add_info = {SMELT_RT_ABI_VERSION, 1, 1, add_inputs, add_outputs, 64, 16,
-                                              NULL, add_run};
+                                              NULL, add_run, 0, NULL};
 static const float weights[4] = {10, 20, 30, 40};
 
 static void test_module_checks(void)

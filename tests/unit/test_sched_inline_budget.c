@@ -127,6 +127,20 @@ static void check_runs(int depth, const char *target)
     smelt_ctx_clear(g_ctx);
 }
 
+/* Bytes of C less line indentation (nested temps indent linearly deeper,
+ * which is not the k^depth growth this test is about). */
+static size_t unindented_bytes(const char *c, size_t len)
+{
+    size_t n = 0;
+    bool line_start = true;
+    for (size_t i = 0; i < len; i++) {
+        if (line_start && c[i] == ' ') continue;
+        line_start = c[i] == '\n';
+        n++;
+    }
+    return n;
+}
+
 /* Optimise, lower and emit (no C compiler): bytes of C and peak bytes live. */
 static void compile_size(int depth, size_t *c_bytes, size_t *peak)
 {
@@ -143,7 +157,7 @@ static void compile_size(int depth, size_t *c_bytes, size_t *peak)
     if (s == SMELT_OK) s = cg_emit_program(g_ctx, &lp->prog, t, &c);
     if (s != SMELT_OK) fprintf(stderr, "chain of %d: %s\n", depth, smelt_ctx_message(g_ctx));
     CHECK(s == SMELT_OK && !c.failed);
-    *c_bytes = c.len;
+    *c_bytes = unindented_bytes(c.data ? c.data : "", c.len);
     *peak = g_peak - base;
     smelt_strbuf_fini(&c);
     lowered_program_free(lp);
@@ -210,7 +224,7 @@ static void test_schedules(void)
         const te_tensor *t = te->tensors.items[i];
         bool out = false;
         for (int k = 0; k < te->outputs.len; k++) out |= te->outputs.items[k] == t;
-        if (t->kind == TE_COMPUTE && !out) CHECK(sch_compute_inline(g_ctx, &all, t->buf->name) == SMELT_OK);
+        if (t->kind == TE_COMPUTE && !out && !t->check) CHECK(sch_compute_inline(g_ctx, &all, t->buf->name) == SMELT_OK);
     }
     st = NULL;
     smelt_ctx_clear(g_ctx);
