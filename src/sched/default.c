@@ -17,6 +17,9 @@
  * more on a busy one. */
 #define DEFAULT_PARALLEL_MIN_WORK (1 << 16)
 
+/* Rows that keep two threads busy when a stage runs in parallel by rows. */
+#define ROWS_PARALLEL_MIN 8
+
 /* Register tiles the knobs may ask for, in vector accumulators: beyond the
  * register file (32 on AVX-512) they spill, and the unrolled code takes the
  * C compiler seconds per candidate. */
@@ -220,6 +223,33 @@ static smelt_status schedule_reduce_rfactor(smelt_ctx *ctx, const te_tensor *t, 
     if (par > 1 || (par == 0 && stage_work(t) >= DEFAULT_PARALLEL_MIN_WORK))
         SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, name, fused));
     return sch_compute_at(ctx, s, rf, name, lead == rank ? fused : t->axes[rank - 1].var->name);
+}
+
+/* An elementwise stage reading a factored reduction's results (softmax's
+ * and LayerNorm's outputs) goes by rows too: parallel over the leading axes,
+ * the row's vectors inside, so its indices need no division. */
+static bool reads_row_reduction(const te_graph *g, const te_tensor *t, int vw)
+{
+    if (!t->body || t->body->kind == IR_REDUCE || t->n_axes < 2) return false;
+    int64_t rows = 1;
+    for (int i = 0; i < t->n_axes - 1; i++) rows *= t->axes[i].extent;
+    if (rows < ROWS_PARALLEL_MIN || t->axes[t->n_axes - 1].extent < 2 * vw) return false;
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *r = g->tensors.items[i];
+        if (r != t && reduces_contiguous(r, vw) && ir_expr_reads(t->body, r->buf)) return true;
+    }
+    return false;
+}
+
+static smelt_status schedule_rows(smelt_ctx *ctx, const te_tensor *t, int vw, sch_schedule *s)
+{
+    int rank = t->n_axes;
+    const char *name = t->buf->name, *lead[SMELT_MAX_RANK];
+    SMELT_TRY(vector_steps(ctx, s, name, t->axes[rank - 1].var->name,
+                           t->axes[rank - 1].extent, vw, 1));
+    if (stage_work(t) < DEFAULT_PARALLEL_MIN_WORK) return SMELT_OK;
+    for (int i = 0; i < rank - 1; i++) lead[i] = t->axes[i].var->name;
+    return parallelize_leading(ctx, s, name, lead, rank - 2);
 }
 
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
@@ -1171,6 +1201,10 @@ static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
         if (!stage_is_output(g, t) && !is_reduce && inline_fits(plan, t))
             return sch_compute_inline(ctx, s, t->buf->name);
+        bool rule_knobs = !knob(kn, SCH_KNOB_PARALLEL) && !knob(kn, SCH_KNOB_UNROLL) &&
+                          !knob(kn, SCH_KNOB_ORDER);
+        if (rule_knobs && reads_row_reduction(g, t, vector_width))
+            return schedule_rows(ctx, t, vector_width, s);
         return schedule_stage(ctx, t, vector_width, kn, s);
     }
 }

@@ -42,29 +42,60 @@ static inline float smelt_max_f32(float a, float b) { return a > b ? a : b; }
 /* (m ? a : b) per lane; m is -1 or 0 in each lane. */
 #define SMELT_VSEL_(V, M, m, a, b) ((V)(((m) & (M)(a)) | (~(m) & (M)(b))))
 
+/* Where the compiler targets x86 vector extensions: one instruction for
+ * min/max (the second operand when one is NaN) and for p * 2^n rounded
+ * once (AVX-512 scalef), each giving what the portable form gives. */
+#if defined(__SSE__) || defined(__AVX__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#if defined(__SSE__)
+#define SMELT_VMIN_f32x4(a, b) ((smelt_f32x4)_mm_min_ps((__m128)(a), (__m128)(b)))
+#define SMELT_VMAX_f32x4(a, b) ((smelt_f32x4)_mm_max_ps((__m128)(a), (__m128)(b)))
+#endif
+#if defined(__AVX__)
+#define SMELT_VMIN_f32x8(a, b) ((smelt_f32x8)_mm256_min_ps((__m256)(a), (__m256)(b)))
+#define SMELT_VMAX_f32x8(a, b) ((smelt_f32x8)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#endif
+#if defined(__AVX512F__)
+#define SMELT_VMIN_f32x16(a, b) ((smelt_f32x16)_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define SMELT_VMAX_f32x16(a, b) ((smelt_f32x16)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define SMELT_VSCALEF_f32x16(p, n) ((smelt_f32x16)_mm512_scalef_ps((__m512)(p), (__m512)(n)))
+#endif
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#define SMELT_VSCALEF_f32x8(p, n) ((smelt_f32x8)_mm256_scalef_ps((__m256)(p), (__m256)(n)))
+#define SMELT_VSCALEF_f32x4(p, n) ((smelt_f32x4)_mm_scalef_ps((__m128)(p), (__m128)(n)))
+#endif
+
 /* exp: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, n*hi exact),
- * exp(r) = 1 + r + r^2 q(r), times 2^n in two halves that are normal
- * floats, so a subnormal result is rounded once.  x is clamped to
- * [-104, 89], where exp is 0 and inf in float; NaN lanes go back at the end. */
+ * exp(r) = 1 + r + r^2 q(r), times 2^n rounded once (scalef, or two
+ * halves that are normal floats), so a subnormal result is rounded once.
+ * x is clamped to [-104, 89], where exp is 0 and inf in float; the clamps
+ * let NaN through (comparisons with it are false; MINPS/MAXPS return
+ * their second operand), and the arithmetic keeps it NaN. */
 static inline void smelt_vexp_f32x4(smelt_f32x4 *io)
 {
     const smelt_f32x4 zero = {0}, x = *io;
-    smelt_i32x4 m = (smelt_i32x4)(x < 89.0f);
-    smelt_f32x4 c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, x, zero + 89.0f);
-    m = (smelt_i32x4)(c > -104.0f);
-    c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, c, zero - 104.0f);
+#ifdef SMELT_VMIN_f32x4
+    const smelt_f32x4 c = SMELT_VMAX_f32x4(zero - 104.0f, SMELT_VMIN_f32x4(zero + 89.0f, x));
+#else
+    smelt_i32x4 m = (smelt_i32x4)(x > 89.0f);
+    smelt_f32x4 c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, zero + 89.0f, x);
+    m = (smelt_i32x4)(c < -104.0f);
+    c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, zero - 104.0f, c);
+#endif
     /* n = round(c / ln2): adding 1.5 * 2^23 leaves n in the low mantissa bits */
     const smelt_f32x4 t = c * 1.44269504f + 12582912.0f;
     const smelt_f32x4 n = t - 12582912.0f;
-    const smelt_i32x4 ni = (smelt_i32x4)t - 0x4b400000;
     smelt_f32x4 r = c - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     const smelt_f32x4 q = (((0.00139345345f * r + 0.00836376939f) * r + 0.0416664556f) * r + 0.166665733f) * r + 0.5f;
-    smelt_f32x4 p = (r * r) * q + r + 1.0f;
-    const smelt_i32x4 n1 = ni >> 1, n2 = ni - n1;
-    p = p * (smelt_f32x4)((n1 + 127) << 23) * (smelt_f32x4)((n2 + 127) << 23);
-    m = (smelt_i32x4)(x != x);
-    *io = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, x, p);
+    const smelt_f32x4 p = (r * r) * q + r + 1.0f;
+#ifdef SMELT_VSCALEF_f32x4
+    *io = SMELT_VSCALEF_f32x4(p, n);
+#else
+    const smelt_i32x4 ni = (smelt_i32x4)t - 0x4b400000, n1 = ni >> 1, n2 = ni - n1;
+    *io = p * (smelt_f32x4)((n1 + 127) << 23) * (smelt_f32x4)((n2 + 127) << 23);
+#endif
 }
 
 /* f_0: f0_softmax
