@@ -150,6 +150,8 @@ typedef struct contig_scan {
 } contig_scan;
 
 /* An index that is r, or r plus something without r. */
+#define RFACTOR_VECS_MAX 4 /* vector accumulators per row (FMA latency 4 / add 3) */
+
 static bool unit_stride_in(const ir_expr *e, const ir_var *r)
 {
     if (e->kind == IR_VAR) return e->var == r;
@@ -191,7 +193,12 @@ static smelt_status schedule_reduce_rfactor(smelt_ctx *ctx, const te_tensor *t, 
     const char *name = t->buf->name, *rnames[SMELT_MAX_RANK];
     int rank = t->n_axes, nr = reduce_axes(t, rnames);
     const ir_axis *r = &t->body->reduce.axes[nr - 1];
-    int64_t vecs = knob(kn, SCH_KNOB_UNROLL) > 1 ? knob(kn, SCH_KNOB_UNROLL) - 1 : 1;
+    /* independent accumulators hide the combine's latency; the partials'
+     * final (scalar) combine stays under an eighth of the row */
+    int64_t vecs = knob(kn, SCH_KNOB_UNROLL) > 1 ? knob(kn, SCH_KNOB_UNROLL) - 1
+                   : r->extent >= 8 * RFACTOR_VECS_MAX * vw ? RFACTOR_VECS_MAX
+                                                             : r->extent / (8 * vw);
+    if (vecs < 1) vecs = 1;
     while (vecs > 1 && r->extent < 2 * vecs * vw) vecs--;
     char rf[256], ro[140], ri[140];
     snprintf(rf, sizeof rf, "%s.rf", name);
