@@ -187,6 +187,39 @@ static bool reduces_contiguous(const te_tensor *t, int vw)
     return c.uses && c.ok;
 }
 
+/* The partials halved level by level (t factored again: rf2[j] = rf[j] op
+ * rf[j + w/2], ...) while their count is even and above 2: vector operations
+ * of w/2 lanes instead of a serial chain of w - 1 scalar ones.  Each level is
+ * computed at the next one's row; *last is the level t itself reads. */
+static smelt_status combine_tree(smelt_ctx *ctx, const te_tensor *t, int vw, int64_t width,
+                                 const char *axis, const char *first, sch_schedule *s,
+                                 char *last, size_t cap)
+{
+    const char *name = t->buf->name, *row = t->axes[t->n_axes - 1].var->name;
+    char cur[256], prev[256];
+    snprintf(cur, sizeof cur, "%.200s", axis);
+    snprintf(prev, sizeof prev, "%.200s", first);
+    for (int level = 2; width % 2 == 0 && width > 2; level++, width /= 2) {
+        char next[256], o[220], in[220];
+        snprintf(next, sizeof next, "%.200s.rf%d", name, level);
+        snprintf(o, sizeof o, "%.200s.o", cur);
+        snprintf(in, sizeof in, "%.200s.i", cur);
+        SMELT_TRY(sch_rfactor(ctx, s, name, cur, width / 2));
+        const char *order[SCH_MAX_STEP_ITERS];
+        int n = 0;
+        for (int i = 0; i < t->n_axes && n < SCH_MAX_STEP_ITERS - 2; i++) order[n++] = t->axes[i].var->name;
+        order[n++] = o;
+        order[n++] = in;
+        SMELT_TRY(sch_reorder(ctx, s, next, n, order));
+        if (width / 2 >= 4) SMELT_TRY(vector_steps(ctx, s, next, in, width / 2, vw, 1));
+        SMELT_TRY(sch_compute_at(ctx, s, prev, next, row));
+        snprintf(prev, sizeof prev, "%.200s", next);
+        snprintf(cur, sizeof cur, "%.200s", in);
+    }
+    snprintf(last, cap, "%s", prev);
+    return SMELT_OK;
+}
+
 static smelt_status schedule_reduce_rfactor(smelt_ctx *ctx, const te_tensor *t, int vw,
                                             const sch_knobs *kn, sch_schedule *s)
 {
@@ -215,6 +248,8 @@ static smelt_status schedule_reduce_rfactor(smelt_ctx *ctx, const te_tensor *t, 
     SMELT_TRY(sch_reorder(ctx, s, rf, n, order));
     SMELT_TRY(vector_steps(ctx, s, rf, ri, vecs * vw, vw, vecs));
     if (rank == 0) return SMELT_OK; /* one result: the partials stay at root */
+    char last_rf[256];
+    SMELT_TRY(combine_tree(ctx, t, vw, vecs * vw, ri, rf, s, last_rf, sizeof last_rf));
     /* parallel over the fused data axes (knob k > 2: the first k - 2), the
      * partial results computed per output element */
     int64_t par = knob(kn, SCH_KNOB_PARALLEL);
@@ -229,7 +264,7 @@ static smelt_status schedule_reduce_rfactor(smelt_ctx *ctx, const te_tensor *t, 
     }
     if (par > 1 || (par == 0 && stage_work(t) >= DEFAULT_PARALLEL_MIN_WORK))
         SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, name, fused));
-    return sch_compute_at(ctx, s, rf, name, lead == rank ? fused : t->axes[rank - 1].var->name);
+    return sch_compute_at(ctx, s, last_rf, name, lead == rank ? fused : t->axes[rank - 1].var->name);
 }
 
 /* An elementwise stage reading a factored reduction's results (softmax's

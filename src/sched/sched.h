@@ -20,7 +20,8 @@
  * [data axes..., R.i] reduces over R.o (and the other reduce axes), with
  * R.o * F + R.i past R's extent contributing the identity; STAGE then
  * reduces STAGE.rf over its new reduce axis R.i.  R.i is a data axis of
- * STAGE.rf, so it can be vectorised (TVM's rfactor).
+ * STAGE.rf, so it can be vectorised (TVM's rfactor).  Factoring STAGE
+ * again names the new stage STAGE.rf2, STAGE.rf3, ...
  * tensorize STAGE ITER KERNEL replaces the loops from ITER inward by a call
  * to a micro-kernel whose declared computation they must match.  Kernels:
  *   smelt.gemm_f32  C[i*ldc + j] += sum_k A[i*lda_i + k*lda_k] * B[k*ldb_k + j*ldb_j]

@@ -425,8 +425,10 @@ static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step 
     int64_t ext = sg->reduce_axes[r].extent, f = step->factor < ext ? step->factor : ext;
     if (f < 1) f = 1; /* an empty axis */
     char name[256], oname[140], iname[140];
+    /* C.rf, then C.rf2, C.rf3... for a stage factored again (a combine tree) */
     snprintf(name, sizeof name, "%s.rf", sg->buf->name);
-    if (sch_stage_index(st, name) >= 0) return step_err(ctx, step, "already factored%s", NULL);
+    for (int k = 2; sch_stage_index(st, name) >= 0; k++)
+        snprintf(name, sizeof name, "%s.rf%d", sg->buf->name, k);
     snprintf(oname, sizeof oname, "%s.o", step->iters[0]);
     snprintf(iname, sizeof iname, "%s.i", step->iters[0]);
     for (int i = 0; i < sg->n_axes; i++)
