@@ -169,6 +169,26 @@ static bool knob_offers(const sch_knob_space *sp, sch_knob k, int64_t v)
     return false;
 }
 
+static bool same_schedule(const te_graph *te, const sch_knobs *a, const sch_knobs *b)
+{
+    sch_schedule sa, sb;
+    sch_schedule_init(&sa);
+    sch_schedule_init(&sb);
+    smelt_strbuf ta, tb;
+    smelt_strbuf_init(&ta);
+    smelt_strbuf_init(&tb);
+    bool ok = sch_default_knobs(g_ctx, te, 16, a, &sa) == SMELT_OK &&
+              sch_default_knobs(g_ctx, te, 16, b, &sb) == SMELT_OK;
+    sch_schedule_print(&sa, &ta);
+    sch_schedule_print(&sb, &tb);
+    ok = ok && strcmp(smelt_strbuf_cstr(&ta), smelt_strbuf_cstr(&tb)) == 0;
+    smelt_strbuf_fini(&ta);
+    smelt_strbuf_fini(&tb);
+    sch_schedule_fini(&sa);
+    sch_schedule_fini(&sb);
+    return ok;
+}
+
 /* Softmax has two row reductions (max, sum of exp): both factored by
  * default; order 1 keeps the scalar accumulation; order 3 + unroll 3 asks
  * for two vectors per step. */
@@ -200,7 +220,8 @@ static void test_softmax_schedules(void)
         CHECK(knob_offers(&sp, SCH_KNOB_ORDER, 1) && knob_offers(&sp, SCH_KNOB_ORDER, 3));
         CHECK(knob_offers(&sp, SCH_KNOB_UNROLL, 3));
 
-        sch_knobs off = {{0}}, two = {{0}};
+        sch_knobs zero = {{0}}, off = {{0}}, two = {{0}};
+        CHECK(same_schedule(te, NULL, &zero)); /* all-zero knobs: the default itself */
         off.v[SCH_KNOB_ORDER] = 1;
         two.v[SCH_KNOB_ORDER] = 3;
         two.v[SCH_KNOB_UNROLL] = 3;
