@@ -262,7 +262,10 @@ static void emit_vector_typedefs(const cg_emitter *e, smelt_strbuf *out)
 
 static const char vmath_select_text[] =
     "/* (m ? a : b) per lane; m is -1 or 0 in each lane. */\n"
-    "#define SMELT_VSEL_(V, M, m, a, b) ((V)(((m) & (M)(a)) | (~(m) & (M)(b))))\n\n"
+    "#define SMELT_VSEL_(V, M, m, a, b) ((V)(((m) & (M)(a)) | (~(m) & (M)(b))))\n\n";
+
+/* Emitted when vector math or float32 vector min/max is. */
+static const char vx86_text[] =
     "/* Where the compiler targets x86 vector extensions: one instruction for\n"
     " * min/max (the second operand when one is NaN) and for p * 2^n rounded\n"
     " * once (AVX-512 scalef), each giving what the portable form gives. */\n"
@@ -406,6 +409,7 @@ static void emit_vector_math(const cg_emitter *e, smelt_strbuf *out)
         if (i != CG_VM_EXP) lanes_used[CG_VM_EXP] |= lanes_used[i];
         any |= lanes_used[i];
     }
+    if (any || e->vminmax_f32) smelt_strbuf_append(out, vx86_text);
     if (!any) return;
     smelt_strbuf_append(out, vmath_select_text);
     for (int lanes = 4; lanes <= 16; lanes *= 2) {

@@ -149,9 +149,9 @@ typedef struct contig_scan {
     bool uses, ok;
 } contig_scan;
 
-/* An index that is r, or r plus something without r. */
 #define RFACTOR_VECS_MAX 4 /* vector accumulators per row (FMA latency 4 / add 3) */
 
+/* An index that is r, or r plus something without r. */
 static bool unit_stride_in(const ir_expr *e, const ir_var *r)
 {
     if (e->kind == IR_VAR) return e->var == r;
@@ -226,8 +226,8 @@ static smelt_status schedule_reduce_rfactor(smelt_ctx *ctx, const te_tensor *t, 
     const char *name = t->buf->name, *rnames[SMELT_MAX_RANK];
     int rank = t->n_axes, nr = reduce_axes(t, rnames);
     const ir_axis *r = &t->body->reduce.axes[nr - 1];
-    /* independent accumulators hide the combine's latency; the partials'
-     * final (scalar) combine stays under an eighth of the row */
+    /* independent accumulators hide the combine's latency; a row gets
+     * one per 8 vectors it holds, so combining the partials stays small */
     int64_t vecs = knob(kn, SCH_KNOB_UNROLL) > 1 ? knob(kn, SCH_KNOB_UNROLL) - 1
                    : r->extent >= 8 * RFACTOR_VECS_MAX * vw ? RFACTOR_VECS_MAX
                                                              : r->extent / (8 * vw);
@@ -1180,7 +1180,7 @@ static void generic_space(const te_graph *g, const te_tensor *t, int vw, sch_kno
         add_value(sp, SCH_KNOB_ORDER, 1);
         add_value(sp, SCH_KNOB_ORDER, 3);
         const ir_axis *r = &t->body->reduce.axes[t->body->reduce.n_axes - 1];
-        for (int64_t v = 1; v <= 4 && r->extent >= 2 * v * vw; v++)
+        for (int64_t v = 1; v <= RFACTOR_VECS_MAX && r->extent >= 2 * v * vw; v++)
             add_value(sp, SCH_KNOB_UNROLL, v + 1);
         return;
     }
