@@ -103,6 +103,7 @@ typedef struct cg_emitter {
     unsigned min_dtypes, max_dtypes;   /* bit per smelt_dtype */
     unsigned vec_f32_lanes, vec_f64_lanes; /* bit per lane count */
     unsigned vmath_lanes[CG_VM_COUNT_];    /* bit per float32 lane count */
+    bool vminmax_f32;                      /* float32 vector min/max: SMELT_VMIN_/VMAX_ */
     int n_microkernels;
     const cg_microkernel *microkernels[64];
 

@@ -288,30 +288,64 @@ static const char vmath_select_text[] =
     "/* (m ? a : b) per lane; m is -1 or 0 in each lane. */\n"
     "#define SMELT_VSEL_(V, M, m, a, b) ((V)(((m) & (M)(a)) | (~(m) & (M)(b))))\n\n";
 
+/* Emitted when vector math or float32 vector min/max is. */
+static const char vx86_text[] =
+    "/* Where the compiler targets x86 vector extensions: one instruction for\n"
+    " * min/max (the second operand when one is NaN) and for p * 2^n rounded\n"
+    " * once (AVX-512 scalef), each giving what the portable form gives. */\n"
+    "#if defined(__SSE__) || defined(__AVX__) || defined(__AVX512F__)\n"
+    "#include <immintrin.h>\n"
+    "#endif\n"
+    "#if defined(__SSE__)\n"
+    "#define SMELT_VMIN_f32x4(a, b) ((smelt_f32x4)_mm_min_ps((__m128)(a), (__m128)(b)))\n"
+    "#define SMELT_VMAX_f32x4(a, b) ((smelt_f32x4)_mm_max_ps((__m128)(a), (__m128)(b)))\n"
+    "#endif\n"
+    "#if defined(__AVX__)\n"
+    "#define SMELT_VMIN_f32x8(a, b) ((smelt_f32x8)_mm256_min_ps((__m256)(a), (__m256)(b)))\n"
+    "#define SMELT_VMAX_f32x8(a, b) ((smelt_f32x8)_mm256_max_ps((__m256)(a), (__m256)(b)))\n"
+    "#endif\n"
+    "#if defined(__AVX512F__)\n"
+    "#define SMELT_VMIN_f32x16(a, b) ((smelt_f32x16)_mm512_min_ps((__m512)(a), (__m512)(b)))\n"
+    "#define SMELT_VMAX_f32x16(a, b) ((smelt_f32x16)_mm512_max_ps((__m512)(a), (__m512)(b)))\n"
+    "#define SMELT_VSCALEF_f32x16(p, n) ((smelt_f32x16)_mm512_scalef_ps((__m512)(p), (__m512)(n)))\n"
+    "#endif\n"
+    "#if defined(__AVX512F__) && defined(__AVX512VL__)\n"
+    "#define SMELT_VSCALEF_f32x8(p, n) ((smelt_f32x8)_mm256_scalef_ps((__m256)(p), (__m256)(n)))\n"
+    "#define SMELT_VSCALEF_f32x4(p, n) ((smelt_f32x4)_mm_scalef_ps((__m128)(p), (__m128)(n)))\n"
+    "#endif\n\n";
+
 static const char *const vmath_text[CG_VM_COUNT_] = {
     [CG_VM_EXP] =
         "/* exp: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, n*hi exact),\n"
-        " * exp(r) = 1 + r + r^2 q(r), times 2^n in two halves that are normal\n"
-        " * floats, so a subnormal result is rounded once.  x is clamped to\n"
-        " * [-104, 89], where exp is 0 and inf in float; NaN lanes go back at the end. */\n"
+        " * exp(r) = 1 + r + r^2 q(r), times 2^n rounded once (scalef, or two\n"
+        " * halves that are normal floats), so a subnormal result is rounded once.\n"
+        " * x is clamped to [-104, 89], where exp is 0 and inf in float; the clamps\n"
+        " * let NaN through (comparisons with it are false; MINPS/MAXPS return\n"
+        " * their second operand), and the arithmetic keeps it NaN. */\n"
         "static inline void smelt_vexp_$N($V *io)\n{\n"
         "    const $V zero = {0}, x = *io;\n"
-        "    $M m = ($M)(x < 89.0f);\n"
-        "    $V c = SMELT_VSEL_($V, $M, m, x, zero + 89.0f);\n"
-        "    m = ($M)(c > -104.0f);\n"
-        "    c = SMELT_VSEL_($V, $M, m, c, zero - 104.0f);\n"
+        "#ifdef SMELT_VMIN_$N\n"
+        "    const $V c = SMELT_VMAX_$N(zero - 104.0f, SMELT_VMIN_$N(zero + 89.0f, x));\n"
+        "#else\n"
+        "    $M m = ($M)(x > 89.0f);\n"
+        "    $V c = SMELT_VSEL_($V, $M, m, zero + 89.0f, x);\n"
+        "    m = ($M)(c < -104.0f);\n"
+        "    c = SMELT_VSEL_($V, $M, m, zero - 104.0f, c);\n"
+        "#endif\n"
         "    /* n = round(c / ln2): adding 1.5 * 2^23 leaves n in the low mantissa bits */\n"
         "    const $V t = c * 1.44269504f + 12582912.0f;\n"
         "    const $V n = t - 12582912.0f;\n"
-        "    const $M ni = ($M)t - 0x4b400000;\n"
         "    $V r = c - n * 0.693359375f;\n"
         "    r = r - n * -2.12194440e-4f;\n"
         "    const $V q = (((0.00139345345f * r + 0.00836376939f) * r + 0.0416664556f) * r + 0.166665733f) * r + 0.5f;\n"
-        "    $V p = (r * r) * q + r + 1.0f;\n"
-        "    const $M n1 = ni >> 1, n2 = ni - n1;\n"
-        "    p = p * ($V)((n1 + 127) << 23) * ($V)((n2 + 127) << 23);\n"
-        "    m = ($M)(x != x);\n"
-        "    *io = SMELT_VSEL_($V, $M, m, x, p);\n}\n\n",
+        "    const $V p = (r * r) * q + r + 1.0f;\n"
+        "#ifdef SMELT_VSCALEF_$N\n"
+        "    *io = SMELT_VSCALEF_$N(p, n);\n"
+        "#else\n"
+        "    const $M ni = ($M)t - 0x4b400000, n1 = ni >> 1, n2 = ni - n1;\n"
+        "    *io = p * ($V)((n1 + 127) << 23) * ($V)((n2 + 127) << 23);\n"
+        "#endif\n"
+        "}\n\n",
     [CG_VM_TANH] =
         "/* tanh: sign(x) (1 - 2 / (exp(2|x|) + 1)), which is 1 once exp\n"
         " * overflows; below |x| = 0.625, where that form cancels, x + x^3 P(x^2). */\n"
@@ -399,6 +433,7 @@ static void emit_vector_math(const cg_emitter *e, smelt_strbuf *out)
         if (i != CG_VM_EXP) lanes_used[CG_VM_EXP] |= lanes_used[i];
         any |= lanes_used[i];
     }
+    if (any || e->vminmax_f32) smelt_strbuf_append(out, vx86_text);
     if (!any) return;
     smelt_strbuf_append(out, vmath_select_text);
     for (int lanes = 4; lanes <= 16; lanes *= 2) {

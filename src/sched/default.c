@@ -17,6 +17,9 @@
  * more on a busy one. */
 #define DEFAULT_PARALLEL_MIN_WORK (1 << 16)
 
+/* Rows that keep two threads busy when a stage runs in parallel by rows. */
+#define ROWS_PARALLEL_MIN 8
+
 /* Register tiles the knobs may ask for, in vector accumulators: beyond the
  * register file (32 on AVX-512) they spill, and the unrolled code takes the
  * C compiler seconds per candidate. */
@@ -134,11 +137,171 @@ static smelt_status schedule_reduce_local(smelt_ctx *ctx, const te_tensor *t, in
     return parallelize_leading(ctx, s, name, names, lead - 1);
 }
 
+/* ---- reductions along the contiguous axis ----------------------------------
+ * A reduction whose last reduce axis is the innermost index of what it reads
+ * (softmax's max and sum, LayerNorm's moments, ReduceX over the last axis)
+ * cannot vectorise over its data axes.  rfactor keeps vw * vecs partial
+ * results apart in a local stage computed at the output element (vector
+ * accumulators over contiguous loads), which the output then combines. */
+
+typedef struct contig_scan {
+    const ir_var *r;
+    bool uses, ok;
+} contig_scan;
+
+#define RFACTOR_VECS_MAX 4 /* vector accumulators per row (FMA latency 4 / add 3) */
+
+/* An index that is r, or r plus something without r. */
+static bool unit_stride_in(const ir_expr *e, const ir_var *r)
+{
+    if (e->kind == IR_VAR) return e->var == r;
+    if (e->kind != IR_ADD) return false;
+    if (!ir_expr_uses_var(e->bin.a, r)) return unit_stride_in(e->bin.b, r);
+    return !ir_expr_uses_var(e->bin.b, r) && unit_stride_in(e->bin.a, r);
+}
+
+static void scan_contiguous(void *ctx, const ir_expr *e)
+{
+    contig_scan *c = ctx;
+    if (e->kind == IR_LOAD && e->load.n > 0) {
+        for (int d = 0; d + 1 < e->load.n; d++)
+            if (ir_expr_uses_var(e->load.idx[d], c->r)) c->ok = false;
+        const ir_expr *last = e->load.idx[e->load.n - 1];
+        if (ir_expr_uses_var(last, c->r)) {
+            c->uses = true;
+            c->ok &= unit_stride_in(last, c->r);
+        }
+    }
+    tir_expr_visit_children(e, scan_contiguous, c);
+}
+
+/* Whether t is a float32 reduction the rfactor rule applies to. */
+static bool reduces_contiguous(const te_tensor *t, int vw)
+{
+    if (vw <= 1 || !t->body || t->body->kind != IR_REDUCE || t->buf->dtype != SMELT_DT_FLOAT32)
+        return false;
+    const ir_axis *r = &t->body->reduce.axes[t->body->reduce.n_axes - 1];
+    if (r->extent < 2 * vw || t->n_axes + 1 > SMELT_MAX_RANK) return false;
+    contig_scan c = {r->var, false, true};
+    scan_contiguous(&c, t->body->reduce.src);
+    return c.uses && c.ok;
+}
+
+/* The partials halved level by level (t factored again: rf2[j] = rf[j] op
+ * rf[j + w/2], ...) while their count is even and above 2: vector operations
+ * of w/2 lanes instead of a serial chain of w - 1 scalar ones.  Each level is
+ * computed at the next one's row; *last is the level t itself reads. */
+static smelt_status combine_tree(smelt_ctx *ctx, const te_tensor *t, int vw, int64_t width,
+                                 const char *axis, const char *first, sch_schedule *s,
+                                 char *last, size_t cap)
+{
+    const char *name = t->buf->name, *row = t->axes[t->n_axes - 1].var->name;
+    char cur[256], prev[256];
+    snprintf(cur, sizeof cur, "%.200s", axis);
+    snprintf(prev, sizeof prev, "%.200s", first);
+    for (int level = 2; width % 2 == 0 && width > 2; level++, width /= 2) {
+        char next[256], o[220], in[220];
+        snprintf(next, sizeof next, "%.200s.rf%d", name, level);
+        snprintf(o, sizeof o, "%.200s.o", cur);
+        snprintf(in, sizeof in, "%.200s.i", cur);
+        SMELT_TRY(sch_rfactor(ctx, s, name, cur, width / 2));
+        const char *order[SCH_MAX_STEP_ITERS];
+        int n = 0;
+        for (int i = 0; i < t->n_axes && n < SCH_MAX_STEP_ITERS - 2; i++) order[n++] = t->axes[i].var->name;
+        order[n++] = o;
+        order[n++] = in;
+        SMELT_TRY(sch_reorder(ctx, s, next, n, order));
+        if (width / 2 >= 4) SMELT_TRY(vector_steps(ctx, s, next, in, width / 2, vw, 1));
+        SMELT_TRY(sch_compute_at(ctx, s, prev, next, row));
+        snprintf(prev, sizeof prev, "%.200s", next);
+        snprintf(cur, sizeof cur, "%.200s", in);
+    }
+    snprintf(last, cap, "%s", prev);
+    return SMELT_OK;
+}
+
+static smelt_status schedule_reduce_rfactor(smelt_ctx *ctx, const te_tensor *t, int vw,
+                                            const sch_knobs *kn, sch_schedule *s)
+{
+    const char *name = t->buf->name, *rnames[SMELT_MAX_RANK];
+    int rank = t->n_axes, nr = reduce_axes(t, rnames);
+    const ir_axis *r = &t->body->reduce.axes[nr - 1];
+    /* independent accumulators hide the combine's latency; a row gets
+     * one per 8 vectors it holds, so combining the partials stays small */
+    int64_t vecs = knob(kn, SCH_KNOB_UNROLL) > 1 ? knob(kn, SCH_KNOB_UNROLL) - 1
+                   : r->extent >= 8 * RFACTOR_VECS_MAX * vw ? RFACTOR_VECS_MAX
+                                                             : r->extent / (8 * vw);
+    if (vecs < 1) vecs = 1;
+    while (vecs > 1 && r->extent < 2 * vecs * vw) vecs--;
+    char rf[256], ro[140], ri[140];
+    snprintf(rf, sizeof rf, "%s.rf", name);
+    snprintf(ro, sizeof ro, "%s.o", rnames[nr - 1]);
+    snprintf(ri, sizeof ri, "%s.i", rnames[nr - 1]);
+    SMELT_TRY(sch_rfactor(ctx, s, name, rnames[nr - 1], vecs * vw));
+    /* the partial results: data axes, reductions, then the lanes */
+    const char *order[SCH_MAX_STEP_ITERS];
+    int n = 0;
+    for (int i = 0; i < rank; i++) order[n++] = t->axes[i].var->name;
+    for (int i = 0; i < nr - 1 && n < SCH_MAX_STEP_ITERS - 2; i++) order[n++] = rnames[i];
+    order[n++] = ro;
+    order[n++] = ri;
+    SMELT_TRY(sch_reorder(ctx, s, rf, n, order));
+    SMELT_TRY(vector_steps(ctx, s, rf, ri, vecs * vw, vw, vecs));
+    if (rank == 0) return SMELT_OK; /* one result: the partials stay at root */
+    char last_rf[256];
+    SMELT_TRY(combine_tree(ctx, t, vw, vecs * vw, ri, rf, s, last_rf, sizeof last_rf));
+    /* parallel over the fused data axes (knob k > 2: the first k - 2), the
+     * partial results computed per output element */
+    int64_t par = knob(kn, SCH_KNOB_PARALLEL);
+    if (par < 0 || par > rank + 2) return bad_knob(ctx, name, SCH_KNOB_PARALLEL, par);
+    int lead = par > 2 ? (int)par - 2 : rank;
+    char fused[512];
+    snprintf(fused, sizeof fused, "%s", t->axes[0].var->name);
+    for (int i = 1; i < lead; i++) {
+        SMELT_TRY(sch_fuse(ctx, s, name, fused, t->axes[i].var->name));
+        size_t len = strlen(fused);
+        snprintf(fused + len, sizeof fused - len, ".%s", t->axes[i].var->name);
+    }
+    if (par > 1 || (par == 0 && stage_work(t) >= DEFAULT_PARALLEL_MIN_WORK))
+        SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, name, fused));
+    return sch_compute_at(ctx, s, last_rf, name, lead == rank ? fused : t->axes[rank - 1].var->name);
+}
+
+/* An elementwise stage reading a factored reduction's results (softmax's
+ * and LayerNorm's outputs) goes by rows too: parallel over the leading axes,
+ * the row's vectors inside, so its indices need no division. */
+static bool reads_row_reduction(const te_graph *g, const te_tensor *t, int vw)
+{
+    if (!t->body || t->body->kind == IR_REDUCE || t->n_axes < 2) return false;
+    int64_t rows = 1;
+    for (int i = 0; i < t->n_axes - 1; i++) rows *= t->axes[i].extent;
+    if (rows < ROWS_PARALLEL_MIN || t->axes[t->n_axes - 1].extent < 2 * vw) return false;
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *r = g->tensors.items[i];
+        if (r != t && reduces_contiguous(r, vw) && ir_expr_reads(t->body, r->buf)) return true;
+    }
+    return false;
+}
+
+static smelt_status schedule_rows(smelt_ctx *ctx, const te_tensor *t, int vw, sch_schedule *s)
+{
+    int rank = t->n_axes;
+    const char *name = t->buf->name, *lead[SMELT_MAX_RANK];
+    SMELT_TRY(vector_steps(ctx, s, name, t->axes[rank - 1].var->name,
+                           t->axes[rank - 1].extent, vw, 1));
+    if (stage_work(t) < DEFAULT_PARALLEL_MIN_WORK) return SMELT_OK;
+    for (int i = 0; i < rank - 1; i++) lead[i] = t->axes[i].var->name;
+    return parallelize_leading(ctx, s, name, lead, rank - 2);
+}
+
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
                                    const sch_knobs *kn, sch_schedule *s)
 {
     int64_t order_knob = knob(kn, SCH_KNOB_ORDER);
     if (order_knob == 2) return schedule_reduce_local(ctx, t, vector_width, kn, s);
+    bool rfactor = reduces_contiguous(t, vector_width);
+    if (order_knob == 3 && !rfactor) return bad_knob(ctx, t->buf->name, SCH_KNOB_ORDER, 3);
+    if (rfactor && order_knob != 1) return schedule_reduce_rfactor(ctx, t, vector_width, kn, s);
     if (order_knob < 0 || order_knob > 2) return bad_knob(ctx, t->buf->name, SCH_KNOB_ORDER, order_knob);
     const char *name = t->buf->name;
     int rank = t->n_axes;
@@ -1405,6 +1568,14 @@ static void generic_space(const te_graph *g, const te_tensor *t, int vw, sch_kno
     if (vw > 1 && stage_is_output(g, t) && reduce_axes(t, rn) > 0 && t->n_axes >= 2 &&
         t->axes[t->n_axes - 1].extent >= vw)
         add_range(sp, SCH_KNOB_ORDER, 1, 2);
+    if (reduces_contiguous(t, vw)) { /* rfactor (the rule's choice) or not */
+        add_value(sp, SCH_KNOB_ORDER, 1);
+        add_value(sp, SCH_KNOB_ORDER, 3);
+        const ir_axis *r = &t->body->reduce.axes[t->body->reduce.n_axes - 1];
+        for (int64_t v = 1; v <= RFACTOR_VECS_MAX && r->extent >= 2 * v * vw; v++)
+            add_value(sp, SCH_KNOB_UNROLL, v + 1);
+        return;
+    }
     if (vw > 1 && t->axes[t->n_axes - 1].extent >= 2 * vw) {
         add_value(sp, SCH_KNOB_UNROLL, 1);
         add_value(sp, SCH_KNOB_UNROLL, 3);
@@ -1503,6 +1674,10 @@ static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
         if (!stage_is_output(g, t) && !is_reduce && inline_fits(plan, t))
             return sch_compute_inline(ctx, s, t->buf->name);
+        bool rule_knobs = !knob(kn, SCH_KNOB_PARALLEL) && !knob(kn, SCH_KNOB_UNROLL) &&
+                          !knob(kn, SCH_KNOB_ORDER);
+        if (rule_knobs && reads_row_reduction(g, t, vector_width))
+            return schedule_rows(ctx, t, vector_width, s);
         return schedule_stage(ctx, t, vector_width, kn, s);
     }
 }

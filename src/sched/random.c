@@ -44,7 +44,7 @@ static void propose_step(const sch_state *st, int si, uint64_t *rng, sch_step *s
     const sch_stage *sg = &st->stages[si];
     memset(step, 0, sizeof *step);
     step->stage = sg->buf->name;
-    int kind = rng_below(rng, 8);
+    int kind = rng_below(rng, 9);
     switch (kind) {
     case 0:
     case 1: { /* split */
@@ -91,6 +91,13 @@ static void propose_step(const sch_state *st, int si, uint64_t *rng, sch_step *s
         step->kind = SCH_PARALLEL;
         step->n_iters = 1;
         step->iters[0] = random_leaf(sg, rng);
+        break;
+    case 8: /* rfactor a reduce axis (legal only before other steps) */
+        step->kind = SCH_RFACTOR;
+        if (sg->n_reduce == 0) break;
+        step->n_iters = 1;
+        step->iters[0] = sg->reduce_axes[rng_below(rng, sg->n_reduce)].var->name;
+        step->factor = 1 + rng_below(rng, 8);
         break;
     default: { /* compute_at a consumer's loop, or inline */
         int ci = rng_below(rng, st->n_stages);

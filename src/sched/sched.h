@@ -14,7 +14,14 @@
  *   vectorize C i1.i       unroll C k           parallel C i0.i1
  *   compute_inline T       compute_at T C i0.o  cache_write C
  *   tile C i0 i1 8 16      (= split i0 8, split i1 16, reorder i0.o i1.o i0.i i1.i)
- *   tensorize C i0.i smelt.gemm_f32
+ *   tensorize C i0.i smelt.gemm_f32   rfactor C r0 16
+ * rfactor STAGE R F splits reduce axis R of a fresh reduction (no steps on
+ * it yet) by F and keeps the F partial results apart: a new stage STAGE.rf
+ * [data axes..., R.i] reduces over R.o (and the other reduce axes), with
+ * R.o * F + R.i past R's extent contributing the identity; STAGE then
+ * reduces STAGE.rf over its new reduce axis R.i.  R.i is a data axis of
+ * STAGE.rf, so it can be vectorised (TVM's rfactor).  Factoring STAGE
+ * again names the new stage STAGE.rf2, STAGE.rf3, ...
  * tensorize STAGE ITER KERNEL replaces the loops from ITER inward by a call
  * to a micro-kernel whose declared computation they must match.  Kernels:
  *   smelt.gemm_f32  C[i*ldc + j] += sum_k A[i*lda_i + k*lda_k] * B[k*ldb_k + j*ldb_j]
@@ -54,6 +61,7 @@ typedef enum sch_kind {
     SCH_COMPUTE_AT,
     SCH_CACHE_WRITE,
     SCH_TENSORIZE,
+    SCH_RFACTOR,
     SCH_KIND_COUNT_
 } sch_kind;
 
@@ -91,6 +99,8 @@ smelt_status sch_compute_inline(smelt_ctx *ctx, sch_schedule *s, const char *sta
 smelt_status sch_compute_at(smelt_ctx *ctx, sch_schedule *s, const char *stage,
                             const char *consumer, const char *iter);
 smelt_status sch_cache_write(smelt_ctx *ctx, sch_schedule *s, const char *stage);
+smelt_status sch_rfactor(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
+                         int64_t factor);
 smelt_status sch_tensorize(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
                            const char *kernel);
 /* Is `name` a micro-kernel tensorize knows the computation of? */

@@ -15,6 +15,7 @@ static const char *const step_names[] = {
     [SCH_COMPUTE_AT] = "compute_at",
     [SCH_CACHE_WRITE] = "cache_write",
     [SCH_TENSORIZE] = "tensorize",
+    [SCH_RFACTOR] = "rfactor",
 };
 _Static_assert(SMELT_ARRAY_LEN(step_names) == SCH_KIND_COUNT_, "step names");
 
@@ -107,6 +108,14 @@ smelt_status sch_cache_write(smelt_ctx *ctx, sch_schedule *s, const char *stage)
     return sch_add(ctx, s, &st);
 }
 
+smelt_status sch_rfactor(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
+                         int64_t factor)
+{
+    sch_step st = {.kind = SCH_RFACTOR, .stage = stage, .n_iters = 1, .iters = {iter},
+                   .factor = factor};
+    return sch_add(ctx, s, &st);
+}
+
 smelt_status sch_tensorize(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
                            const char *kernel)
 {
@@ -136,7 +145,7 @@ void sch_schedule_print(const sch_schedule *s, smelt_strbuf *out)
         smelt_strbuf_printf(out, "%s %s", step_names[st->kind], st->stage);
         if (st->kind == SCH_COMPUTE_AT) smelt_strbuf_printf(out, " %s", st->target);
         for (int k = 0; k < st->n_iters; k++) smelt_strbuf_printf(out, " %s", st->iters[k]);
-        if (st->kind == SCH_SPLIT) smelt_strbuf_printf(out, " %lld", (long long)st->factor);
+        if (st->kind == SCH_SPLIT || st->kind == SCH_RFACTOR) smelt_strbuf_printf(out, " %lld", (long long)st->factor);
         if (st->kind == SCH_TENSORIZE) smelt_strbuf_printf(out, " %s", st->target);
         smelt_strbuf_append(out, "\n");
     }
@@ -189,8 +198,9 @@ static smelt_status parse_step(smelt_ctx *ctx, char **w, int n, int line, sch_sc
         st.target = w[2];
         first_iter = 3;
     }
-    if (kind == SCH_SPLIT) {
-        if (n != 4) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: split STAGE ITER FACTOR", line);
+    if (kind == SCH_SPLIT || kind == SCH_RFACTOR) {
+        if (n != 4)
+            return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: %s STAGE ITER FACTOR", line, w[0]);
         SMELT_TRY(parse_factor(ctx, w[3], line, &st.factor));
         last = 3;
     }

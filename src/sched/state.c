@@ -299,6 +299,9 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
         return step_err(ctx, step, "only intermediate computes can be inlined%s", NULL);
     if (sg->n_reduce) return step_err(ctx, step, "a reduction cannot be inlined%s", NULL);
     if (sg->attach_stage >= 0) return step_err(ctx, step, "stage is already computed at a loop%s", NULL);
+    for (int i = 0; i < st->n_stages; i++) /* inlining would drop its loops, and their nests */
+        if (st->stages[i].attach_stage == si && !st->stages[i].inlined)
+            return step_err(ctx, step, "'%s' is computed at one of its loops", st->stages[i].buf->name);
     for (int i = 0; i < st->n_stages; i++) {
         sch_stage *c = &st->stages[i];
         if (i == si || c->is_placeholder || !ir_expr_reads(c->body, sg->buf)) continue;
@@ -371,6 +374,94 @@ static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_s
     stage_set_body(sg, ir_load(&st->b, local->buf, sg->n_axes, idx));
     if (!sg->body) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     sg->tag = "injective";
+    return init_iters(ctx, st, sg);
+}
+
+/* ---- rfactor ---- */
+
+/* No step has touched sg's loops: its leaves are its roots, in order, plain. */
+static bool stage_untouched(const sch_stage *sg)
+{
+    if (sg->n_iters != sg->n_axes + sg->n_reduce || sg->n_leaves != sg->n_iters) return false;
+    for (int k = 0; k < sg->n_leaves; k++)
+        if (sg->leaves[k] != k || sg->iters[k].annot != IR_FOR_SERIAL) return false;
+    return true;
+}
+
+/* rf's body: sg's reduction with axis r = r.o * f + r.i, r.i a data axis;
+ * past r's extent the identity, so a tail adds nothing. */
+static ir_expr *rfactor_body(sch_state *st, const sch_stage *sg, int r, ir_var *outer,
+                             ir_var *lane, int64_t f)
+{
+    ir_builder *b = &st->b;
+    const ir_expr *body = sg->body;
+    int64_t ext = sg->reduce_axes[r].extent;
+    ir_expr *pos = ir_add(b, ir_mul(b, ir_var_ref(b, outer), ir_int(b, f)), ir_var_ref(b, lane));
+    ir_subst map = {sg->reduce_axes[r].var, pos};
+    ir_expr *src = ir_expr_substitute(b, body->reduce.src, &map, 1);
+    if (ext % f != 0)
+        src = ir_select(b, ir_binary(b, IR_LT, pos, ir_int(b, ext)), src,
+                        te_reduce_identity_in(b, body->reduce.op, src ? src->dtype : sg->buf->dtype));
+    ir_axis axes[SMELT_MAX_RANK];
+    for (int i = 0; i < sg->n_reduce; i++) axes[i] = sg->reduce_axes[i];
+    axes[r] = (ir_axis){outer, (ext + f - 1) / f};
+    return ir_reduce(b, body->reduce.op, src, sg->n_reduce, axes);
+}
+
+/* Appends stage rf computing sg's partial results; sg reduces rf. */
+static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
+{
+    sch_stage *sg = &st->stages[si];
+    if (sg->inlined || sg->attach_stage >= 0 || sg->n_reduce == 0 || sg->tensor_iter >= 0)
+        return step_err(ctx, step, "rfactor needs a reduction computed at root%s", NULL);
+    if (!stage_untouched(sg))
+        return step_err(ctx, step, "rfactor must come before other steps on the stage%s", NULL);
+    if (sg->n_axes + 1 > SMELT_MAX_RANK)
+        return step_err(ctx, step, "rfactor would exceed the maximum rank%s", NULL);
+    int r = -1;
+    for (int i = 0; i < sg->n_reduce; i++)
+        if (strcmp(sg->reduce_axes[i].var->name, step->iters[0]) == 0) r = i;
+    if (r < 0) return step_err(ctx, step, "no reduction axis named '%s'", step->iters[0]);
+    if (step->factor <= 0) return step_err(ctx, step, "rfactor factor must be positive%s", NULL);
+    int64_t ext = sg->reduce_axes[r].extent, f = step->factor < ext ? step->factor : ext;
+    if (f < 1) f = 1; /* an empty axis */
+    char name[256], oname[140], iname[140];
+    /* C.rf, then C.rf2, C.rf3... for a stage factored again (a combine tree) */
+    snprintf(name, sizeof name, "%s.rf", sg->buf->name);
+    for (int k = 2; sch_stage_index(st, name) >= 0; k++)
+        snprintf(name, sizeof name, "%s.rf%d", sg->buf->name, k);
+    snprintf(oname, sizeof oname, "%s.o", step->iters[0]);
+    snprintf(iname, sizeof iname, "%s.i", step->iters[0]);
+    for (int i = 0; i < sg->n_axes; i++)
+        if (!strcmp(sg->axes[i].var->name, oname) || !strcmp(sg->axes[i].var->name, iname))
+            return step_err(ctx, step, "axis names clash with '%s'", iname);
+    sch_stage *grown = smelt_arena_alloc(&st->arena, sizeof *grown * (size_t)(st->n_stages + 1));
+    if (!grown) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    memcpy(grown, st->stages, sizeof *grown * (size_t)st->n_stages);
+    st->stages = grown;
+    sg = &st->stages[si];
+    sch_stage *rf = &st->stages[st->n_stages++];
+    *rf = *sg;
+    rf->is_output = false;
+    ir_builder *b = &st->b;
+    ir_var *outer = ir_var_new(b, oname, SMELT_DT_INT64), *lane = ir_var_new(b, iname, SMELT_DT_INT64);
+    int64_t shape[SMELT_MAX_RANK];
+    for (int i = 0; i < sg->n_axes; i++) shape[i] = sg->buf->shape[i];
+    shape[sg->n_axes] = f;
+    rf->buf = ir_buffer_new(b, name, sg->buf->dtype, sg->n_axes + 1, shape, IR_BUF_TEMP);
+    rf->axes[rf->n_axes++] = (ir_axis){lane, f};
+    if (!outer || !lane || !rf->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    stage_set_body(rf, rfactor_body(st, sg, r, outer, lane, f));
+    /* sg: reduce rf's lanes, over a fresh axis named like them */
+    ir_var *k = ir_var_new(b, iname, SMELT_DT_INT64);
+    ir_expr *idx[SMELT_MAX_RANK];
+    for (int i = 0; i < sg->n_axes; i++) idx[i] = ir_var_ref(b, sg->axes[i].var);
+    idx[sg->n_axes] = k ? ir_var_ref(b, k) : NULL;
+    ir_axis kaxis = {k, f};
+    stage_set_body(sg, ir_reduce(b, sg->body->reduce.op, ir_load(b, rf->buf, sg->n_axes + 1, idx), 1,
+                                 &kaxis));
+    if (!rf->body || !sg->body) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    SMELT_TRY(init_iters(ctx, st, rf));
     return init_iters(ctx, st, sg);
 }
 
@@ -468,6 +559,7 @@ static smelt_status check_after_tensorize(smelt_ctx *ctx, const sch_step *step, 
     case SCH_REORDER:
     case SCH_TENSORIZE:
     case SCH_CACHE_WRITE:
+    case SCH_RFACTOR:
         return step_err(ctx, step, "stage is already tensorized; tensorize must be its last loop "
                                    "step%s", NULL);
     case SCH_VECTORIZE:
@@ -528,6 +620,7 @@ static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *st
     case SCH_COMPUTE_AT: return apply_compute_at(ctx, st, step, si);
     case SCH_CACHE_WRITE: return apply_cache_write(ctx, st, step, si);
     case SCH_TENSORIZE: return apply_tensorize(ctx, st, step, si);
+    case SCH_RFACTOR: return apply_rfactor(ctx, st, step, si);
     default: return step_err(ctx, step, "unknown step%s", NULL);
     }
 }

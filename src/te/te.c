@@ -154,37 +154,42 @@ bool te_mark_output(te_graph *g, te_tensor *t)
     return true;
 }
 
-ir_expr *te_reduce_identity(te_graph *g, ir_reduce_op op, smelt_dtype dt)
+ir_expr *te_reduce_identity_in(ir_builder *b, ir_reduce_op op, smelt_dtype dt)
 {
     bool fl = dt == SMELT_DT_FLOAT32 || dt == SMELT_DT_FLOAT64 || dt == SMELT_DT_FLOAT16 ||
               dt == SMELT_DT_BFLOAT16;
     switch (op) {
-    case IR_REDUCE_SUM: return fl ? ir_const_float(&g->b, dt, 0.0) : ir_const_int(&g->b, dt, 0);
-    case IR_REDUCE_PROD: return fl ? ir_const_float(&g->b, dt, 1.0) : ir_const_int(&g->b, dt, 1);
+    case IR_REDUCE_SUM: return fl ? ir_const_float(b, dt, 0.0) : ir_const_int(b, dt, 0);
+    case IR_REDUCE_PROD: return fl ? ir_const_float(b, dt, 1.0) : ir_const_int(b, dt, 1);
     case IR_REDUCE_MAX:
-        if (fl) return ir_const_float(&g->b, dt, -INFINITY);
+        if (fl) return ir_const_float(b, dt, -INFINITY);
         switch (dt) {
-        case SMELT_DT_INT8: return ir_const_int(&g->b, dt, INT8_MIN);
-        case SMELT_DT_INT16: return ir_const_int(&g->b, dt, INT16_MIN);
-        case SMELT_DT_INT32: return ir_const_int(&g->b, dt, INT32_MIN);
-        case SMELT_DT_INT64: return ir_const_int(&g->b, dt, INT64_MIN);
-        default: return ir_const_int(&g->b, dt, 0); /* unsigned, bool */
+        case SMELT_DT_INT8: return ir_const_int(b, dt, INT8_MIN);
+        case SMELT_DT_INT16: return ir_const_int(b, dt, INT16_MIN);
+        case SMELT_DT_INT32: return ir_const_int(b, dt, INT32_MIN);
+        case SMELT_DT_INT64: return ir_const_int(b, dt, INT64_MIN);
+        default: return ir_const_int(b, dt, 0); /* unsigned, bool */
         }
     case IR_REDUCE_MIN:
-        if (fl) return ir_const_float(&g->b, dt, INFINITY);
+        if (fl) return ir_const_float(b, dt, INFINITY);
         switch (dt) {
-        case SMELT_DT_INT8: return ir_const_int(&g->b, dt, INT8_MAX);
-        case SMELT_DT_INT16: return ir_const_int(&g->b, dt, INT16_MAX);
-        case SMELT_DT_INT32: return ir_const_int(&g->b, dt, INT32_MAX);
-        case SMELT_DT_INT64: return ir_const_int(&g->b, dt, INT64_MAX);
-        case SMELT_DT_UINT8: return ir_const_int(&g->b, dt, UINT8_MAX);
-        case SMELT_DT_UINT16: return ir_const_int(&g->b, dt, UINT16_MAX);
-        case SMELT_DT_UINT32: return ir_const_int(&g->b, dt, UINT32_MAX);
-        case SMELT_DT_BOOL: return ir_const_int(&g->b, dt, 1);
-        default: return ir_const_int(&g->b, dt, -1); /* uint64 all ones */
+        case SMELT_DT_INT8: return ir_const_int(b, dt, INT8_MAX);
+        case SMELT_DT_INT16: return ir_const_int(b, dt, INT16_MAX);
+        case SMELT_DT_INT32: return ir_const_int(b, dt, INT32_MAX);
+        case SMELT_DT_INT64: return ir_const_int(b, dt, INT64_MAX);
+        case SMELT_DT_UINT8: return ir_const_int(b, dt, UINT8_MAX);
+        case SMELT_DT_UINT16: return ir_const_int(b, dt, UINT16_MAX);
+        case SMELT_DT_UINT32: return ir_const_int(b, dt, UINT32_MAX);
+        case SMELT_DT_BOOL: return ir_const_int(b, dt, 1);
+        default: return ir_const_int(b, dt, -1); /* uint64 all ones */
         }
     }
     return NULL;
+}
+
+ir_expr *te_reduce_identity(te_graph *g, ir_reduce_op op, smelt_dtype dt)
+{
+    return te_reduce_identity_in(&g->b, op, dt);
 }
 
 void te_graph_print(const te_graph *g, smelt_strbuf *out)

@@ -78,6 +78,8 @@ bool te_mark_output(te_graph *g, te_tensor *t);
 
 /* The identity of a reduction for a dtype (0, 1, -inf/min, +inf/max). */
 ir_expr *te_reduce_identity(te_graph *g, ir_reduce_op op, smelt_dtype dt);
+/* The same, built in b (schedules rewriting bodies). */
+ir_expr *te_reduce_identity_in(ir_builder *b, ir_reduce_op op, smelt_dtype dt);
 
 /* Interpret every compute of g (testing oracle for compute definitions); a
  * failed check is an SMELT_ERR_RUNTIME error with the site's message.

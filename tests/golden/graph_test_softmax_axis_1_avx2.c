@@ -39,32 +39,63 @@ typedef int32_t smelt_i32x4 __attribute__((vector_size(16)));
 
 static inline float smelt_max_f32(float a, float b) { return a > b ? a : b; }
 
+/* Where the compiler targets x86 vector extensions: one instruction for
+ * min/max (the second operand when one is NaN) and for p * 2^n rounded
+ * once (AVX-512 scalef), each giving what the portable form gives. */
+#if defined(__SSE__) || defined(__AVX__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#if defined(__SSE__)
+#define SMELT_VMIN_f32x4(a, b) ((smelt_f32x4)_mm_min_ps((__m128)(a), (__m128)(b)))
+#define SMELT_VMAX_f32x4(a, b) ((smelt_f32x4)_mm_max_ps((__m128)(a), (__m128)(b)))
+#endif
+#if defined(__AVX__)
+#define SMELT_VMIN_f32x8(a, b) ((smelt_f32x8)_mm256_min_ps((__m256)(a), (__m256)(b)))
+#define SMELT_VMAX_f32x8(a, b) ((smelt_f32x8)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#endif
+#if defined(__AVX512F__)
+#define SMELT_VMIN_f32x16(a, b) ((smelt_f32x16)_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define SMELT_VMAX_f32x16(a, b) ((smelt_f32x16)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define SMELT_VSCALEF_f32x16(p, n) ((smelt_f32x16)_mm512_scalef_ps((__m512)(p), (__m512)(n)))
+#endif
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#define SMELT_VSCALEF_f32x8(p, n) ((smelt_f32x8)_mm256_scalef_ps((__m256)(p), (__m256)(n)))
+#define SMELT_VSCALEF_f32x4(p, n) ((smelt_f32x4)_mm_scalef_ps((__m128)(p), (__m128)(n)))
+#endif
+
 /* (m ? a : b) per lane; m is -1 or 0 in each lane. */
 #define SMELT_VSEL_(V, M, m, a, b) ((V)(((m) & (M)(a)) | (~(m) & (M)(b))))
 
 /* exp: x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, n*hi exact),
- * exp(r) = 1 + r + r^2 q(r), times 2^n in two halves that are normal
- * floats, so a subnormal result is rounded once.  x is clamped to
- * [-104, 89], where exp is 0 and inf in float; NaN lanes go back at the end. */
+ * exp(r) = 1 + r + r^2 q(r), times 2^n rounded once (scalef, or two
+ * halves that are normal floats), so a subnormal result is rounded once.
+ * x is clamped to [-104, 89], where exp is 0 and inf in float; the clamps
+ * let NaN through (comparisons with it are false; MINPS/MAXPS return
+ * their second operand), and the arithmetic keeps it NaN. */
 static inline void smelt_vexp_f32x4(smelt_f32x4 *io)
 {
     const smelt_f32x4 zero = {0}, x = *io;
-    smelt_i32x4 m = (smelt_i32x4)(x < 89.0f);
-    smelt_f32x4 c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, x, zero + 89.0f);
-    m = (smelt_i32x4)(c > -104.0f);
-    c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, c, zero - 104.0f);
+#ifdef SMELT_VMIN_f32x4
+    const smelt_f32x4 c = SMELT_VMAX_f32x4(zero - 104.0f, SMELT_VMIN_f32x4(zero + 89.0f, x));
+#else
+    smelt_i32x4 m = (smelt_i32x4)(x > 89.0f);
+    smelt_f32x4 c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, zero + 89.0f, x);
+    m = (smelt_i32x4)(c < -104.0f);
+    c = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, zero - 104.0f, c);
+#endif
     /* n = round(c / ln2): adding 1.5 * 2^23 leaves n in the low mantissa bits */
     const smelt_f32x4 t = c * 1.44269504f + 12582912.0f;
     const smelt_f32x4 n = t - 12582912.0f;
-    const smelt_i32x4 ni = (smelt_i32x4)t - 0x4b400000;
     smelt_f32x4 r = c - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     const smelt_f32x4 q = (((0.00139345345f * r + 0.00836376939f) * r + 0.0416664556f) * r + 0.166665733f) * r + 0.5f;
-    smelt_f32x4 p = (r * r) * q + r + 1.0f;
-    const smelt_i32x4 n1 = ni >> 1, n2 = ni - n1;
-    p = p * (smelt_f32x4)((n1 + 127) << 23) * (smelt_f32x4)((n2 + 127) << 23);
-    m = (smelt_i32x4)(x != x);
-    *io = SMELT_VSEL_(smelt_f32x4, smelt_i32x4, m, x, p);
+    const smelt_f32x4 p = (r * r) * q + r + 1.0f;
+#ifdef SMELT_VSCALEF_f32x4
+    *io = SMELT_VSCALEF_f32x4(p, n);
+#else
+    const smelt_i32x4 ni = (smelt_i32x4)t - 0x4b400000, n1 = ni >> 1, n2 = ni - n1;
+    *io = p * (smelt_f32x4)((n1 + 127) << 23) * (smelt_f32x4)((n2 + 127) << 23);
+#endif
 }
 
 /* f_0: f0_softmax
@@ -100,9 +131,14 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1
                         for (; v3 <= e3 - 4; v3 += 4) {
                             smelt_f32x4 x4 = *(const smelt_f32x4u *)&t0[((v0 * 5) + v3)];
                             smelt_f32x4 x5 = *(const smelt_f32x4u *)&p0[(((v0 * 20) + (v2 * 5)) + v3)];
-                            smelt_i32x4 m6 = (smelt_i32x4)(x4 > x5);
-                            smelt_f32x4 x7 = (smelt_f32x4)((m6 & (smelt_i32x4)x4) | (~m6 & (smelt_i32x4)x5));
-                            *(smelt_f32x4u *)&t0[((v0 * 5) + v3)] = x7;
+                            #ifdef SMELT_VMAX_f32x4
+                            smelt_f32x4 x6 = SMELT_VMAX_f32x4(x4, x5);
+                            #else
+                            smelt_i32x4 m7 = (smelt_i32x4)(x4 > x5);
+                            smelt_f32x4 x8 = (smelt_f32x4)((m7 & (smelt_i32x4)x4) | (~m7 & (smelt_i32x4)x5));
+                            smelt_f32x4 x6 = x8;
+                            #endif
+                            *(smelt_f32x4u *)&t0[((v0 * 5) + v3)] = x6;
                         }
                         for (; v3 < e3; ++v3) { /* tail */
                             t0[((v0 * 5) + v3)] = smelt_max_f32(t0[((v0 * 5) + v3)], p0[(((v0 * 20) + (v2 * 5)) + v3)]);
@@ -112,32 +148,32 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1
             }
             for (int64_t v4 = 0; v4 < 3; ++v4) { /* y_sum.i0 */
                 { /* vectorized: 4 x float */
-                    const int64_t e8 = 5;
+                    const int64_t e9 = 5;
                     int64_t v5 = 0;
-                    for (; v5 <= e8 - 4; v5 += 4) {
-                        const float s9 = 0.0f;
-                        smelt_f32x4 x10 = {s9, s9, s9, s9};
-                        *(smelt_f32x4u *)&t1[((v4 * 5) + v5)] = x10;
+                    for (; v5 <= e9 - 4; v5 += 4) {
+                        const float s10 = 0.0f;
+                        smelt_f32x4 x11 = {s10, s10, s10, s10};
+                        *(smelt_f32x4u *)&t1[((v4 * 5) + v5)] = x11;
                     }
-                    for (; v5 < e8; ++v5) { /* tail */
+                    for (; v5 < e9; ++v5) { /* tail */
                         t1[((v4 * 5) + v5)] = 0.0f;
                     }
                 }
                 for (int64_t v6 = 0; v6 < 4; ++v6) { /* y_sum.r0 */
                     { /* vectorized: 4 x float */
-                        const int64_t e11 = 5;
+                        const int64_t e12 = 5;
                         int64_t v7 = 0;
-                        for (; v7 <= e11 - 4; v7 += 4) {
-                            smelt_f32x4 x12 = *(const smelt_f32x4u *)&t1[((v4 * 5) + v7)];
-                            smelt_f32x4 x13 = *(const smelt_f32x4u *)&p0[(((v4 * 20) + (v6 * 5)) + v7)];
-                            smelt_f32x4 x14 = *(const smelt_f32x4u *)&t0[((v4 * 5) + v7)];
-                            smelt_f32x4 x15 = x13 - x14;
-                            smelt_f32x4 x16 = x15;
-                            smelt_vexp_f32x4(&x16);
-                            smelt_f32x4 x17 = x12 + x16;
-                            *(smelt_f32x4u *)&t1[((v4 * 5) + v7)] = x17;
+                        for (; v7 <= e12 - 4; v7 += 4) {
+                            smelt_f32x4 x13 = *(const smelt_f32x4u *)&t1[((v4 * 5) + v7)];
+                            smelt_f32x4 x14 = *(const smelt_f32x4u *)&p0[(((v4 * 20) + (v6 * 5)) + v7)];
+                            smelt_f32x4 x15 = *(const smelt_f32x4u *)&t0[((v4 * 5) + v7)];
+                            smelt_f32x4 x16 = x14 - x15;
+                            smelt_f32x4 x17 = x16;
+                            smelt_vexp_f32x4(&x17);
+                            smelt_f32x4 x18 = x13 + x17;
+                            *(smelt_f32x4u *)&t1[((v4 * 5) + v7)] = x18;
                         }
-                        for (; v7 < e11; ++v7) { /* tail */
+                        for (; v7 < e12; ++v7) { /* tail */
                             t1[((v4 * 5) + v7)] = (t1[((v4 * 5) + v7)] + expf((p0[(((v4 * 20) + (v6 * 5)) + v7)] - t0[((v4 * 5) + v7)])));
                         }
                     }
@@ -146,19 +182,19 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1
             for (int64_t v8 = 0; v8 < 3; ++v8) { /* y.i0 */
                 for (int64_t v9 = 0; v9 < 4; ++v9) { /* y.i1 */
                     { /* vectorized: 4 x float */
-                        const int64_t e18 = 5;
+                        const int64_t e19 = 5;
                         int64_t v10 = 0;
-                        for (; v10 <= e18 - 4; v10 += 4) {
-                            smelt_f32x4 x19 = *(const smelt_f32x4u *)&p0[(((v8 * 20) + (v9 * 5)) + v10)];
-                            smelt_f32x4 x20 = *(const smelt_f32x4u *)&t0[((v8 * 5) + v10)];
-                            smelt_f32x4 x21 = x19 - x20;
-                            smelt_f32x4 x22 = x21;
-                            smelt_vexp_f32x4(&x22);
-                            smelt_f32x4 x23 = *(const smelt_f32x4u *)&t1[((v8 * 5) + v10)];
-                            smelt_f32x4 x24 = x22 / x23;
-                            *(smelt_f32x4u *)&p1[(((v8 * 20) + (v9 * 5)) + v10)] = x24;
+                        for (; v10 <= e19 - 4; v10 += 4) {
+                            smelt_f32x4 x20 = *(const smelt_f32x4u *)&p0[(((v8 * 20) + (v9 * 5)) + v10)];
+                            smelt_f32x4 x21 = *(const smelt_f32x4u *)&t0[((v8 * 5) + v10)];
+                            smelt_f32x4 x22 = x20 - x21;
+                            smelt_f32x4 x23 = x22;
+                            smelt_vexp_f32x4(&x23);
+                            smelt_f32x4 x24 = *(const smelt_f32x4u *)&t1[((v8 * 5) + v10)];
+                            smelt_f32x4 x25 = x23 / x24;
+                            *(smelt_f32x4u *)&p1[(((v8 * 20) + (v9 * 5)) + v10)] = x25;
                         }
-                        for (; v10 < e18; ++v10) { /* tail */
+                        for (; v10 < e19; ++v10) { /* tail */
                             p1[(((v8 * 20) + (v9 * 5)) + v10)] = (expf((p0[(((v8 * 20) + (v9 * 5)) + v10)] - t0[((v8 * 5) + v10)])) / t1[((v8 * 5) + v10)]);
                         }
                     }

@@ -42,6 +42,11 @@ static const opt_case k_softmax_cases[] = {
     {"logsoftmax default f16", OP_LOG_SOFTMAX, 13, "y", 1, 0, {X234(F16)}, {{0}}},
     {"logsoftmax f64", OP_LOG_SOFTMAX, 13, "y", 1, 1, {X234(F64)}, {AXIS(1)}},
     {"logsoftmax 2-D form", OP_LOG_SOFTMAX, 9, "y", 1, 1, {X234(F32)}, {AXIS(1)}},
+    /* rows of 2+ vectors (8 lanes) with a partial one: rfactor with a tail */
+    {"softmax long rows", OP_SOFTMAX, 13, "y", 1, 0, {OPT_X(F32, 2, 3, 37)}, {{0}}},
+    {"softmax long rows, exact vectors", OP_SOFTMAX, 13, "y", 1, 0, {OPT_X(F32, 3, 2, 2, 32)}, {{0}}},
+    {"softmax 2-D form, long rows", OP_SOFTMAX, 11, "y", 1, 1, {OPT_X(F32, 3, 2, 3, 7)}, {AXIS(1)}},
+    {"logsoftmax long rows", OP_LOG_SOFTMAX, 13, "y", 1, 0, {OPT_X(F32, 3, 2, 2, 41)}, {{0}}},
 };
 
 #define EPS(v) OPT_AF("epsilon", v)
@@ -64,6 +69,8 @@ static const opt_case k_layernorm_cases[] = {
      {X234(F64), OPT_X(F64, 1, 4), OPT_X(F64, 1, 4)}, {STASH(11)}},
     {"layernorm float64 stash", OP_LAYER_NORMALIZATION, 17, "yyy", 3, 1,
      {X234(F32), OPT_X(F32, 1, 4), OPT_X(F32, 1, 4)}, {STASH(11)}},
+    {"layernorm long rows", OP_LAYER_NORMALIZATION, 17, "yyy", 3, 0,
+     {OPT_X(F32, 2, 3, 45), OPT_X(F32, 1, 45), OPT_X(F32, 1, 45)}, {{0}}},
     {"layernorm bias omitted in the middle", OP_LAYER_NORMALIZATION, 17, "yy", 3, 0,
      {X234(F32), OPT_X(F32, 1, 4), OPT_NONE}, {{0}}},
 };

@@ -44,6 +44,14 @@ static const opt_suite k_suite = {
 #define KEEP0 AI("keepdims", 0)
 
 static const opt_case k_reduce_cases[] = {
+    /* rows of 2+ vectors (8 lanes) with a partial one: rfactor with a tail */
+    {"sum f32 last axis, long rows", OP_REDUCE_SUM, 18, "y", 2, 0, {X(F32, 3, 3, 2, 37), PC(-1)}, {{0}}},
+    {"max f32 last axis, long rows", OP_REDUCE_MAX, 18, "y", 2, 1, {X(F32, 2, 4, 50), PC(-1)}, {KEEP0}},
+    {"min f32 last axis, long rows", OP_REDUCE_MIN, 18, "y", 2, 0, {X(F32, 2, 3, 33), PC(1)}, {{0}}},
+    {"prod f32 last axis, long rows", OP_REDUCE_PROD, 18, "y", 2, 0, {X(F32, 2, 2, 20), PC(-1)}, {{0}}},
+    {"mean f32 last axis, exact vectors", OP_REDUCE_MEAN, 18, "y", 2, 0, {X(F32, 2, 5, 64), PC(-1)}, {{0}}},
+    {"sum f32 first and last axes", OP_REDUCE_SUM, 18, "y", 2, 0, {X(F32, 3, 3, 2, 40), PC(0, 2)}, {{0}}},
+    {"sum f32 all axes to a scalar", OP_REDUCE_SUM, 18, "y", 2, 1, {X(F32, 1, 45), PC(0)}, {KEEP0}},
     {"sum f16, const axes", OP_REDUCE_SUM, 18, "y", 2, 0, {X(F16, 3, 4, 5, 6), PC(0, 2)}, {{0}}},
     {"sum int8 wraps", OP_REDUCE_SUM, 18, "y", 2, 1,
      {XV(I8, 2, 2, 3, 100, 100, 27, -128, -128, 5), PC(1)}, {KEEP0}},

@@ -267,7 +267,10 @@ static void test_illegal_steps(void)
     smelt_ctx *ctx = smelt_ctx_new();
     te_graph *g = matmul_relu(ctx);
     const char *bad[] = {"vectorize C k", "parallel C k", "compute_inline C", "split C nope 4",
-                         "fuse C i0 k", "compute_at C D nope", "split Q i0 2", NULL};
+                         "fuse C i0 k", "compute_at C D nope", "split Q i0 2",
+                         "rfactor C nope 4", "rfactor C i0 4", "rfactor D i0 4",
+                         "split C i0 2\nrfactor C k 4", "rfactor C k 4\nrfactor C k 2",
+                         "rfactor C k 4\nvectorize C k.i", "rfactor C k", NULL};
     for (int i = 0; bad[i]; i++) {
         sch_schedule s;
         sch_schedule_init(&s);
@@ -291,13 +294,22 @@ int main(void)
         "tile D i0 i1 8 16\ncache_write C\ntile C i0 i1 8 16\ncompute_at C.local C i1.o\n"
         "reorder C.local i0 k i1\nvectorize C.local i1\ncompute_at C D i1.o",
         "split C k 3\nreorder C k.o i0 k.i i1\nunroll C k.i\nfuse D i0 i1\nparallel D i0.i1",
+        /* k's partial sums kept apart, k.i a data loop: 4 does not divide k */
+        "rfactor C k 4\nreorder C.rf i0 i1 k.o k.i\nvectorize C.rf k.i\ncompute_at C.rf C i1",
+        "rfactor C k 64\nunroll C k.i\nparallel C i0",
         NULL};
     static const char *const conv_fixed[] = {
         "compute_inline P\nreorder Y i0 rc ry rx i1 i2\nsplit Y i2 4\nvectorize Y i2.i",
         "split Y i1 4\ncompute_at P Y i1.o",
         NULL};
-    static const char *const sm_fixed[] = {"compute_inline E\ncompute_at S Y i0\nsplit Y i1 8\nvectorize Y i1.i",
-                                           NULL};
+    static const char *const sm_fixed[] = {
+        "compute_inline E\ncompute_at S Y i0\nsplit Y i1 8\nvectorize Y i1.i",
+        /* 21 = 2 x 8 + 5: the last partial vector adds identities */
+        "compute_inline E\nrfactor M k 8\nreorder M.rf i0 k.o k.i\nvectorize M.rf k.i\n"
+        "compute_at M.rf M i0\nrfactor S k 8\nsplit S.rf k.i 4\nvectorize S.rf k.i.i\n"
+        "parallel S i0\ncompute_at S.rf S i0",
+        "rfactor S k 5\nrfactor M k 21\ncompute_at S.rf S i0\nsplit S.rf k.o 2",
+        NULL};
     test_illegal_steps();
     run_graph("matmul_relu", matmul_relu, mm_fixed, 200);
     run_graph("conv2d", conv2d, conv_fixed, 200);
