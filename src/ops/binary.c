@@ -1055,10 +1055,10 @@ static ir_expr *divisor_body(te_graph *g, ir_expr *const *idx, void *user)
     return ir_cast(&g->b, SMELT_DT_INT64, te_read(g, (const te_tensor *)user, idx));
 }
 
-static bool const_has_zero(const smelt_tensor *t)
+static bool const_has(const smelt_tensor *t, int64_t v)
 {
     for (int64_t i = 0; i < op_numel(t); i++)
-        if (op_get_i64(t, i) == 0) return true;
+        if (op_get_i64(t, i) == v) return true;
     return false;
 }
 
@@ -1067,7 +1067,7 @@ static smelt_status add_divisor_check(op_compute_args *a, const bin_te *bt)
     bool divides = bt->kind == BIN_DIV || bt->kind == BIN_MOD || bt->kind == BIN_FMOD;
     if (!divides || op_dtype_is_float(bt->in[1]->buf->dtype) || op_numel(&a->out_type[0]) == 0)
         return SMELT_OK;
-    if (a->in_const[1] && !const_has_zero(a->in_const[1])) return SMELT_OK;
+    if (a->in_const[1] && !const_has(a->in_const[1], 0)) return SMELT_OK;
     ir_builder *b = &a->te->b;
     ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
     ir_expr *ok = ir_binary(b, IR_NE, ir_var_ref(b, v), ir_int(b, 0));
@@ -1076,6 +1076,39 @@ static smelt_status add_divisor_check(op_compute_args *a, const bin_te *bt)
     const te_tensor *d = bt->in[1];
     te_tensor *t = te_check_compute(a->te, "check", d->n_axes, d->buf->shape, divisor_body,
                                     (void *)d, v, ok, &site);
+    return t ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* ---- signed integer division overflow --------------------------------------------
+ * MIN / -1 does not fit the dtype: the reference fails, compiled code reports
+ * it through a check stage over the broadcast output (a flag per element). */
+static ir_expr *div_overflow_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bin_te *bt = user;
+    ir_builder *b = &g->b;
+    smelt_dtype dt = bt->in[0]->buf->dtype;
+    int bits = (int)smelt_dtype_size(dt) * 8;
+    ir_expr *x = read_broadcast(g, bt, 0, idx), *y = read_broadcast(g, bt, 1, idx);
+    ir_expr *is_min = ir_binary(b, IR_EQ, x, ir_const_int(b, dt, (int64_t)(UINT64_MAX << (bits - 1))));
+    ir_expr *by_minus_one = ir_binary(b, IR_EQ, y, ir_const_int(b, dt, -1));
+    return ir_select(b, ir_binary(b, IR_AND, is_min, by_minus_one), ir_int(b, 1), ir_int(b, 0));
+}
+
+static smelt_status add_overflow_check(op_compute_args *a, bin_te *bt)
+{
+    smelt_dtype dt = bt->in[0]->buf->dtype;
+    if (bt->kind != BIN_DIV || op_dtype_is_float(dt) || dtype_is_unsigned(dt) ||
+        op_numel(&a->out_type[0]) == 0)
+        return SMELT_OK;
+    if (a->in_const[1] && !const_has(a->in_const[1], -1)) return SMELT_OK;
+    ir_builder *b = &a->te->b;
+    ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
+    ir_expr *ok = ir_binary(b, IR_EQ, ir_var_ref(b, v), ir_int(b, 0));
+    ir_check_site site = {.node = a->node->name, .op = a->node->op_type,
+                          .message = k_err_div_overflow};
+    const smelt_tensor *ot = &a->out_type[0];
+    te_tensor *t = te_check_compute(a->te, "check_overflow", ot->rank, ot->dims, div_overflow_body,
+                                    bt, v, ok, &site);
     return t ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 
@@ -1090,6 +1123,7 @@ static smelt_status binary_compute(op_compute_args *a)
     SMELT_TRY(operands(a->ctx, a->node, type_ptrs, ops, &b_view));
     bt.first[1] = a->out_type[0].rank - ops[1]->rank;
     SMELT_TRY(add_divisor_check(a, &bt));
+    SMELT_TRY(add_overflow_check(a, &bt));
     return bin_te_finish(a, a->node->op == OP_POW ? pow_body : binary_body, &bt);
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Data the reference refuses (an index out of range) fails the compiled path
 # too, with the reference's message, on 1 and 2 threads; in-range and
-# negative (wrapping) indices still run.  Usage: check_data_errors.sh SMELT MODELS_DIR
+# negative (wrapping) indices still run; an int32 Div by zero or of the
+# minimum value by -1 fails the compiled C like the reference.  Usage: check_data_errors.sh SMELT MODELS_DIR
 set -u
 smelt=$1
 model=$2/small/gather_chain.onnx
@@ -13,6 +14,17 @@ from onnx import numpy_helper as h
 for name, v in (("bad", 3), ("good", 1), ("neg", -1)):
     open(f"{sys.argv[1]}/{name}.pb", "wb").write(
         h.from_array(np.full((4, 4, 4, 4), v, dtype=np.int64), "v0").SerializeToString())
+import onnx
+from onnx import helper as oh, TensorProto as T
+g = oh.make_graph([oh.make_node("Div", ["a", "b"], ["q"], name="div0")], "div",
+                  [oh.make_tensor_value_info(n, T.INT32, [3]) for n in "ab"],
+                  [oh.make_tensor_value_info("q", T.INT32, [3])])
+onnx.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]), f"{sys.argv[1]}/div.onnx")
+for name, a, b in (("overflow", [7, -2**31, 5], [2, -1, -1]), ("zero", [7, 1, 5], [2, 0, 1]),
+                   ("fine", [7, -2**31, 5], [2, 1, -1])):
+    for n, v in (("a", a), ("b", b)):
+        open(f"{sys.argv[1]}/{name}_{n}.pb", "wb").write(
+            h.from_array(np.array(v, dtype=np.int32), n).SerializeToString())
 PY
 fail=0
 "$smelt" run "$model" --input "$tmp/bad.pb" --reference >/dev/null 2>"$tmp/ref.txt" && { echo "reference accepted bad indices"; fail=1; }
@@ -26,5 +38,19 @@ done
 for input in good neg; do
     "$smelt" run "$model" --input "$tmp/$input.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled failed on $input indices:"; cat "$tmp/ok.txt"; fail=1; }
 done
+div=$tmp/div.onnx
+for case in "overflow:integer division overflow" "zero:integer division by zero"; do
+    name=${case%%:*}
+    want="node 'div0' (Div): ${case#*:}"
+    for mode in --reference --compiled; do
+        flag=$([ "$mode" = --reference ] && echo --reference)
+        # shellcheck disable=SC2086
+        if "$smelt" run "$div" --input "a=$tmp/${name}_a.pb" --input "b=$tmp/${name}_b.pb" $flag >/dev/null 2>"$tmp/div.txt"; then
+            echo "Div $name accepted ($mode)"; fail=1
+        fi
+        grep -q "$want" "$tmp/div.txt" || { echo "Div $name message ($mode):"; cat "$tmp/div.txt"; fail=1; }
+    done
+done
+"$smelt" run "$div" --input "a=$tmp/fine_a.pb" --input "b=$tmp/fine_b.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled Div failed on legal values:"; cat "$tmp/ok.txt"; fail=1; }
 [ $fail -eq 0 ] && echo "data errors: ok"
 exit $fail

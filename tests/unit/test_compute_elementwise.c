@@ -287,9 +287,30 @@ static void test_integer_division_by_zero(void)
         opt_check_data_error(&k_suite, &cases[i], "integer division by zero");
 }
 
+/* Regression: MIN / -1 wrapped silently in compiled code; the reference
+ * (and ONNX Runtime's C++ semantics aside) refuses it.  MIN / 1 and x / -1
+ * stay legal. */
+static void test_integer_division_overflow(void)
+{
+    const opt_case bad[] = {
+        {"div int32 min by -1", OP_DIV, 14, "y", 2, 0,
+         {OPT_RUNTIME1(I32, 7, -2147483648.0, 5), OPT_RUNTIME1(I32, 2, -1, -1)}, {{0}}},
+        {"div int8 min by -1 broadcast", OP_DIV, 14, "y", 2, 0,
+         {OPT_RUNTIME1(I8, 3, -128), OPT_RUNTIME0(I8, -1)}, {{0}}},
+    };
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(bad); i++)
+        opt_check_data_error(&k_suite, &bad[i], "integer division overflow");
+    const opt_case good[] = {
+        {"div int32 min by one, x by -1", OP_DIV, 14, "y", 2, 0,
+         {OPT_RUNTIME1(I32, -2147483648.0, 5, -7), OPT_RUNTIME1(I32, 1, -1, -1)}, {{0}}},
+    };
+    opt_check_cases(&k_suite, good, SMELT_ARRAY_LEN(good));
+}
+
 int main(void)
 {
     test_integer_division_by_zero();
+    test_integer_division_overflow();
     opt_check_cases(&k_suite, k_unary_cases, SMELT_ARRAY_LEN(k_unary_cases));
     opt_check_cases(&k_suite, k_clip_cases, SMELT_ARRAY_LEN(k_clip_cases));
     test_cast_pairs();
