@@ -5,7 +5,10 @@
  * short while before sleeping on a condition variable, because at batch 1
  * the time to wake a sleeping thread (tens of microseconds) is comparable to
  * a whole small kernel.  [0, n) is split into one contiguous chunk per
- * thread; the calling thread runs chunk 0 itself.
+ * thread; the calling thread runs chunk 0 itself, and the other chunks go to
+ * whoever claims them first: a caller done with its chunk takes those no
+ * worker has started, so a worker that is not running (its core busy with
+ * another process) costs at most the one-thread time, never a time slice.
  *
  * On Linux each worker is pinned to a core of its own (see worker_place).
  *
@@ -51,15 +54,19 @@ struct smelt_rt_pool {
     int n_cpus;
     int stop;            /* atomic */
     int busy;            /* atomic: a parallel_for is in progress */
-    /* The two counters every dispatch bounces between cores, each on its
-     * own cache line: workers spin reading `generation`, the caller spins
-     * reading `pending`. */
+    /* The counters every dispatch bounces between cores, on cache lines of
+     * their own: workers spin reading `generation`, the caller spins reading
+     * `chunks_left`, both claim through `claim`. */
     char pad0[64];
     unsigned generation; /* atomic */
     char pad1[64 - sizeof(unsigned)];
-    int pending;         /* atomic: workers still running the current job */
+    /* atomic: generation << 32 | chunks << 16 | next unclaimed chunk; the
+     * generation keeps a late worker from claiming in a newer job */
+    uint64_t claim;
+    char pad2[64 - sizeof(uint64_t)];
+    int chunks_left;     /* atomic: chunks 1.. of the current job not finished */
     int sleepers;        /* atomic: workers waiting (or about to wait) on `wake` */
-    char pad2[64 - 2 * sizeof(int)];
+    char pad3[64 - 2 * sizeof(int)];
 };
 
 typedef struct worker_arg {
@@ -143,13 +150,41 @@ static void chunk_bounds(int64_t n, int parts, int t, int64_t *begin, int64_t *e
     *end = *begin + base + (t < rem ? 1 : 0);
 }
 
+static int job_chunks(const smelt_rt_pool *p)
+{
+    return p->n < p->n_threads ? (int)p->n : p->n_threads;
+}
+
 static void run_chunk(smelt_rt_pool *p, int t)
 {
-    int parts = p->n < p->n_threads ? (int)p->n : p->n_threads;
-    if (t >= parts) return;
     int64_t b, e;
-    chunk_bounds(p->n, parts, t, &b, &e);
+    chunk_bounds(p->n, job_chunks(p), t, &b, &e);
     if (b < e) p->fn(p->closure, b, e);
+}
+
+/* Claims the next unstarted chunk of job `gen`; -1 when none is left (or
+ * the pool has moved on to another job). */
+static int claim_chunk(smelt_rt_pool *p, unsigned gen)
+{
+    uint64_t s = __atomic_load_n(&p->claim, __ATOMIC_ACQUIRE);
+    for (;;) {
+        int next = (int)(s & 0xffff), chunks = (int)((s >> 16) & 0xffff);
+        if ((unsigned)(s >> 32) != gen || next >= chunks) return -1;
+        if (__atomic_compare_exchange_n(&p->claim, &s, s + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return next;
+    }
+}
+
+/* Runs the chunks of job `gen` nobody has started; true if this finished
+ * the job's last one. */
+static int run_claimed_chunks(smelt_rt_pool *p, unsigned gen)
+{
+    int last = 0;
+    for (int t; (t = claim_chunk(p, gen)) >= 0;) {
+        run_chunk(p, t);
+        last = __atomic_sub_fetch(&p->chunks_left, 1, __ATOMIC_ACQ_REL) == 0;
+    }
+    return last;
 }
 
 /* Wait until the generation differs from `seen`, or stop; returns the new
@@ -187,8 +222,7 @@ static void *worker_main(void *arg)
         seen = worker_wait(p, seen);
         if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) break;
         worker_place(p, wa.index, p->caller_cpu, &placed);
-        run_chunk(p, wa.index);
-        if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+        if (run_claimed_chunks(p, seen)) {
             /* Last one out wakes the caller if it went to sleep. */
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
@@ -201,11 +235,11 @@ static void *worker_main(void *arg)
 static void caller_wait(smelt_rt_pool *p)
 {
     for (int i = 0; i < POOL_SPIN_ITERS; i++) {
-        if (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) == 0) return;
+        if (__atomic_load_n(&p->chunks_left, __ATOMIC_ACQUIRE) == 0) return;
         spin_step(i);
     }
     pthread_mutex_lock(&p->mu);
-    while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&p->done, &p->mu);
+    while (__atomic_load_n(&p->chunks_left, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -215,14 +249,19 @@ static void pool_dispatch(smelt_rt_pool *p, int64_t n, smelt_rt_task_fn fn, void
     p->closure = closure;
     p->n = n;
     p->caller_cpu = p->n_cpus ? current_cpu() : -1;
-    __atomic_store_n(&p->pending, p->n_threads - 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST);
+    int chunks = job_chunks(p);
+    unsigned gen = __atomic_load_n(&p->generation, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&p->chunks_left, chunks - 1, __ATOMIC_RELAXED);
+    /* chunk 0 is the caller's: claims start at 1 */
+    __atomic_store_n(&p->claim, (uint64_t)gen << 32 | (uint64_t)chunks << 16 | 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->generation, gen, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
     run_chunk(p, 0);
+    run_claimed_chunks(p, gen);
     caller_wait(p);
 }
 
@@ -265,6 +304,29 @@ static void pool_stop_workers(smelt_rt_pool *p, int started)
     for (int i = 0; i < started; i++) pthread_join(p->threads[i], NULL);
 }
 
+/* A placed worker starts on its own core: created unplaced, Linux may queue
+ * it behind the caller, which (taking every chunk itself) leaves it no time
+ * to run and move for whole benchmark runs. */
+static int create_worker(smelt_rt_pool *p, pthread_t *th, worker_arg *wa)
+{
+#if defined(__linux__) && defined(CPU_COUNT)
+    if (p->n_cpus) {
+        pthread_attr_t attr;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(p->cpus[wa->index], &one);
+        if (pthread_attr_init(&attr) == 0) {
+            int rc = pthread_attr_setaffinity_np(&attr, sizeof one, &one) == 0
+                         ? pthread_create(th, &attr, worker_main, wa)
+                         : -1;
+            pthread_attr_destroy(&attr);
+            if (rc == 0) return 0;
+        }
+    }
+#endif
+    return pthread_create(th, NULL, worker_main, wa);
+}
+
 static int pool_start_workers(smelt_rt_pool *p)
 {
     for (int i = 0; i < p->n_threads - 1; i++) {
@@ -275,7 +337,7 @@ static int pool_start_workers(smelt_rt_pool *p)
         }
         wa->pool = p;
         wa->index = i + 1;
-        if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+        if (create_worker(p, &p->threads[i], wa) != 0) {
             free(wa);
             pool_stop_workers(p, i);
             return 0;

@@ -91,12 +91,6 @@ static void *concurrent_caller(void *arg)
     return ok ? (void *)1 : NULL;
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 static void noop(void *cl, int64_t b, int64_t e)
 {
@@ -105,15 +99,29 @@ static void noop(void *cl, int64_t b, int64_t e)
     (void)e;
 }
 
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 #if defined(__linux__) && defined(CPU_COUNT)
 typedef struct placement_job {
-    int cpu[2]; /* the core chunk 0 (caller) and chunk 1 (worker) ran on */
+    pthread_t caller;
+    int cpu[2];       /* the core chunk 0 (caller) and chunk 1 ran on */
+    bool worker_ran;  /* chunk 1 ran on the worker (the caller may take it) */
 } placement_job;
 
 static void record_cpu(void *cl, int64_t b, int64_t e)
 {
     (void)e;
-    ((placement_job *)cl)->cpu[b > 0] = sched_getcpu();
+    placement_job *j = cl;
+    j->cpu[b > 0] = sched_getcpu();
+    if (b > 0) j->worker_ran = !pthread_equal(pthread_self(), j->caller);
+    /* chunk 0 lasts a while, so the worker has time to claim chunk 1 */
+    for (double t0 = now_us(); b == 0 && now_us() - t0 < 50;) {
+    }
 }
 
 static bool pin_self(int cpu)
@@ -125,17 +133,24 @@ static bool pin_self(int cpu)
 }
 
 /* Dispatches from a caller pinned to `cpu`; true when the worker ran on
- * another core every time.  *worker_cpu: the core it ran on last. */
+ * another core every time it ran.  *worker_cpu: the core it ran on last. */
 static bool worker_avoids(smelt_rt_pool *pool, int cpu, int *worker_cpu)
 {
     if (!pin_self(cpu)) return false;
     bool ok = true;
+    int worker_runs = 0;
     for (int r = 0; r < 200; r++) {
-        placement_job j = {{-1, -1}};
+        placement_job j = {.caller = pthread_self(), .cpu = {-1, -1}};
         smelt_rt_parallel_for(pool, 2, record_cpu, &j);
-        ok &= j.cpu[0] == cpu && j.cpu[1] >= 0 && j.cpu[1] != cpu;
+        ok &= j.cpu[0] == cpu && j.cpu[1] >= 0;
+        if (!j.worker_ran) continue;
+        ok &= j.cpu[1] != cpu;
         *worker_cpu = j.cpu[1];
+        worker_runs++;
     }
+    /* a machine busy enough to keep the worker off its core for 200 jobs
+     * leaves placement unchecked rather than failed */
+    if (worker_runs == 0) printf("placement: the worker never ran, not checked\n");
     return ok;
 }
 
