@@ -481,12 +481,12 @@ static void hostile_fail(const char *why)
 }
 
 /* Lex the C (comments, string and char literals) and fail if EVIL shows
- * up as code, a trigraph or a line splice could form, or a string literal
- * holds a raw newline. */
+ * up as code, a trigraph could form, a line splice (backslash-newline)
+ * ends a line comment or sits in a literal, or a literal holds a raw
+ * newline.  The compiler's own multi-line macros splice lines in code. */
 static void check_no_raw_names(const char *c)
 {
     if (strstr(c, "??")) hostile_fail("'\?\?' (trigraph)");
-    if (strstr(c, "\\\n")) hostile_fail("backslash-newline");
     enum { CODE, LINE_COMMENT, BLOCK_COMMENT, STRING, CHAR } st = CODE;
     for (const char *p = c; *p; p++) {
         switch (st) {
@@ -497,11 +497,15 @@ static void check_no_raw_names(const char *c)
             else if (*p == '"') st = STRING;
             else if (*p == '\'') st = CHAR;
             break;
-        case LINE_COMMENT: if (*p == '\n') st = CODE; break;
+        case LINE_COMMENT:
+            if (p[0] == '\\' && p[1] == '\n') hostile_fail("backslash-newline in a line comment");
+            if (*p == '\n') st = CODE;
+            break;
         case BLOCK_COMMENT: if (p[0] == '*' && p[1] == '/') st = CODE, p++; break;
         case STRING:
         case CHAR:
             if (*p == '\n') hostile_fail("raw newline in a literal");
+            if (p[0] == '\\' && p[1] == '\n') hostile_fail("backslash-newline in a literal");
             if (*p == '\\' && p[1]) p++;
             else if (*p == (st == STRING ? '"' : '\'')) st = CODE;
             break;
