@@ -110,9 +110,9 @@ def main():
                 check = ("ok" if np.allclose(got, want, rtol=1e-3, atol=1e-5) else
                          "WRONG (max abs diff %.3g)" % np.abs(got - want).max()) if want is not None else "-"
                 ev = vm.time_evaluator("main", dev, number=1, repeat=a.repeat, min_repeat_ms=0)
-                ms = float(np.median(ev(xt).results)) * 1e3
+                tuned_ms = float(np.median(ev(xt).results)) * 1e3  # not `ms`: that is meta_schedule
                 o = ort.median(a.repeat)
-                print("| %s | %d | %.3f | %.1f | %.3f | %.2f | %s |" % (name, n, ms, wall, o, ms / o, check),
+                print("| %s | %d | %.3f | %.1f | %.3f | %.2f | %s |" % (name, n, tuned_ms, wall, o, tuned_ms / o, check),
                       flush=True)
             except Exception as e:  # one failing op must not end the table
                 msg = str(e).strip().splitlines()
