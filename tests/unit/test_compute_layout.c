@@ -29,6 +29,16 @@ extern const op_def op_def_LAYOUT_TRANSFORM, op_def_CONV_NCHWC, op_def_CONV, op_
 const op_def *const test_link_anchor[] = {&op_def_LAYOUT_TRANSFORM, &op_def_CONV_NCHWC,
                                           &op_def_CONV, &op_def_RELU, &op_def_ADD};
 
+/* A failing case shows the schedule it ran. */
+static void print_schedule(const char *what, const sch_schedule *s)
+{
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    sch_schedule_print(s, &sb);
+    fprintf(stderr, "%s: schedule:\n%s", what, smelt_strbuf_cstr(&sb));
+    smelt_strbuf_fini(&sb);
+}
+
 static smelt_ctx *ctx;
 
 static float rnd(uint32_t *s)
@@ -301,13 +311,7 @@ static bool run_lowered(te_graph *te, const sch_schedule *s, const smelt_tensor 
     ok = ok && tir_interp_run(&it, f->body) == SMELT_OK;
     if (!ok) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
     ok = ok && close_all(what, out, d->want_blocked.data, n_out);
-    if (!ok) {
-        smelt_strbuf sb;
-        smelt_strbuf_init(&sb);
-        sch_schedule_print(s, &sb);
-        fprintf(stderr, "%s: schedule:\n%s", what, smelt_strbuf_cstr(&sb));
-        smelt_strbuf_fini(&sb);
-    }
+    if (!ok) print_schedule(what, s);
     free(out);
     tir_interp_fini(&it);
     smelt_arena_fini(&ar);
@@ -635,13 +639,7 @@ static bool lt_run_lowered(te_graph *te, const sch_schedule *s, const lt_data *d
     ok = ok && tir_interp_run(&it, f->body) == SMELT_OK;
     if (!ok) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
     ok = ok && bit_equal(what, out, d->want.data, n_out);
-    if (!ok) {
-        smelt_strbuf sb;
-        smelt_strbuf_init(&sb);
-        sch_schedule_print(s, &sb);
-        fprintf(stderr, "%s: schedule:\n%s", what, smelt_strbuf_cstr(&sb));
-        smelt_strbuf_fini(&sb);
-    }
+    if (!ok) print_schedule(what, s);
     free(out);
     tir_interp_fini(&it);
     smelt_arena_fini(&ar);
