@@ -261,9 +261,9 @@ static smelt_status params_from_scales(smelt_ctx *ctx, const gr_node *node,
     for (int i = 0; i < n; i++) {
         int d = axis_of[i];
         double s = op_get_f64(r->scales, i), dim = (double)r->x->dims[d];
-        if (!(s > 0.0))
-            return op_errf(ctx, node, SMELT_ERR_SHAPE, "scale %g for axis %d must be positive",
-                           s, d);
+        if (!(s > 0.0) || isinf(s)) /* inf * a zero-size axis would be NaN */
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "scale %g for axis %d must be positive and finite", s, d);
         p->scale[d] = s;
         p->resized[d] = s * dim; /* unrounded, as the ONNX reference */
         if (r->x->dims[d] < 0) { /* symbolic: only a scale of 1 keeps it */

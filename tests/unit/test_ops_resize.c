@@ -1,6 +1,7 @@
 /* Unit tests for Resize and Upsample: one node per test, run through the op's
  * import/infer/eval directly.  Expected values come from the ONNX reference
  * (onnx/backend/test/case/node/resize.py). */
+#include <math.h>
 #include <stdint.h>
 
 #include "op_test_util.h"
@@ -211,6 +212,15 @@ static void test_infer_and_errors(void)
     opt_init(&t, &k_names, OP_RESIZE, 13, 3, 1);
     CHECK(opt_infer(&t, in, 3) == SMELT_ERR_SHAPE);
     CHECK_STR_CONTAINS(opt_message(&t), "scale -1 for axis 2 must be positive");
+    /* regression (fuzz): an infinite scale on an empty axis made the size NaN */
+    scales[2] = INFINITY;
+    int64_t x_dims = in[0].dims[2];
+    in[0].dims[2] = 0;
+    opt_fini(&t);
+    opt_init(&t, &k_names, OP_RESIZE, 13, 3, 1);
+    CHECK(opt_infer(&t, in, 3) == SMELT_ERR_SHAPE);
+    CHECK_STR_CONTAINS(opt_message(&t), "scale inf for axis 2 must be positive and finite");
+    in[0].dims[2] = x_dims;
     scales[2] = 2;
     opt_fini(&t);
     opt_init(&t, &k_names, OP_RESIZE, 13, 3, 1);
