@@ -102,16 +102,20 @@ set_tests_properties(unit/test_frontend_fuzz PROPERTIES TIMEOUT 300)
 #   runtime      fuzzed calls into libsmelt_rt on a small compiled module
 #   records      tuning records -> loaded -> their schedule texts replayed and
 #                lowered on the tiny CNN
-set(SMELT_FUZZ_HARNESSES onnx_import pipeline runtime records)
+#   differential a byte recipe -> generated model -> reference vs compiled
+#                (host -O2, generic -O0): outputs must match
+set(SMELT_FUZZ_HARNESSES onnx_import pipeline runtime records differential)
+set(SMELT_FUZZ_SRCS_pipeline tests/fuzz/recipe_model.c)
+set(SMELT_FUZZ_SRCS_differential tests/fuzz/recipe_model.c)
 foreach(h ${SMELT_FUZZ_HARNESSES})
   set(dirs ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${h} ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/${h})
-  add_executable(fuzz_${h}_replay tests/fuzz/fuzz_${h}.c tests/fuzz/replay_main.c)
+  add_executable(fuzz_${h}_replay tests/fuzz/fuzz_${h}.c ${SMELT_FUZZ_SRCS_${h}} tests/fuzz/replay_main.c)
   target_link_libraries(fuzz_${h}_replay PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
   set_target_properties(fuzz_${h}_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   add_test(NAME fuzz/${h}_replay COMMAND fuzz_${h}_replay ${dirs})
   set_tests_properties(fuzz/${h}_replay PROPERTIES ENVIRONMENT SMELT_FUZZ_RUN=1 TIMEOUT 300)
   if(SMELT_FUZZ)
-    add_executable(fuzz_${h} tests/fuzz/fuzz_${h}.c)
+    add_executable(fuzz_${h} tests/fuzz/fuzz_${h}.c ${SMELT_FUZZ_SRCS_${h}})
     target_link_libraries(fuzz_${h} PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
     target_compile_options(fuzz_${h} PRIVATE -fsanitize=fuzzer)
     target_link_options(fuzz_${h} PRIVATE -fsanitize=fuzzer)

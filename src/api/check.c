@@ -78,8 +78,8 @@ static bool values_close(double got, double want, const smelt_check_options *o)
     return fabs(got - want) <= o->atol + o->rtol * fabs(want);
 }
 
-static smelt_check_result compare_output(const smelt_tensor *got, const smelt_tensor *want,
-                                   const smelt_check_options *o, char *why, size_t cap)
+smelt_check_result smelt_check_compare(const smelt_tensor *got, const smelt_tensor *want,
+                                       const smelt_check_options *o, char *why, size_t cap)
 {
     if (got->dtype != want->dtype) {
         snprintf(why, cap, "output '%s': dtype %s, expected %s", want->name ? want->name : "",
@@ -181,7 +181,7 @@ static smelt_check_result run_data_set(smelt_ctx *ctx, smelt_model *m, const cha
         snprintf(why, cap, "%s", smelt_ctx_message(ctx));
         r = smelt_ctx_status(ctx) == SMELT_ERR_UNSUPPORTED ? SMELT_CHECK_UNSUPPORTED : SMELT_CHECK_FAIL;
     }
-    for (int i = 0; r == SMELT_CHECK_PASS && i < no; i++) r = compare_output(&gots[i], wants[i], o, why, cap);
+    for (int i = 0; r == SMELT_CHECK_PASS && i < no; i++) r = smelt_check_compare(&gots[i], wants[i], o, why, cap);
     for (int i = 0; i < MAX_IO; i++) {
         smelt_tensor_free(ins[i]);
         smelt_tensor_free(wants[i]);

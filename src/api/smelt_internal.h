@@ -60,6 +60,10 @@ smelt_status smelt_model_run_te(smelt_ctx *ctx, smelt_model *m, const smelt_tens
 smelt_check_result smelt_check_test_noting(const char *dir, const smelt_check_options *o,
                                            void (*on_compiled)(const smelt_model *), char *why,
                                            size_t cap);
+/* Compare one output with the expected tensor as smelt_check_test does
+ * (dtype, shape, then elementwise; NaN matches NaN); why gets the reason. */
+smelt_check_result smelt_check_compare(const smelt_tensor *got, const smelt_tensor *want,
+                                       const smelt_check_options *o, char *why, size_t cap);
 /* Sorted paths of dir's entries whose names start with prefix (NULL: all
  * but dot-files), smelt_alloc'ed; -1 when dir cannot be opened. */
 int smelt_list_dir(const char *dir, const char *prefix, smelt_ptrvec *out);
