@@ -35,9 +35,12 @@
 
 /* Floats: compiled code may fuse, reassociate reductions and use vector
  * exp/tanh approximations (max 2 ulp); chains of up to MAX_NODES ops on
- * inputs in [-1, 1) stay well inside these bounds. */
+ * inputs in [-1, 1) stay well inside these bounds.  float16 and bfloat16
+ * may round after each operation or once at the end (Sum of four bfloat16
+ * inputs: one ulp apart), so their bounds are 8 units of their roundoff. */
 #define DIFF_RTOL 1e-3
 #define DIFF_ATOL 1e-4
+#define DIFF_LOW_PRECISION_ULPS 8.0
 #define DIFF_MAX_ELEMS ((int64_t)1 << 16) /* every value of the graph, summed */
 #define DIFF_INT_HIGH 3                   /* integer inputs 0..2: valid indices, some zeros */
 
@@ -99,6 +102,17 @@ static smelt_tensor *make_inputs(smelt_model *m)
     return ins;
 }
 
+static smelt_check_options tolerance_for(smelt_dtype dt)
+{
+    smelt_check_options o;
+    smelt_check_options_init(&o);
+    double roundoff = dt == SMELT_DT_FLOAT16 ? 0x1p-11 : dt == SMELT_DT_BFLOAT16 ? 0x1p-8 : 0.0;
+    double low = DIFF_LOW_PRECISION_ULPS * roundoff;
+    o.rtol = low > DIFF_RTOL ? low : DIFF_RTOL;
+    o.atol = low > DIFF_ATOL ? low : DIFF_ATOL;
+    return o;
+}
+
 static void mismatch(const diff_config *c, const char *why)
 {
     fprintf(stderr, "compiled (%s) differs from the reference: %s\n", c->name, why);
@@ -138,14 +152,12 @@ static void run_config(const pb *model, const diff_config *c, const smelt_tensor
         }
         note(c->name, ctx);
     } else {
-        smelt_check_options co;
-        smelt_check_options_init(&co);
-        co.rtol = DIFF_RTOL;
-        co.atol = DIFF_ATOL;
         char why[1024];
-        for (int i = 0; i < no; i++)
+        for (int i = 0; i < no; i++) {
+            smelt_check_options co = tolerance_for(want[i].dtype);
             if (smelt_check_compare(&got[i], &want[i], &co, why, sizeof why) != SMELT_CHECK_PASS)
                 mismatch(c, why);
+        }
         note(c->name, NULL);
         for (int i = 0; i < no; i++) smelt_tensor_release(&got[i]);
     }
