@@ -17,7 +17,10 @@
 #include "tir/mutate.h"
 
 /* Temps up to this size live on the stack, as long as the temps live on
- * one path stay under STACK_BUDGET; larger ones are heap-allocated. */
+ * one path stay under STACK_BUDGET.  Larger ones outside parallel bodies live
+ * in the function's workspace, a region after the model's arena (no malloc
+ * and no fresh pages per call); inside parallel bodies (one per worker)
+ * they are heap-allocated. */
 #define STACK_TEMP_MAX ((int64_t)64 << 10)
 #define STACK_BUDGET ((int64_t)256 << 10)
 /* Unroll by copying the body when extent <= this and the copies are small. */
@@ -705,13 +708,22 @@ static void emit_allocate(cg_emitter *e, const ir_stmt *s)
     cg_line(e, "{");
     e->indent++;
     int prev = cg_add_buf(e, b, false, false, number);
-    comment_line(e, on_stack ? "stack temp: " : "heap temp: ", b->name);
+    comment_line(e, on_stack ? "stack temp: " : e->in_task ? "heap temp: " : "workspace temp: ",
+                 b->name);
     if (on_stack) {
         cg_line(e, "%s t%d[%lld] SMELT_ALIGN64;", type, number, (long long)elems);
         cg_line(e, "(void)t%d;", number);
         e->stack_bytes += bytes;
         cg_stmt(e, s->alloc.body);
         e->stack_bytes -= bytes;
+    } else if (!e->in_task) {
+        int64_t size = (elems * (int64_t)smelt_dtype_size(b->dtype) + 63) / 64 * 64;
+        cg_line(e, "%s *t%d = (%s *)(void *)(ws_ + %lld);", type, number, type,
+                (long long)e->ws_used);
+        e->ws_used += size;
+        if (e->ws_used > e->ws_peak) e->ws_peak = e->ws_used;
+        cg_stmt(e, s->alloc.body);
+        e->ws_used -= size;
     } else {
         e->helpers[CG_H_ALLOC64] = true;
         e->needs_err = true;
@@ -895,6 +907,8 @@ static void reset_function_state(cg_emitter *e, int index)
     e->next_temp = 0;
     e->next_tmp = 0;
     e->stack_bytes = 0;
+    e->ws_used = 0;
+    e->ws_peak = 0;
     e->n_tasks = 0;
     e->in_task = false;
     e->uses_pool = false;
@@ -908,6 +922,7 @@ static void emit_signature(cg_emitter *e, const ir_func *f, smelt_strbuf *out)
 {
     smelt_strbuf_printf(out, "static int f_%d(smelt_rt_pool *pool", e->func_index);
     if (e->has_checks) smelt_strbuf_append(out, ", smelt_rt_run_error *rterr_");
+    if (e->ws_peak > 0) smelt_strbuf_append(out, ", unsigned char *ws_");
     for (int i = 0; i < f->n_params; i++) {
         const ir_buffer *b = f->params[i];
         smelt_strbuf_printf(out, ", %s%s *%sp%d", param_is_const(b) ? "const " : "",
@@ -951,6 +966,8 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     e->indent = 1;
     cg_stmt(e, f->body);
     if (e->tasks.failed) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    e->func_ws[index] = e->ws_peak;
+    if (e->ws_peak > e->max_ws) e->max_ws = e->ws_peak;
 
     smelt_strbuf_appendn(out, e->tasks.data ? e->tasks.data : "", e->tasks.len);
     smelt_strbuf_printf(out, "/* f_%d: ", index);
@@ -1044,6 +1061,14 @@ static int func_index(const ir_program *p, const ir_func *f)
     return -1;
 }
 
+/* The workspace starts after the planned arena, 64-byte aligned. */
+static int64_t workspace_offset(const ir_program *p) { return (p->arena_bytes + 63) / 64 * 64; }
+
+static int64_t module_arena_bytes(const cg_emitter *e)
+{
+    return e->max_ws > 0 ? workspace_offset(e->prog) + e->max_ws : e->prog->arena_bytes;
+}
+
 static void emit_run(cg_emitter *e, smelt_strbuf *out)
 {
     const ir_program *p = e->prog;
@@ -1061,6 +1086,8 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
         }
         smelt_strbuf_printf(out, "    if ((err = f_%d(pool%s", fi,
                             holds_check(cs->func->body) ? ", rterr" : "");
+        if (e->func_ws[fi] > 0)
+            smelt_strbuf_printf(out, ", arena + %lld", (long long)workspace_offset(p));
         for (int a = 0; a < cs->func->n_params; a++) {
             if (!check_slot(e, c, a, &cs->args[a], cs->func->params[a])) return;
             smelt_strbuf_append(out, ",\n            ");
@@ -1151,7 +1178,8 @@ static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_printf(out, "    %d, %d, /* inputs, outputs */\n", p->n_inputs, p->n_outputs);
     smelt_strbuf_printf(out, "    %s, %s,\n", p->n_inputs ? "smelt_inputs_" : "NULL",
                         p->n_outputs ? "smelt_outputs_" : "NULL");
-    smelt_strbuf_printf(out, "    INT64_C(%lld), /* arena bytes */\n", (long long)p->arena_bytes);
+    smelt_strbuf_printf(out, "    INT64_C(%lld), /* arena bytes */\n",
+                        (long long)module_arena_bytes(e));
     smelt_strbuf_printf(out, "    INT64_C(%lld), /* weight bytes */\n", (long long)p->weight_bytes);
     smelt_strbuf_printf(out, "    %s,\n", embed ? "smelt_weights_" : "NULL");
     smelt_strbuf_append(out, "    smelt_run_,\n");
@@ -1212,7 +1240,11 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
     smelt_strbuf funcs, tail;
     smelt_strbuf_init(&funcs);
     smelt_strbuf_init(&tail);
-    if (check_program(&e)) {
+    e.func_ws = p->n_funcs > 0 ? smelt_arena_alloc(&e.arena, sizeof(int64_t) * (size_t)p->n_funcs)
+                               : NULL;
+    if (p->n_funcs > 0 && !e.func_ws) cg_fail(&e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    else if (e.func_ws) memset(e.func_ws, 0, sizeof(int64_t) * (size_t)p->n_funcs);
+    if (e.status == SMELT_OK && check_program(&e)) {
         for (int i = 0; i < p->n_funcs && e.status == SMELT_OK; i++) {
             if (is_called(p, p->funcs[i]))
                 emit_function(&e, p->funcs[i], i, &funcs);

@@ -82,6 +82,10 @@ typedef struct cg_emitter {
     int next_temp;
     int next_tmp;        /* vector/scalar temporaries, end variables */
     int64_t stack_bytes; /* stack temps live on the current path */
+    int64_t ws_used;     /* workspace temps live on the current path (bytes) */
+    int64_t ws_peak;     /* the current function's workspace */
+    int64_t *func_ws;    /* per function: its workspace (bytes), after emission */
+    int64_t max_ws;      /* the largest over functions: added to the arena */
     smelt_strbuf tasks;  /* outlined parallel bodies of the current function */
     int n_tasks;
     bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */

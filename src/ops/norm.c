@@ -1006,12 +1006,14 @@ static smelt_status log_softmax_eval(smelt_ctx *ctx, const gr_node *node,
     return softmax_common_eval(ctx, node, in[0], &out[0], true);
 }
 
-/* Three stages: the row max, the sum of exp(x - max), then
- * exp(x - max) / sum or x - max - log(sum).  Rows are the single axis, or
- * dims [axis, rank) in the 2-D form. */
+/* Softmax: the row max, e = exp(x - max), the row sum of e, then e / sum;
+ * e is a stage of its own, read by the sum and the output, so a schedule
+ * can compute each exponential once.  LogSoftmax: the row max, the sum of
+ * exp(x - max), then x - max - log(sum).  Rows are the single axis, or dims
+ * [axis, rank) in the 2-D form. */
 typedef struct softmax_te {
     const te_tensor *x;
-    te_tensor *max, *sum;
+    te_tensor *max, *exp, *sum;
     norm_span span;
     smelt_dtype dt;
     bool log_form;
@@ -1036,9 +1038,15 @@ static ir_expr *softmax_exp_elem(te_graph *g, ir_expr *const *idx, void *user)
 static ir_expr *softmax_out_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const softmax_te *s = user;
-    ir_expr *shifted = softmax_shifted(g, idx, s), *sum = read_row(g, s->sum, s->span, idx);
-    if (s->log_form) return ir_sub(&g->b, shifted, call1(g, IR_CALL_LOG, sum));
-    return ir_binary(&g->b, IR_DIV, call1(g, IR_CALL_EXP, shifted), sum);
+    ir_expr *sum = read_row(g, s->sum, s->span, idx);
+    if (s->log_form) return ir_sub(&g->b, softmax_shifted(g, idx, s), call1(g, IR_CALL_LOG, sum));
+    return ir_binary(&g->b, IR_DIV, te_read(g, s->exp, idx), sum);
+}
+
+static ir_expr *softmax_exp_read(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const softmax_te *s = user;
+    return te_read(g, s->exp, idx);
 }
 
 static smelt_status softmax_common_compute(op_compute_args *a, bool log_form)
@@ -1050,10 +1058,13 @@ static smelt_status softmax_common_compute(op_compute_args *a, bool log_form)
     int axis;
     SMELT_TRY(softmax_axis(a->ctx, a->node, &xt, &axis));
     norm_span span = {axis, at->coerce_2d ? x->n_axes : axis + 1};
-    softmax_te s = {x, NULL, NULL, span, compute_dtype(x->buf->dtype), log_form};
+    softmax_te s = {x, NULL, NULL, NULL, span, compute_dtype(x->buf->dtype), log_form};
     row_reduce max = {x, span, IR_REDUCE_MAX, s.dt, softmax_x_elem, &s};
-    row_reduce sum = {x, span, IR_REDUCE_SUM, s.dt, softmax_exp_elem, &s};
+    row_reduce sum = {x, span, IR_REDUCE_SUM, s.dt, log_form ? softmax_exp_elem : softmax_exp_read, &s};
     if (!(s.max = row_reduce_stage(a->te, "y_max", &max))) return smelt_ctx_status(a->ctx);
+    if (!log_form && !(s.exp = te_compute(a->te, "y_exp", s.dt, x->n_axes, x->buf->shape,
+                                          softmax_exp_elem, &s, "injective")))
+        return smelt_ctx_status(a->ctx);
     if (!(s.sum = row_reduce_stage(a->te, "y_sum", &sum))) return smelt_ctx_status(a->ctx);
     a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
                            softmax_out_body, &s, "injective");

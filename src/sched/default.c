@@ -1447,6 +1447,38 @@ static bool inline_fits(inline_plan *p, const te_tensor *t)
 }
 
 
+/* A stage computing a transcendental function (softmax's exponentials) that
+ * several stages read is computed once into its own buffer: inlined, each
+ * reader would evaluate the function again, which costs more than the
+ * buffer's memory traffic. */
+static void find_costly_call(void *ctx, const ir_expr *e)
+{
+    bool *found = ctx;
+    if (*found) return;
+    if (e->kind == IR_CALL) {
+        switch (e->call.op) {
+        case IR_CALL_EXP: case IR_CALL_LOG: case IR_CALL_TANH: case IR_CALL_ERF:
+        case IR_CALL_POW: case IR_CALL_SIN: case IR_CALL_COS: case IR_CALL_SIGMOID:
+            *found = true;
+            return;
+        default: break;
+        }
+    }
+    tir_expr_visit_children(e, find_costly_call, ctx);
+}
+
+static bool costly_and_shared(const te_graph *g, const te_tensor *t)
+{
+    int readers = 0;
+    for (int i = t->index + 1; readers < 2 && i < g->tensors.len; i++) {
+        const te_tensor *c = g->tensors.items[i];
+        readers += c->kind == TE_COMPUTE && c->body && ir_expr_reads(c->body, t->buf);
+    }
+    bool costly = false;
+    if (readers >= 2 && t->body) find_costly_call(&costly, t->body);
+    return costly;
+}
+
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s)
 {
     return sch_default_knobs(ctx, g, vector_width, NULL, s);
@@ -1672,7 +1704,8 @@ static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te
     {
         if (t->check) return SMELT_OK; /* a serial pass over the checked data is cheap */
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
-        if (!stage_is_output(g, t) && !is_reduce && inline_fits(plan, t))
+        if (!stage_is_output(g, t) && !is_reduce && !costly_and_shared(g, t) &&
+            inline_fits(plan, t))
             return sch_compute_inline(ctx, s, t->buf->name);
         bool rule_knobs = !knob(kn, SCH_KNOB_PARALLEL) && !knob(kn, SCH_KNOB_UNROLL) &&
                           !knob(kn, SCH_KNOB_ORDER);

@@ -108,94 +108,110 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1
         float t0[15] SMELT_ALIGN64;
         (void)t0;
         {
-            /* stack temp: y_sum */
-            float t1[15] SMELT_ALIGN64;
+            /* stack temp: y_exp */
+            float t1[60] SMELT_ALIGN64;
             (void)t1;
-            for (int64_t v0 = 0; v0 < 3; ++v0) { /* y_max.i0 */
-                { /* vectorized: 4 x float */
-                    const int64_t e0 = 5;
-                    int64_t v1 = 0;
-                    for (; v1 <= e0 - 4; v1 += 4) {
-                        const float s1 = (-INFINITY);
-                        smelt_f32x4 x2 = {s1, s1, s1, s1};
-                        *(smelt_f32x4u *)&t0[((v0 * 5) + v1)] = x2;
-                    }
-                    for (; v1 < e0; ++v1) { /* tail */
-                        t0[((v0 * 5) + v1)] = (-INFINITY);
-                    }
-                }
-                for (int64_t v2 = 0; v2 < 4; ++v2) { /* y_max.r0 */
+            {
+                /* stack temp: y_sum */
+                float t2[15] SMELT_ALIGN64;
+                (void)t2;
+                for (int64_t v0 = 0; v0 < 3; ++v0) { /* y_max.i0 */
                     { /* vectorized: 4 x float */
-                        const int64_t e3 = 5;
-                        int64_t v3 = 0;
-                        for (; v3 <= e3 - 4; v3 += 4) {
-                            smelt_f32x4 x4 = *(const smelt_f32x4u *)&t0[((v0 * 5) + v3)];
-                            smelt_f32x4 x5 = *(const smelt_f32x4u *)&p0[(((v0 * 20) + (v2 * 5)) + v3)];
-                            #ifdef SMELT_VMAX_f32x4
-                            smelt_f32x4 x6 = SMELT_VMAX_f32x4(x4, x5);
-                            #else
-                            smelt_i32x4 m7 = (smelt_i32x4)(x4 > x5);
-                            smelt_f32x4 x8 = (smelt_f32x4)((m7 & (smelt_i32x4)x4) | (~m7 & (smelt_i32x4)x5));
-                            smelt_f32x4 x6 = x8;
-                            #endif
-                            *(smelt_f32x4u *)&t0[((v0 * 5) + v3)] = x6;
+                        const int64_t e0 = 5;
+                        int64_t v1 = 0;
+                        for (; v1 <= e0 - 4; v1 += 4) {
+                            const float s1 = (-INFINITY);
+                            smelt_f32x4 x2 = {s1, s1, s1, s1};
+                            *(smelt_f32x4u *)&t0[((v0 * 5) + v1)] = x2;
                         }
-                        for (; v3 < e3; ++v3) { /* tail */
-                            t0[((v0 * 5) + v3)] = smelt_max_f32(t0[((v0 * 5) + v3)], p0[(((v0 * 20) + (v2 * 5)) + v3)]);
+                        for (; v1 < e0; ++v1) { /* tail */
+                            t0[((v0 * 5) + v1)] = (-INFINITY);
+                        }
+                    }
+                    for (int64_t v2 = 0; v2 < 4; ++v2) { /* y_max.r0 */
+                        { /* vectorized: 4 x float */
+                            const int64_t e3 = 5;
+                            int64_t v3 = 0;
+                            for (; v3 <= e3 - 4; v3 += 4) {
+                                smelt_f32x4 x4 = *(const smelt_f32x4u *)&t0[((v0 * 5) + v3)];
+                                smelt_f32x4 x5 = *(const smelt_f32x4u *)&p0[(((v0 * 20) + (v2 * 5)) + v3)];
+                                #ifdef SMELT_VMAX_f32x4
+                                smelt_f32x4 x6 = SMELT_VMAX_f32x4(x4, x5);
+                                #else
+                                smelt_i32x4 m7 = (smelt_i32x4)(x4 > x5);
+                                smelt_f32x4 x8 = (smelt_f32x4)((m7 & (smelt_i32x4)x4) | (~m7 & (smelt_i32x4)x5));
+                                smelt_f32x4 x6 = x8;
+                                #endif
+                                *(smelt_f32x4u *)&t0[((v0 * 5) + v3)] = x6;
+                            }
+                            for (; v3 < e3; ++v3) { /* tail */
+                                t0[((v0 * 5) + v3)] = smelt_max_f32(t0[((v0 * 5) + v3)], p0[(((v0 * 20) + (v2 * 5)) + v3)]);
+                            }
                         }
                     }
                 }
-            }
-            for (int64_t v4 = 0; v4 < 3; ++v4) { /* y_sum.i0 */
-                { /* vectorized: 4 x float */
-                    const int64_t e9 = 5;
-                    int64_t v5 = 0;
-                    for (; v5 <= e9 - 4; v5 += 4) {
-                        const float s10 = 0.0f;
-                        smelt_f32x4 x11 = {s10, s10, s10, s10};
-                        *(smelt_f32x4u *)&t1[((v4 * 5) + v5)] = x11;
-                    }
-                    for (; v5 < e9; ++v5) { /* tail */
-                        t1[((v4 * 5) + v5)] = 0.0f;
+                for (int64_t v4 = 0; v4 < 3; ++v4) { /* y_exp.i0 */
+                    for (int64_t v5 = 0; v5 < 4; ++v5) { /* y_exp.i1 */
+                        { /* vectorized: 4 x float */
+                            const int64_t e9 = 5;
+                            int64_t v6 = 0;
+                            for (; v6 <= e9 - 4; v6 += 4) {
+                                smelt_f32x4 x10 = *(const smelt_f32x4u *)&p0[(((v4 * 20) + (v5 * 5)) + v6)];
+                                smelt_f32x4 x11 = *(const smelt_f32x4u *)&t0[((v4 * 5) + v6)];
+                                smelt_f32x4 x12 = x10 - x11;
+                                smelt_f32x4 x13 = x12;
+                                smelt_vexp_f32x4(&x13);
+                                *(smelt_f32x4u *)&t1[(((v4 * 20) + (v5 * 5)) + v6)] = x13;
+                            }
+                            for (; v6 < e9; ++v6) { /* tail */
+                                t1[(((v4 * 20) + (v5 * 5)) + v6)] = expf((p0[(((v4 * 20) + (v5 * 5)) + v6)] - t0[((v4 * 5) + v6)]));
+                            }
+                        }
                     }
                 }
-                for (int64_t v6 = 0; v6 < 4; ++v6) { /* y_sum.r0 */
+                for (int64_t v7 = 0; v7 < 3; ++v7) { /* y_sum.i0 */
                     { /* vectorized: 4 x float */
-                        const int64_t e12 = 5;
-                        int64_t v7 = 0;
-                        for (; v7 <= e12 - 4; v7 += 4) {
-                            smelt_f32x4 x13 = *(const smelt_f32x4u *)&t1[((v4 * 5) + v7)];
-                            smelt_f32x4 x14 = *(const smelt_f32x4u *)&p0[(((v4 * 20) + (v6 * 5)) + v7)];
-                            smelt_f32x4 x15 = *(const smelt_f32x4u *)&t0[((v4 * 5) + v7)];
-                            smelt_f32x4 x16 = x14 - x15;
-                            smelt_f32x4 x17 = x16;
-                            smelt_vexp_f32x4(&x17);
-                            smelt_f32x4 x18 = x13 + x17;
-                            *(smelt_f32x4u *)&t1[((v4 * 5) + v7)] = x18;
+                        const int64_t e14 = 5;
+                        int64_t v8 = 0;
+                        for (; v8 <= e14 - 4; v8 += 4) {
+                            const float s15 = 0.0f;
+                            smelt_f32x4 x16 = {s15, s15, s15, s15};
+                            *(smelt_f32x4u *)&t2[((v7 * 5) + v8)] = x16;
                         }
-                        for (; v7 < e12; ++v7) { /* tail */
-                            t1[((v4 * 5) + v7)] = (t1[((v4 * 5) + v7)] + expf((p0[(((v4 * 20) + (v6 * 5)) + v7)] - t0[((v4 * 5) + v7)])));
+                        for (; v8 < e14; ++v8) { /* tail */
+                            t2[((v7 * 5) + v8)] = 0.0f;
+                        }
+                    }
+                    for (int64_t v9 = 0; v9 < 4; ++v9) { /* y_sum.r0 */
+                        { /* vectorized: 4 x float */
+                            const int64_t e17 = 5;
+                            int64_t v10 = 0;
+                            for (; v10 <= e17 - 4; v10 += 4) {
+                                smelt_f32x4 x18 = *(const smelt_f32x4u *)&t2[((v7 * 5) + v10)];
+                                smelt_f32x4 x19 = *(const smelt_f32x4u *)&t1[(((v7 * 20) + (v9 * 5)) + v10)];
+                                smelt_f32x4 x20 = x18 + x19;
+                                *(smelt_f32x4u *)&t2[((v7 * 5) + v10)] = x20;
+                            }
+                            for (; v10 < e17; ++v10) { /* tail */
+                                t2[((v7 * 5) + v10)] = (t2[((v7 * 5) + v10)] + t1[(((v7 * 20) + (v9 * 5)) + v10)]);
+                            }
                         }
                     }
                 }
-            }
-            for (int64_t v8 = 0; v8 < 3; ++v8) { /* y.i0 */
-                for (int64_t v9 = 0; v9 < 4; ++v9) { /* y.i1 */
-                    { /* vectorized: 4 x float */
-                        const int64_t e19 = 5;
-                        int64_t v10 = 0;
-                        for (; v10 <= e19 - 4; v10 += 4) {
-                            smelt_f32x4 x20 = *(const smelt_f32x4u *)&p0[(((v8 * 20) + (v9 * 5)) + v10)];
-                            smelt_f32x4 x21 = *(const smelt_f32x4u *)&t0[((v8 * 5) + v10)];
-                            smelt_f32x4 x22 = x20 - x21;
-                            smelt_f32x4 x23 = x22;
-                            smelt_vexp_f32x4(&x23);
-                            smelt_f32x4 x24 = *(const smelt_f32x4u *)&t1[((v8 * 5) + v10)];
-                            smelt_f32x4 x25 = x23 / x24;
-                            *(smelt_f32x4u *)&p1[(((v8 * 20) + (v9 * 5)) + v10)] = x25;
-                        }
-                        for (; v10 < e19; ++v10) { /* tail */
-                            p1[(((v8 * 20) + (v9 * 5)) + v10)] = (expf((p0[(((v8 * 20) + (v9 * 5)) + v10)] - t0[((v8 * 5) + v10)])) / t1[((v8 * 5) + v10)]);
+                for (int64_t v11 = 0; v11 < 3; ++v11) { /* y.i0 */
+                    for (int64_t v12 = 0; v12 < 4; ++v12) { /* y.i1 */
+                        { /* vectorized: 4 x float */
+                            const int64_t e21 = 5;
+                            int64_t v13 = 0;
+                            for (; v13 <= e21 - 4; v13 += 4) {
+                                smelt_f32x4 x22 = *(const smelt_f32x4u *)&t1[(((v11 * 20) + (v12 * 5)) + v13)];
+                                smelt_f32x4 x23 = *(const smelt_f32x4u *)&t2[((v11 * 5) + v13)];
+                                smelt_f32x4 x24 = x22 / x23;
+                                *(smelt_f32x4u *)&p1[(((v11 * 20) + (v12 * 5)) + v13)] = x24;
+                            }
+                            for (; v13 < e21; ++v13) { /* tail */
+                                p1[(((v11 * 20) + (v12 * 5)) + v13)] = (t1[(((v11 * 20) + (v12 * 5)) + v13)] / t2[((v11 * 5) + v13)]);
+                            }
                         }
                     }
                 }

@@ -4,7 +4,8 @@
  * vector width, compiled for every target the host runs and compared with
  * the reference kernels.  Also: the default schedule of such a group uses
  * rfactor, the tuner's knobs can turn it off (order 1) and ask for it
- * (order 3, more vectors per step with unroll). */
+ * (order 3, more vectors per step with unroll), and softmax's exponentials
+ * are a stage of their own (computed once, not inlined twice). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -31,6 +32,9 @@ static const rf_case k_cases[] = {
     {"softmax 12x128 (whole vectors)", OP_SOFTMAX, 2, {12, 128}, 0},
     {"softmax 5x77 (a tail)", OP_SOFTMAX, 2, {5, 77}, 0},
     {"softmax 1x1000", OP_SOFTMAX, 2, {1, 1000}, 0},
+    /* the exponentials (128 KB, 240 KB) live in the function's workspace */
+    {"softmax 1x32000", OP_SOFTMAX, 2, {1, 32000}, 0},
+    {"softmax 3x20000", OP_SOFTMAX, 2, {3, 20000}, 0},
     {"logsoftmax 2x3x131", OP_LOG_SOFTMAX, 3, {2, 3, 131}, 0},
     {"layernorm 3x100", OP_LAYER_NORMALIZATION, 2, {3, 100}, 0},
     {"layernorm 4x768", OP_LAYER_NORMALIZATION, 2, {4, 768}, 0},
@@ -206,6 +210,14 @@ static void test_softmax_schedules(void)
         sch_schedule_init(&d);
         CHECK(sch_default(g_ctx, te, 16, &d) == SMELT_OK);
         CHECK(count_factored(&d) == 2);
+        /* each exponential computed once: exp(x - max) is not inlined into
+         * both the sum and the output */
+        for (int i = 0; i < d.n; i++)
+            CHECK(!(d.steps[i].kind == SCH_COMPUTE_INLINE && strstr(d.steps[i].stage, "y_exp")));
+        bool has_exp_stage = false;
+        for (int i = 0; i < te->tensors.len; i++)
+            has_exp_stage |= strstr(((const te_tensor *)te->tensors.items[i])->buf->name, "y_exp") != NULL;
+        CHECK(has_exp_stage);
         /* 16 partials per row combined in a tree: 16 -> 8 -> 4 -> 2 */
         CHECK(count_steps(&d, SCH_RFACTOR) == 2 * 4);
         sch_schedule_fini(&d);
