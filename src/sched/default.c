@@ -1056,12 +1056,23 @@ static smelt_status pool_acc(smelt_ctx *ctx, const char *acc, const te_tensor *t
     return pool_lanes(ctx, s, acc, last, p->cols * vw, vw);
 }
 
+/* Plain layouts vectorise the width: half vectors when they divide it and
+ * whole ones do not (28 columns: 7 x 4 lanes, not 3 x 8 and a scalar tail
+ * whose taps each carry bounds checks). */
+static int pool_vector_width(const te_tensor *t, int vw)
+{
+    int64_t width = t->axes[t->n_axes - 1].extent;
+    bool half = !pool_is_blocked(t) && vw >= 8 && width % vw != 0 && width % (vw / 2) == 0;
+    return half ? vw / 2 : vw;
+}
+
 /* If t is a float32 pool: schedule it with its epilogue and mark both done. */
 static smelt_status try_pool(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
                              const sch_knobs *kn, sch_schedule *s, bool *done)
 {
     const te_tensor *e = pool_output(g, t);
     if (!e || vw <= 1) return SMELT_OK;
+    vw = pool_vector_width(t, vw);
     pool_tile p = {.cols = 1};
     SMELT_TRY(pool_choose_tile(ctx, t, e, vw, kn, &p));
     char acc[256];
@@ -1619,6 +1630,7 @@ static void generic_space(const te_graph *g, const te_tensor *t, int vw, sch_kno
  * width unrolled. */
 static void pool_space(const te_tensor *t, int vw, sch_knob_space *sp)
 {
+    vw = pool_vector_width(t, vw);
     int r = t->n_axes;
     bool blocked = pool_is_blocked(t);
     int64_t width = t->axes[blocked ? r - 2 : r - 1].extent;

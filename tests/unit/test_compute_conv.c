@@ -163,6 +163,9 @@ static const node_case k_cases[] = {
     {OP_AVERAGE_POOL, {T(F32, 4, 1, 3, 13, 37)},
      "kernel_shape=3,3 strides=2,2 pads=1,0,2,1 ceil_mode=1 count_include_pad=1"},
     {OP_AVERAGE_POOL, {T(F32, 4, 1, 2, 8, 19)}, "kernel_shape=3,3 pads=1,1,1,1 count_include_pad=1"},
+    /* output widths of whole half vectors (28 = 7 x 4, 12 = 3 x 4): 4 lanes */
+    {OP_MAX_POOL, {T(F32, 4, 1, 3, 10, 28)}, "kernel_shape=3,3 pads=1,1,1,1"},
+    {OP_AVERAGE_POOL, {T(F32, 4, 1, 2, 9, 24)}, "kernel_shape=3,3 strides=2,2 pads=1,1,1,1"},
     /* ... and in the blocked layout ([n, c/b, h, w, b] with a [kh, kw, 1]
      * window): blocks of 8 and of 16 (split into two vectors) */
     {OP_MAX_POOL, {T(F32, 5, 1, 2, 9, 11, 8)},
