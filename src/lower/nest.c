@@ -682,7 +682,7 @@ static smelt_status emit_deps(nest_ctx *nc, int si, smelt_ptrvec *items, smelt_p
     const sch_stage *sg = &st->stages[si];
     for (int pi = 0; pi < st->n_stages; pi++) {
         const sch_stage *p = &st->stages[pi];
-        if (pi == si || p->is_placeholder || !ir_expr_reads(sg->body, p->buf)) continue;
+        if (pi == si || p->is_placeholder || !sch_stage_reads(sg, p->buf)) continue;
         if (p->inlined || p->attach_stage >= 0) {
             SMELT_TRY(emit_deps(nc, pi, items, temps, depth + 1)); /* its inputs */
             nc->done[pi] = true;

@@ -157,7 +157,14 @@ typedef struct sch_stage {
     int tensor_iter;           /* tensorize: the leaf the kernel replaces from, else -1 */
     const char *tensor_kernel; /* tensorize: the micro-kernel name */
     const char *tag;
+    /* the distinct buffers body loads (n_reads -1: unknown, walk the body) */
+    const ir_buffer **reads;
+    int n_reads;
 } sch_stage;
+
+/* Whether sg's body loads buf (its list of reads: inlining grows bodies to
+ * thousands of nodes, and "who reads X" is asked for every stage pair). */
+bool sch_stage_reads(const sch_stage *sg, const ir_buffer *buf);
 
 typedef struct sch_state {
     smelt_arena arena;

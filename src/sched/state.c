@@ -69,9 +69,50 @@ static smelt_status init_iters(smelt_ctx *ctx, sch_state *st, sch_stage *sg)
     return SMELT_OK;
 }
 
-static void stage_set_body(sch_stage *sg, ir_expr *body)
+typedef struct reads_acc {
+    const ir_buffer *bufs[64];
+    int n;
+    bool overflow;
+} reads_acc;
+
+static void collect_reads(void *ctx, const ir_expr *e)
+{
+    reads_acc *a = ctx;
+    if (a->overflow) return;
+    if (e->kind == IR_LOAD) {
+        bool seen = false;
+        for (int i = 0; i < a->n && !seen; i++) seen = a->bufs[i] == e->load.buf;
+        if (!seen && a->n == (int)SMELT_ARRAY_LEN(a->bufs)) a->overflow = true;
+        else if (!seen) a->bufs[a->n++] = e->load.buf;
+    }
+    tir_expr_visit_children(e, collect_reads, ctx);
+}
+
+static void stage_note_reads(sch_state *st, sch_stage *sg)
+{
+    reads_acc a = {.n = 0};
+    sg->reads = NULL;
+    sg->n_reads = -1;
+    if (sg->body) collect_reads(&a, sg->body);
+    if (a.overflow) return; /* many buffers: sch_stage_reads walks the body */
+    sg->reads = smelt_arena_alloc(&st->arena, sizeof *sg->reads * (size_t)(a.n ? a.n : 1));
+    if (!sg->reads) return;
+    memcpy(sg->reads, a.bufs, sizeof *sg->reads * (size_t)a.n);
+    sg->n_reads = a.n;
+}
+
+bool sch_stage_reads(const sch_stage *sg, const ir_buffer *buf)
+{
+    if (sg->n_reads < 0) return ir_expr_reads(sg->body, buf);
+    for (int i = 0; i < sg->n_reads; i++)
+        if (sg->reads[i] == buf) return true;
+    return false;
+}
+
+static void stage_set_body(sch_state *st, sch_stage *sg, ir_expr *body)
 {
     sg->body = body;
+    stage_note_reads(st, sg);
     sg->n_reduce = 0;
     if (body && body->kind == IR_REDUCE) {
         sg->n_reduce = body->reduce.n_axes;
@@ -93,7 +134,7 @@ static smelt_status init_stage(smelt_ctx *ctx, sch_state *st, sch_stage *sg, con
     for (int i = 0; i < st->te->outputs.len; i++)
         if (st->te->outputs.items[i] == t) sg->is_output = true;
     if (sg->is_placeholder) return SMELT_OK;
-    stage_set_body(sg, t->body);
+    stage_set_body(st, sg, t->body);
     return init_iters(ctx, st, sg);
 }
 
@@ -304,7 +345,10 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
             return step_err(ctx, step, "'%s' is computed at one of its loops", st->stages[i].buf->name);
     for (int i = 0; i < st->n_stages; i++) {
         sch_stage *c = &st->stages[i];
-        if (i == si || c->is_placeholder || !ir_expr_reads(c->body, sg->buf)) continue;
+        /* an inlined stage's body is never read again: its consumers hold
+         * copies (skipping it keeps a chain of n inlines O(n^2), not O(n^3)) */
+        if (i == si || c->is_placeholder || c->inlined || !sch_stage_reads(c, sg->buf))
+            continue;
         if (c->tensor_iter >= 0)
             return step_err(ctx, step, "consumer '%s' is tensorized; inline before tensorize",
                             c->buf->name);
@@ -315,7 +359,7 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
                               step->stage, c->buf->name, SCH_INLINE_MAX_NODES);
         ir_expr *nb = inline_loads(&st->b, c->body, sg);
         if (!nb) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-        stage_set_body(c, nb);
+        stage_set_body(st, c, nb);
     }
     sg->inlined = true;
     return SMELT_OK;
@@ -330,11 +374,11 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
     if (sg->is_placeholder || sg->is_output || sg->inlined || sg->check)
         return step_err(ctx, step, "only intermediate, non-inlined computes can be computed at a "
                                    "loop%s", NULL);
-    if (c->is_placeholder || c->inlined || !ir_expr_reads(c->body, sg->buf))
+    if (c->is_placeholder || c->inlined || !sch_stage_reads(c, sg->buf))
         return step_err(ctx, step, "'%s' does not read this stage", step->target);
     for (int i = 0; i < st->n_stages; i++)
         if (i != si && i != ci && !st->stages[i].is_placeholder && !st->stages[i].inlined &&
-            ir_expr_reads(st->stages[i].body, sg->buf))
+            sch_stage_reads(&st->stages[i], sg->buf))
             return step_err(ctx, step, "stage has another consumer, '%s'", st->stages[i].buf->name);
     int it, pos;
     sch_step at = *step;
@@ -371,7 +415,7 @@ static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_s
     if (!local->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     ir_expr *idx[SMELT_MAX_RANK];
     for (int i = 0; i < sg->n_axes; i++) idx[i] = ir_var_ref(&st->b, sg->axes[i].var);
-    stage_set_body(sg, ir_load(&st->b, local->buf, sg->n_axes, idx));
+    stage_set_body(st, sg, ir_load(&st->b, local->buf, sg->n_axes, idx));
     if (!sg->body) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     sg->tag = "injective";
     return init_iters(ctx, st, sg);
@@ -451,14 +495,14 @@ static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step 
     rf->buf = ir_buffer_new(b, name, sg->buf->dtype, sg->n_axes + 1, shape, IR_BUF_TEMP);
     rf->axes[rf->n_axes++] = (ir_axis){lane, f};
     if (!outer || !lane || !rf->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    stage_set_body(rf, rfactor_body(st, sg, r, outer, lane, f));
+    stage_set_body(st, rf, rfactor_body(st, sg, r, outer, lane, f));
     /* sg: reduce rf's lanes, over a fresh axis named like them */
     ir_var *k = ir_var_new(b, iname, SMELT_DT_INT64);
     ir_expr *idx[SMELT_MAX_RANK];
     for (int i = 0; i < sg->n_axes; i++) idx[i] = ir_var_ref(b, sg->axes[i].var);
     idx[sg->n_axes] = k ? ir_var_ref(b, k) : NULL;
     ir_axis kaxis = {k, f};
-    stage_set_body(sg, ir_reduce(b, sg->body->reduce.op, ir_load(b, rf->buf, sg->n_axes + 1, idx), 1,
+    stage_set_body(st, sg, ir_reduce(b, sg->body->reduce.op, ir_load(b, rf->buf, sg->n_axes + 1, idx), 1,
                                  &kaxis));
     if (!rf->body || !sg->body) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     SMELT_TRY(init_iters(ctx, st, rf));
