@@ -171,6 +171,11 @@ add_test(NAME golden/graph_c
 add_test(NAME cli/usage_and_errors
   COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+# strict input bindings, numbers, empty check folders, several models,
+# colliding output names, dumps on stdout, --version, bench --json (issue 15)
+add_test(NAME cli/strict
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli_strict.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 
 # Pipeline crashes kept as the models their recipes made (a recipe picks ops
 # by ops.def index, so it names another model once ops are added).

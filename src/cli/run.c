@@ -187,8 +187,8 @@ static smelt_status make_input(smelt_ctx *ctx, smelt_model *m, const run_opts *o
     if (!(t->data = smelt_alloc(nb ? nb : 1)))
         return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     io_fill_random(t, o->seed + (uint64_t)i, 2);
-    fprintf(stderr, "smelt run: no --input for '%s': random data (seed %llu)\n", name,
-            (unsigned long long)(o->seed + (uint64_t)i));
+    fprintf(stderr, "smelt run: no --input for '%s': random data (seed %llu: --seed + input "
+                    "index)\n", name, (unsigned long long)(o->seed + (uint64_t)i));
     return SMELT_OK;
 }
 
