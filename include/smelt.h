@@ -205,6 +205,10 @@ smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_opt
 smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                              int num_inputs, smelt_tensor *outputs, int num_outputs);
 
+/* Threads the compiled model's parallel loops may use (1: no pool); 0 when
+ * it is not compiled (or has dynamic shapes). */
+int smelt_model_compiled_threads(smelt_model *m);
+
 /* smelt_model_run with the inputs bound by name, in any order: tensor k is
  * the model's input names[k] (names NULL: inputs[k].name).  Every input
  * exactly once; an unknown, repeated or missing name is SMELT_ERR_ARG

@@ -147,6 +147,8 @@ smelt_rt_model *smelt_rt_model_from_info(const smelt_rt_module_info *info,
 void smelt_rt_model_free(smelt_rt_model *m);
 
 const smelt_rt_module_info *smelt_rt_model_info(const smelt_rt_model *m);
+/* Threads a run's parallel loops may use (1: no pool). */
+int smelt_rt_model_num_threads(const smelt_rt_model *m);
 
 /* Checks count, dtype, shape and sizes of every buffer against the module's
  * description, then runs.  inputs[i]/outputs[i] point to dense row-major data

@@ -373,6 +373,11 @@ void smelt_rt_model_free(smelt_rt_model *m)
 
 const smelt_rt_module_info *smelt_rt_model_info(const smelt_rt_model *m) { return m ? m->info : NULL; }
 
+int smelt_rt_model_num_threads(const smelt_rt_model *m)
+{
+    return m && m->pool ? smelt_rt_pool_size(m->pool) : 1;
+}
+
 const char *smelt_rt_model_error(const smelt_rt_model *m) { return m ? m->error : "no model"; }
 
 /* ---- running ---- */

@@ -88,6 +88,13 @@ set_tests_properties(errors/data_errors PROPERTIES TIMEOUT 300)
 add_test(NAME errors/bad_models_alloc_fail
   COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
 set_tests_properties(errors/bad_models_alloc_fail PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
+# Many threads on shared compiled models (issue 15); the C API's calls.
+foreach(t test_api_threads test_api_calls)
+  target_compile_definitions(${t} PRIVATE
+    SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx"
+    SMELT_ATTENTION_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/attention.onnx"
+    SMELT_TWO_INPUTS_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/two_inputs.onnx")
+endforeach()
 # Mutation and allocation-failure tests start from the checked-in tiny CNN.
 target_compile_definitions(test_frontend_fuzz PRIVATE
   SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")

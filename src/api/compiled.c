@@ -269,6 +269,15 @@ smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
     return s;
 }
 
+int smelt_model_compiled_threads(smelt_model *m)
+{
+    if (!m) return 0;
+    pthread_mutex_lock(&m->mu);
+    int n = m->compiled ? smelt_rt_model_num_threads(m->compiled->rt) : 0;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
 int smelt_model_input_index(const smelt_model *m, const char *name)
 {
     if (!m || !name) return -1;
