@@ -281,3 +281,8 @@ if(SMELT_PYTHON AND NOT (SMELT_SANITIZE AND NOT CMAKE_C_COMPILER_ID STREQUAL "GN
     COMMAND ${SMELT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
   set_tests_properties(python/pytest PROPERTIES ENVIRONMENT "${SMELT_PYTEST_ENV}" TIMEOUT 300)
 endif()
+
+# ---- Soak run (scripts/soak.sh; built, not run by ctest) ----
+add_executable(smelt_soak tests/soak/soak.c)
+target_link_libraries(smelt_soak PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
+set_target_properties(smelt_soak PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
