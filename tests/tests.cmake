@@ -286,3 +286,9 @@ endif()
 add_executable(smelt_soak tests/soak/soak.c)
 target_link_libraries(smelt_soak PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
 set_target_properties(smelt_soak PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+
+# ---- Installed libraries used from outside through pkg-config (issue 15) ----
+add_test(NAME install/pkg_config
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/install/check_install.sh ${CMAKE_BINARY_DIR}
+          ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx
+          $<$<BOOL:${SMELT_SANITIZE}>:-fsanitize=address,undefined>)
