@@ -292,3 +292,9 @@ add_test(NAME install/pkg_config
   COMMAND ${CMAKE_SOURCE_DIR}/tests/install/check_install.sh ${CMAKE_BINARY_DIR}
           ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx
           $<$<BOOL:${SMELT_SANITIZE}>:-fsanitize=address,undefined>)
+
+# ---- AOT packages inside applications: size macros, model_run_static with
+# static buffers, ARCH / lib targets, no stale files (issue 15) ----
+add_test(NAME aot/embedding
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_embedding.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn)

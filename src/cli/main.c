@@ -23,19 +23,20 @@ static const cli_command commands[] = {
      "  run MODEL [--reference|--te] [--input FILE]... [--seed N] [--output-dir DIR]\n"
      "            [--threads N] [--target T] [--repeat N]\n"
      "      compile and execute a model on inputs from .pb/.npy files (in model input\n"
-     "      order, or NAME=FILE) or on seeded random data; print each output's summary\n"},
+     "      order, or NAME=FILE) or on seeded random data; print each output's summary;\n"
+     "      --threads 1..4 x cores (0: all cores)\n"},
     {"check", cli_check,
      "  check [--compiled|--reference|--te] [--rtol R] [--atol A]\n"
      "        [--expected-failures FILE] DIR...\n"
      "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
      "      test_data_set_*/) and compare with the expected outputs\n"},
     {"compile", cli_compile,
-     "  compile MODEL [-o DIR] [--embed-weights] [--target T] [--stats [--json]]\n"
+     "  compile MODEL... [-o DIR] [--embed-weights] [--target T] [--stats [--json]]\n"
      "        [--dump-ir=graph|tir|c|all|after:PASS]\n"
      "      build the model (JIT cache); -o writes a standalone C package; --stats\n"
      "      prints what each graph pass did and the totals\n"},
     {"bench", cli_bench,
-     "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N]\n"
+     "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N] [--json]\n"
      "      median latency on seeded random inputs\n"},
     {"tune", cli_tune,
      "  tune MODEL... -o RECORDS.jsonl [--trials N] [--minutes M] [--random] [--target T]\n"
