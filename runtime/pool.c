@@ -60,7 +60,9 @@ struct smelt_rt_pool {
     smelt_rt_task_fn fn;
     void *closure;
     int64_t n;
-    int caller_cpu;      /* the core the caller runs chunk 0 on, or -1 */
+    int caller_cpu;      /* atomic (relaxed): the core the caller runs chunk 0 on, or -1;
+                          * a worker late for one job may read it while the next
+                          * job's caller writes it (only a placement hint) */
     /* Cores the workers are placed on (n_cpus == 0: no placement). */
     int *cpus;
     int n_cpus;
@@ -233,7 +235,7 @@ static void *worker_main(void *arg)
     for (;;) {
         seen = worker_wait(p, seen);
         if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) break;
-        worker_place(p, wa.index, p->caller_cpu, &placed);
+        worker_place(p, wa.index, __atomic_load_n(&p->caller_cpu, __ATOMIC_RELAXED), &placed);
         if (run_claimed_chunks(p, seen)) {
             /* Last one out wakes the caller if it went to sleep. */
             pthread_mutex_lock(&p->mu);
@@ -262,7 +264,7 @@ static void pool_dispatch(smelt_rt_pool *p, int threads, int64_t n, smelt_rt_tas
     p->closure = closure;
     p->n = n;
     p->job_threads = threads < p->n_threads ? threads : p->n_threads;
-    p->caller_cpu = p->n_cpus ? current_cpu() : -1;
+    __atomic_store_n(&p->caller_cpu, p->n_cpus ? current_cpu() : -1, __ATOMIC_RELAXED);
     int chunks = job_chunks(p);
     unsigned gen = __atomic_load_n(&p->generation, __ATOMIC_RELAXED) + 1;
     __atomic_store_n(&p->chunks_left, chunks - 1, __ATOMIC_RELAXED);
