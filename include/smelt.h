@@ -184,6 +184,10 @@ typedef struct smelt_options {
      * workload has a valid record for this target gets the record's best
      * schedule; the others keep the default rules.  NULL: none. */
     const char *records;
+    /* AOT packages: every symbol model.c exports and model.h's names under
+     * this prefix (PREFIX_create, PREFIX_ARENA_BYTES...), so several
+     * packages link into one program; NULL: "model". */
+    const char *aot_prefix;
 } smelt_options;
 
 /* The defaults (opt_level 2); a NULL options pointer means the same.  The

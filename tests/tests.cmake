@@ -297,4 +297,4 @@ add_test(NAME install/pkg_config
 # static buffers, ARCH / lib targets, no stale files (issue 15) ----
 add_test(NAME aot/embedding
   COMMAND ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_embedding.sh $<TARGET_FILE:smelt_cli>
-          ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_SOURCE_DIR}/tests/models/small/attention.onnx)

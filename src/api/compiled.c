@@ -177,7 +177,8 @@ smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const cha
     if (s == SMELT_OK) s = lower_model(ctx, m, t, &lp);
     pthread_mutex_unlock(&m->mu);
     if (s != SMELT_OK) return s;
-    s = cg_write_package(ctx, &lp->prog, t, dir, o && o->embed_weights);
+    s = cg_write_package_prefixed(ctx, &lp->prog, t, dir, o && o->embed_weights,
+                                  o ? o->aot_prefix : NULL);
     lowered_program_free(lp);
     return s;
 }

@@ -203,6 +203,8 @@ static int parse(int argc, char **argv, compile_opts *c)
             if (!set_dump(c, v))
                 return fprintf(stderr, "smelt compile: unknown IR '%s' for --dump-ir (known: "
                                        "graph, tir, c, all, after:PASS)\n", v), 2;
+        } else if (cli_opt(argc, argv, &i, "--prefix", &v)) {
+            if (!(c->o.aot_prefix = v)) return 2;
         } else if (cli_opt(argc, argv, &i, "-o", &v)) {
             if (!(c->out_dir = v)) return 2;
         } else if (cli_opt(argc, argv, &i, "--target", &v)) {
@@ -230,6 +232,9 @@ static int parse(int argc, char **argv, compile_opts *c)
     if (c->out_dir && c->n_models > 1)
         return fprintf(stderr, "smelt compile: -o writes the package of one model; %d models "
                                "given (run one compile per model)\n", c->n_models), 2;
+    if (c->o.aot_prefix && !c->out_dir)
+        return fprintf(stderr, "smelt compile: --prefix needs -o DIR (it names the package's "
+                               "symbols)\n"), 2;
     if (c->json && !c->stats)
         return fprintf(stderr, "smelt compile: --json needs --stats\n"), 2;
     if (c->o.embed_weights && !c->out_dir)

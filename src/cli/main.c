@@ -31,7 +31,7 @@ static const cli_command commands[] = {
      "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
      "      test_data_set_*/) and compare with the expected outputs\n"},
     {"compile", cli_compile,
-     "  compile MODEL... [-o DIR] [--embed-weights] [--target T] [--stats [--json]]\n"
+     "  compile MODEL... [-o DIR [--prefix NAME]] [--embed-weights] [--target T] [--stats [--json]]\n"
      "        [--dump-ir=graph|tir|c|all|after:PASS]\n"
      "      build the model (JIT cache); -o writes a standalone C package; --stats\n"
      "      prints what each graph pass did and the totals\n"},

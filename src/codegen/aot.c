@@ -382,8 +382,56 @@ static int heap_free(const smelt_strbuf *c)
     return strstr(smelt_strbuf_cstr((smelt_strbuf *)c), "smelt_alloc64_((size_t)") == NULL;
 }
 
+/* text with the identifiers model_* and MODEL_* (not inside another
+ * identifier, e.g. smelt_rt_model_run) renamed to prefix_* and PREFIX_*. */
+static bool apply_prefix(const char *prefix, smelt_strbuf *text)
+{
+    if (!prefix || !*prefix) return true;
+    char upper[80];
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i <= n; i++)
+        upper[i] = prefix[i] >= 'a' && prefix[i] <= 'z' ? (char)(prefix[i] - 'a' + 'A') : prefix[i];
+    smelt_strbuf out;
+    smelt_strbuf_init(&out);
+    const char *src = smelt_strbuf_cstr(text);
+    for (const char *q = src; *q;) {
+        bool word_start = q == src || !(q[-1] == '_' || (q[-1] >= 'a' && q[-1] <= 'z') ||
+                                        (q[-1] >= 'A' && q[-1] <= 'Z') || (q[-1] >= '0' && q[-1] <= '9'));
+        if (word_start && strncmp(q, "model_", 6) == 0) {
+            smelt_strbuf_printf(&out, "%s_", prefix);
+            q += 6;
+        } else if (word_start && strncmp(q, "MODEL_", 6) == 0) {
+            smelt_strbuf_printf(&out, "%s_", upper);
+            q += 6;
+        } else if (word_start && strncmp(q, "SMELT_MODEL_H", 13) == 0) {
+            smelt_strbuf_printf(&out, "SMELT_%s_H", upper);
+            q += 13;
+        } else {
+            char c[2] = {*q++, 0};
+            smelt_strbuf_append(&out, c);
+        }
+    }
+    bool ok = !out.failed;
+    smelt_strbuf_fini(text);
+    *text = out;
+    return ok;
+}
+
+static bool valid_prefix(const char *prefix)
+{
+    if (!prefix || !*prefix) return true;
+    size_t n = strlen(prefix);
+    if (n > 64 || (prefix[0] >= '0' && prefix[0] <= '9')) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = prefix[i];
+        if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return false;
+    }
+    return strncmp(prefix, "smelt_", 6) != 0;
+}
+
 static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_target *t, const char *dir,
-                                  bool embed_weights)
+                                  bool embed_weights, const char *prefix)
 {
     smelt_strbuf c, h, mk, m;
     smelt_strbuf_init(&c);
@@ -391,12 +439,19 @@ static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_
     smelt_strbuf_init(&mk);
     smelt_strbuf_init(&m);
     cg_emit_options opts = {.embed_weights = embed_weights};
+    if (prefix && *prefix)
+        smelt_strbuf_printf(&c, "/* every exported symbol under the prefix '%s' */\n"
+                            "#define smelt_module_info %s_module_info\n", prefix, prefix);
     smelt_status s = cg_emit_program_opts(ctx, p, t, &opts, &c);
     if (s == SMELT_OK) {
         smelt_strbuf_append(&c, model_api_text);
         emit_model_h(p, t, heap_free(&c), &h);
         emit_makefile(t, &mk);
         smelt_strbuf_append(&m, main_text);
+        if (!apply_prefix(prefix, &c) || !apply_prefix(prefix, &h) || !apply_prefix(prefix, &m))
+            s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    if (s == SMELT_OK) {
         s = write_text(ctx, dir, "model.c", &c);
     }
     if (s == SMELT_OK) s = write_text(ctx, dir, "model.h", &h);
@@ -412,6 +467,15 @@ static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_
 smelt_status cg_write_package(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
                               const char *dir, bool embed_weights)
 {
+    return cg_write_package_prefixed(ctx, p, t, dir, embed_weights, NULL);
+}
+
+smelt_status cg_write_package_prefixed(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                                       const char *dir, bool embed_weights, const char *prefix)
+{
+    if (!valid_prefix(prefix))
+        return smelt_errf(ctx, SMELT_ERR_ARG, "AOT prefix '%s' is not a C identifier of at most 64 "
+                          "characters (and must not start with 'smelt_')", prefix);
     if (!p || !t || !dir || !*dir) return smelt_errf(ctx, SMELT_ERR_ARG, "cg_write_package: bad arguments");
     if (p->weight_bytes > 0 && !p->weights)
         return smelt_errf(ctx, SMELT_ERR_INTERNAL, "cg_write_package: %lld weight bytes but no blob",
@@ -431,7 +495,7 @@ smelt_status cg_write_package(smelt_ctx *ctx, const ir_program *p, const cg_targ
             return smelt_errf(ctx, SMELT_ERR_IO, "cannot remove the stale file '%s': %s", path,
                               strerror(errno));
     }
-    SMELT_TRY(write_sources(ctx, p, t, dir, embed_weights));
+    SMELT_TRY(write_sources(ctx, p, t, dir, embed_weights, prefix));
     SMELT_TRY(write_runtime(ctx, dir));
     if (!embed_weights) SMELT_TRY(write_bytes(ctx, dir, "weights.bin", p->weights, (size_t)p->weight_bytes));
     return SMELT_OK;

@@ -3,7 +3,8 @@
 # and model_run_static with static buffers, the Makefile's ARCH (portable by
 # default, native on request) and lib target, and no stale files when a
 # package is written again into the same folder.
-# usage: check_aot_embedding.sh SMELT MODEL_DIR
+# Two packages built with --prefix link into one program.
+# usage: check_aot_embedding.sh SMELT MODEL_DIR SECOND_MODEL.onnx
 smelt=$1 model=$2/model.onnx
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -29,5 +30,21 @@ for f in weights.bin main main.o model.o libmodel.a; do
     [ -e "$pkg/$f" ] && fail "stale $f left in the package"
 done
 (cd "$pkg" && make -s >/dev/null 2>&1 && ./main >/dev/null) || fail "the rewritten package builds and runs"
+# two packages with different prefixes in one program (one runtime copy)
+"$smelt" compile "$model" -o "$tmp/two/cnn" --prefix cnn >/dev/null || fail "compile --prefix cnn"
+"$smelt" compile "$3" -o "$tmp/two/att" --prefix att >/dev/null || fail "compile --prefix att"
+grep -q "cnn_create" "$tmp/two/cnn/model.h" && grep -q "CNN_ARENA_BYTES" "$tmp/two/cnn/model.h" ||
+    fail "cnn/model.h lacks the prefixed names"
+grep -q "smelt_rt_model_from_info_file(&smelt_module_info" "$tmp/two/cnn/model.c" ||
+    fail "model.c renamed a runtime function"
+cc -std=c99 -O2 -Wall -Werror -I "$tmp/two" -I "$tmp/two/cnn" -o "$tmp/two_models" "$here/two_models.c" \
+    "$tmp/two/cnn/model.c" "$tmp/two/att/model.c" "$tmp/two/cnn/smelt_rt_pool.c" \
+    "$tmp/two/cnn/smelt_rt_model.c" -lpthread -lm || fail "linking two prefixed packages"
+"$tmp/two_models" "$tmp/two/cnn/weights.bin" "$tmp/two/att/weights.bin" || fail "two_models"
+nm "$tmp/two_models" | grep -q " cnn_module_info" || fail "no cnn_module_info symbol"
+expect_refused=$("$smelt" compile "$model" -o "$tmp/bad" --prefix "9x-y" 2>&1)
+echo "$expect_refused" | grep -q "is not a C identifier" || fail "--prefix 9x-y was not refused: $expect_refused"
+"$smelt" compile "$model" --prefix cnn 2>&1 | grep -q "needs -o" || fail "--prefix without -o"
+
 echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
 [ "$fails" = 0 ]
