@@ -48,11 +48,11 @@ run_valgrind() {
     # plain gcc -O2 gives maybe-uninitialized warnings (tensorize.c, interp.c)
     # that the -O1/ASan builds do not: no -Werror here
     cmake -S . -B "$vg_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_WERROR=OFF >/dev/null &&
-        cmake --build "$vg_dir" -j"$jobs" --target test_runtime_pool test_runtime_model smelt_cli ||
+        cmake --build "$vg_dir" -j"$jobs" --target test_runtime_pool test_runtime_model test_api_threads smelt_cli ||
         { result "valgrind build" 1; return; }
     local vg=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
               --error-exitcode=1)
-    for t in test_runtime_pool test_runtime_model; do
+    for t in test_runtime_pool test_runtime_model test_api_threads; do
         "${vg[@]}" "$vg_dir/tests/$t" >/dev/null
         result "valgrind $t" $?
     done
@@ -71,10 +71,10 @@ run_tsan() {
     # gcc -fsanitize=thread gives false maybe-uninitialized warnings: no -Werror
     cmake -S . -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_TSAN=ON \
         -DSMELT_WERROR=OFF >/dev/null &&
-        cmake --build "$tsan_dir" -j"$jobs" --target test_runtime_pool test_runtime_model smelt_cli ||
+        cmake --build "$tsan_dir" -j"$jobs" --target test_runtime_pool test_runtime_model test_api_threads smelt_cli ||
         { result "tsan build" 1; return; }
     local tsan_opts="halt_on_error=1 second_deadlock_stack=1"
-    for t in test_runtime_pool test_runtime_model; do
+    for t in test_runtime_pool test_runtime_model test_api_threads; do
         TSAN_OPTIONS=$tsan_opts "$tsan_dir/tests/$t" >/dev/null
         result "tsan $t" $?
     done
