@@ -48,11 +48,11 @@ run_valgrind() {
     # plain gcc -O2 gives maybe-uninitialized warnings (tensorize.c, interp.c)
     # that the -O1/ASan builds do not: no -Werror here
     cmake -S . -B "$vg_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_WERROR=OFF >/dev/null &&
-        cmake --build "$vg_dir" -j"$jobs" --target test_runtime_pool test_runtime_model test_api_threads smelt_cli ||
+        cmake --build "$vg_dir" -j"$jobs" --target test_runtime_pool test_runtime_model smelt_cli ||
         { result "valgrind build" 1; return; }
     local vg=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
               --error-exitcode=1)
-    for t in test_runtime_pool test_runtime_model test_api_threads; do
+    for t in test_runtime_pool test_runtime_model; do
         "${vg[@]}" "$vg_dir/tests/$t" >/dev/null
         result "valgrind $t" $?
     done
