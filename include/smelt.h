@@ -2,8 +2,28 @@
  *
  * Every fallible call returns a smelt_status; on failure the context holds a
  * message (smelt_ctx_message) that names the node, the op and the problem.
- * The first error wins: later errors do not overwrite it until the context is
- * cleared with smelt_ctx_clear.
+ * Errors belong to the call that made them: every call taking a context
+ * clears it first, so afterwards the context holds that call's error or
+ * none.  Within one call the first error wins (it is the cause; what
+ * follows from it is not reported over it).
+ *
+ * Thread safety:
+ *   - A smelt_ctx belongs to one thread at a time: give each thread its own.
+ *   - smelt_model_run may be called on one compiled model from many threads
+ *     at once.  They share the weights and the generated code; each call
+ *     gets its own activation memory (the runtime keeps one arena per call
+ *     running at once and reuses them, see smelt_rt.h).  A model with
+ *     dynamic shapes (compiled per input signature) runs one call at a time:
+ *     concurrent calls wait for each other.  The first run compiles the model
+ *     if smelt_model_compile was not called, once, while the others wait.
+ *   - smelt_model_compile with other options replaces the compiled code;
+ *     runs in flight finish on the old code.  Other calls that change a model
+ *     (smelt_model_write_package, smelt_model_write_graph, freeing it) must
+ *     not overlap calls on the same model.  Different models are independent.
+ *   - Parallel loops of every model run on one process-wide worker pool
+ *     (smelt_set_pool_threads); a loop that finds it busy with another
+ *     call runs on its calling thread, so N threads never start N pools.
+ *   - smelt_set_allocator is process-wide: set it before other calls.
  */
 #ifndef SMELT_H
 #define SMELT_H
@@ -14,6 +34,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The library's version (also `smelt --version`, smelt.pc). */
+#define SMELT_VERSION_MAJOR 0
+#define SMELT_VERSION_MINOR 1
+#define SMELT_VERSION_PATCH 0
+#define SMELT_VERSION "0.1.0"
+/* The version of the library linked (may differ from the header's). */
+const char *smelt_version(void);
 
 typedef enum smelt_status {
     SMELT_OK = 0,
@@ -132,6 +160,10 @@ const char *smelt_model_node_output(const smelt_model *m, int i, int k);
  * not installed, SMELT_ERR_ARG for another extension). */
 smelt_status smelt_model_write_graph(smelt_ctx *ctx, smelt_model *m, const char *path);
 
+/* Index of the input/output with this name, or -1. */
+int smelt_model_input_index(const smelt_model *m, const char *name);
+int smelt_model_output_index(const smelt_model *m, const char *name);
+
 /* Execute with the reference kernels.  inputs[i] binds graph input i (in
  * model order).  outputs receives num_outputs freshly allocated tensors. */
 smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
@@ -142,7 +174,7 @@ smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
 
 typedef struct smelt_options {
     const char *target; /* "host" (default), "avx512", "avx2", "generic" */
-    int num_threads;    /* 0: the cores available */
+    int num_threads;    /* 1: no pool; 0: the whole process-wide pool; N: at most N of it */
     int dump_c;         /* print the generated C to stdout */
     int embed_weights;  /* AOT: weights as const arrays in model.c */
     int opt_level;      /* graph optimisation -O0..-O3; smelt_options_init sets 2 */
@@ -152,6 +184,10 @@ typedef struct smelt_options {
      * workload has a valid record for this target gets the record's best
      * schedule; the others keep the default rules.  NULL: none. */
     const char *records;
+    /* AOT packages: every symbol model.c exports and model.h's names under
+     * this prefix (PREFIX_create, PREFIX_ARENA_BYTES...), so several
+     * packages link into one program; NULL: "model". */
+    const char *aot_prefix;
 } smelt_options;
 
 /* The defaults (opt_level 2); a NULL options pointer means the same.  The
@@ -159,13 +195,37 @@ typedef struct smelt_options {
 void smelt_options_init(smelt_options *o);
 
 /* Lower, generate C, build it (through the compile cache) and load it.
- * Called implicitly by smelt_model_run; o may be NULL for defaults. */
+ * Called implicitly by smelt_model_run; o NULL keeps the options of the
+ * last call (the defaults at first).  Compiling again with other options
+ * builds again with them (target, threads, records, dump_c).  The graph
+ * passes rewrite the graph once, in place: options they read (opt_level,
+ * disabled_passes, dump_ir_after, a target of another vector width) cannot
+ * change after that and are refused with SMELT_ERR_ARG (load the model
+ * again).  Options are copied; their strings must outlive the model. */
 smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_options *o);
 
 /* Run the compiled model (compiling it first if needed).  Same contract as
- * smelt_model_run_reference. */
+ * smelt_model_run_reference.  Thread-safe (see the top of this file). */
 smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                              int num_inputs, smelt_tensor *outputs, int num_outputs);
+
+/* Threads the compiled model's parallel loops may use (1: no pool); 0 when
+ * it is not compiled (or has dynamic shapes). */
+int smelt_model_compiled_threads(smelt_model *m);
+
+/* smelt_model_run with the inputs bound by name, in any order: tensor k is
+ * the model's input names[k] (names NULL: inputs[k].name).  Every input
+ * exactly once; an unknown, repeated or missing name is SMELT_ERR_ARG
+ * naming it and the model's inputs. */
+smelt_status smelt_model_run_named(smelt_ctx *ctx, smelt_model *m, const char *const *names,
+                                   const smelt_tensor *inputs, int num_inputs,
+                                   smelt_tensor *outputs, int num_outputs);
+
+/* Threads of the process-wide worker pool that every compiled model's
+ * parallel loops share: N >= 1, or 0 (the default) for as many as the
+ * largest num_threads asked for (the cores for 0).  Takes effect for
+ * pools started later: call it before compiling. */
+void smelt_set_pool_threads(int num_threads);
 
 /* AOT: write a standalone package (model.c, model.h, weights, runtime,
  * Makefile, example main.c) into dir. */

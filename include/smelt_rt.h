@@ -42,12 +42,29 @@ typedef struct smelt_rt_pool_head {
     void (*parallel_for)(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *closure);
 } smelt_rt_pool_head;
 
-/* num_threads <= 0: the number of cores available to the process. */
+/* A private pool with its own workers.  num_threads <= 0: the number of
+ * cores available to the process. */
 smelt_rt_pool *smelt_rt_pool_new(int num_threads);
+/* A handle on the process-wide pool, limited to num_threads (<= 0: all of
+ * it).  Every model loaded with num_threads != 1 takes one, so any number
+ * of models share one set of workers.  The process-wide pool has the size
+ * set by smelt_rt_set_pool_threads, else it grows to the largest count a
+ * handle asked for (a larger request starts a new pool for new handles;
+ * the old one stops when its last handle is freed); its workers stop when
+ * the last handle is freed.  Free handles with smelt_rt_pool_free. */
+smelt_rt_pool *smelt_rt_pool_shared(int num_threads);
+/* Size of the process-wide pool (>= 1), or 0 to let it grow as above (the
+ * default).  Applies to pools started after the call: call it before
+ * loading models. */
+void smelt_rt_set_pool_threads(int num_threads);
+/* How many process-wide pools were started so far (for tests). */
+int smelt_rt_shared_pools_started(void);
 void smelt_rt_pool_free(smelt_rt_pool *pool);
 int smelt_rt_pool_size(const smelt_rt_pool *pool);
 /* Split [0, n) into contiguous chunks, one per thread, run fn on each and
- * wait for all.  pool may be NULL (runs inline).  Nested calls run inline. */
+ * wait for all.  pool may be NULL (runs inline).  One loop runs on a pool
+ * at a time: a nested call, or a call from another thread while the pool
+ * is busy, runs inline on the calling thread (same result, no waiting). */
 void smelt_rt_parallel_for(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *closure);
 
 /* ---- What a generated module exports ------------------------------------------ */
@@ -93,10 +110,33 @@ typedef struct smelt_rt_module_info {
 /* Every generated module defines this symbol. */
 #define SMELT_RT_MODULE_SYMBOL "smelt_module_info"
 
-/* ---- Loading and running a compiled model ---------------------------------------- */
+/* ---- Loading and running a compiled model ----------------------------------------
+ *
+ * Thread safety.  A loaded model is immutable after load except for its
+ * pools of activation memory and the named API's state:
+ *   - smelt_rt_model_run / smelt_rt_model_run_err may be called on one model
+ *     from any number of threads at once.  The weights are shared; each call
+ *     takes an activation arena from the model's free list (one is made at
+ *     load, another is allocated the first time more calls overlap than there
+ *     are arenas, and all are kept for reuse until the model is freed, so
+ *     memory is bounded by the most calls ever running at once).  Parallel
+ *     loops go to the process-wide pool (smelt_rt_pool_shared); a loop that
+ *     finds it busy with another call runs on the calling thread.
+ *   - A failed smelt_rt_model_run_err writes its message into the caller's
+ *     buffer.  smelt_rt_model_run also keeps it in the model for
+ *     smelt_rt_model_error, which with concurrent calls returns the message
+ *     of whichever call failed last: use smelt_rt_model_run_err there.
+ *   - The named API (set_input, invoke, get_output) keeps bound inputs and
+ *     output buffers in the model: use it from one thread at a time (an
+ *     invoke that overlaps another fails with SMELT_RT_ERR_ARG and says so).
+ *   - Loading and freeing models may happen from any thread; freeing a model
+ *     while a call on it is running is undefined.
+ */
 typedef struct smelt_rt_model smelt_rt_model;
 
 /* Load a compiled module (.so) and its weight blob (NULL when embedded).
+ * num_threads: 1 runs every loop on the calling thread (no pool); 0 uses
+ * the whole process-wide pool; N > 1 at most N threads of it.
  * On failure returns NULL and, if err is not NULL, a message in err. */
 smelt_rt_model *smelt_rt_model_load(const char *library_path, const char *weights_path,
                                     int num_threads, char *err, size_t err_size);
@@ -107,6 +147,8 @@ smelt_rt_model *smelt_rt_model_from_info(const smelt_rt_module_info *info,
 void smelt_rt_model_free(smelt_rt_model *m);
 
 const smelt_rt_module_info *smelt_rt_model_info(const smelt_rt_model *m);
+/* Threads a run's parallel loops may use (1: no pool). */
+int smelt_rt_model_num_threads(const smelt_rt_model *m);
 
 /* Checks count, dtype, shape and sizes of every buffer against the module's
  * description, then runs.  inputs[i]/outputs[i] point to dense row-major data
@@ -119,6 +161,12 @@ smelt_rt_status smelt_rt_model_run(smelt_rt_model *m, const void *const *inputs,
                                    void *const *outputs, const size_t *output_bytes,
                                    int num_outputs);
 const char *smelt_rt_model_error(const smelt_rt_model *m);
+/* smelt_rt_model_run with this call's message (on failure) in err (may be
+ * NULL; err_size bytes, truncated): the form for concurrent callers. */
+smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inputs,
+                                       const size_t *input_bytes, int num_inputs,
+                                       void *const *outputs, const size_t *output_bytes,
+                                       int num_outputs, char *err, size_t err_size);
 
 /* Like smelt_rt_model_from_info, but reads the weight blob from a file
  * (weights_path may be NULL when the module embeds its weights).  The file
@@ -134,8 +182,8 @@ smelt_rt_model *smelt_rt_model_from_info_file(const smelt_rt_module_info *info,
  *     if (smelt_rt_model_invoke(m) != SMELT_RT_OK) puts(smelt_rt_model_error(m));
  *     const float *y = smelt_rt_model_get_output(m, "y", &bytes);
  *
- * A model runs one call at a time (it has one activation arena): a call made
- * while another thread is running the same model fails with SMELT_RT_ERR_ARG.
+ * The named API is for one thread at a time per model (see "Thread
+ * safety" above); threads that share a model call smelt_rt_model_run_err.
  */
 
 /* Index of the input/output with this name, or -1. */

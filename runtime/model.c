@@ -1,12 +1,17 @@
-/* Running a compiled model: module checks, weights, the activation arena,
- * input checks and the named API (C99, libc only).
+/* Running a compiled model: module checks, weights, the activation arenas,
+ * input checks and the named API (C99, libc and pthreads).
  *
- * Everything a run needs is allocated here, once: the arena (64-byte
- * aligned, arena_bytes from the compiler's memory plan), one buffer per
- * output for the named API and the pointer tables, so smelt_rt_model_run
- * allocates nothing.
+ * Everything a single-threaded run needs is allocated at load: one arena
+ * (64-byte aligned, arena_bytes from the compiler's memory plan), one buffer
+ * per output for the named API and the pointer tables, so
+ * smelt_rt_model_run allocates nothing.  Concurrent runs each take an arena
+ * from the model's free list (`slots`, under `mu`); when every arena is in
+ * use another is allocated and kept, so a model holds as many arenas as
+ * calls ever overlapped.  Messages of the run path go into the caller's
+ * buffer (never into shared state while another call may read it).
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,22 +21,33 @@
 
 #define RT_MAX_IO 65536 /* sanity cap on a module's input/output counts */
 
+#define RT_ERR_CAP 1024
+
+/* One activation arena; free ones are on the model's list. */
+typedef struct rt_slot {
+    struct rt_slot *next;
+    unsigned char *arena, *arena_raw;
+} rt_slot;
+
 struct smelt_rt_model {
     const smelt_rt_module_info *info;
     void *dl_handle;                /* set by smelt_rt_model_load; closed at free */
     void (*dl_close)(void *handle); /* how to close it (keeps dlfcn out of this file) */
     const unsigned char *weights;   /* what run() reads */
     unsigned char *weights_owned;   /* raw allocation when read from a file */
-    unsigned char *arena, *arena_raw;
-    smelt_rt_pool *pool;
+    pthread_mutex_t mu;             /* slots, n_slots, error */
+    int mu_ready;
+    rt_slot *slots;                 /* free arenas */
+    int n_slots;                    /* arenas allocated */
+    smelt_rt_pool *pool;            /* a handle on the process-wide pool, or NULL */
     const void **bound_in;   /* named API: bound inputs */
     size_t *bound_in_bytes;
     void **out_bufs;         /* named API: model-owned outputs */
     unsigned char **out_raw;
     size_t *out_bytes;
     int have_outputs;        /* an invoke has completed */
-    int running;             /* atomic: a run is in progress */
-    char error[1024];
+    int invoking;            /* atomic: an invoke is in progress */
+    char error[RT_ERR_CAP];
 };
 
 /* ---- small helpers ---- */
@@ -92,11 +108,24 @@ static void set_err(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The model's own message (smelt_rt_model_error): written under mu. */
 static smelt_rt_status model_err(smelt_rt_model *m, smelt_rt_status s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    if (m->mu_ready) pthread_mutex_lock(&m->mu);
     put_error(m->error, sizeof m->error, fmt, ap);
+    if (m->mu_ready) pthread_mutex_unlock(&m->mu);
+    va_end(ap);
+    return s;
+}
+
+/* A call's message into its caller's buffer. */
+static smelt_rt_status call_err(char *buf, size_t size, smelt_rt_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    put_error(buf, size, fmt, ap);
     va_end(ap);
     return s;
 }
@@ -201,6 +230,18 @@ static int alloc_named_buffers(smelt_rt_model *m)
     return 1;
 }
 
+static rt_slot *slot_new(const smelt_rt_module_info *info)
+{
+    rt_slot *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->arena = alloc_aligned((size_t)info->arena_bytes, &s->arena_raw);
+    if (!s->arena) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
 static smelt_rt_model *model_new(const smelt_rt_module_info *info, int num_threads, char *err,
                                  size_t err_size)
 {
@@ -211,15 +252,23 @@ static smelt_rt_model *model_new(const smelt_rt_module_info *info, int num_threa
         return NULL;
     }
     m->info = info;
-    m->arena = alloc_aligned((size_t)info->arena_bytes, &m->arena_raw);
-    int ok = m->arena && alloc_named_buffers(m);
-    if (ok && num_threads != 1) {
-        m->pool = smelt_rt_pool_new(num_threads);
-        ok = m->pool != NULL;
+    if (pthread_mutex_init(&m->mu, NULL) != 0) {
+        set_err(err, err_size, "could not create a mutex");
+        free(m);
+        return NULL;
     }
+    m->mu_ready = 1;
+    m->slots = slot_new(info);
+    m->n_slots = m->slots ? 1 : 0;
+    int ok = m->slots && alloc_named_buffers(m);
     if (!ok) {
         set_err(err, err_size, "out of memory allocating the model (arena %lld bytes)",
                 (long long)info->arena_bytes);
+        smelt_rt_model_free(m);
+        return NULL;
+    }
+    if (num_threads != 1 && !(m->pool = smelt_rt_pool_shared(num_threads))) {
+        set_err(err, err_size, "could not start the thread pool (%d threads)", num_threads);
         smelt_rt_model_free(m);
         return NULL;
     }
@@ -311,7 +360,12 @@ void smelt_rt_model_free(smelt_rt_model *m)
     free(m->out_bytes);
     free(m->bound_in);
     free(m->bound_in_bytes);
-    free(m->arena_raw);
+    for (rt_slot *sl = m->slots, *next; sl; sl = next) {
+        next = sl->next;
+        free(sl->arena_raw);
+        free(sl);
+    }
+    if (m->mu_ready) pthread_mutex_destroy(&m->mu);
     free(m->weights_owned);
     if (m->dl_handle && m->dl_close) m->dl_close(m->dl_handle);
     free(m);
@@ -319,29 +373,37 @@ void smelt_rt_model_free(smelt_rt_model *m)
 
 const smelt_rt_module_info *smelt_rt_model_info(const smelt_rt_model *m) { return m ? m->info : NULL; }
 
+int smelt_rt_model_num_threads(const smelt_rt_model *m)
+{
+    return m && m->pool ? smelt_rt_pool_size(m->pool) : 1;
+}
+
 const char *smelt_rt_model_error(const smelt_rt_model *m) { return m ? m->error : "no model"; }
 
 /* ---- running ---- */
 
-static smelt_rt_status check_buffers(smelt_rt_model *m, const char *what,
+static smelt_rt_status check_buffers(const smelt_rt_model *m, const char *what,
                                      const smelt_rt_io_info *ios, int expected_count,
-                                     const void *const *ptrs, const size_t *bytes, int count)
+                                     const void *const *ptrs, const size_t *bytes, int count,
+                                     char *err, size_t err_size)
 {
     char desc[160];
+    (void)m;
     if (count != expected_count)
-        return model_err(m, SMELT_RT_ERR_ARG, "expected %d %ss, got %d", expected_count, what, count);
+        return call_err(err, err_size, SMELT_RT_ERR_ARG, "expected %d %ss, got %d",
+                        expected_count, what, count);
     if (count > 0 && (!ptrs || !bytes))
-        return model_err(m, SMELT_RT_ERR_ARG, "%s pointer or size array is NULL", what);
+        return call_err(err, err_size, SMELT_RT_ERR_ARG, "%s pointer or size array is NULL", what);
     for (int i = 0; i < count; i++) {
         size_t want = 0;
         io_bytes_checked(&ios[i], &want);
         if (!ptrs[i] && want > 0)
-            return model_err(m, SMELT_RT_ERR_ARG, "%s %d ('%s') is NULL; expected %s", what, i,
-                             ios[i].name, describe_io(&ios[i], desc, sizeof desc));
+            return call_err(err, err_size, SMELT_RT_ERR_ARG, "%s %d ('%s') is NULL; expected %s",
+                            what, i, ios[i].name, describe_io(&ios[i], desc, sizeof desc));
         if (bytes[i] != want)
-            return model_err(m, SMELT_RT_ERR_ARG, "%s %d ('%s'): expected %zu bytes (%s), got %zu",
-                             what, i, ios[i].name, want, describe_io(&ios[i], desc, sizeof desc),
-                             bytes[i]);
+            return call_err(err, err_size, SMELT_RT_ERR_ARG,
+                            "%s %d ('%s'): expected %zu bytes (%s), got %zu", what, i,
+                            ios[i].name, want, describe_io(&ios[i], desc, sizeof desc), bytes[i]);
     }
     return SMELT_RT_OK;
 }
@@ -353,70 +415,116 @@ static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb)
 }
 
 /* Outputs must not overlap inputs or each other (generated code uses restrict). */
-static smelt_rt_status check_overlap(smelt_rt_model *m, const void *const *in, const size_t *in_b,
-                                     void *const *out, const size_t *out_b)
+static smelt_rt_status check_overlap(const smelt_rt_model *m, const void *const *in,
+                                     const size_t *in_b, void *const *out, const size_t *out_b,
+                                     char *err, size_t err_size)
 {
     const smelt_rt_module_info *info = m->info;
     for (int o = 0; o < info->num_outputs; o++) {
         for (int i = 0; i < info->num_inputs; i++)
             if (ranges_overlap(out[o], out_b[o], in[i], in_b[i]))
-                return model_err(m, SMELT_RT_ERR_ARG, "output %d ('%s') overlaps input %d ('%s')",
-                                 o, info->outputs[o].name, i, info->inputs[i].name);
+                return call_err(err, err_size, SMELT_RT_ERR_ARG,
+                                "output %d ('%s') overlaps input %d ('%s')", o,
+                                info->outputs[o].name, i, info->inputs[i].name);
         for (int k = 0; k < o; k++)
             if (ranges_overlap(out[o], out_b[o], out[k], out_b[k]))
-                return model_err(m, SMELT_RT_ERR_ARG, "output %d ('%s') overlaps output %d ('%s')",
-                                 o, info->outputs[o].name, k, info->outputs[k].name);
+                return call_err(err, err_size, SMELT_RT_ERR_ARG,
+                                "output %d ('%s') overlaps output %d ('%s')", o,
+                                info->outputs[o].name, k, info->outputs[k].name);
     }
     return SMELT_RT_OK;
 }
 
 /* "node 'N' (Op): " + the site's message with {value} and {position} filled
  * in (src/tir/ir.c ir_check_format writes the compiler's side the same way). */
-static smelt_rt_status report_check(smelt_rt_model *m, const smelt_rt_run_error *r)
+static smelt_rt_status report_check(const smelt_rt_model *m, const smelt_rt_run_error *r,
+                                    char *err, size_t cap)
 {
     const smelt_rt_module_info *info = m->info;
     if (r->site >= info->num_error_sites)
-        return model_err(m, SMELT_RT_ERR_INTERNAL, "invalid module: error site %d of %d", r->site,
-                         info->num_error_sites);
+        return call_err(err, cap, SMELT_RT_ERR_INTERNAL, "invalid module: error site %d of %d",
+                        r->site, info->num_error_sites);
+    if (!err || cap == 0) return SMELT_RT_ERR_DATA;
     const smelt_rt_error_site *site = &info->error_sites[r->site];
-    size_t cap = sizeof m->error, n = 0;
-    int len = snprintf(m->error, cap, "node '%s' (%s): ", site->node, site->op);
+    size_t n = 0;
+    int len = snprintf(err, cap, "node '%s' (%s): ", site->node, site->op);
     n = len < 0 ? 0 : (size_t)len < cap ? (size_t)len : cap - 1;
     for (const char *p = site->message; *p && n + 1 < cap;) {
         int is_value = strncmp(p, "{value}", 7) == 0, is_pos = strncmp(p, "{position}", 10) == 0;
         if (is_value || is_pos) {
-            len = snprintf(m->error + n, cap - n, "%lld",
+            len = snprintf(err + n, cap - n, "%lld",
                            (long long)(is_value ? r->value : r->position));
             n = len < 0 || (size_t)len >= cap - n ? cap - 1 : n + (size_t)len;
             p += is_value ? 7 : 10;
         } else {
-            m->error[n++] = *p++;
+            err[n++] = *p++;
         }
     }
-    m->error[n] = '\0';
+    err[n] = '\0';
     return SMELT_RT_ERR_DATA;
 }
 
-static smelt_rt_status run_checked(smelt_rt_model *m, const void *const *inputs,
-                                   const size_t *input_bytes, int num_inputs,
-                                   void *const *outputs, const size_t *output_bytes,
-                                   int num_outputs)
+/* An arena of the model's own, or a new one when all are in use. */
+static rt_slot *slot_take(smelt_rt_model *m)
 {
+    pthread_mutex_lock(&m->mu);
+    rt_slot *s = m->slots;
+    if (s) m->slots = s->next;
+    pthread_mutex_unlock(&m->mu);
+    if (s) return s;
+    s = slot_new(m->info);
+    if (!s) return NULL;
+    pthread_mutex_lock(&m->mu);
+    m->n_slots++;
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}
+
+static void slot_give(smelt_rt_model *m, rt_slot *s)
+{
+    pthread_mutex_lock(&m->mu);
+    s->next = m->slots;
+    m->slots = s;
+    pthread_mutex_unlock(&m->mu);
+}
+
+int smelt_rt_model_arenas_(smelt_rt_model *m);
+int smelt_rt_model_arenas_(smelt_rt_model *m) /* for tests: arenas allocated so far */
+{
+    pthread_mutex_lock(&m->mu);
+    int n = m->n_slots;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inputs,
+                                       const size_t *input_bytes, int num_inputs,
+                                       void *const *outputs, const size_t *output_bytes,
+                                       int num_outputs, char *err, size_t err_size)
+{
+    if (err && err_size) err[0] = '\0';
+    if (!m) return call_err(err, err_size, SMELT_RT_ERR_ARG, "no model (NULL)");
     const smelt_rt_module_info *info = m->info;
     smelt_rt_status s = check_buffers(m, "input", info->inputs, info->num_inputs, inputs,
-                                      input_bytes, num_inputs);
+                                      input_bytes, num_inputs, err, err_size);
     if (s == SMELT_RT_OK)
         s = check_buffers(m, "output", info->outputs, info->num_outputs,
-                          (const void *const *)outputs, output_bytes, num_outputs);
-    if (s == SMELT_RT_OK) s = check_overlap(m, inputs, input_bytes, outputs, output_bytes);
+                          (const void *const *)outputs, output_bytes, num_outputs, err, err_size);
+    if (s == SMELT_RT_OK)
+        s = check_overlap(m, inputs, input_bytes, outputs, output_bytes, err, err_size);
     if (s != SMELT_RT_OK) return s;
+    rt_slot *slot = slot_take(m);
+    if (!slot)
+        return call_err(err, err_size, SMELT_RT_ERR_NOMEM,
+                        "out of memory for another activation arena (%lld bytes) for a "
+                        "concurrent run", (long long)info->arena_bytes);
     smelt_rt_run_error rterr = {0, -1, 0, 0};
-    if (info->run(m->pool, m->weights, m->arena, inputs, outputs, &rterr) != 0)
-        return rterr.site >= 0 ? report_check(m, &rterr)
-                               : model_err(m, SMELT_RT_ERR_NOMEM,
-                                           "out of memory for a temporary buffer while running");
-    m->error[0] = '\0';
-    return SMELT_RT_OK;
+    int rc = info->run(m->pool, m->weights, slot->arena, inputs, outputs, &rterr);
+    slot_give(m, slot);
+    if (rc == 0) return SMELT_RT_OK;
+    return rterr.site >= 0 ? report_check(m, &rterr, err, err_size)
+                           : call_err(err, err_size, SMELT_RT_ERR_NOMEM,
+                                      "out of memory for a temporary buffer while running");
 }
 
 smelt_rt_status smelt_rt_model_run(smelt_rt_model *m, const void *const *inputs,
@@ -425,12 +533,10 @@ smelt_rt_status smelt_rt_model_run(smelt_rt_model *m, const void *const *inputs,
                                    int num_outputs)
 {
     if (!m) return SMELT_RT_ERR_ARG;
-    int idle = 0;
-    if (!__atomic_compare_exchange_n(&m->running, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return SMELT_RT_ERR_ARG; /* no message: the running call owns m->error */
-    smelt_rt_status s =
-        run_checked(m, inputs, input_bytes, num_inputs, outputs, output_bytes, num_outputs);
-    __atomic_store_n(&m->running, 0, __ATOMIC_RELEASE);
+    char err[RT_ERR_CAP];
+    smelt_rt_status s = smelt_rt_model_run_err(m, inputs, input_bytes, num_inputs, outputs,
+                                               output_bytes, num_outputs, err, sizeof err);
+    if (s != SMELT_RT_OK) model_err(m, s, "%s", err);
     return s;
 }
 
@@ -492,9 +598,16 @@ smelt_rt_status smelt_rt_model_invoke(smelt_rt_model *m)
         if (!m->bound_in[i] && smelt_rt_io_bytes(&info->inputs[i]) > 0)
             return model_err(m, SMELT_RT_ERR_ARG, "input %d ('%s') was never set", i,
                              info->inputs[i].name);
+    int idle = 0;
+    if (!__atomic_compare_exchange_n(&m->invoking, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return model_err(m, SMELT_RT_ERR_ARG,
+                         "smelt_rt_model_invoke: another thread is invoking this model; the "
+                         "named API is for one thread at a time (threads sharing a model call "
+                         "smelt_rt_model_run_err)");
     smelt_rt_status s = smelt_rt_model_run(m, m->bound_in, m->bound_in_bytes, info->num_inputs,
                                            m->out_bufs, m->out_bytes, info->num_outputs);
     if (s == SMELT_RT_OK) m->have_outputs = 1;
+    __atomic_store_n(&m->invoking, 0, __ATOMIC_RELEASE);
     return s;
 }
 

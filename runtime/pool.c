@@ -16,6 +16,15 @@
  * `busy` flag, and a call that finds it taken (a nested call from inside a
  * task, or a second application thread) runs inline instead.
  *
+ * The process-wide pool (smelt_rt_pool_shared): every model gets a *view*
+ * (a smelt_rt_pool with `target` set and no threads of its own) onto one
+ * pool of workers, created with the first view and stopped with the last.
+ * A view limits its loops to its own thread count.  The shared pool has
+ * smelt_rt_set_pool_threads() threads when that was called, else it grows
+ * to the largest count a view asks for (0: the cores): a larger request
+ * starts a new shared pool for new views, the old one lives until its last
+ * view is freed.  So N models share one set of workers.
+ *
  * Atomics use the GCC/clang __atomic builtins (understood by ThreadSanitizer);
  * everything else is C99 + POSIX threads.
  */
@@ -38,7 +47,10 @@
 
 struct smelt_rt_pool {
     smelt_rt_pool_head head; /* must stay first: generated code calls through it */
-    int n_threads;           /* including the caller */
+    int n_threads;           /* including the caller; a view: its limit */
+    smelt_rt_pool *target;   /* a view: the shared pool it runs on; else NULL */
+    int views;               /* shared pool: live views (under shared_mu) */
+    int job_threads;         /* the current job's chunk limit */
     pthread_t *threads;      /* n_threads - 1 workers */
     pthread_mutex_t mu;
     pthread_cond_t wake;     /* workers sleep here */
@@ -48,7 +60,9 @@ struct smelt_rt_pool {
     smelt_rt_task_fn fn;
     void *closure;
     int64_t n;
-    int caller_cpu;      /* the core the caller runs chunk 0 on, or -1 */
+    int caller_cpu;      /* atomic (relaxed): the core the caller runs chunk 0 on, or -1;
+                          * a worker late for one job may read it while the next
+                          * job's caller writes it (only a placement hint) */
     /* Cores the workers are placed on (n_cpus == 0: no placement). */
     int *cpus;
     int n_cpus;
@@ -152,7 +166,7 @@ static void chunk_bounds(int64_t n, int parts, int t, int64_t *begin, int64_t *e
 
 static int job_chunks(const smelt_rt_pool *p)
 {
-    return p->n < p->n_threads ? (int)p->n : p->n_threads;
+    return p->n < p->job_threads ? (int)p->n : p->job_threads;
 }
 
 static void run_chunk(smelt_rt_pool *p, int t)
@@ -221,7 +235,7 @@ static void *worker_main(void *arg)
     for (;;) {
         seen = worker_wait(p, seen);
         if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) break;
-        worker_place(p, wa.index, p->caller_cpu, &placed);
+        worker_place(p, wa.index, __atomic_load_n(&p->caller_cpu, __ATOMIC_RELAXED), &placed);
         if (run_claimed_chunks(p, seen)) {
             /* Last one out wakes the caller if it went to sleep. */
             pthread_mutex_lock(&p->mu);
@@ -243,12 +257,14 @@ static void caller_wait(smelt_rt_pool *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-static void pool_dispatch(smelt_rt_pool *p, int64_t n, smelt_rt_task_fn fn, void *closure)
+static void pool_dispatch(smelt_rt_pool *p, int threads, int64_t n, smelt_rt_task_fn fn,
+                          void *closure)
 {
     p->fn = fn;
     p->closure = closure;
     p->n = n;
-    p->caller_cpu = p->n_cpus ? current_cpu() : -1;
+    p->job_threads = threads < p->n_threads ? threads : p->n_threads;
+    __atomic_store_n(&p->caller_cpu, p->n_cpus ? current_cpu() : -1, __ATOMIC_RELAXED);
     int chunks = job_chunks(p);
     unsigned gen = __atomic_load_n(&p->generation, __ATOMIC_RELAXED) + 1;
     __atomic_store_n(&p->chunks_left, chunks - 1, __ATOMIC_RELAXED);
@@ -268,7 +284,9 @@ static void pool_dispatch(smelt_rt_pool *p, int64_t n, smelt_rt_task_fn fn, void
 void smelt_rt_parallel_for(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, void *closure)
 {
     if (n <= 0 || !fn) return;
-    if (!pool || pool->n_threads <= 1 || n == 1) {
+    int threads = pool ? pool->n_threads : 1;
+    if (pool && pool->target) pool = pool->target; /* a view: its limit, the shared workers */
+    if (!pool || pool->n_threads <= 1 || threads <= 1 || n == 1) {
         fn(closure, 0, n);
         return;
     }
@@ -278,7 +296,7 @@ void smelt_rt_parallel_for(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn fn, 
         fn(closure, 0, n); /* nested, or another thread owns the pool */
         return;
     }
-    pool_dispatch(pool, n, fn, closure);
+    pool_dispatch(pool, threads, n, fn, closure);
     __atomic_store_n(&pool->busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -375,9 +393,82 @@ smelt_rt_pool *smelt_rt_pool_new(int num_threads)
     return p;
 }
 
+/* ---- The process-wide pool ---------------------------------------------------- */
+
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static smelt_rt_pool *shared_pool;  /* where new views go; under shared_mu */
+static int shared_configured;        /* smelt_rt_set_pool_threads; 0: grow */
+static int shared_started;           /* shared pools started (tests) */
+
+static void pool_destroy(smelt_rt_pool *pool);
+
+void smelt_rt_set_pool_threads(int num_threads)
+{
+    if (num_threads > POOL_MAX_THREADS) num_threads = POOL_MAX_THREADS;
+    pthread_mutex_lock(&shared_mu);
+    shared_configured = num_threads > 0 ? num_threads : 0;
+    pthread_mutex_unlock(&shared_mu);
+}
+
+int smelt_rt_shared_pools_started(void)
+{
+    pthread_mutex_lock(&shared_mu);
+    int n = shared_started;
+    pthread_mutex_unlock(&shared_mu);
+    return n;
+}
+
+smelt_rt_pool *smelt_rt_pool_shared(int num_threads)
+{
+    smelt_rt_pool *view = calloc(1, sizeof *view);
+    if (!view) return NULL;
+    if (num_threads > POOL_MAX_THREADS) num_threads = POOL_MAX_THREADS;
+    pthread_mutex_lock(&shared_mu);
+    int want = num_threads > 0 ? num_threads : shared_configured ? shared_configured
+                                                                 : cores_available();
+    if (shared_configured && want > shared_configured) want = shared_configured;
+    if (!shared_pool || shared_pool->n_threads < want) {
+        smelt_rt_pool *grown = smelt_rt_pool_new(want);
+        if (!grown) {
+            pthread_mutex_unlock(&shared_mu);
+            free(view);
+            return NULL;
+        }
+        shared_pool = grown; /* an older, smaller one stays until its last view goes */
+        shared_started++;
+    }
+    shared_pool->views++;
+    view->head.parallel_for = smelt_rt_parallel_for;
+    view->target = shared_pool;
+    view->n_threads = want;
+    pthread_mutex_unlock(&shared_mu);
+    return view;
+}
+
+static void view_free(smelt_rt_pool *view)
+{
+    smelt_rt_pool *target = view->target;
+    pthread_mutex_lock(&shared_mu);
+    if (--target->views == 0) {
+        if (target == shared_pool) shared_pool = NULL;
+        pool_destroy(target);
+    }
+    pthread_mutex_unlock(&shared_mu);
+    free(view);
+}
+
 void smelt_rt_pool_free(smelt_rt_pool *pool)
 {
     if (!pool) return;
+    if (pool->target) {
+        view_free(pool);
+        return;
+    }
+    pool_destroy(pool);
+}
+
+static void pool_destroy(smelt_rt_pool *pool)
+{
     pool_stop_workers(pool, pool->n_threads - 1);
     pthread_cond_destroy(&pool->done);
     pthread_cond_destroy(&pool->wake);
@@ -387,4 +478,9 @@ void smelt_rt_pool_free(smelt_rt_pool *pool)
     free(pool);
 }
 
-int smelt_rt_pool_size(const smelt_rt_pool *pool) { return pool ? pool->n_threads : 1; }
+int smelt_rt_pool_size(const smelt_rt_pool *pool)
+{
+    if (!pool) return 1;
+    if (pool->target && pool->target->n_threads < pool->n_threads) return pool->target->n_threads;
+    return pool->n_threads;
+}

@@ -71,10 +71,10 @@ run_tsan() {
     # gcc -fsanitize=thread gives false maybe-uninitialized warnings: no -Werror
     cmake -S . -B "$tsan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_TSAN=ON \
         -DSMELT_WERROR=OFF >/dev/null &&
-        cmake --build "$tsan_dir" -j"$jobs" --target test_runtime_pool test_runtime_model smelt_cli ||
+        cmake --build "$tsan_dir" -j"$jobs" --target test_runtime_pool test_runtime_model test_api_threads smelt_cli ||
         { result "tsan build" 1; return; }
     local tsan_opts="halt_on_error=1 second_deadlock_stack=1"
-    for t in test_runtime_pool test_runtime_model; do
+    for t in test_runtime_pool test_runtime_model test_api_threads; do
         TSAN_OPTIONS=$tsan_opts "$tsan_dir/tests/$t" >/dev/null
         result "tsan $t" $?
     done

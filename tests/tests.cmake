@@ -88,6 +88,13 @@ set_tests_properties(errors/data_errors PROPERTIES TIMEOUT 300)
 add_test(NAME errors/bad_models_alloc_fail
   COMMAND test_frontend_fuzz --alloc-fail ${SMELT_BAD_MODEL_DIR})
 set_tests_properties(errors/bad_models_alloc_fail PROPERTIES FIXTURES_REQUIRED bad_models TIMEOUT 600)
+# Many threads on shared compiled models (issue 15); the C API's calls.
+foreach(t test_api_threads test_api_calls)
+  target_compile_definitions(${t} PRIVATE
+    SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx"
+    SMELT_ATTENTION_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/attention.onnx"
+    SMELT_TWO_INPUTS_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/two_inputs.onnx")
+endforeach()
 # Mutation and allocation-failure tests start from the checked-in tiny CNN.
 target_compile_definitions(test_frontend_fuzz PRIVATE
   SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
@@ -174,6 +181,11 @@ add_test(NAME golden/graph_c
 # ---- CLI contract: help, usage errors (status 2), failures naming the model ----
 add_test(NAME cli/usage_and_errors
   COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+# strict input bindings, numbers, empty check folders, several models,
+# colliding output names, dumps on stdout, --version, bench --json (issue 15)
+add_test(NAME cli/strict
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli_strict.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 
 # Pipeline crashes kept as the models their recipes made (a recipe picks ops
@@ -273,3 +285,21 @@ if(SMELT_PYTHON AND NOT (SMELT_SANITIZE AND NOT CMAKE_C_COMPILER_ID STREQUAL "GN
     COMMAND ${SMELT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
   set_tests_properties(python/pytest PROPERTIES ENVIRONMENT "${SMELT_PYTEST_ENV}" TIMEOUT 300)
 endif()
+
+# ---- Soak run (scripts/soak.sh; built, not run by ctest) ----
+add_executable(smelt_soak tests/soak/soak.c)
+target_link_libraries(smelt_soak PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,smelt>")
+set_target_properties(smelt_soak PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+
+# ---- Installed libraries used from outside through pkg-config (issue 15) ----
+add_test(NAME install/pkg_config
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/install/check_install.sh ${CMAKE_BINARY_DIR}
+          ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx
+          $<$<BOOL:${SMELT_SANITIZE}>:-fsanitize=address,undefined>)
+
+# ---- AOT packages inside applications: size macros, model_run_static with
+# static buffers, ARCH / lib targets, no stale files (issue 15) ----
+add_test(NAME aot/embedding
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_embedding.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_SOURCE_DIR}/tests/models/small/attention.onnx
+          ${CMAKE_SOURCE_DIR}/tests/models/small/softmax_row.onnx)

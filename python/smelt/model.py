@@ -4,7 +4,6 @@ import os
 import shutil
 import statistics
 import tempfile
-import threading
 import time
 from collections import namedtuple
 
@@ -227,7 +226,6 @@ class Compiled:
         self._options = options
         self._handle = _Handle(model._bytes, model._base_dir)
         self.inputs, self.outputs = model.inputs, model.outputs
-        self._lock = threading.Lock()  # one run at a time on the C model
         with Context() as ctx:
             ctx.check(lib().smelt_model_compile(ctx.handle, self._handle.ptr,
                                                 ctypes.byref(options.struct)))
@@ -238,9 +236,9 @@ class Compiled:
         C-contiguous arrays of the input's dtype are read in place; others
         are copied.  A wrong dtype or shape raises ArgumentError.
         """
-        with self._lock:
-            return _execute(lib().smelt_model_run, self._handle.ptr, self.inputs, self.outputs,
-                            inputs)
+        # no lock: the C library runs concurrent calls on one model (smelt.h)
+        return _execute(lib().smelt_model_run, self._handle.ptr, self.inputs, self.outputs,
+                        inputs)
 
     def __call__(self, **inputs):
         """run() by keyword; the output array itself when there is one, else a tuple."""

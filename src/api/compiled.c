@@ -15,7 +15,26 @@ struct smelt_compiled {
     void *handle;
     const smelt_rt_module_info *info;
     smelt_rt_model *rt;
+    int refs; /* the model's reference + runs in flight; under the model's mu */
 };
+
+/* The model's compiled code for one run: a recompile may replace it while
+ * the run goes on, the last reference frees it. */
+static smelt_compiled *compiled_get(smelt_model *m)
+{
+    smelt_compiled *c = m->compiled;
+    if (c) c->refs++;
+    return c;
+}
+
+static void compiled_put(smelt_model *m, smelt_compiled *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&m->mu);
+    bool last = --c->refs == 0;
+    pthread_mutex_unlock(&m->mu);
+    if (last) smelt_compiled_free(c);
+}
 
 static const cg_target *pick_target(smelt_ctx *ctx, const char *name)
 {
@@ -82,9 +101,36 @@ static smelt_status build_and_load(smelt_ctx *ctx, smelt_compiled *c, const smel
     return SMELT_OK;
 }
 
-smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_options *o)
+void smelt_set_pool_threads(int num_threads) { smelt_rt_set_pool_threads(num_threads); }
+
+static bool same_str(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
+
+/* Options that change the generated code or how it runs. */
+static bool build_options_differ(const smelt_options *a, const smelt_options *b)
 {
-    if (o) m->options = *o;
+    const char *ta = a->target && *a->target ? a->target : "host";
+    const char *tb = b->target && *b->target ? b->target : "host";
+    return strcmp(ta, tb) != 0 || a->num_threads != b->num_threads || !same_str(a->records, b->records) ||
+           a->dump_c != b->dump_c || a->opt_level != b->opt_level ||
+           !same_str(a->disabled_passes, b->disabled_passes);
+}
+
+/* Under m->mu.  New options: graph options the graph was not optimised
+ * with are refused; others replace the compiled code (and drop the
+ * specialisations of a dynamic model, which were built with the old ones). */
+static smelt_status compile_locked(smelt_ctx *ctx, smelt_model *m, const smelt_options *o)
+{
+    if (o) {
+        SMELT_TRY(smelt_model_check_graph_options(ctx, m, o));
+        bool differ = build_options_differ(&m->options, o);
+        m->options = *o;
+        if (differ && m->compiled) {
+            smelt_compiled *old = m->compiled;
+            m->compiled = NULL;
+            if (--old->refs == 0) smelt_compiled_free(old);
+        }
+        if (differ) smelt_specializations_free(m);
+    }
     if (m->compiled || !smelt_graph_is_static(m->graph)) return SMELT_OK; /* dynamic: per run */
     SMELT_TRY(smelt_model_optimize(ctx, m, NULL));
     o = &m->options;
@@ -97,19 +143,42 @@ smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_opt
         smelt_compiled_free(c);
         return s;
     }
+    c->refs = 1;
     m->compiled = c;
     return SMELT_OK;
+}
+
+smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_options *o)
+{
+    smelt_ctx_clear(ctx);
+    if (!m) return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model");
+    pthread_mutex_lock(&m->mu);
+    smelt_status s = compile_locked(ctx, m, o);
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}
+
+void smelt_model_release_compiled(smelt_model *m)
+{
+    smelt_compiled *c = m->compiled;
+    m->compiled = NULL;
+    if (c && --c->refs == 0) smelt_compiled_free(c);
 }
 
 smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const char *dir,
                                        const smelt_options *o)
 {
+    smelt_ctx_clear(ctx);
     const cg_target *t = pick_target(ctx, o ? o->target : NULL);
     if (!t) return SMELT_ERR_ARG;
-    SMELT_TRY(smelt_model_optimize(ctx, m, o));
-    lowered_program *lp;
-    SMELT_TRY(lower_model(ctx, m, t, &lp));
-    smelt_status s = cg_write_package(ctx, &lp->prog, t, dir, o && o->embed_weights);
+    pthread_mutex_lock(&m->mu);
+    smelt_status s = smelt_model_optimize(ctx, m, o);
+    lowered_program *lp = NULL;
+    if (s == SMELT_OK) s = lower_model(ctx, m, t, &lp);
+    pthread_mutex_unlock(&m->mu);
+    if (s != SMELT_OK) return s;
+    s = cg_write_package_prefixed(ctx, &lp->prog, t, dir, o && o->embed_weights,
+                                  o ? o->aot_prefix : NULL);
     lowered_program_free(lp);
     return s;
 }
@@ -142,13 +211,11 @@ static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *in
     return SMELT_OK;
 }
 
-smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
-                             int num_inputs, smelt_tensor *outputs, int num_outputs)
+static smelt_status run_compiled(smelt_ctx *ctx, smelt_model *m, smelt_compiled *c,
+                                 const smelt_tensor *inputs, int num_inputs,
+                                 smelt_tensor *outputs, int num_outputs)
 {
-    if (!smelt_graph_is_static(m->graph))
-        return smelt_run_specialized(ctx, m, inputs, num_inputs, outputs, num_outputs);
-    SMELT_TRY(smelt_model_compile(ctx, m, NULL));
-    const smelt_rt_module_info *info = m->compiled->info;
+    const smelt_rt_module_info *info = c->info;
     if (num_inputs != info->num_inputs || num_outputs != info->num_outputs || !outputs ||
         (num_inputs && !inputs) || num_inputs > 256 || num_outputs > 256)
         return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs and %d outputs, "
@@ -165,10 +232,14 @@ smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
         in_sizes[i] = smelt_tensor_nbytes(&inputs[i]);
     }
     smelt_status s = alloc_outputs(ctx, info, outputs, out_ptrs, out_sizes);
-    if (s == SMELT_OK &&
-        smelt_rt_model_run(m->compiled->rt, in_ptrs, in_sizes, num_inputs, out_ptrs, out_sizes,
-                           num_outputs) != SMELT_RT_OK)
-        s = smelt_errf(ctx, SMELT_ERR_RUNTIME, "%s", smelt_rt_model_error(m->compiled->rt));
+    char err[1024] = "";
+    smelt_rt_status rs = s == SMELT_OK ? smelt_rt_model_run_err(c->rt, in_ptrs, in_sizes,
+                                                                num_inputs, out_ptrs, out_sizes,
+                                                                num_outputs, err, sizeof err)
+                                       : SMELT_RT_OK;
+    if (rs != SMELT_RT_OK)
+        s = smelt_errf(ctx, rs == SMELT_RT_ERR_NOMEM ? SMELT_ERR_NOMEM : SMELT_ERR_RUNTIME, "%s",
+                       err[0] ? err : "the compiled model failed without a message");
     for (int i = 0; i < num_outputs; i++) {
         if (s != SMELT_OK) {
             smelt_tensor_release(&outputs[i]);
@@ -177,4 +248,102 @@ smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
         outputs[i].name = smelt_strdup(((gr_value *)g->outputs.items[i])->name);
     }
     return s;
+}
+
+smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                             int num_inputs, smelt_tensor *outputs, int num_outputs)
+{
+    smelt_ctx_clear(ctx);
+    if (!m) return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model");
+    pthread_mutex_lock(&m->mu);
+    if (!smelt_graph_is_static(m->graph)) { /* one call at a time (smelt.h) */
+        smelt_status s = smelt_run_specialized(ctx, m, inputs, num_inputs, outputs, num_outputs);
+        pthread_mutex_unlock(&m->mu);
+        return s;
+    }
+    smelt_status s = m->compiled ? SMELT_OK : compile_locked(ctx, m, NULL);
+    smelt_compiled *c = s == SMELT_OK ? compiled_get(m) : NULL;
+    pthread_mutex_unlock(&m->mu);
+    if (s != SMELT_OK) return s;
+    s = run_compiled(ctx, m, c, inputs, num_inputs, outputs, num_outputs);
+    compiled_put(m, c);
+    return s;
+}
+
+int smelt_model_compiled_threads(smelt_model *m)
+{
+    if (!m) return 0;
+    pthread_mutex_lock(&m->mu);
+    int n = m->compiled ? smelt_rt_model_num_threads(m->compiled->rt) : 0;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+int smelt_model_input_index(const smelt_model *m, const char *name)
+{
+    if (!m || !name) return -1;
+    const gr_graph *g = m->graph;
+    for (int i = 0; i < g->inputs.len; i++)
+        if (strcmp(((const gr_value *)g->inputs.items[i])->name, name) == 0) return i;
+    return -1;
+}
+
+int smelt_model_output_index(const smelt_model *m, const char *name)
+{
+    if (!m || !name) return -1;
+    const gr_graph *g = m->graph;
+    for (int i = 0; i < g->outputs.len; i++)
+        if (strcmp(((const gr_value *)g->outputs.items[i])->name, name) == 0) return i;
+    return -1;
+}
+
+/* "'x', 'y'" into sb: the model's input names for messages. */
+static void input_names(const gr_graph *g, smelt_strbuf *sb)
+{
+    for (int i = 0; i < g->inputs.len; i++)
+        smelt_strbuf_printf(sb, "%s'%s'", i ? ", " : "", ((const gr_value *)g->inputs.items[i])->name);
+    if (g->inputs.len == 0) smelt_strbuf_append(sb, "none");
+}
+
+smelt_status smelt_model_run_named(smelt_ctx *ctx, smelt_model *m, const char *const *names,
+                                   const smelt_tensor *inputs, int num_inputs,
+                                   smelt_tensor *outputs, int num_outputs)
+{
+    smelt_ctx_clear(ctx);
+    if (!m || (num_inputs && !inputs) || num_inputs < 0)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model or inputs");
+    const gr_graph *g = m->graph;
+    int n = g->inputs.len;
+    if (n > 256) return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than 256 inputs");
+    smelt_tensor ordered[256];
+    int given_by[256];
+    for (int i = 0; i < n; i++) given_by[i] = -1;
+    smelt_strbuf known;
+    smelt_strbuf_init(&known);
+    input_names(g, &known);
+    smelt_status s = SMELT_OK;
+    for (int k = 0; k < num_inputs && s == SMELT_OK; k++) {
+        const char *name = names ? names[k] : inputs[k].name;
+        int i = smelt_model_input_index(m, name);
+        if (!name)
+            s = smelt_errf(ctx, SMELT_ERR_ARG, "input %d has no name (the model's inputs: %s)", k,
+                           smelt_strbuf_cstr(&known));
+        else if (i < 0)
+            s = smelt_errf(ctx, SMELT_ERR_ARG, "the model has no input named '%s' (its inputs: %s)",
+                           name, smelt_strbuf_cstr(&known));
+        else if (given_by[i] >= 0)
+            s = smelt_errf(ctx, SMELT_ERR_ARG, "input '%s' is given twice (tensors %d and %d)",
+                           name, given_by[i], k);
+        else {
+            given_by[i] = k;
+            ordered[i] = inputs[k];
+        }
+    }
+    for (int i = 0; i < n && s == SMELT_OK; i++)
+        if (given_by[i] < 0)
+            s = smelt_errf(ctx, SMELT_ERR_ARG, "input '%s' is not given (the model's inputs: %s)",
+                           ((const gr_value *)g->inputs.items[i])->name, smelt_strbuf_cstr(&known));
+    smelt_strbuf_fini(&known);
+    if (s != SMELT_OK) return s;
+    return smelt_model_run(ctx, m, ordered, n, outputs, num_outputs);
 }

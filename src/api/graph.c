@@ -89,6 +89,7 @@ static smelt_status render_dot_text(smelt_ctx *ctx, const smelt_strbuf *sb, cons
 
 smelt_status smelt_model_write_graph(smelt_ctx *ctx, smelt_model *m, const char *path)
 {
+    smelt_ctx_clear(ctx);
     if (!m || !path) return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model or path");
     const char *ext = extension(path);
     bool as_text = strcmp(ext, "dot") == 0 || strcmp(ext, "gv") == 0;

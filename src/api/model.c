@@ -20,23 +20,34 @@ static bool keep_bytes(smelt_model *m, const void *bytes, size_t size, const cha
     return true;
 }
 
+smelt_model *smelt_model_from_graph(gr_graph *g)
+{
+    smelt_model *m = smelt_calloc(1, sizeof *m);
+    if (!m || pthread_mutex_init(&m->mu, NULL) != 0) {
+        smelt_free(m);
+        gr_graph_free(g);
+        return NULL;
+    }
+    m->graph = g;
+    smelt_options_init(&m->options);
+    return m;
+}
+
 smelt_model *smelt_model_load_bytes(smelt_ctx *ctx, const void *bytes, size_t size,
                                     const char *base_dir)
 {
+    smelt_ctx_clear(ctx);
     gr_graph *g;
     if (onnx_import(ctx, bytes, size, base_dir, &g) != SMELT_OK) return NULL;
     if (pass_infer_shapes(ctx, g) != SMELT_OK || gr_graph_verify(ctx, g) != SMELT_OK) {
         gr_graph_free(g);
         return NULL;
     }
-    smelt_model *m = smelt_calloc(1, sizeof *m);
+    smelt_model *m = smelt_model_from_graph(g);
     if (!m) {
-        gr_graph_free(g);
         smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    m->graph = g;
-    smelt_options_init(&m->options);
     if (!smelt_graph_is_static(g) && !keep_bytes(m, bytes, size, base_dir)) {
         smelt_model_free(m);
         smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
@@ -45,14 +56,53 @@ smelt_model *smelt_model_load_bytes(smelt_ctx *ctx, const void *bytes, size_t si
     return m;
 }
 
+const char *smelt_version(void) { return SMELT_VERSION; }
+
 void smelt_options_init(smelt_options *o)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = 2;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* Options the graph passes read cannot change once they have run (the
+ * graph is optimised in place): an error naming what differs. */
+smelt_status smelt_model_check_graph_options(smelt_ctx *ctx, const smelt_model *m,
+                                             const smelt_options *o)
+{
+    if (!o || !m->optimized) return SMELT_OK;
+    const smelt_options *was = &m->options;
+    const char *what = NULL;
+    char buf[160];
+    if (o->opt_level != was->opt_level) {
+        snprintf(buf, sizeof buf, "-O%d (it was optimised at -O%d)", o->opt_level, was->opt_level);
+        what = buf;
+    } else if (!same_str(o->disabled_passes, was->disabled_passes)) {
+        what = "another disabled_passes list";
+    } else if (!same_str(o->dump_ir_after, was->dump_ir_after) && o->dump_ir_after) {
+        what = "dump_ir_after (the passes have run already)";
+    } else {
+        const cg_target *t = cg_target_find(o->target && *o->target ? o->target : "host");
+        if (t && cg_target_lanes(t, SMELT_DT_FLOAT32) != m->graph->vector_lanes) {
+            snprintf(buf, sizeof buf, "target '%s' (the graph's blocked layout was made for "
+                     "%d-lane vectors)", o->target && *o->target ? o->target : "host",
+                     m->graph->vector_lanes);
+            what = buf;
+        }
+    }
+    if (!what) return SMELT_OK;
+    return smelt_errf(ctx, SMELT_ERR_ARG,
+                      "this model's graph was already optimised with other options and cannot "
+                      "be optimised again with %s: load the model again to compile it so", what);
+}
+
 smelt_status smelt_model_optimize(smelt_ctx *ctx, smelt_model *m, const smelt_options *o)
 {
+    SMELT_TRY(smelt_model_check_graph_options(ctx, m, o));
     if (o) m->options = *o;
     if (m->optimized) return SMELT_OK;
     const smelt_options *mo = &m->options;
@@ -70,6 +120,7 @@ smelt_status smelt_model_optimize(smelt_ctx *ctx, smelt_model *m, const smelt_op
 
 smelt_model *smelt_model_load(smelt_ctx *ctx, const char *path)
 {
+    smelt_ctx_clear(ctx);
     void *bytes;
     size_t size;
     if (smelt_read_file(ctx, path, SMELT_LIMIT_MODEL_BYTES, &bytes, &size) != SMELT_OK)
@@ -84,11 +135,12 @@ smelt_model *smelt_model_load(smelt_ctx *ctx, const char *path)
 void smelt_model_free(smelt_model *m)
 {
     if (!m) return;
-    smelt_compiled_free(m->compiled);
+    smelt_model_release_compiled(m);
     smelt_specializations_free(m);
     smelt_free(m->bytes);
     smelt_free(m->base_dir);
     gr_graph_free(m->graph);
+    pthread_mutex_destroy(&m->mu);
     smelt_free(m);
 }
 
@@ -142,6 +194,7 @@ smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
                                        const smelt_tensor *inputs, int num_inputs,
                                        smelt_tensor *outputs, int num_outputs)
 {
+    smelt_ctx_clear(ctx);
     return run_interpreted(ctx, m, EXEC_REFERENCE, inputs, num_inputs, outputs, num_outputs);
 }
 

@@ -2,6 +2,8 @@
 #ifndef SMELT_INTERNAL_H
 #define SMELT_INTERNAL_H
 
+#include <pthread.h>
+
 #include "exec/exec.h"
 #include "graph/graph.h"
 #include "passes/passes.h"
@@ -28,7 +30,14 @@ struct smelt_model {
     size_t size;
     char *base_dir;
     smelt_ptrvec specs;
+    /* compile, the compiled code's swap and reference counts, the
+     * specialisations: see "Thread safety" in smelt.h */
+    pthread_mutex_t mu;
 };
+
+/* A model around a graph (owned from here on), default options; NULL when
+ * out of memory (the graph is freed then). */
+smelt_model *smelt_model_from_graph(gr_graph *g);
 
 bool smelt_graph_is_static(const gr_graph *g);
 void smelt_specializations_free(smelt_model *m);
@@ -36,6 +45,12 @@ smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_t
                                    int num_inputs, smelt_tensor *outputs, int num_outputs);
 
 void smelt_compiled_free(smelt_compiled *c);
+/* Drops the model's reference to its compiled code (model free). */
+void smelt_model_release_compiled(smelt_model *m);
+/* SMELT_ERR_ARG when o asks for graph options other than those the graph
+ * was optimised with (the passes rewrite it in place). */
+smelt_status smelt_model_check_graph_options(smelt_ctx *ctx, const smelt_model *m,
+                                             const smelt_options *o);
 /* Run the graph pass pipeline once (smelt_model_compile does it first). */
 smelt_status smelt_model_optimize(smelt_ctx *ctx, smelt_model *m, const smelt_options *o);
 

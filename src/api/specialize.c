@@ -141,13 +141,12 @@ static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tenso
         s = smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                        "shapes stay dynamic even with the inputs' shapes known "
                        "(data-dependent output shape?)");
-    if (s == SMELT_OK && !(sp->model = smelt_calloc(1, sizeof *sp->model)))
-        s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (s != SMELT_OK) {
         gr_graph_free(g);
         return s;
     }
-    sp->model->graph = g;
+    if (!(sp->model = smelt_model_from_graph(g)))
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     return smelt_model_compile(ctx, sp->model, &m->options);
 }
 

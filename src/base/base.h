@@ -130,6 +130,11 @@ uint16_t smelt_f32_to_bf16(float f);
 
 /* Debug level from SMELT_DEBUG (0..4). */
 int smelt_debug_level(void);
+/* Where lowering prints the loop IR after each step: NULL (the default)
+ * prints to stderr at SMELT_DEBUG >= 3 only; a stream set here gets it
+ * always (`smelt compile --dump-ir=tir` sets stdout, like the other dumps). */
+void smelt_set_tir_dump(FILE *f);
+FILE *smelt_tir_dump(void);
 
 /* ---- Limits (caps on untrusted input; each error names the cap) ----------- */
 #define SMELT_LIMIT_MODEL_BYTES ((size_t)4 << 30)     /* 4 GiB model file */

@@ -108,6 +108,10 @@ const char *smelt_status_name(smelt_status s)
     return (unsigned)s < SMELT_STATUS_COUNT_ ? names[s] : "unknown status";
 }
 
+static FILE *tir_dump;
+void smelt_set_tir_dump(FILE *f) { tir_dump = f; }
+FILE *smelt_tir_dump(void) { return tir_dump; }
+
 int smelt_debug_level(void)
 {
     const char *s = getenv("SMELT_DEBUG");

@@ -12,9 +12,22 @@
 typedef struct bench_opts {
     const char *model;
     int warmup, repeat;
-    bool reference;
+    bool reference, json;
     smelt_options compile;
+    const char *compile_flag; /* a compile option given (refused with --reference) */
 } bench_opts;
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
 
 static double now_ms(void)
 {
@@ -66,7 +79,7 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
     if (!ins || !outs || !times || random_inputs(ctx, m, ins) != SMELT_OK ||
         (!o->reference && smelt_model_compile(ctx, m, &o->compile) != SMELT_OK))
         rc = smelt_ctx_status(ctx) ? cli_fail(ctx) : 1;
-    if (rc == 0 && !o->reference) cli_records_note(m);
+    if (rc == 0 && !o->reference && !o->json) cli_records_note(m);
     double compile_ms = now_ms() - t0, ms;
     for (int i = 0; rc == 0 && i < o->warmup; i++)
         if (run_once(ctx, m, o, ins, ni, outs, no, &ms) != SMELT_OK) rc = cli_fail(ctx);
@@ -74,11 +87,23 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
         if (run_once(ctx, m, o, ins, ni, outs, no, &times[i]) != SMELT_OK) rc = cli_fail(ctx);
     if (rc == 0) {
         qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
+        if (o->json) {
+            printf("{\"model\": ");
+            json_str(o->model);
+            printf(", \"mode\": \"%s\", \"median_ms\": %.6f, \"min_ms\": %.6f, "
+                   "\"max_ms\": %.6f, \"runs\": %d, \"warmup\": %d, \"threads\": %d",
+                   o->reference ? "reference" : "compiled", times[o->repeat / 2], times[0],
+                   times[o->repeat - 1], o->repeat, o->warmup,
+                   o->reference ? 1 : o->compile.num_threads ? o->compile.num_threads : cli_cores());
+            if (!o->reference) printf(", \"compile_ms\": %.3f", compile_ms);
+            printf("}\n");
+        } else {
         printf("%s: %s median %.3f ms  min %.3f  max %.3f  (%d runs, %d warm-up%s)\n", o->model,
                o->reference ? "reference" : "compiled", times[o->repeat / 2], times[0],
                times[o->repeat - 1], o->repeat, o->warmup,
                o->reference ? "" : "");
         if (!o->reference) printf("%s: compile %.1f ms\n", o->model, compile_ms);
+        }
     }
     for (int i = 0; ins && i < ni; i++) smelt_tensor_release(&ins[i]);
     smelt_free(ins);
@@ -89,36 +114,49 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
 
 int cli_bench(int argc, char **argv)
 {
-    bench_opts o = {NULL, 3, 20, false, {0}};
+    bench_opts o = {.warmup = 3, .repeat = 20};
     smelt_options_init(&o.compile);
     for (int i = 0; i < argc; i++) {
-        const char *v;
+        const char *v, *a = argv[i];
+        long n;
         int po = cli_pass_opt(argc, argv, &i, &o.compile);
         if (po < 0) return 2;
-        if (po > 0) continue;
-        if (strcmp(argv[i], "--reference") == 0) {
+        if (po > 0) {
+            o.compile_flag = a;
+            continue;
+        }
+        if (strcmp(a, "--reference") == 0) {
             o.reference = true;
+        } else if (strcmp(a, "--json") == 0) {
+            o.json = true;
         } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            if (!v) return 2;
-            o.repeat = atoi(v) > 0 ? atoi(v) : 1;
+            if (!cli_int("--repeat", v, 1, 1000000, &n)) return 2;
+            o.repeat = (int)n;
         } else if (cli_opt(argc, argv, &i, "--warmup", &v)) {
-            if (!v) return 2;
-            o.warmup = atoi(v) >= 0 ? atoi(v) : 0;
+            if (!cli_int("--warmup", v, 0, 1000000, &n)) return 2;
+            o.warmup = (int)n;
         } else if (cli_opt(argc, argv, &i, "--threads", &v)) {
-            if (!v) return 2;
-            o.compile.num_threads = atoi(v);
+            if (!cli_threads("--threads", v, &o.compile.num_threads)) return 2;
+            o.compile_flag = "--threads";
         } else if (cli_opt(argc, argv, &i, "--target", &v)) {
             if (!(o.compile.target = v)) return 2;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "smelt bench: unknown option '%s'\n", argv[i]);
+            o.compile_flag = "--target";
+        } else if (a[0] == '-') {
+            fprintf(stderr, "smelt bench: unknown option '%s'\n", a);
             return 2;
+        } else if (!o.model) {
+            o.model = a;
         } else {
-            o.model = argv[i];
+            fprintf(stderr, "smelt bench: unexpected argument '%s' (one model per run)\n", a);
+            return 2;
         }
     }
     if (!o.model)
         return fprintf(stderr, "usage: smelt bench MODEL [--reference] [--repeat N] "
-                               "[--warmup N] [--threads N] [--target T]\n"), 2;
+                               "[--warmup N] [--threads N] [--target T] [--json]\n"), 2;
+    if (o.reference && o.compile_flag)
+        return fprintf(stderr, "smelt bench: %s has no effect with --reference\n",
+                       o.compile_flag), 2;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, o.model);
     int rc = m ? bench_model(ctx, m, &o) : cli_fail_load(ctx, o.model);

@@ -127,11 +127,9 @@ int cli_check(int argc, char **argv)
         } else if (strcmp(argv[i], "--te") == 0) {
             o.mode = SMELT_CHECK_TE;
         } else if (cli_opt(argc, argv, &i, "--rtol", &v)) {
-            if (!v) return 2;
-            o.rtol = atof(v);
+            if (!cli_double("--rtol", v, 0, 1e30, &o.rtol)) return 2;
         } else if (cli_opt(argc, argv, &i, "--atol", &v)) {
-            if (!v) return 2;
-            o.atol = atof(v);
+            if (!cli_double("--atol", v, 0, 1e30, &o.atol)) return 2;
         } else if (cli_opt(argc, argv, &i, "--expected-failures", &v)) {
             if (!v || load_xfail(v, &t) != 0) return 2;
         } else if (argv[i][0] == '-') {
@@ -139,6 +137,9 @@ int cli_check(int argc, char **argv)
             return 2;
         } else if (nd < 256) {
             dirs[nd++] = argv[i];
+        } else {
+            fprintf(stderr, "smelt check: more than 256 folders\n");
+            return 2;
         }
     }
     if (nd == 0) {
@@ -152,7 +153,13 @@ int cli_check(int argc, char **argv)
             t.failed++;
             continue;
         }
+        int before = t.passed + t.failed + t.skipped;
         check_tree(dirs[i], &o, &t, 0);
+        if (t.passed + t.failed + t.skipped == before) {
+            fprintf(stderr, "smelt check: no tests found under '%s' (a test is a folder holding "
+                            "model.onnx and test_data_set_*/)\n", dirs[i]);
+            t.failed++;
+        }
     }
     for (int i = 0; i < t.n_xfail; i++) free(t.xfail[i].name);
     free(t.xfail);

@@ -29,6 +29,11 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
  * false after printing an error naming the option. */
 bool cli_int(const char *opt, const char *v, long lo, long hi, long *out);
 bool cli_double(const char *opt, const char *v, double lo, double hi, double *out);
+/* Any unsigned 64-bit decimal (seeds). */
+bool cli_u64(const char *opt, const char *v, uint64_t *out);
+/* --threads: 1 .. 4 x the cores this process may use, or 0 for all cores. */
+bool cli_threads(const char *opt, const char *v, int *out);
+int cli_cores(void);
 
 /* -O0..-O3, --disable-pass=NAME (repeatable, checked against the pass
  * table) and --records FILE: 1 if argv[*i] was one of them, 0 if not, -1

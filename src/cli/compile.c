@@ -6,7 +6,11 @@
 #include "cli/cli.h"
 #include "ops/op.h"
 
+#define COMPILE_MAX_MODELS 256
+
 typedef struct compile_opts {
+    const char *models[COMPILE_MAX_MODELS];
+    int n_models;
     const char *model, *dump, *out_dir;
     bool stats, json;
     smelt_options o;
@@ -155,7 +159,7 @@ static int compile_model(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
     gr_graph *g = smelt_model_graph(m);
     const char *dump = c->dump;
     if (dump && strcmp(dump, "graph") == 0) return print_graph(ctx, m, c);
-    if (dump && strcmp(dump, "tir") == 0) setenv("SMELT_DEBUG", "3", 1);
+    smelt_set_tir_dump(dump && strcmp(dump, "tir") == 0 ? stdout : NULL);
     if (c->out_dir) {
         if (smelt_model_write_package(ctx, m, c->out_dir, &c->o) != SMELT_OK) return cli_fail(ctx);
         cli_records_note(m);
@@ -199,6 +203,8 @@ static int parse(int argc, char **argv, compile_opts *c)
             if (!set_dump(c, v))
                 return fprintf(stderr, "smelt compile: unknown IR '%s' for --dump-ir (known: "
                                        "graph, tir, c, all, after:PASS)\n", v), 2;
+        } else if (cli_opt(argc, argv, &i, "--prefix", &v)) {
+            if (!(c->o.aot_prefix = v)) return 2;
         } else if (cli_opt(argc, argv, &i, "-o", &v)) {
             if (!(c->out_dir = v)) return 2;
         } else if (cli_opt(argc, argv, &i, "--target", &v)) {
@@ -212,27 +218,50 @@ static int parse(int argc, char **argv, compile_opts *c)
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "smelt compile: unknown option '%s'\n", argv[i]);
             return 2;
+        } else if (c->n_models < COMPILE_MAX_MODELS) {
+            c->models[c->n_models++] = argv[i];
         } else {
-            c->model = argv[i];
+            fprintf(stderr, "smelt compile: more than %d models\n", COMPILE_MAX_MODELS);
+            return 2;
         }
     }
-    if (!c->model)
+    if (c->n_models == 0)
         return fprintf(stderr, "usage: smelt compile MODEL [-o DIR] [--embed-weights] "
                                "[--target T] [-O0..-O3] [--disable-pass=PASS] [--stats [--json]] "
                                "[--dump-ir=graph|tir|c|all|after:PASS]\n"), 2;
+    if (c->out_dir && c->n_models > 1)
+        return fprintf(stderr, "smelt compile: -o writes the package of one model; %d models "
+                               "given (run one compile per model)\n", c->n_models), 2;
+    if (c->o.aot_prefix && !c->out_dir)
+        return fprintf(stderr, "smelt compile: --prefix needs -o DIR (it names the package's "
+                               "symbols)\n"), 2;
+    if (c->json && !c->stats)
+        return fprintf(stderr, "smelt compile: --json needs --stats\n"), 2;
+    if (c->o.embed_weights && !c->out_dir)
+        return fprintf(stderr, "smelt compile: --embed-weights needs -o DIR (the JIT build "
+                               "reads the weights from memory)\n"), 2;
+    if (c->stats && (c->out_dir || c->dump))
+        return fprintf(stderr, "smelt compile: --stats does not combine with %s\n",
+                       c->out_dir ? "-o" : "--dump-ir"), 2;
     c->o.dump_c = c->dump && strcmp(c->dump, "c") == 0;
     return 0;
 }
 
 int cli_compile(int argc, char **argv)
 {
-    compile_opts c;
+    static compile_opts c;
     int rc = parse(argc, argv, &c);
     if (rc) return rc;
-    smelt_ctx *ctx = smelt_ctx_new();
-    smelt_model *m = smelt_model_load(ctx, c.model);
-    rc = m ? compile_model(ctx, m, &c) : cli_fail_load(ctx, c.model);
-    smelt_model_free(m);
-    smelt_ctx_free(ctx);
+    /* Several models: each compiled in turn; the first failure stops. */
+    for (int k = 0; rc == 0 && k < c.n_models; k++) {
+        c.model = c.models[k];
+        smelt_ctx *ctx = smelt_ctx_new();
+        if (!ctx) return fprintf(stderr, "smelt: out of memory\n"), 1;
+        smelt_model *m = smelt_model_load(ctx, c.model);
+        rc = m ? compile_model(ctx, m, &c) : cli_fail_load(ctx, c.model);
+        if (rc && m) fprintf(stderr, "smelt compile: %s failed\n", c.model);
+        smelt_model_free(m);
+        smelt_ctx_free(ctx);
+    }
     return rc;
 }

@@ -1,5 +1,10 @@
 /* smelt: command-line entry point. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity */
+#endif
 #include <errno.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,19 +23,20 @@ static const cli_command commands[] = {
      "  run MODEL [--reference|--te] [--input FILE]... [--seed N] [--output-dir DIR]\n"
      "            [--threads N] [--target T] [--repeat N]\n"
      "      compile and execute a model on inputs from .pb/.npy files (in model input\n"
-     "      order, or NAME=FILE) or on seeded random data; print each output's summary\n"},
+     "      order, or NAME=FILE) or on seeded random data; print each output's summary;\n"
+     "      --threads 1..4 x cores (0: all cores)\n"},
     {"check", cli_check,
      "  check [--compiled|--reference|--te] [--rtol R] [--atol A]\n"
      "        [--expected-failures FILE] DIR...\n"
      "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
      "      test_data_set_*/) and compare with the expected outputs\n"},
     {"compile", cli_compile,
-     "  compile MODEL [-o DIR] [--embed-weights] [--target T] [--stats [--json]]\n"
+     "  compile MODEL... [-o DIR [--prefix NAME]] [--embed-weights] [--target T] [--stats [--json]]\n"
      "        [--dump-ir=graph|tir|c|all|after:PASS]\n"
      "      build the model (JIT cache); -o writes a standalone C package; --stats\n"
      "      prints what each graph pass did and the totals\n"},
     {"bench", cli_bench,
-     "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N]\n"
+     "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N] [--json]\n"
      "      median latency on seeded random inputs\n"},
     {"tune", cli_tune,
      "  tune MODEL... -o RECORDS.jsonl [--trials N] [--minutes M] [--random] [--target T]\n"
@@ -60,7 +66,8 @@ static const char common_help[] =
 
 static void print_usage(FILE *f)
 {
-    fputs("usage: smelt <command> [options]\n       smelt help [command]\n\ncommands:\n", f);
+    fputs("usage: smelt <command> [options]\n       smelt help [command]\n"
+          "       smelt --version\n\ncommands:\n", f);
     for (int i = 0; i < N_COMMANDS; i++) fputs(commands[i].help, f);
     fprintf(f, "\n%s", common_help);
 }
@@ -86,6 +93,10 @@ static int print_command_help(const cli_command *c)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)) {
+        printf("smelt %s\n", smelt_version());
+        return 0;
+    }
     if (argc < 2 || (is_help_flag(argv[1]) && argc == 2)) {
         print_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -114,6 +125,47 @@ bool cli_int(const char *opt, const char *v, long lo, long hi, long *out)
         return false;
     }
     *out = n;
+    return true;
+}
+
+bool cli_u64(const char *opt, const char *v, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+    if (!v || !(*v >= '0' && *v <= '9') || *end || errno) {
+        fprintf(stderr, "smelt: %s takes an integer from 0 to %llu, not '%s'\n", opt,
+                (unsigned long long)UINT64_MAX, v ? v : "");
+        return false;
+    }
+    *out = (uint64_t)n;
+    return true;
+}
+
+int cli_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c > 0 ? (int)c : 1;
+}
+
+bool cli_threads(const char *opt, const char *v, int *out)
+{
+    long n, hi = 4L * cli_cores();
+    if (!v || strcmp(v, "0") != 0) {
+        char *end;
+        errno = 0;
+        n = v && *v ? strtol(v, &end, 10) : 0;
+        if (!v || !*v || *end || errno || n < 1 || n > hi) {
+            fprintf(stderr, "smelt: %s takes 1 to %ld threads (4 x the %d cores), or 0 for "
+                            "all cores, not '%s'\n", opt, hi, cli_cores(), v ? v : "");
+            return false;
+        }
+        *out = (int)n;
+        return true;
+    }
+    *out = 0;
     return true;
 }
 

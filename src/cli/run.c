@@ -1,7 +1,9 @@
 /* smelt run: execute a model and summarise (or save) its outputs. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -19,76 +21,153 @@ typedef struct run_opts {
     bool reference, te;
     smelt_options compile;
     int repeat;
+    /* options given, for "has no effect with --reference/--te" */
+    const char *compile_flag;
 } run_opts;
 
 static int parse_run_opts(int argc, char **argv, run_opts *o)
 {
     memset(o, 0, sizeof *o);
     smelt_options_init(&o->compile);
+    o->repeat = 1;
     for (int i = 0; i < argc; i++) {
-        const char *v;
+        const char *v, *a = argv[i];
         int po = cli_pass_opt(argc, argv, &i, &o->compile);
         if (po < 0) return 2;
-        if (po > 0) continue;
-        if (strcmp(argv[i], "--reference") == 0) {
+        if (po > 0) {
+            o->compile_flag = a;
+            continue;
+        }
+        if (strcmp(a, "--reference") == 0) {
             o->reference = true;
-        } else if (strcmp(argv[i], "--te") == 0) {
+        } else if (strcmp(a, "--te") == 0) {
             o->te = true;
         } else if (cli_opt(argc, argv, &i, "--target", &v)) {
             if (!(o->compile.target = v)) return 2;
+            o->compile_flag = "--target";
         } else if (cli_opt(argc, argv, &i, "--threads", &v)) {
-            if (!v) return 2;
-            o->compile.num_threads = atoi(v);
+            if (!cli_threads("--threads", v, &o->compile.num_threads)) return 2;
+            o->compile_flag = "--threads";
         } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
-            if (!v) return 2;
-            o->repeat = atoi(v);
+            long n;
+            if (!cli_int("--repeat", v, 1, 1000000, &n)) return 2;
+            o->repeat = (int)n;
         } else if (cli_opt(argc, argv, &i, "--input", &v)) {
             if (!v) return 2;
-            if (o->n_inputs == 64) return fprintf(stderr, "smelt: too many --input\n"), 2;
+            if (o->n_inputs == 64) return fprintf(stderr, "smelt run: too many --input\n"), 2;
             o->inputs[o->n_inputs++] = v;
         } else if (cli_opt(argc, argv, &i, "--output-dir", &v)) {
             if (!(o->output_dir = v)) return 2;
+            if (!*v) return fprintf(stderr, "smelt run: --output-dir needs a folder\n"), 2;
         } else if (cli_opt(argc, argv, &i, "--seed", &v)) {
-            if (!v) return 2;
-            o->seed = strtoull(v, NULL, 10);
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "smelt run: unknown option '%s'\n", argv[i]);
+            if (!cli_u64("--seed", v, &o->seed)) return 2;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "smelt run: unknown option '%s'\n", a);
             return 2;
         } else if (!o->model) {
-            o->model = argv[i];
+            o->model = a;
         } else {
-            fprintf(stderr, "smelt run: unexpected argument '%s'\n", argv[i]);
+            fprintf(stderr, "smelt run: unexpected argument '%s' (one model per run)\n", a);
             return 2;
         }
     }
     if (!o->model) return fprintf(stderr, "usage: smelt run MODEL [--reference] ...\n"), 2;
+    if (o->reference && o->te)
+        return fprintf(stderr, "smelt run: --reference and --te exclude each other\n"), 2;
+    if ((o->reference || o->te) && o->compile_flag)
+        return fprintf(stderr, "smelt run: %s has no effect with %s (they compile nothing)\n",
+                       o->compile_flag, o->reference ? "--reference" : "--te"), 2;
     return 0;
 }
 
-/* Input i: from "--input NAME=FILE", else the i-th positional "--input FILE",
- * else random. */
-static const char *input_file_for(const run_opts *o, const char *name, int index)
+static bool file_exists(const char *path)
 {
-    size_t n = strlen(name);
-    int positional = 0;
-    for (int k = 0; k < o->n_inputs; k++) {
-        const char *eq = strchr(o->inputs[k], '=');
-        if (eq && (size_t)(eq - o->inputs[k]) == n && strncmp(o->inputs[k], name, n) == 0)
-            return eq + 1;
-        if (!eq && positional++ == index) return o->inputs[k];
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* "--input NAME=FILE" names an input when the text before the first '=' is
+ * not empty, holds no '/', and the whole argument is not an existing file;
+ * anything else is a FILE for the next input in model order ("./a=b.npy"
+ * forces a path). */
+static bool split_named(const char *arg, size_t *name_len)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || memchr(arg, '/', (size_t)(eq - arg)) || file_exists(arg)) return false;
+    *name_len = (size_t)(eq - arg);
+    return true;
+}
+
+/* "x, y" into buf: the model's input names, for error messages. */
+static const char *input_names(const smelt_model *m, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < smelt_model_num_inputs(m) && n + 1 < cap; i++) {
+        const char *name;
+        smelt_model_input_info(m, i, &name, NULL, NULL, NULL);
+        int w = snprintf(buf + n, cap - n, "%s'%s'", i ? ", " : "", name);
+        if (w < 0) break;
+        n += (size_t)w < cap - n ? (size_t)w : cap - n - 1;
     }
-    return NULL;
+    return smelt_model_num_inputs(m) ? buf : "none";
+}
+
+/* Every --input bound to exactly one model input: files[i] is input i's
+ * file or NULL (random data); unknown names, more files than inputs and
+ * an input given twice are errors naming the model's inputs. */
+static int bind_inputs(const smelt_model *m, const run_opts *o, const char **files,
+                       const char **args)
+{
+    int ni = smelt_model_num_inputs(m), positional = 0;
+    char names[2048];
+    for (int k = 0; k < o->n_inputs; k++) {
+        const char *arg = o->inputs[k], *file = arg;
+        size_t len;
+        int idx = -1;
+        if (split_named(arg, &len)) {
+            for (int i = 0; i < ni && idx < 0; i++) {
+                const char *name;
+                smelt_model_input_info(m, i, &name, NULL, NULL, NULL);
+                if (strlen(name) == len && strncmp(name, arg, len) == 0) idx = i;
+            }
+            if (idx < 0) {
+                fprintf(stderr, "smelt run: --input %s: the model has no input named '%.*s' "
+                                "(its inputs: %s)\n", arg, (int)len, arg,
+                        input_names(m, names, sizeof names));
+                return 2;
+            }
+            file = arg + len + 1;
+        } else {
+            idx = positional++;
+            if (idx >= ni) {
+                fprintf(stderr, "smelt run: --input %s is input %d, but the model takes %d "
+                                "input%s (%s)\n", arg, idx + 1, ni, ni == 1 ? "" : "s",
+                        input_names(m, names, sizeof names));
+                return 2;
+            }
+        }
+        if (files[idx]) {
+            const char *name;
+            smelt_model_input_info(m, idx, &name, NULL, NULL, NULL);
+            fprintf(stderr, "smelt run: input '%s' is given twice (--input %s and --input %s)\n",
+                    name, args[idx], arg);
+            return 2;
+        }
+        files[idx] = file;
+        args[idx] = arg;
+    }
+    return 0;
 }
 
 static smelt_status make_input(smelt_ctx *ctx, smelt_model *m, const run_opts *o, int i,
-                               smelt_tensor *t)
+                               const char *file, smelt_tensor *t)
 {
     const char *name;
     smelt_dtype dt;
     int rank;
     int64_t dims[SMELT_MAX_RANK];
     smelt_model_input_info(m, i, &name, &dt, &rank, dims);
-    const char *file = input_file_for(o, name, i);
     memset(t, 0, sizeof *t);
     if (file) {
         smelt_tensor *loaded;
@@ -108,6 +187,8 @@ static smelt_status make_input(smelt_ctx *ctx, smelt_model *m, const run_opts *o
     if (!(t->data = smelt_alloc(nb ? nb : 1)))
         return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     io_fill_random(t, o->seed + (uint64_t)i, 2);
+    fprintf(stderr, "smelt run: no --input for '%s': random data (seed %llu: --seed + input "
+                    "index)\n", name, (unsigned long long)(o->seed + (uint64_t)i));
     return SMELT_OK;
 }
 
@@ -148,17 +229,52 @@ static void safe_filename(const char *name, char *out, size_t cap)
     out[k] = '\0';
 }
 
+/* mkdir -p: every missing folder of path. */
+static bool make_dirs(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return false;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
+        *p = '/';
+    }
+    struct stat st;
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
+    return stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* One file per output, NAME.npy; outputs whose names sanitise to the same
+ * file (case-insensitively, for case-folding file systems) get NAME_2.npy,
+ * NAME_3.npy, ... so no output overwrites another. */
 static int save_outputs(smelt_ctx *ctx, const char *dir, smelt_tensor *outs, int n)
 {
-    mkdir(dir, 0755);
-    for (int i = 0; i < n; i++) {
-        char fname[200], path[4096];
-        safe_filename(outs[i].name ? outs[i].name : "output", fname, sizeof fname);
-        snprintf(path, sizeof path, "%s/%s.npy", dir, fname);
-        if (io_npy_save(ctx, path, &outs[i]) != SMELT_OK) return cli_fail(ctx);
-        printf("wrote %s\n", path);
+    if (!make_dirs(dir)) {
+        fprintf(stderr, "smelt run: cannot create the folder '%s': %s\n", dir, strerror(errno));
+        return 1;
     }
-    return 0;
+    char(*used)[208] = calloc((size_t)n + 1, sizeof *used);
+    if (!used) return fprintf(stderr, "smelt run: out of memory\n"), 1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        char base[200], path[4096];
+        safe_filename(outs[i].name ? outs[i].name : "output", base, sizeof base);
+        snprintf(used[i], sizeof used[i], "%s", base);
+        for (int suffix = 2;; suffix++) {
+            bool clash = false;
+            for (int k = 0; k < i && !clash; k++) clash = strcasecmp(used[k], used[i]) == 0;
+            if (!clash) break;
+            snprintf(used[i], sizeof used[i], "%s_%d", base, suffix);
+        }
+        snprintf(path, sizeof path, "%s/%s.npy", dir, used[i]);
+        if (io_npy_save(ctx, path, &outs[i]) != SMELT_OK) rc = cli_fail(ctx);
+        else if (strcmp(used[i], base) != 0 || strcmp(base, outs[i].name ? outs[i].name : "") != 0)
+            printf("wrote %s (output '%s')\n", path, outs[i].name ? outs[i].name : "");
+        else printf("wrote %s\n", path);
+    }
+    free(used);
+    return rc;
 }
 
 static double now_ms(void)
@@ -173,17 +289,21 @@ static int run_model(smelt_ctx *ctx, smelt_model *m, const run_opts *o)
     int ni = smelt_model_num_inputs(m), no = smelt_model_num_outputs(m);
     smelt_tensor *ins = smelt_calloc((size_t)ni + 1, sizeof *ins);
     smelt_tensor *outs = smelt_calloc((size_t)no + 1, sizeof *outs);
+    const char **files = calloc((size_t)ni + 1, sizeof *files);
+    const char **args = calloc((size_t)ni + 1, sizeof *args);
     int rc = 0;
-    if (!ins || !outs) rc = (smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"), cli_fail(ctx));
+    if (!ins || !outs || !files || !args)
+        rc = (smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"), cli_fail(ctx));
+    if (rc == 0) rc = bind_inputs(m, o, files, args);
     for (int i = 0; rc == 0 && i < ni; i++)
-        if (make_input(ctx, m, o, i, &ins[i]) != SMELT_OK) rc = cli_fail(ctx);
+        if (make_input(ctx, m, o, i, files[i], &ins[i]) != SMELT_OK) rc = cli_fail(ctx);
     if (rc == 0 && !o->reference && !o->te) {
         double t0 = now_ms();
         if (smelt_model_compile(ctx, m, &o->compile) != SMELT_OK) rc = cli_fail(ctx);
         else printf("compiled %s in %.1f ms\n", o->model, now_ms() - t0);
         if (rc == 0) cli_records_note(m);
     }
-    for (int r = 0; rc == 0 && r < (o->repeat > 0 ? o->repeat : 1); r++) {
+    for (int r = 0; rc == 0 && r < o->repeat; r++) {
         if (r > 0)
             for (int i = 0; i < no; i++) smelt_tensor_release(&outs[i]);
         double t0 = now_ms();
@@ -201,6 +321,8 @@ static int run_model(smelt_ctx *ctx, smelt_model *m, const run_opts *o)
     for (int i = 0; outs && i < no; i++) smelt_tensor_release(&outs[i]);
     smelt_free(ins);
     smelt_free(outs);
+    free(files);
+    free(args);
     return rc;
 }
 

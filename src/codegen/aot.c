@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "codegen/embed.h"
@@ -80,7 +81,8 @@ static void describe_io(smelt_strbuf *h, const char *what, int i, const ir_io_de
     smelt_strbuf_printf(h, "]  (%lld bytes)\n", (long long)bytes);
 }
 
-static void emit_model_h(const ir_program *p, const cg_target *t, smelt_strbuf *h)
+static void emit_model_h(const ir_program *p, const cg_target *t, int heap_free,
+                         int64_t arena_bytes, smelt_strbuf *h)
 {
     smelt_strbuf_printf(h,
         "/* C API of this model, compiled by smelt for target %s.\n"
@@ -109,6 +111,26 @@ static void emit_model_h(const ir_program *p, const cg_target *t, smelt_strbuf *
         "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     smelt_strbuf_printf(h, "#define MODEL_NUM_INPUTS %d\n#define MODEL_NUM_OUTPUTS %d\n\n", p->n_inputs,
                         p->n_outputs);
+    /* sizes for static buffers: MODEL_INPUT_<i>_BYTES, MODEL_OUTPUT_<i>_BYTES
+     * (by index: the model's names need not be C identifiers) */
+    smelt_strbuf_printf(h,
+        "/* Sizes in bytes, for static buffers: the activation arena a run uses\n"
+        " * (smelt_rt_module_info.arena_bytes), the weight blob, and each input\n"
+        " * and output in model order. */\n"
+        "#define MODEL_ARENA_BYTES %lldu\n#define MODEL_WEIGHT_BYTES %lldu\n",
+        (long long)arena_bytes, (long long)p->weight_bytes);
+    for (int i = 0; i < p->n_inputs; i++) {
+        int64_t n = (int64_t)smelt_dtype_size(p->inputs[i].dtype);
+        for (int d = 0; d < p->inputs[i].rank; d++) n *= p->inputs[i].dims[d];
+        smelt_strbuf_printf(h, "#define MODEL_INPUT_%d_BYTES %lldu\n", i, (long long)n);
+    }
+    for (int i = 0; i < p->n_outputs; i++) {
+        int64_t n = (int64_t)smelt_dtype_size(p->outputs[i].dtype);
+        for (int d = 0; d < p->outputs[i].rank; d++) n *= p->outputs[i].dims[d];
+        smelt_strbuf_printf(h, "#define MODEL_OUTPUT_%d_BYTES %lldu\n", i, (long long)n);
+    }
+    smelt_strbuf_printf(h, "/* 1: model_run_static allocates nothing (no temporary over 64 KiB). */\n"
+                           "#define MODEL_HEAP_FREE %d\n\n", heap_free);
     smelt_strbuf_append(h,
         "typedef smelt_rt_model model_t;\n\n"
         "/* Load the model.  weights_path: the package's weights.bin (ignored, may\n"
@@ -129,6 +151,18 @@ static void emit_model_h(const ir_program *p, const cg_target *t, smelt_strbuf *
         "void model_free(model_t *m);\n\n"
         "/* The module's description (names, dtypes, shapes) for generic code. */\n"
         "const smelt_rt_module_info *model_info(void);\n\n"
+        "/* Run without the runtime's allocations and threads: on the calling\n"
+        " * thread, in caller memory.  weights: the weight blob (MODEL_WEIGHT_BYTES;\n"
+        " * NULL when compiled in); arena: MODEL_ARENA_BYTES bytes, 64-byte\n"
+        " * aligned, not shared with a concurrent call; inputs/outputs in model\n"
+        " * order, MODEL_INPUT_<i>_BYTES / MODEL_OUTPUT_<i>_BYTES each.  Nothing is\n"
+        " * checked.  Returns 0; non-zero when a data check failed (an index out of\n"
+        " * range...) or a temporary the generated code puts on the heap (only\n"
+        " * those over 64 KiB inside parallel loops; MODEL_HEAP_FREE is 1 when\n"
+        " * there are none) could\n"
+        " * not be allocated. */\n"
+        "int model_run_static(const unsigned char *weights, unsigned char *arena,\n"
+        "                     const void *const *inputs, void *const *outputs);\n\n"
         "#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
@@ -145,7 +179,13 @@ static const char *const model_api_text =
     "    return smelt_rt_model_get_output(m, name, bytes);\n}\n\n"
     "const char *model_error(const model_t *m) { return smelt_rt_model_error(m); }\n\n"
     "void model_free(model_t *m) { smelt_rt_model_free(m); }\n\n"
-    "const smelt_rt_module_info *model_info(void) { return &smelt_module_info; }\n";
+    "const smelt_rt_module_info *model_info(void) { return &smelt_module_info; }\n\n"
+    "int model_run_static(const unsigned char *weights, unsigned char *arena,\n"
+    "                     const void *const *inputs, void *const *outputs)\n{\n"
+    "    smelt_rt_run_error rterr = {0, -1, 0, 0};\n"
+    "    static const unsigned char none[64];\n"
+    "    if (!weights) weights = smelt_module_info.embedded_weights ? smelt_module_info.embedded_weights : none;\n"
+    "    return smelt_module_info.run(NULL, weights, arena, inputs, outputs, &rterr);\n}\n";
 
 /* ---- main.c ---- */
 
@@ -281,26 +321,48 @@ static void emit_makefile(const cg_target *t, smelt_strbuf *mk)
 {
     smelt_strbuf_printf(mk, "# Builds the example program of this smelt package (target %s).\n", t->name);
     smelt_strbuf_append(mk,
-        "# Needs only a C99 compiler, pthreads and libm.\n\n"
+        "# Needs only a C99 compiler, pthreads and libm.\n"
+        "#   make                the example program ./main\n"
+        "#   make lib            libmodel.a (model + runtime) to link into a program\n"
+        "#   make shared         libmodel.so\n"
+        "#   make ARCH=native    this machine's whole instruction set (fastest, not portable)\n\n"
         "CFLAGS ?= -std=c99 -O2 -Wall -Werror\n"
+        "# Architecture: ARCH=portable (default) builds with the instruction set the\n"
+        "# target needs and no more; ARCH=native adds -march=native; or set ARCH_FLAGS.\n"
+        "ARCH ?= portable\n"
+        "ARCH_FLAGS_portable =");
+    for (const char *const *f = t->isa_flags; *f; f++)
+        if (strcmp(*f, "-march=native") != 0 && strcmp(*f, "-mtune=native") != 0)
+            smelt_strbuf_printf(mk, " %s", *f);
+    smelt_strbuf_append(mk,
+        "\nARCH_FLAGS_native = $(ARCH_FLAGS_portable) -march=native\n"
+        "ARCH_FLAGS ?= $(ARCH_FLAGS_$(ARCH))\n"
         "# The model itself: optimised for the target it was compiled for.\n"
         "MODEL_CFLAGS =");
     for (const char *const *f = cg_common_cflags(); *f; f++)
         if (strcmp(*f, "-fPIC") != 0 && strcmp(*f, "-std=c99") != 0) smelt_strbuf_printf(mk, " %s", *f);
-    for (const char *const *f = t->isa_flags; *f; f++) smelt_strbuf_printf(mk, " %s", *f);
     smelt_strbuf_append(mk,
-        "\nLDLIBS = -lpthread -lm\n"
-        "OBJS = main.o model.o smelt_rt_pool.o smelt_rt_model.o\n\n"
+        " $(ARCH_FLAGS)\n"
+        "LDLIBS = -lpthread -lm\n"
+        "LIB_OBJS = model.o smelt_rt_pool.o smelt_rt_model.o\n"
+        "OBJS = main.o $(LIB_OBJS)\n\n"
         "main: $(OBJS)\n"
         "\t$(CC) $(CFLAGS) -o $@ $(OBJS) $(LDLIBS)\n\n"
+        "lib: libmodel.a\n"
+        "libmodel.a: $(LIB_OBJS)\n"
+        "\t$(AR) rcs $@ $(LIB_OBJS)\n\n"
+        "shared: libmodel.so\n"
+        "libmodel.so: model.c model.h smelt_rt.h smelt_rt_pool.c smelt_rt_model.c\n"
+        "\t$(CC) $(CFLAGS) $(MODEL_CFLAGS) -fPIC -shared -o $@ model.c smelt_rt_pool.c "
+        "smelt_rt_model.c $(LDLIBS)\n\n"
         "model.o: model.c model.h smelt_rt.h\n"
         "\t$(CC) $(CFLAGS) $(MODEL_CFLAGS) -c model.c\n\n"
         "main.o: main.c model.h smelt_rt.h\n"
         "smelt_rt_pool.o: smelt_rt_pool.c smelt_rt.h\n"
         "smelt_rt_model.o: smelt_rt_model.c smelt_rt.h\n\n"
         "clean:\n"
-        "\trm -f main $(OBJS)\n\n"
-        ".PHONY: clean\n");
+        "\trm -f main $(OBJS) libmodel.a libmodel.so\n\n"
+        ".PHONY: clean lib shared\n");
 }
 
 /* ---- the package ---- */
@@ -316,21 +378,83 @@ static smelt_status write_runtime(smelt_ctx *ctx, const char *dir)
     return SMELT_OK;
 }
 
+/* 1 when the generated code takes no temporary from the heap. */
+static int heap_free(const smelt_strbuf *c)
+{
+    return strstr(smelt_strbuf_cstr((smelt_strbuf *)c), "smelt_alloc64_((size_t)") == NULL;
+}
+
+/* text with the identifiers model_* and MODEL_* (not inside another
+ * identifier, e.g. smelt_rt_model_run) renamed to prefix_* and PREFIX_*. */
+static bool apply_prefix(const char *prefix, smelt_strbuf *text)
+{
+    if (!prefix || !*prefix) return true;
+    char upper[80];
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i <= n; i++)
+        upper[i] = prefix[i] >= 'a' && prefix[i] <= 'z' ? (char)(prefix[i] - 'a' + 'A') : prefix[i];
+    smelt_strbuf out;
+    smelt_strbuf_init(&out);
+    const char *src = smelt_strbuf_cstr(text);
+    for (const char *q = src; *q;) {
+        bool word_start = q == src || !(q[-1] == '_' || (q[-1] >= 'a' && q[-1] <= 'z') ||
+                                        (q[-1] >= 'A' && q[-1] <= 'Z') || (q[-1] >= '0' && q[-1] <= '9'));
+        if (word_start && strncmp(q, "model_", 6) == 0) {
+            smelt_strbuf_printf(&out, "%s_", prefix);
+            q += 6;
+        } else if (word_start && strncmp(q, "MODEL_", 6) == 0) {
+            smelt_strbuf_printf(&out, "%s_", upper);
+            q += 6;
+        } else if (word_start && strncmp(q, "SMELT_MODEL_H", 13) == 0) {
+            smelt_strbuf_printf(&out, "SMELT_%s_H", upper);
+            q += 13;
+        } else {
+            char c[2] = {*q++, 0};
+            smelt_strbuf_append(&out, c);
+        }
+    }
+    bool ok = !out.failed;
+    smelt_strbuf_fini(text);
+    *text = out;
+    return ok;
+}
+
+static bool valid_prefix(const char *prefix)
+{
+    if (!prefix || !*prefix) return true;
+    size_t n = strlen(prefix);
+    if (n > 64 || (prefix[0] >= '0' && prefix[0] <= '9')) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = prefix[i];
+        if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return false;
+    }
+    return strncmp(prefix, "smelt_", 6) != 0;
+}
+
 static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_target *t, const char *dir,
-                                  bool embed_weights)
+                                  bool embed_weights, const char *prefix)
 {
     smelt_strbuf c, h, mk, m;
     smelt_strbuf_init(&c);
     smelt_strbuf_init(&h);
     smelt_strbuf_init(&mk);
     smelt_strbuf_init(&m);
-    cg_emit_options opts = {.embed_weights = embed_weights};
+    int64_t arena_bytes = p->arena_bytes;
+    cg_emit_options opts = {.embed_weights = embed_weights, .arena_bytes_out = &arena_bytes};
+    if (prefix && *prefix)
+        smelt_strbuf_printf(&c, "/* every exported symbol under the prefix '%s' */\n"
+                            "#define smelt_module_info %s_module_info\n", prefix, prefix);
     smelt_status s = cg_emit_program_opts(ctx, p, t, &opts, &c);
     if (s == SMELT_OK) {
         smelt_strbuf_append(&c, model_api_text);
-        emit_model_h(p, t, &h);
+        emit_model_h(p, t, heap_free(&c), arena_bytes, &h);
         emit_makefile(t, &mk);
         smelt_strbuf_append(&m, main_text);
+        if (!apply_prefix(prefix, &c) || !apply_prefix(prefix, &h) || !apply_prefix(prefix, &m))
+            s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    if (s == SMELT_OK) {
         s = write_text(ctx, dir, "model.c", &c);
     }
     if (s == SMELT_OK) s = write_text(ctx, dir, "model.h", &h);
@@ -346,12 +470,35 @@ static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_
 smelt_status cg_write_package(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
                               const char *dir, bool embed_weights)
 {
+    return cg_write_package_prefixed(ctx, p, t, dir, embed_weights, NULL);
+}
+
+smelt_status cg_write_package_prefixed(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                                       const char *dir, bool embed_weights, const char *prefix)
+{
+    if (!valid_prefix(prefix))
+        return smelt_errf(ctx, SMELT_ERR_ARG, "AOT prefix '%s' is not a C identifier of at most 64 "
+                          "characters (and must not start with 'smelt_')", prefix);
     if (!p || !t || !dir || !*dir) return smelt_errf(ctx, SMELT_ERR_ARG, "cg_write_package: bad arguments");
     if (p->weight_bytes > 0 && !p->weights)
         return smelt_errf(ctx, SMELT_ERR_INTERNAL, "cg_write_package: %lld weight bytes but no blob",
                           (long long)p->weight_bytes);
     SMELT_TRY(make_dir(ctx, dir));
-    SMELT_TRY(write_sources(ctx, p, t, dir, embed_weights));
+    /* Writing into an earlier package: what this one does not write (the
+     * weights file of a package that now embeds them, build products of the
+     * old sources) is removed, so nothing stale stays beside it. */
+    static const char *const stale[] = {"main", "main.o", "model.o", "smelt_rt_pool.o",
+                                        "smelt_rt_model.o", "libmodel.a", "libmodel.so",
+                                        "weights.bin"};
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(stale); i++) {
+        char path[4096];
+        if (strcmp(stale[i], "weights.bin") == 0 && !embed_weights) continue; /* rewritten */
+        if (snprintf(path, sizeof path, "%s/%s", dir, stale[i]) >= (int)sizeof path) continue;
+        if (unlink(path) != 0 && errno != ENOENT)
+            return smelt_errf(ctx, SMELT_ERR_IO, "cannot remove the stale file '%s': %s", path,
+                              strerror(errno));
+    }
+    SMELT_TRY(write_sources(ctx, p, t, dir, embed_weights, prefix));
     SMELT_TRY(write_runtime(ctx, dir));
     if (!embed_weights) SMELT_TRY(write_bytes(ctx, dir, "weights.bin", p->weights, (size_t)p->weight_bytes));
     return SMELT_OK;

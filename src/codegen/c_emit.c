@@ -1253,6 +1253,8 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
         }
         if (e.status == SMELT_OK) emit_run(&e, &tail);
         if (e.status == SMELT_OK) emit_module_info(&e, &tail);
+        if (e.status == SMELT_OK && opts && opts->arena_bytes_out)
+            *opts->arena_bytes_out = module_arena_bytes(&e);
     }
     if (e.status == SMELT_OK) {
         cg_prelude(&e, out);

@@ -29,6 +29,9 @@ typedef struct cg_emit_options {
     /* Extra micro-kernels, searched before the built-in table. */
     const cg_microkernel *microkernels;
     int n_microkernels;
+    /* When not NULL, receives the module's arena bytes: the memory plan's
+     * plus the largest function workspace (large temporaries). */
+    int64_t *arena_bytes_out;
 } cg_emit_options;
 
 /* Emit the whole program as one C99 translation unit (plus GCC vector
@@ -72,6 +75,13 @@ void cg_unload_module(void *handle);
  * sources, a Makefile and an example main.c. */
 smelt_status cg_write_package(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
                               const char *dir, bool embed_weights);
+/* The same with every symbol model.c exports, model.h's names and macros
+ * under prefix (a C identifier; NULL or "": "model", i.e. model_create,
+ * MODEL_ARENA_BYTES, smelt_module_info), so several packages link into one
+ * program: PREFIX_create, PREFIX_t, PREFIX_ARENA_BYTES (upper case),
+ * PREFIX_module_info. */
+smelt_status cg_write_package_prefixed(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                                       const char *dir, bool embed_weights, const char *prefix);
 
 /* ---- pieces shared with tests and tools ---- */
 

@@ -27,16 +27,18 @@ smelt_status lower_params(smelt_ctx *ctx, const sch_state *st, ir_builder *b, in
 static void log_step(const char *func, const char *step, const ir_stmt *before,
                      const ir_stmt *after)
 {
-    if (smelt_debug_level() < 3) return;
-    fprintf(stderr, "lower %s: %s", func, step);
+    FILE *f = smelt_tir_dump();
+    if (!f && smelt_debug_level() < 3) return;
+    if (!f) f = stderr;
+    fprintf(f, "lower %s: %s", func, step);
     if (before == after) {
-        fprintf(stderr, " (unchanged)\n");
+        fprintf(f, " (unchanged)\n");
         return;
     }
     smelt_strbuf sb;
     smelt_strbuf_init(&sb);
     ir_stmt_print(after, 1, &sb);
-    fprintf(stderr, "\n%s", smelt_strbuf_cstr(&sb));
+    fprintf(f, "\n%s", smelt_strbuf_cstr(&sb));
     smelt_strbuf_fini(&sb);
 }
 

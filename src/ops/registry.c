@@ -1,14 +1,17 @@
 /* The op table, assembled from ops.def.  Family files define op_def_<ENUM>
- * and op_attrs_<ENUM>; the declarations are weak so a missing definition
- * shows up as an op that imports as "unsupported" (and fails
- * tests/unit/test_registry), not as a link error while a family is being
- * written, and a missing attribute table as an op that knows no attributes. */
+ * and op_attrs_<ENUM>.  op_def_<ENUM> is referenced strongly: linking the
+ * table pulls every family file out of a static libsmelt.a, with no linker
+ * options (a weak reference pulls nothing, so a plain `-lsmelt` used to
+ * import every op as "unsupported"), and an ops.def row without its
+ * definition fails the link.  op_attrs_<ENUM> stays weak: it lives in the
+ * family file op_def pulls in, and an op without a table knows no
+ * attributes. */
 #include <string.h>
 
 #include "ops/op.h"
 
 #define OP(ENUM, NAME, FAMILY, PATTERN, FIRST, LAST)                        \
-    extern const op_def op_def_##ENUM __attribute__((weak));                \
+    extern const op_def op_def_##ENUM;                                      \
     extern const op_attr_spec op_attrs_##ENUM[] __attribute__((weak));
 #include "ops/ops.def"
 #undef OP

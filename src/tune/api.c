@@ -39,6 +39,7 @@ static void session_options(const smelt_tune_options *o, tune_options *t)
 smelt_status smelt_tune(smelt_ctx *ctx, const char *const *model_paths, int num_models,
                         const smelt_tune_options *o)
 {
+    smelt_ctx_clear(ctx);
     SMELT_TRY(check_options(ctx, model_paths, num_models, o));
     tune_options t;
     session_options(o, &t);

@@ -429,9 +429,7 @@ static smelt_model *compiled_graph(const conv_case *c, const conv_data *d)
     gr_value *out = layout_node(g, "to_nchw", relu->outputs[0], c->ob, 0);
     out->is_output = true;
     smelt_ptrvec_push(&g->outputs, out);
-    smelt_model *m = smelt_calloc(1, sizeof *m);
-    m->graph = g;
-    smelt_options_init(&m->options);
+    smelt_model *m = smelt_model_from_graph(g);
     CHECK(pass_infer_shapes(ctx, g) == SMELT_OK && gr_graph_verify(ctx, g) == SMELT_OK);
     return m;
 }
@@ -710,9 +708,7 @@ static void lt_check_compiled(const lt_case *c, const lt_data *d, int ci, const 
 {
     gr_node *nodes[3];
     int n_nodes;
-    smelt_model *m = smelt_calloc(1, sizeof *m);
-    m->graph = lt_graph(c, d, nodes, &n_nodes);
-    smelt_options_init(&m->options);
+    smelt_model *m = smelt_model_from_graph(lt_graph(c, d, nodes, &n_nodes));
     smelt_options o;
     smelt_options_init(&o);
     o.target = target;

@@ -1,6 +1,6 @@
 /* The runtime's model API with a hand-written module: module checks,
  * weights files, input checks with clear messages, the named API, the
- * arena, and one run at a time. */
+ * arenas of concurrent runs, and the named API's one invoke at a time. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,8 +10,8 @@
 #include "test_util.h"
 
 static int arena_aligned = 1;
-static int block_flag;   /* atomic: the blocking run waits while 1 */
-static int in_run;       /* atomic */
+static int block_flag;   /* atomic: a run with x[0] < 0 waits while 1 */
+static int in_run;       /* atomic: the blocking run has started */
 static int fail_run;
 
 /* y[i] = x[i] + w[i] through the arena */
@@ -21,13 +21,14 @@ static int add_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned c
     (void)pool;
     (void)rterr;
     if ((uintptr_t)arena % 64) arena_aligned = 0;
-    __atomic_store_n(&in_run, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&block_flag, __ATOMIC_SEQ_CST)) usleep(100);
     const float *x = inputs[0], *w = (const float *)(const void *)weights;
+    if (x[0] < 0) {
+        __atomic_store_n(&in_run, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&block_flag, __ATOMIC_SEQ_CST)) usleep(100);
+    }
     float *t = (float *)(void *)arena, *y = outputs[0];
     for (int i = 0; i < 4; i++) t[i] = x[i] + w[i];
     for (int i = 0; i < 4; i++) y[i] = t[i];
-    __atomic_store_n(&in_run, 0, __ATOMIC_SEQ_CST);
     return fail_run;
 }
 
@@ -171,24 +172,63 @@ static void test_weights_file(void)
 static void *blocking_run(void *arg)
 {
     smelt_rt_model *m = arg;
-    float x[4] = {0}, y[4];
+    float x[4] = {-1, 0, 0, 0}, y[4];
     return (void *)(intptr_t)smelt_rt_model_run(m, (const void *[]){x}, (size_t[]){16}, 1, (void *[]){y},
                                                 (size_t[]){16}, 1);
 }
 
-static void test_one_run_at_a_time(void)
+static void *blocking_invoke(void *arg)
+{
+    return (void *)(intptr_t)smelt_rt_model_invoke(arg);
+}
+
+int smelt_rt_model_arenas_(smelt_rt_model *m);
+
+/* A run while another is in flight on the same model goes ahead on an
+ * arena of its own (it used to fail with SMELT_RT_ERR_ARG and no message);
+ * the arena is kept for the next overlap.  Invokes (the named API) refuse
+ * to overlap, with a message. */
+static void test_concurrent_runs(void)
 {
     char err[256];
     smelt_rt_model *m = smelt_rt_model_from_info(&add_info, (const unsigned char *)weights, 1, err, sizeof err);
     CHECK(m != NULL);
     if (!m) return;
+    CHECK(smelt_rt_model_arenas_(m) == 1);
+    for (int round = 0; round < 2; round++) {
+        __atomic_store_n(&in_run, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&block_flag, 1, __ATOMIC_SEQ_CST);
+        pthread_t th;
+        pthread_create(&th, NULL, blocking_run, m);
+        while (!__atomic_load_n(&in_run, __ATOMIC_SEQ_CST)) usleep(100);
+        float x[4] = {1, 2, 3, 4}, y[4] = {0};
+        char msg[128] = "untouched";
+        CHECK(smelt_rt_model_run_err(m, (const void *[]){x}, (size_t[]){16}, 1, (void *[]){y},
+                                     (size_t[]){16}, 1, msg, sizeof msg) == SMELT_RT_OK);
+        CHECK(y[0] == 11 && y[3] == 44);
+        CHECK(msg[0] == '\0');
+        CHECK(smelt_rt_model_arenas_(m) == 2); /* the second arena is made once, then reused */
+        __atomic_store_n(&block_flag, 0, __ATOMIC_SEQ_CST);
+        void *rc;
+        pthread_join(th, &rc);
+        CHECK((intptr_t)rc == SMELT_RT_OK);
+    }
+    /* a failing call's message goes to its caller's buffer */
+    float x[4] = {0}, y[4];
+    char msg[128] = "";
+    CHECK(smelt_rt_model_run_err(m, (const void *[]){x}, (size_t[]){15}, 1, (void *[]){y},
+                                 (size_t[]){16}, 1, msg, sizeof msg) == SMELT_RT_ERR_ARG);
+    CHECK_STR_CONTAINS(msg, "input 0 ('x'): expected 16 bytes");
+    /* invokes do not overlap */
+    float bx[4] = {-1, 0, 0, 0};
+    CHECK(smelt_rt_model_set_input(m, "x", bx, sizeof bx) == SMELT_RT_OK);
+    __atomic_store_n(&in_run, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&block_flag, 1, __ATOMIC_SEQ_CST);
     pthread_t th;
-    pthread_create(&th, NULL, blocking_run, m);
+    pthread_create(&th, NULL, blocking_invoke, m);
     while (!__atomic_load_n(&in_run, __ATOMIC_SEQ_CST)) usleep(100);
-    float x[4] = {0}, y[4];
-    CHECK(smelt_rt_model_run(m, (const void *[]){x}, (size_t[]){16}, 1, (void *[]){y}, (size_t[]){16}, 1) ==
-          SMELT_RT_ERR_ARG);
+    CHECK(smelt_rt_model_invoke(m) == SMELT_RT_ERR_ARG);
+    CHECK_STR_CONTAINS(smelt_rt_model_error(m), "another thread is invoking this model");
     __atomic_store_n(&block_flag, 0, __ATOMIC_SEQ_CST);
     void *rc;
     pthread_join(th, &rc);
@@ -213,7 +253,7 @@ int main(void)
     test_run_checks();
     test_named_api();
     test_weights_file();
-    test_one_run_at_a_time();
+    test_concurrent_runs();
     test_helpers();
     TEST_MAIN_END();
 }

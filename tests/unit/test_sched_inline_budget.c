@@ -76,9 +76,7 @@ static smelt_model *chain_model(int depth)
     }
     v->is_output = true;
     smelt_ptrvec_push(&g->outputs, v);
-    smelt_model *m = smelt_calloc(1, sizeof *m);
-    m->graph = g;
-    smelt_options_init(&m->options);
+    smelt_model *m = smelt_model_from_graph(g);
     CHECK(pass_infer_shapes(g_ctx, g) == SMELT_OK && gr_graph_verify(g_ctx, g) == SMELT_OK);
     return m;
 }

@@ -297,9 +297,7 @@ static smelt_model *graph_model(const graph_case *c)
     if (c->epi == EPI_BIAS_GELU) y = g_node(g, OP_GELU, "gelu", &y, 1, 0);
     y->is_output = true;
     smelt_ptrvec_push(&g->outputs, y);
-    smelt_model *m = smelt_calloc(1, sizeof *m);
-    m->graph = g;
-    smelt_options_init(&m->options);
+    smelt_model *m = smelt_model_from_graph(g);
     CHECK(pass_infer_shapes(g_ctx, g) == SMELT_OK && gr_graph_verify(g_ctx, g) == SMELT_OK);
     return m;
 }

@@ -100,9 +100,7 @@ static smelt_model *case_model(const rf_case *c)
     CHECK(n && pu_node_import(g_ctx, g, n) == SMELT_OK);
     n->outputs[0]->is_output = true;
     smelt_ptrvec_push(&g->outputs, n->outputs[0]);
-    smelt_model *m = smelt_calloc(1, sizeof *m);
-    m->graph = g;
-    smelt_options_init(&m->options);
+    smelt_model *m = smelt_model_from_graph(g);
     CHECK(pass_infer_shapes(g_ctx, g) == SMELT_OK && gr_graph_verify(g_ctx, g) == SMELT_OK);
     return m;
 }

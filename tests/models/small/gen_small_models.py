@@ -12,6 +12,10 @@
                    value names) without the attributes the fuzzer invented,
                    which the importer now refuses: the same compile, so the
                    allocation-failure test still reaches the simplifier.
+  softmax_row.onnx Softmax over float32 [1, 32000]: its exponentials (128 KB)
+                   live in the function's workspace after the arena
+  two_inputs.onnx  d = a - b, s = a + b over float32 [2, 3] (the order of the
+                   inputs matters): unit/test_api_calls binds inputs by name.
 
 Run with Debian's /usr/bin/python3 (it has onnx):
   tests/models/small/gen_small_models.py tests/models/small
@@ -61,9 +65,28 @@ def gather_chain(regression):
     return m
 
 
+def two_inputs():
+    v = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3])
+    g = helper.make_graph([helper.make_node("Sub", ["a", "b"], ["d"]),
+                           helper.make_node("Add", ["a", "b"], ["s"])],
+                          "two_inputs", [v("a"), v("b")], [v("d"), v("s")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
+def softmax_row():
+    v = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 32000])
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+                          "softmax_row", [v("x")], [v("y")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
+    save(softmax_row(), out + "/softmax_row.onnx")
+    save(two_inputs(), out + "/two_inputs.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
