@@ -680,7 +680,7 @@ static int64_t mm_packed_cols(const te_tensor *anchor)
     const ir_expr *prod = anchor->body->reduce.src;
     if (prod->kind != IR_MUL || prod->bin.b->kind != IR_LOAD) return 0;
     const ir_buffer *b = prod->bin.b->load.buf;
-    return b->rank == 3 ? b->shape[2] : 0;
+    return b->rank >= 3 ? b->shape[b->rank - 1] : 0; /* Winograd's U: [e, panels, K, cols] */
 }
 
 static mm_tile mm_rule_tile(const te_tensor *anchor, const te_tensor *out, int vw)
@@ -1507,7 +1507,7 @@ static rule_kind main_stage(const te_graph *g, int *index)
 }
 
 static const char *const knob_names[SCH_KNOB_COUNT_] = {"tile_a", "tile_b", "order", "parallel",
-                                                        "unroll", "tile_c"};
+                                                        "unroll", "tile_c", "algo"};
 
 const char *sch_knob_name(sch_knob k)
 {
@@ -1527,7 +1527,7 @@ static void add_range(sch_knob_space *sp, sch_knob k, int64_t lo, int64_t hi)
 }
 
 /* Register blocks along ow: its divisors up to 28, then the usual sizes. */
-static void nchwc_space(const te_tensor *out, int vw, sch_knob_space *sp)
+static void nchwc_space(const te_tensor *anchor, const te_tensor *out, int vw, sch_knob_space *sp)
 {
     static const int64_t common[] = {2, 4, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28};
     int64_t co = out->axes[1].extent, ow = out->axes[3].extent;
@@ -1541,6 +1541,8 @@ static void nchwc_space(const te_tensor *out, int vw, sch_knob_space *sp)
     add_range(sp, SCH_KNOB_PARALLEL, 1, 4);
     add_range(sp, SCH_KNOB_UNROLL, 1, 2);
     for (int64_t r = 1; r <= 4 && r <= out->axes[2].extent; r++) add_value(sp, SCH_KNOB_TILE_C, r);
+    if (anchor->conv2d) /* direct, or Winograd F(2x2), F(4x4), F(6x6) */
+        for (int64_t m = 1; m <= SCH_WINOGRAD_MAX_M; m += m == 1 ? 1 : 2) add_value(sp, SCH_KNOB_ALGO, m);
     (void)vw;
 }
 
@@ -1623,7 +1625,7 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic",
                                         "pool", "layout"};
     out->rule = rules[k];
-    if (k == RULE_NCHWC) nchwc_space(anchor_output(g, t), vector_width, out);
+    if (k == RULE_NCHWC) nchwc_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_MATMUL) matmul_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_CONV) conv_space(anchor_output(g, t), out);
     else if (k == RULE_GENERIC) generic_space(g, t, vector_width, out);
@@ -1632,9 +1634,70 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     return SMELT_OK;
 }
 
+/* ---- Winograd convolution (sched/winograd.c) ------------------------------
+ * The algo knob M >= 2 starts the schedule with `winograd STAGE M` and
+ * schedules the rewritten graph: the input transform vectorised along the
+ * input channels and parallel over (alpha^2 x tiles), its GEMMs by the
+ * matrix-product rule (tile_a = rows, order, parallel as for a matmul;
+ * tile_b, unroll and tile_c do not apply and are ignored), the output
+ * transform inlined into the fused epilogue's stage, scheduled as an
+ * elementwise stage (block lanes vectorised). */
+
+static const te_tensor *winograd_input(const te_graph *g)
+{
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind == TE_COMPUTE && strcmp(t->tag, "winograd_input") == 0) return t;
+    }
+    return NULL;
+}
+
+static smelt_status schedule_winograd_gemm(smelt_ctx *ctx, const te_graph *g, const te_tensor *v,
+                                           int vw, const sch_knobs *kn, sch_schedule *s,
+                                           bool *done)
+{
+    const te_tensor *mm = sole_consumer(g, v);
+    if (!mm || !is_anchor(mm))
+        return smelt_errf(ctx, SMELT_ERR_INTERNAL, "winograd: '%s' has no GEMM stage", v->buf->name);
+    SMELT_TRY(schedule_stage(ctx, v, vw, NULL, s));
+    done[v->index] = true;
+    char local[256];
+    snprintf(local, sizeof local, "%s.local", mm->buf->name);
+    SMELT_TRY(sch_cache_write(ctx, s, mm->buf->name));
+    SMELT_TRY(schedule_anchor(ctx, mm, local, mm, vw, kn, s));
+    done[mm->index] = true;
+    return SMELT_OK;
+}
+
+/* algo >= 2: the winograd step, then the rewritten graph's schedule. */
+static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, int vw, const sch_knobs *kn,
+                                  sch_schedule *s)
+{
+    int64_t m = knob(kn, SCH_KNOB_ALGO);
+    const te_tensor *c = sch_winograd_candidate(g);
+    if (!c || !sch_winograd_m_ok(m)) return bad_knob(ctx, c ? c->buf->name : "?", SCH_KNOB_ALGO, m);
+    sch_step step = {.kind = SCH_WINOGRAD, .stage = c->buf->name, .factor = m};
+    SMELT_TRY(sch_add(ctx, s, &step));
+    te_graph *wg = NULL;
+    SMELT_TRY(sch_winograd_te(ctx, g, c->buf->name, m, &wg));
+    int64_t tiles = ((const te_tensor *)winograd_input(wg))->axes[1].extent;
+    int64_t rows = knob(kn, SCH_KNOB_TILE_A);
+    sch_knobs k2 = {{0}};
+    k2.v[SCH_KNOB_TILE_A] = rows <= MM_ROWS_KNOB_MAX && rows <= tiles ? rows : 0;
+    k2.v[SCH_KNOB_ORDER] = knob(kn, SCH_KNOB_ORDER);
+    k2.v[SCH_KNOB_PARALLEL] = knob(kn, SCH_KNOB_PARALLEL);
+    smelt_status st = sch_default_knobs(ctx, wg, vw, &k2, s);
+    te_graph_free(wg);
+    return st;
+}
+
 smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_width,
                                const sch_knobs *kn, sch_schedule *s)
 {
+    int64_t algo = knob(kn, SCH_KNOB_ALGO);
+    if (algo >= 2) return schedule_algo(ctx, g, vector_width, kn, s);
+    if (algo < 0 || (algo == 1 && !sch_winograd_candidate(g)))
+        return bad_knob(ctx, "?", SCH_KNOB_ALGO, algo);
     size_t n = (size_t)g->tensors.len + 1;
     bool *done = smelt_calloc(n, sizeof *done), *inlined = smelt_calloc(n, sizeof *inlined);
     expr_size *memo = smelt_calloc(n, sizeof *memo);
@@ -1643,8 +1706,13 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     if (!done || !inlined || !memo) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     int main_i;
     main_stage(g, &main_i);
+    const te_tensor *wino = winograd_input(g);
+    if (wino && st == SMELT_OK) {
+        st = schedule_winograd_gemm(ctx, g, wino, vector_width, kn, s, done);
+        main_i = -1;
+    }
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
-        st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
+        if (!done[i]) st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
                         done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         if (!done[i])
