@@ -1652,19 +1652,100 @@ static const te_tensor *winograd_input(const te_graph *g)
     return NULL;
 }
 
-static smelt_status schedule_winograd_gemm(smelt_ctx *ctx, const te_graph *g, const te_tensor *v,
-                                           int vw, const sch_knobs *kn, sch_schedule *s,
-                                           bool *done)
+/* The rewritten graph, blocked by rows of tiles as oneDNN's Winograd
+ * kernels are: the output stage (the output transform inlined into the
+ * fused epilogue's last stage) runs parallel over n x tile rows; at each
+ * tile row it computes the row's input transform V [alpha^2, row's tiles,
+ * Ci] and GEMMs W [alpha^2, row's tiles, Co] (bound inference narrows them
+ * to the row), so both stay in L2 and their buffers are small.
+ *   V: per tile, per channel vector, every e unrolled (the transform row's
+ *      select chain folds to one sum; the tile's loads are shared by all e)
+ *   W: the matrix-product rule (knobs tile_a = rows, order), not parallel
+ *   out: n, oh.o, co, ow.o, oh.i, ow.i (unrolled: the tile's select chains
+ *      fold, its GEMM results are loaded once), lanes vectorised */
+static smelt_status schedule_winograd_input(smelt_ctx *ctx, const te_tensor *v, int vw,
+                                            sch_schedule *s)
 {
-    const te_tensor *mm = sole_consumer(g, v);
-    if (!mm || !is_anchor(mm))
-        return smelt_errf(ctx, SMELT_ERR_INTERNAL, "winograd: '%s' has no GEMM stage", v->buf->name);
-    SMELT_TRY(schedule_stage(ctx, v, vw, NULL, s));
+    const char *vn = v->buf->name;
+    int64_t ci = v->axes[2].extent;
+    bool vec = vw > 1 && ci >= vw;
+    if (vec) SMELT_TRY(sch_split(ctx, s, vn, "i2", vw));
+    const char *order[4] = {"i1", vec ? "i2.o" : "i2", "i0", "i2.i"};
+    SMELT_TRY(sch_reorder(ctx, s, vn, vec ? 4 : 3, order));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, vn, "i0"));
+    if (vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, vn, "i2.i"));
+    return SMELT_OK;
+}
+
+static smelt_status schedule_winograd(smelt_ctx *ctx, const te_graph *g, const te_tensor *v,
+                                      int vw, const sch_knobs *kn, sch_schedule *s, bool *done)
+{
+    const te_tensor *mm = sole_consumer(g, v), *t = mm ? sole_consumer(g, mm) : NULL;
+    const te_tensor *e = t ? epilogue_output(g, t) : NULL;
+    if (!mm || !is_anchor(mm) || !t || strcmp(t->tag, "winograd_output") != 0 || !e ||
+        e->n_axes != 5)
+        return smelt_errf(ctx, SMELT_ERR_INTERNAL, "winograd: '%s' is not an input transform "
+                          "followed by GEMMs and an output transform", v->buf->name);
+    int64_t alpha = 1;
+    while (alpha * alpha < v->axes[0].extent) alpha++;
+    int64_t m = alpha - 2;
+    for (const te_tensor *x = t; x != e; x = sole_consumer(g, x)) {
+        SMELT_TRY(sch_compute_inline(ctx, s, x->buf->name));
+        done[x->index] = true;
+    }
+    const char *en = e->buf->name;
+    const char *ax[5];
+    for (int i = 0; i < 5; i++) ax[i] = e->axes[i].var->name;
+    char oho[80], ohi[80], owo[80], owi[80], lo[80], li[80];
+    iter_name(oho, sizeof oho, ax[2], ".o");
+    iter_name(ohi, sizeof ohi, ax[2], ".i");
+    iter_name(owo, sizeof owo, ax[3], ".o");
+    iter_name(owi, sizeof owi, ax[3], ".i");
+    iter_name(lo, sizeof lo, ax[4], ".o");
+    iter_name(li, sizeof li, ax[4], ".i");
+    int64_t lanes = e->axes[4].extent;
+    bool vec = vw > 1 && lanes > 1, split_lanes = vec && lanes > vw;
+    SMELT_TRY(sch_split(ctx, s, en, ax[2], m));
+    SMELT_TRY(sch_split(ctx, s, en, ax[3], m));
+    if (split_lanes) SMELT_TRY(sch_split(ctx, s, en, ax[4], vw));
+    const char *order[8] = {ax[0], oho, ax[1], owo, ohi, owi, split_lanes ? lo : ax[4], li};
+    SMELT_TRY(sch_reorder(ctx, s, en, split_lanes ? 8 : 7, order));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, en, ohi));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, en, owi));
+    if (split_lanes) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, en, lo));
+    if (vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, en, split_lanes ? li : ax[4]));
+    done[e->index] = true;
+    /* the tile-row loop alone is parallel: a fused index would hide the
+     * row's tiles from bound inference (the blocks would cover every tile) */
+    const char *row = oho;
+    int64_t par = knob(kn, SCH_KNOB_PARALLEL);
+    if (par != 1) SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, en, row));
+    /* the row's GEMMs: rows x panel tiles over the row's tiles, every e
+     * inside a block of rows, whose input transform is computed there */
+    const char *mn = mm->buf->name;
+    int64_t panel = mm_packed_cols(mm), k = mm->body->reduce.axes[0].extent;
+    mm_tile tile = {.vec = vw > 1 && panel % vw == 0, .rows = 1, .vecs = 1};
+    tile.cols = panel;
+    if (tile.vec) mm_best_tile(e->axes[3].extent / m + 1, panel / vw, k, vw, panel / vw, &tile.rows, &tile.vecs);
+    int64_t rows = knob(kn, SCH_KNOB_TILE_A);
+    if (rows > 0 && rows <= MM_ROWS_KNOB_MAX) tile.rows = rows;
+    /* accumulated in W itself (a block-sized temporary): the input
+     * transform is computed at W's row block, which a cache_write stage
+     * would hide; the tile's sums stay in registers across k (GCC's store
+     * motion, as in the accumulation of a plain reduction) */
+    SMELT_TRY(sch_split(ctx, s, mn, "i1", tile.rows));
+    SMELT_TRY(sch_split(ctx, s, mn, "i2", panel));
+    bool split_vecs = tile.vec && tile.vecs > 1;
+    if (split_vecs) SMELT_TRY(sch_split(ctx, s, mn, "i2.i", vw));
+    const char *morder[7] = {"i1.o", "i0", "i2.o", "k", "i1.i", split_vecs ? "i2.i.o" : "i2.i", "i2.i.i"};
+    SMELT_TRY(sch_reorder(ctx, s, mn, split_vecs ? 7 : 6, morder));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, mn, "i1.i"));
+    if (split_vecs) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, mn, "i2.i.o"));
+    if (tile.vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, mn, split_vecs ? "i2.i.i" : "i2.i"));
+    SMELT_TRY(sch_compute_at(ctx, s, mn, en, row));
+    SMELT_TRY(schedule_winograd_input(ctx, v, vw, s));
+    SMELT_TRY(sch_compute_at(ctx, s, v->buf->name, mn, "i1.o"));
     done[v->index] = true;
-    char local[256];
-    snprintf(local, sizeof local, "%s.local", mm->buf->name);
-    SMELT_TRY(sch_cache_write(ctx, s, mm->buf->name));
-    SMELT_TRY(schedule_anchor(ctx, mm, local, mm, vw, kn, s));
     done[mm->index] = true;
     return SMELT_OK;
 }
@@ -1708,7 +1789,7 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     main_stage(g, &main_i);
     const te_tensor *wino = winograd_input(g);
     if (wino && st == SMELT_OK) {
-        st = schedule_winograd_gemm(ctx, g, wino, vector_width, kn, s, done);
+        st = schedule_winograd(ctx, g, wino, vector_width, kn, s, done);
         main_i = -1;
     }
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
