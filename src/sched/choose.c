@@ -68,7 +68,7 @@ smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, int vector_width,
         if (text) SMELT_TRY(try_stored(ctx, te, text, out, from_source));
         if (*from_source) return SMELT_OK;
     }
-    /* SMELT_WINOGRAD=M (2, 4, 6): every conv Winograd applies to takes it
+    /* SMELT_WINOGRAD=M (2, 4): every conv Winograd applies to takes it
      * (testing and experiments; the tuner's algo knob is the normal way) */
     const char *w = getenv("SMELT_WINOGRAD");
     if (w && *w && sch_winograd_candidate(te)) {

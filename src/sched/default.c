@@ -1541,8 +1541,8 @@ static void nchwc_space(const te_tensor *anchor, const te_tensor *out, int vw, s
     add_range(sp, SCH_KNOB_PARALLEL, 1, 4);
     add_range(sp, SCH_KNOB_UNROLL, 1, 2);
     for (int64_t r = 1; r <= 4 && r <= out->axes[2].extent; r++) add_value(sp, SCH_KNOB_TILE_C, r);
-    if (anchor->conv2d) /* direct, or Winograd F(2x2), F(4x4), F(6x6) */
-        for (int64_t m = 1; m <= SCH_WINOGRAD_MAX_M; m += m == 1 ? 1 : 2) add_value(sp, SCH_KNOB_ALGO, m);
+    if (anchor->conv2d) /* direct, or Winograd F(2x2), F(4x4) */
+        for (int64_t m = 1; m <= SCH_WINOGRAD_MAX_M; m *= 2) add_value(sp, SCH_KNOB_ALGO, m);
     (void)vw;
 }
 

@@ -42,7 +42,7 @@
  *   tensorize, the stage's loops can no longer be split, fused or reordered,
  *   and the covered loops cannot be annotated or hold compute_at.
  * winograd STAGE M, only as the first step, computes the 3x3 conv stage
- * STAGE by Winograd F(M x M, 3 x 3) (M = 2, 4, 6): replay replaces it by
+ * STAGE by Winograd F(M x M, 3 x 3) (M = 2, 4): replay replaces it by
  * the stages STAGE_wu (transformed weights, a compile-time constant),
  * STAGE_wv (input transform [alpha^2, tiles, Ci]), STAGE_wm (the alpha^2
  * GEMMs, [alpha^2, tiles, Co]) and STAGE itself (the output transform, same
@@ -210,7 +210,7 @@ typedef enum sch_knob {
     SCH_KNOB_UNROLL,   /* conv: 1 kernel-width loop rolled, 2 unrolled;
                         * others: 1 + vectors per innermost step */
     SCH_KNOB_TILE_C,   /* conv: output rows per register tile */
-    SCH_KNOB_ALGO,     /* NCHWc 3x3 stride-1 conv: 1 direct, M in {2, 4, 6} Winograd
+    SCH_KNOB_ALGO,     /* NCHWc 3x3 stride-1 conv: 1 direct, M in {2, 4} Winograd
                         * F(M x M, 3 x 3) (then tile_a/order/parallel apply to its GEMM
                         * stage as for a matrix product, the other knobs must be 0) */
     SCH_KNOB_COUNT_
@@ -272,8 +272,8 @@ smelt_status sch_random(smelt_ctx *ctx, const te_graph *te, uint64_t seed, int n
 int sch_stage_index(const sch_state *st, const char *name); /* -1 if absent */
 
 /* ---- Winograd (winograd.c) ---- */
-#define SCH_WINOGRAD_MAX_M 6
-bool sch_winograd_m_ok(int64_t m); /* 2, 4 or 6 */
+#define SCH_WINOGRAD_MAX_M 4
+bool sch_winograd_m_ok(int64_t m); /* 2 or 4 */
 /* The first stage of g the winograd step applies to, or NULL. */
 const te_tensor *sch_winograd_candidate(const te_graph *g);
 /* g with stage computed by F(m x m, 3 x 3) (see the winograd step above);
