@@ -12,6 +12,7 @@
 
 #include "lower/lower.h"
 #include "lower/tensorize.h"
+#include "tir/scalar.h"
 
 typedef struct region {
     ir_expr *min[SMELT_MAX_RANK]; /* in the consumer's outer loop variables */
@@ -219,6 +220,8 @@ typedef struct bound {
 } bound;
 
 /* Range of e when `inner` vars sweep [0, extent) and other vars are fixed. */
+static ir_expr *floordiv_linear(ir_builder *b, ir_expr *x, ir_expr *d);
+
 static bound expr_bound(nest_ctx *nc, ir_expr *e, ir_var *const *inner, const int64_t *ext,
                         int n_inner)
 {
@@ -255,8 +258,7 @@ static bound expr_bound(nest_ctx *nc, ir_expr *e, ir_var *const *inner, const in
         if (e->bin.b->kind == IR_INT && e->bin.b->i > 0) {
             bound xb = expr_bound(nc, e->bin.a, inner, ext, n_inner);
             if (!xb.min) return r;
-            return (bound){ir_binary(b, IR_FLOORDIV, xb.min, e->bin.b),
-                           ir_binary(b, IR_FLOORDIV, xb.max, e->bin.b)};
+            return (bound){floordiv_linear(b, xb.min, e->bin.b), floordiv_linear(b, xb.max, e->bin.b)};
         }
         break;
     case IR_FLOORMOD:
@@ -321,6 +323,25 @@ static void lin_collect(lin *l, const ir_expr *e, int64_t k)
     } else {
         lin_add_atom(l, e, k);
     }
+}
+
+/* floordiv(x, d) for a constant d > 0; when every term of x but the
+ * constant is a multiple of d (x = d*q + c), q + floordiv(c, d), so that
+ * regions read through a split's tile index (oh.o*4 + oh.i) / 4 keep a
+ * constant extent (Winograd's output transform). */
+static ir_expr *floordiv_linear(ir_builder *b, ir_expr *x, ir_expr *d)
+{
+    lin l = {.ok = true};
+    lin_collect(&l, x, 1);
+    int64_t k = d->i;
+    bool ok = l.ok;
+    for (int i = 0; ok && i < l.n; i++) ok = l.coef[i] % k == 0;
+    if (!ok) return ir_binary(b, IR_FLOORDIV, x, d);
+    ir_expr *r = ir_int(b, tir_floordiv_i64(l.c, k));
+    for (int i = 0; i < l.n; i++)
+        if (l.coef[i] != 0)
+            r = ir_add(b, r, ir_mul(b, (ir_expr *)l.atom[i], ir_int(b, l.coef[i] / k)));
+    return r;
 }
 
 /* max - min as a constant, if the two differ by one. */

@@ -31,6 +31,7 @@ typedef struct prog_builder {
     smelt_ptrvec funcs, calls; /* ir_func*, ir_call_site* */
     int64_t arena_bytes, weight_bytes;
     smelt_ptrvec weight_values; /* gr_value* in blob order */
+    smelt_ptrvec weight_consts; /* const_weight*: te constants (Winograd's weights) */
     mem_block *blocks; /* per arena value, in order of creation (ir_slot.index until planned) */
     int n_blocks, cap_blocks;
     int *unit_of; /* per value id: the unit (lowered function) producing it, -1: none */
@@ -114,6 +115,24 @@ static smelt_status bind_unit_io(prog_builder *pb, const gr_value *v, bool outpu
 {
     if (!pb->opts->single_unit || v->constant || pb->slots[v->id].assigned) return SMELT_OK;
     if (!smelt_ptrvec_push(output ? &pb->unit_out : &pb->unit_in, (void *)v)) return oom(pb);
+    return SMELT_OK;
+}
+
+/* A compile-time constant of a te graph (te_const) in the weight blob; its
+ * data belongs to the te graph of a schedule state the program keeps. */
+typedef struct const_weight {
+    int64_t offset, bytes;
+    const float *data;
+} const_weight;
+
+static smelt_status const_slot(prog_builder *pb, const te_const *c, ir_slot *out)
+{
+    const_weight *w = smelt_arena_alloc(&pb->lp->arena, sizeof *w);
+    if (!w || !smelt_ptrvec_push(&pb->weight_consts, w)) return oom(pb);
+    *w = (const_weight){.offset = pb->weight_bytes, .bytes = c->numel * (int64_t)sizeof(float),
+                        .data = c->data};
+    *out = (ir_slot){IR_SLOT_WEIGHT, 0, pb->weight_bytes};
+    pb->weight_bytes = align_up(pb->weight_bytes + w->bytes);
     return SMELT_OK;
 }
 
@@ -211,26 +230,40 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
     if (s == SMELT_OK) s = lower_func(pb->ctx, st, &pb->lp->b, name, &f);
     if (s != SMELT_OK) return s;
     if (!(f->comment = smelt_arena_strdup(&pb->lp->arena, comment))) return oom(pb);
+    /* parameters: the placeholders in stage order (the graph's values, and
+     * constants the schedule's rewrite computed, e.g. Winograd's weights),
+     * then the outputs */
+    int n_consts = st->te->consts.len;
     ir_call_site *cs = smelt_arena_alloc(&pb->lp->arena, sizeof *cs);
     ir_slot *args = smelt_arena_alloc(&pb->lp->arena, sizeof *args * (size_t)(f->n_params + 1));
-    if (!cs || !args || f->n_params != n_in + n_out)
-        return f->n_params != n_in + n_out
+    ir_slot *vargs = smelt_arena_alloc(&pb->lp->arena, sizeof *vargs * (size_t)(n_in + n_out + 1));
+    if (!cs || !args || !vargs || f->n_params != n_in + n_out + n_consts)
+        return f->n_params != n_in + n_out + n_consts
                    ? smelt_errf(pb->ctx, SMELT_ERR_INTERNAL, "%s: %d params for %d values",
-                                f->name, f->n_params, n_in + n_out)
+                                f->name, f->n_params, n_in + n_out + n_consts)
                    : oom(pb);
-    for (int i = 0; i < n_in; i++) {
-        SMELT_TRY(bind_unit_io(pb, in_vals[i], false));
-        SMELT_TRY(slot_of(pb, in_vals[i], &args[i]));
-    }
-    for (int i = 0; i < n_out; i++) {
-        if (forced_out) {
-            args[n_in + i] = forced_out[i];
+    for (int p = 0, i = 0; p < n_in + n_consts; p++) {
+        const te_const *c = te_const_of(st->te, f->params[p]);
+        if (c) {
+            SMELT_TRY(const_slot(pb, c, &args[p]));
             continue;
         }
-        SMELT_TRY(bind_unit_io(pb, out_vals[i], true));
-        SMELT_TRY(slot_of(pb, out_vals[i], &args[n_in + i]));
+        if (i >= n_in)
+            return smelt_errf(pb->ctx, SMELT_ERR_INTERNAL, "%s: more inputs than values", f->name);
+        SMELT_TRY(bind_unit_io(pb, in_vals[i], false));
+        SMELT_TRY(slot_of(pb, in_vals[i], &args[p]));
+        vargs[i++] = args[p];
     }
-    note_lifetimes(pb, args, in_vals, n_in, out_vals, n_out, elementwise);
+    for (int i = 0; i < n_out; i++) {
+        ir_slot *o = &args[n_in + n_consts + i];
+        if (forced_out) *o = forced_out[i];
+        else {
+            SMELT_TRY(bind_unit_io(pb, out_vals[i], true));
+            SMELT_TRY(slot_of(pb, out_vals[i], o));
+        }
+        vargs[n_in + i] = *o;
+    }
+    note_lifetimes(pb, vargs, in_vals, n_in, out_vals, n_out, elementwise);
     cs->func = f;
     cs->args = args;
     if (!smelt_ptrvec_push(&pb->funcs, f) || !smelt_ptrvec_push(&pb->calls, cs)) return oom(pb);
@@ -310,6 +343,10 @@ static smelt_status pack_weights(prog_builder *pb)
         const gr_value *v = pb->weight_values.items[i];
         const ir_slot *sl = &pb->slots[v->id].slot;
         memcpy(lp->weights + sl->offset, v->constant->data, smelt_tensor_nbytes(v->constant));
+    }
+    for (int i = 0; i < pb->weight_consts.len; i++) {
+        const const_weight *w = pb->weight_consts.items[i];
+        memcpy(lp->weights + w->offset, w->data, (size_t)w->bytes);
     }
     return SMELT_OK;
 }
@@ -511,6 +548,7 @@ smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options 
     smelt_ptrvec_fini(&pb.funcs);
     smelt_ptrvec_fini(&pb.calls);
     smelt_ptrvec_fini(&pb.weight_values);
+    smelt_ptrvec_fini(&pb.weight_consts);
     smelt_ptrvec_fini(&pb.unit_in);
     smelt_ptrvec_fini(&pb.unit_out);
     if (s != SMELT_OK) {

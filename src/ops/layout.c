@@ -379,6 +379,40 @@ static ir_expr *nchwc_bias_body(te_graph *g, ir_expr *const *idx, void *user)
     return ir_add(&g->b, te_read(g, d->sum, idx), te_read(g, d->bias, bi));
 }
 
+/* A 3x3 stride-1 group-1 conv with constant weights: the Winograd rewrite
+ * (sched/winograd.c) may replace its sum stage when a schedule asks. */
+static smelt_status nchwc_winograd_info(op_compute_args *a, const nchwc_def *d, te_tensor *sum)
+{
+    const op_nchwc_shape *s = &d->s;
+    const smelt_tensor *wc = a->in_const ? a->in_const[1] : NULL;
+    if (s->depthwise || !wc || !wc->data || wc->dtype != SMELT_DT_FLOAT32 ||
+        d->x->buf->dtype != SMELT_DT_FLOAT32)
+        return SMELT_OK;
+    for (int i = 0; i < 2; i++)
+        if (s->win.kernel[i] != 3 || s->win.stride[i] != 1 || s->win.dilation[i] != 1)
+            return SMELT_OK;
+    te_conv2d_info *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
+    if (!c) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    *c = (te_conv2d_info){
+        .x = d->x,
+        .w = d->w,
+        .w_data = wc->data,
+        .batch = s->batch,
+        .in_channels = s->in_channels,
+        .out_channels = s->out_channels,
+        .in_block = s->in_block,
+        .out_block = s->out_block,
+        .in_h = s->win.in[0],
+        .in_w = s->win.in[1],
+        .out_h = s->win.out[0],
+        .out_w = s->win.out[1],
+        .pad_top = s->win.pad_begin[0],
+        .pad_left = s->win.pad_begin[1],
+    };
+    sum->conv2d = c;
+    return SMELT_OK;
+}
+
 static smelt_status nchwc_compute(op_compute_args *a)
 {
     const smelt_tensor *y = &a->out_type[0];
@@ -391,6 +425,7 @@ static smelt_status nchwc_compute(op_compute_args *a)
     SMELT_TRY(op_conv_nchwc_resolve(a->ctx, a->node, &xt, &wt, &d->s));
     te_tensor *sum = te_compute(a->te, d->bias ? "conv" : "y", SMELT_DT_FLOAT32, y->rank, y->dims,
                                 nchwc_sum_body, d, "conv_nchwc");
+    if (sum) SMELT_TRY(nchwc_winograd_info(a, d, sum));
     if (sum && d->bias) {
         d->sum = sum;
         sum = te_compute(a->te, "y", SMELT_DT_FLOAT32, y->rank, y->dims, nchwc_bias_body, d,

@@ -1,5 +1,6 @@
 /* The one place lowering gets a schedule from: a stored one (tuning
  * records) for the group's workload key, else the default rules. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched.h"
@@ -66,6 +67,15 @@ smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, int vector_width,
         const char *text = src->find(src->user, key);
         if (text) SMELT_TRY(try_stored(ctx, te, text, out, from_source));
         if (*from_source) return SMELT_OK;
+    }
+    /* SMELT_WINOGRAD=M (2, 4): every conv Winograd applies to takes it
+     * (testing and experiments; the tuner's algo knob is the normal way) */
+    const char *w = getenv("SMELT_WINOGRAD");
+    if (w && *w && sch_winograd_candidate(te)) {
+        sch_knobs k = {{0}};
+        k.v[SCH_KNOB_ALGO] = strtoll(w, NULL, 10);
+        if (sch_winograd_m_ok(k.v[SCH_KNOB_ALGO]))
+            return sch_default_knobs(ctx, te, vector_width, &k, out);
     }
     return sch_default(ctx, te, vector_width, out);
 }

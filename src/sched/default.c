@@ -680,7 +680,7 @@ static int64_t mm_packed_cols(const te_tensor *anchor)
     const ir_expr *prod = anchor->body->reduce.src;
     if (prod->kind != IR_MUL || prod->bin.b->kind != IR_LOAD) return 0;
     const ir_buffer *b = prod->bin.b->load.buf;
-    return b->rank == 3 ? b->shape[2] : 0;
+    return b->rank >= 3 ? b->shape[b->rank - 1] : 0; /* Winograd's U: [e, panels, K, cols] */
 }
 
 static mm_tile mm_rule_tile(const te_tensor *anchor, const te_tensor *out, int vw)
@@ -1550,7 +1550,7 @@ static rule_kind main_stage(const te_graph *g, int *index)
 }
 
 static const char *const knob_names[SCH_KNOB_COUNT_] = {"tile_a", "tile_b", "order", "parallel",
-                                                        "unroll", "tile_c"};
+                                                        "unroll", "tile_c", "algo"};
 
 const char *sch_knob_name(sch_knob k)
 {
@@ -1570,7 +1570,7 @@ static void add_range(sch_knob_space *sp, sch_knob k, int64_t lo, int64_t hi)
 }
 
 /* Register blocks along ow: its divisors up to 28, then the usual sizes. */
-static void nchwc_space(const te_tensor *out, int vw, sch_knob_space *sp)
+static void nchwc_space(const te_tensor *anchor, const te_tensor *out, int vw, sch_knob_space *sp)
 {
     static const int64_t common[] = {2, 4, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28};
     int64_t co = out->axes[1].extent, ow = out->axes[3].extent;
@@ -1584,6 +1584,8 @@ static void nchwc_space(const te_tensor *out, int vw, sch_knob_space *sp)
     add_range(sp, SCH_KNOB_PARALLEL, 1, 4);
     add_range(sp, SCH_KNOB_UNROLL, 1, 2);
     for (int64_t r = 1; r <= 4 && r <= out->axes[2].extent; r++) add_value(sp, SCH_KNOB_TILE_C, r);
+    if (anchor->conv2d) /* direct, or Winograd F(2x2), F(4x4) */
+        for (int64_t m = 1; m <= SCH_WINOGRAD_MAX_M; m *= 2) add_value(sp, SCH_KNOB_ALGO, m);
     (void)vw;
 }
 
@@ -1667,7 +1669,7 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     static const char *const rules[] = {"none", "conv_nchwc", "matmul", "conv", "generic",
                                         "pool", "layout"};
     out->rule = rules[k];
-    if (k == RULE_NCHWC) nchwc_space(anchor_output(g, t), vector_width, out);
+    if (k == RULE_NCHWC) nchwc_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_MATMUL) matmul_space(t, anchor_output(g, t), vector_width, out);
     else if (k == RULE_CONV) conv_space(anchor_output(g, t), out);
     else if (k == RULE_GENERIC) generic_space(g, t, vector_width, out);
@@ -1676,9 +1678,151 @@ smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_wid
     return SMELT_OK;
 }
 
+/* ---- Winograd convolution (sched/winograd.c) ------------------------------
+ * The algo knob M >= 2 starts the schedule with `winograd STAGE M` and
+ * schedules the rewritten graph: the input transform vectorised along the
+ * input channels and parallel over (alpha^2 x tiles), its GEMMs by the
+ * matrix-product rule (tile_a = rows, order, parallel as for a matmul;
+ * tile_b, unroll and tile_c do not apply and are ignored), the output
+ * transform inlined into the fused epilogue's stage, scheduled as an
+ * elementwise stage (block lanes vectorised). */
+
+static const te_tensor *winograd_input(const te_graph *g)
+{
+    for (int i = 0; i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind == TE_COMPUTE && strcmp(t->tag, "winograd_input") == 0) return t;
+    }
+    return NULL;
+}
+
+/* The rewritten graph, blocked by rows of tiles as oneDNN's Winograd
+ * kernels are: the output stage (the output transform inlined into the
+ * fused epilogue's last stage) runs parallel over n x tile rows; at each
+ * tile row it computes the row's input transform V [alpha^2, row's tiles,
+ * Ci] and GEMMs W [alpha^2, row's tiles, Co] (bound inference narrows them
+ * to the row), so both stay in L2 and their buffers are small.
+ *   V: per tile, per channel vector, every e unrolled (the transform row's
+ *      select chain folds to one sum; the tile's loads are shared by all e)
+ *   W: the matrix-product rule (knobs tile_a = rows, order), not parallel
+ *   out: n, oh.o, co, ow.o, oh.i, ow.i (unrolled: the tile's select chains
+ *      fold, its GEMM results are loaded once), lanes vectorised */
+static smelt_status schedule_winograd_input(smelt_ctx *ctx, const te_tensor *v, int vw,
+                                            sch_schedule *s)
+{
+    const char *vn = v->buf->name;
+    int64_t ci = v->axes[2].extent;
+    bool vec = vw > 1 && ci >= vw;
+    if (vec) SMELT_TRY(sch_split(ctx, s, vn, "i2", vw));
+    const char *order[4] = {"i1", vec ? "i2.o" : "i2", "i0", "i2.i"};
+    SMELT_TRY(sch_reorder(ctx, s, vn, vec ? 4 : 3, order));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, vn, "i0"));
+    if (vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, vn, "i2.i"));
+    return SMELT_OK;
+}
+
+static smelt_status schedule_winograd(smelt_ctx *ctx, const te_graph *g, const te_tensor *v,
+                                      int vw, const sch_knobs *kn, sch_schedule *s, bool *done)
+{
+    const te_tensor *mm = sole_consumer(g, v), *t = mm ? sole_consumer(g, mm) : NULL;
+    const te_tensor *e = t ? epilogue_output(g, t) : NULL;
+    if (!mm || !is_anchor(mm) || !t || strcmp(t->tag, "winograd_output") != 0 || !e ||
+        e->n_axes != 5)
+        return smelt_errf(ctx, SMELT_ERR_INTERNAL, "winograd: '%s' is not an input transform "
+                          "followed by GEMMs and an output transform", v->buf->name);
+    int64_t alpha = 1;
+    while (alpha * alpha < v->axes[0].extent) alpha++;
+    int64_t m = alpha - 2;
+    for (const te_tensor *x = t; x != e; x = sole_consumer(g, x)) {
+        SMELT_TRY(sch_compute_inline(ctx, s, x->buf->name));
+        done[x->index] = true;
+    }
+    const char *en = e->buf->name;
+    const char *ax[5];
+    for (int i = 0; i < 5; i++) ax[i] = e->axes[i].var->name;
+    char oho[80], ohi[80], owo[80], owi[80], lo[80], li[80];
+    iter_name(oho, sizeof oho, ax[2], ".o");
+    iter_name(ohi, sizeof ohi, ax[2], ".i");
+    iter_name(owo, sizeof owo, ax[3], ".o");
+    iter_name(owi, sizeof owi, ax[3], ".i");
+    iter_name(lo, sizeof lo, ax[4], ".o");
+    iter_name(li, sizeof li, ax[4], ".i");
+    int64_t lanes = e->axes[4].extent;
+    bool vec = vw > 1 && lanes > 1, split_lanes = vec && lanes > vw;
+    SMELT_TRY(sch_split(ctx, s, en, ax[2], m));
+    SMELT_TRY(sch_split(ctx, s, en, ax[3], m));
+    if (split_lanes) SMELT_TRY(sch_split(ctx, s, en, ax[4], vw));
+    const char *order[8] = {ax[0], oho, ax[1], owo, ohi, owi, split_lanes ? lo : ax[4], li};
+    SMELT_TRY(sch_reorder(ctx, s, en, split_lanes ? 8 : 7, order));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, en, ohi));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, en, owi));
+    if (split_lanes) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, en, lo));
+    if (vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, en, split_lanes ? li : ax[4]));
+    done[e->index] = true;
+    /* the tile-row loop alone is parallel: a fused index would hide the
+     * row's tiles from bound inference (the blocks would cover every tile) */
+    const char *row = oho;
+    int64_t par = knob(kn, SCH_KNOB_PARALLEL);
+    if (par != 1) SMELT_TRY(sch_annotate(ctx, s, SCH_PARALLEL, en, row));
+    /* the row's GEMMs: rows x panel tiles over the row's tiles, every e
+     * inside a block of rows, whose input transform is computed there */
+    const char *mn = mm->buf->name;
+    int64_t panel = mm_packed_cols(mm), k = mm->body->reduce.axes[0].extent;
+    mm_tile tile = {.vec = vw > 1 && panel % vw == 0, .rows = 1, .vecs = 1};
+    tile.cols = panel;
+    if (tile.vec) mm_best_tile(e->axes[3].extent / m + 1, panel / vw, k, vw, panel / vw, &tile.rows, &tile.vecs);
+    int64_t rows = knob(kn, SCH_KNOB_TILE_A);
+    if (rows > 0 && rows <= MM_ROWS_KNOB_MAX) tile.rows = rows;
+    /* accumulated in W itself (a block-sized temporary): the input
+     * transform is computed at W's row block, which a cache_write stage
+     * would hide; the tile's sums stay in registers across k (GCC's store
+     * motion, as in the accumulation of a plain reduction) */
+    SMELT_TRY(sch_split(ctx, s, mn, "i1", tile.rows));
+    SMELT_TRY(sch_split(ctx, s, mn, "i2", panel));
+    bool split_vecs = tile.vec && tile.vecs > 1;
+    if (split_vecs) SMELT_TRY(sch_split(ctx, s, mn, "i2.i", vw));
+    const char *morder[7] = {"i1.o", "i0", "i2.o", "k", "i1.i", split_vecs ? "i2.i.o" : "i2.i", "i2.i.i"};
+    SMELT_TRY(sch_reorder(ctx, s, mn, split_vecs ? 7 : 6, morder));
+    SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, mn, "i1.i"));
+    if (split_vecs) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, mn, "i2.i.o"));
+    if (tile.vec) SMELT_TRY(sch_annotate(ctx, s, SCH_VECTORIZE, mn, split_vecs ? "i2.i.i" : "i2.i"));
+    SMELT_TRY(sch_compute_at(ctx, s, mn, en, row));
+    SMELT_TRY(schedule_winograd_input(ctx, v, vw, s));
+    SMELT_TRY(sch_compute_at(ctx, s, v->buf->name, mn, "i1.o"));
+    done[v->index] = true;
+    done[mm->index] = true;
+    return SMELT_OK;
+}
+
+/* algo >= 2: the winograd step, then the rewritten graph's schedule. */
+static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, int vw, const sch_knobs *kn,
+                                  sch_schedule *s)
+{
+    int64_t m = knob(kn, SCH_KNOB_ALGO);
+    const te_tensor *c = sch_winograd_candidate(g);
+    if (!c || !sch_winograd_m_ok(m)) return bad_knob(ctx, c ? c->buf->name : "?", SCH_KNOB_ALGO, m);
+    sch_step step = {.kind = SCH_WINOGRAD, .stage = c->buf->name, .factor = m};
+    SMELT_TRY(sch_add(ctx, s, &step));
+    te_graph *wg = NULL;
+    SMELT_TRY(sch_winograd_te(ctx, g, c->buf->name, m, &wg));
+    int64_t tiles = ((const te_tensor *)winograd_input(wg))->axes[1].extent;
+    int64_t rows = knob(kn, SCH_KNOB_TILE_A);
+    sch_knobs k2 = {{0}};
+    k2.v[SCH_KNOB_TILE_A] = rows <= MM_ROWS_KNOB_MAX && rows <= tiles ? rows : 0;
+    k2.v[SCH_KNOB_ORDER] = knob(kn, SCH_KNOB_ORDER);
+    k2.v[SCH_KNOB_PARALLEL] = knob(kn, SCH_KNOB_PARALLEL);
+    smelt_status st = sch_default_knobs(ctx, wg, vw, &k2, s);
+    te_graph_free(wg);
+    return st;
+}
+
 smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_width,
                                const sch_knobs *kn, sch_schedule *s)
 {
+    int64_t algo = knob(kn, SCH_KNOB_ALGO);
+    if (algo >= 2) return schedule_algo(ctx, g, vector_width, kn, s);
+    if (algo < 0 || (algo == 1 && !sch_winograd_candidate(g)))
+        return bad_knob(ctx, "?", SCH_KNOB_ALGO, algo);
     size_t n = (size_t)g->tensors.len + 1;
     bool *done = smelt_calloc(n, sizeof *done), *inlined = smelt_calloc(n, sizeof *inlined);
     expr_size *memo = smelt_calloc(n, sizeof *memo);
@@ -1687,8 +1831,13 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     if (!done || !inlined || !memo) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     int main_i;
     main_stage(g, &main_i);
+    const te_tensor *wino = winograd_input(g);
+    if (wino && st == SMELT_OK) {
+        st = schedule_winograd(ctx, g, wino, vector_width, kn, s, done);
+        main_i = -1;
+    }
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
-        st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
+        if (!done[i]) st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
                         done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         if (!done[i])

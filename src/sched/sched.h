@@ -41,6 +41,12 @@
  *   constant strides; splits that do not divide shrink M/N/K at the edge.  After
  *   tensorize, the stage's loops can no longer be split, fused or reordered,
  *   and the covered loops cannot be annotated or hold compute_at.
+ * winograd STAGE M, only as the first step, computes the 3x3 conv stage
+ * STAGE by Winograd F(M x M, 3 x 3) (M = 2, 4): replay replaces it by
+ * the stages STAGE_wu (transformed weights, a compile-time constant),
+ * STAGE_wv (input transform [alpha^2, tiles, Ci]), STAGE_wm (the alpha^2
+ * GEMMs, [alpha^2, tiles, Co]) and STAGE itself (the output transform, same
+ * buffer), which the rest of the schedule then names (sch_winograd_te).
  * Illegal steps (unknown names, vectorizing a reduction, inlining a
  * reduction, compute_at a loop that does not enclose the consumer...) fail
  * with SMELT_ERR_ARG and a message naming the step, never wrong code.
@@ -62,6 +68,7 @@ typedef enum sch_kind {
     SCH_CACHE_WRITE,
     SCH_TENSORIZE,
     SCH_RFACTOR,
+    SCH_WINOGRAD, /* winograd STAGE M: first step only (sched/winograd.c) */
     SCH_KIND_COUNT_
 } sch_kind;
 
@@ -169,7 +176,8 @@ bool sch_stage_reads(const sch_stage *sg, const ir_buffer *buf);
 typedef struct sch_state {
     smelt_arena arena;
     ir_builder b;
-    const te_graph *te;
+    const te_graph *te; /* the graph replayed on: the caller's, or owned_te */
+    te_graph *owned_te; /* made by a winograd step, freed with the state */
     int n_stages;
     sch_stage *stages; /* te tensors in order, then stages made by cache_write */
 } sch_state;
@@ -209,6 +217,9 @@ typedef enum sch_knob {
     SCH_KNOB_UNROLL,   /* conv: 1 kernel-width loop rolled, 2 unrolled;
                         * others: 1 + vectors per innermost step */
     SCH_KNOB_TILE_C,   /* conv: output rows per register tile */
+    SCH_KNOB_ALGO,     /* NCHWc 3x3 stride-1 conv: 1 direct, M in {2, 4} Winograd
+                        * F(M x M, 3 x 3) (then tile_a/order/parallel apply to its GEMM
+                        * stage as for a matrix product, the other knobs must be 0) */
     SCH_KNOB_COUNT_
 } sch_knob;
 
@@ -266,6 +277,16 @@ int64_t sch_matmul_panel_width(int64_t m, int64_t n, int64_t k, int vector_width
 smelt_status sch_random(smelt_ctx *ctx, const te_graph *te, uint64_t seed, int n_steps,
                         sch_schedule *out);
 int sch_stage_index(const sch_state *st, const char *name); /* -1 if absent */
+
+/* ---- Winograd (winograd.c) ---- */
+#define SCH_WINOGRAD_MAX_M 4
+bool sch_winograd_m_ok(int64_t m); /* 2 or 4 */
+/* The first stage of g the winograd step applies to, or NULL. */
+const te_tensor *sch_winograd_candidate(const te_graph *g);
+/* g with stage computed by F(m x m, 3 x 3) (see the winograd step above);
+ * *out shares g's buffers and bodies, so g must outlive it. */
+smelt_status sch_winograd_te(smelt_ctx *ctx, const te_graph *g, const char *stage, int64_t m,
+                             te_graph **out);
 int sch_iter_index(const sch_stage *sg, const char *name);  /* -1 if absent */
 
 #endif

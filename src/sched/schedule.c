@@ -16,6 +16,7 @@ static const char *const step_names[] = {
     [SCH_CACHE_WRITE] = "cache_write",
     [SCH_TENSORIZE] = "tensorize",
     [SCH_RFACTOR] = "rfactor",
+    [SCH_WINOGRAD] = "winograd",
 };
 _Static_assert(SMELT_ARRAY_LEN(step_names) == SCH_KIND_COUNT_, "step names");
 
@@ -145,7 +146,7 @@ void sch_schedule_print(const sch_schedule *s, smelt_strbuf *out)
         smelt_strbuf_printf(out, "%s %s", step_names[st->kind], st->stage);
         if (st->kind == SCH_COMPUTE_AT) smelt_strbuf_printf(out, " %s", st->target);
         for (int k = 0; k < st->n_iters; k++) smelt_strbuf_printf(out, " %s", st->iters[k]);
-        if (st->kind == SCH_SPLIT || st->kind == SCH_RFACTOR) smelt_strbuf_printf(out, " %lld", (long long)st->factor);
+        if (st->kind == SCH_SPLIT || st->kind == SCH_RFACTOR || st->kind == SCH_WINOGRAD) smelt_strbuf_printf(out, " %lld", (long long)st->factor);
         if (st->kind == SCH_TENSORIZE) smelt_strbuf_printf(out, " %s", st->target);
         smelt_strbuf_append(out, "\n");
     }
@@ -203,6 +204,11 @@ static smelt_status parse_step(smelt_ctx *ctx, char **w, int n, int line, sch_sc
             return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: %s STAGE ITER FACTOR", line, w[0]);
         SMELT_TRY(parse_factor(ctx, w[3], line, &st.factor));
         last = 3;
+    }
+    if (kind == SCH_WINOGRAD) {
+        if (n != 3) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: winograd STAGE M", line);
+        SMELT_TRY(parse_factor(ctx, w[2], line, &st.factor));
+        return sch_add(ctx, out, &st);
     }
     if (kind == SCH_TENSORIZE) {
         if (n != 4) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: tensorize STAGE ITER KERNEL", line);

@@ -651,6 +651,7 @@ static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *st
     if (si < 0) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule: no stage named '%s'", step->stage);
     sch_stage *sg = &st->stages[si];
     if (sg->is_placeholder) return step_err(ctx, step, "placeholders have no loops%s", NULL);
+    if (step->kind == SCH_WINOGRAD) return step_err(ctx, step, "winograd must be the first step%s", NULL);
     SMELT_TRY(check_arity(ctx, step));
     SMELT_TRY(check_after_tensorize(ctx, step, sg));
     switch (step->kind) {
@@ -678,13 +679,24 @@ smelt_status sch_state_build(smelt_ctx *ctx, const te_graph *te, const sch_sched
     smelt_arena_init(&st->arena);
     ir_builder_init(&st->b, &st->arena);
     st->b.next_id = 1 << 20; /* keep var ids distinct from the te graph's */
+    int first = 0;
+    smelt_status r = SMELT_OK;
+    if (s && s->n > 0 && s->steps[0].kind == SCH_WINOGRAD) {
+        r = sch_winograd_te(ctx, te, s->steps[0].stage, s->steps[0].factor, &st->owned_te);
+        if (r != SMELT_OK) {
+            sch_state_free(st);
+            return r;
+        }
+        te = st->owned_te;
+        first = 1;
+    }
     st->te = te;
     st->n_stages = te->tensors.len;
     st->stages = smelt_arena_alloc(&st->arena, sizeof *st->stages * (size_t)(st->n_stages + 1));
-    smelt_status r = st->stages ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    r = st->stages ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     for (int i = 0; r == SMELT_OK && i < te->tensors.len; i++)
         r = init_stage(ctx, st, &st->stages[i], te->tensors.items[i]);
-    for (int i = 0; r == SMELT_OK && s && i < s->n; i++) r = apply_step(ctx, st, &s->steps[i]);
+    for (int i = first; r == SMELT_OK && s && i < s->n; i++) r = apply_step(ctx, st, &s->steps[i]);
     if (r == SMELT_OK && st->b.failed) r = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (r != SMELT_OK) {
         sch_state_free(st);
@@ -697,6 +709,7 @@ smelt_status sch_state_build(smelt_ctx *ctx, const te_graph *te, const sch_sched
 void sch_state_free(sch_state *st)
 {
     if (!st) return;
+    te_graph_free(st->owned_te);
     smelt_arena_fini(&st->arena);
     smelt_free(st);
 }

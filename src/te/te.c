@@ -20,6 +20,8 @@ void te_graph_free(te_graph *g)
     if (!g) return;
     smelt_ptrvec_fini(&g->tensors);
     smelt_ptrvec_fini(&g->outputs);
+    for (int i = 0; i < g->consts.len; i++) smelt_free(((te_const *)g->consts.items[i])->data);
+    smelt_ptrvec_fini(&g->consts);
     smelt_arena_fini(&g->arena);
     smelt_free(g);
 }
@@ -215,4 +217,13 @@ void te_graph_print(const te_graph *g, smelt_strbuf *out)
         }
         smelt_strbuf_append(out, "\n");
     }
+}
+
+const te_const *te_const_of(const te_graph *g, const ir_buffer *buf)
+{
+    for (int i = 0; i < g->consts.len; i++) {
+        const te_const *c = g->consts.items[i];
+        if (c->t->buf == buf) return c;
+    }
+    return NULL;
 }

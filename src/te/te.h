@@ -29,6 +29,27 @@ typedef struct te_check {
     ir_check_site site;
 } te_check;
 
+/* What a Winograd rewrite needs to know of a convolution stage (set by the
+ * op's compute on stages it may apply to: ConvNCHWc, float32, 3x3, stride 1,
+ * dilation 1, group 1, constant weights; sched/winograd.c).  Not part of
+ * the listing (the workload key): it only describes the stage's body. */
+typedef struct te_conv2d_info {
+    const struct te_tensor *x, *w; /* X [N, Ci/ib, H, W, ib] or [N, Ci, H, W];
+                                    * W [Co/ob, Ci/ib, 3, 3, ib, ob] */
+    const float *w_data;           /* W's contents (the graph's constant) */
+    int64_t batch, in_channels, out_channels, in_block, out_block;
+    int64_t in_h, in_w, out_h, out_w, pad_top, pad_left;
+} te_conv2d_info;
+
+/* A constant computed at compile time from other constants (Winograd's
+ * transformed weights): a placeholder whose contents the te graph holds.
+ * Lowering binds it to the weight blob like a graph constant. */
+typedef struct te_const {
+    const struct te_tensor *t;
+    float *data; /* smelt_alloc'd, freed with the graph */
+    int64_t numel;
+} te_const;
+
 typedef struct te_tensor {
     ir_buffer *buf; /* name, dtype, shape; loads of this tensor reference buf */
     te_kind kind;
@@ -38,6 +59,7 @@ typedef struct te_tensor {
     const char *tag; /* pattern hint for default schedules ("injective", "reduce", ...) */
     int index;      /* position in te_graph.tensors */
     const te_check *check; /* a check stage (tag "check"), else NULL */
+    const te_conv2d_info *conv2d; /* a conv stage Winograd may replace, else NULL */
 } te_tensor;
 
 typedef struct te_graph {
@@ -46,6 +68,7 @@ typedef struct te_graph {
     smelt_ptrvec tensors; /* te_tensor*, producers before consumers */
     smelt_ptrvec outputs; /* te_tensor*, the group's results */
     smelt_ctx *ctx;       /* errors (e.g. shape mistakes in compute definitions) */
+    smelt_ptrvec consts;  /* te_const*: placeholders with compile-time contents */
 } te_graph;
 
 te_graph *te_graph_new(smelt_ctx *ctx);
@@ -71,6 +94,8 @@ ir_expr *te_reduce(te_graph *g, ir_reduce_op op, ir_expr *src, int n, const ir_a
 
 /* t[idx...]; n must equal t's rank. */
 ir_expr *te_read(te_graph *g, const te_tensor *t, ir_expr *const *idx);
+/* The compile-time contents of a placeholder's buffer (a te_const), or NULL. */
+const te_const *te_const_of(const te_graph *g, const ir_buffer *buf);
 /* Lookup by buffer (for loads met while walking bodies). */
 te_tensor *te_tensor_of(const te_graph *g, const ir_buffer *buf);
 te_tensor *te_tensor_named(const te_graph *g, const char *name);

@@ -219,8 +219,11 @@ static smelt_status parse_bool(json_in *in, bool *out)
 static smelt_status parse_knobs(json_in *in, int64_t *knobs)
 {
     if (!eat(in, '[')) return bad(in, "knobs: expected an array");
+    /* records written before a knob was added have fewer: the rest are 0 */
+    for (int i = 0; i < SCH_KNOB_COUNT_; i++) knobs[i] = 0;
     for (int i = 0; i < SCH_KNOB_COUNT_; i++) {
         double v;
+        if (i >= 6 && eat(in, ']')) return SMELT_OK;
         if (i && !eat(in, ',')) return bad(in, "knobs: expected ','");
         SMELT_TRY(parse_number(in, &v));
         if (v != floor(v) || v < 0 || v > 1e9) return bad(in, "knobs: not a small integer");

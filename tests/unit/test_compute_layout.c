@@ -300,7 +300,10 @@ static bool run_lowered(te_graph *te, const sch_schedule *s, const smelt_tensor 
               lower_func(ctx, st, &b, "f", &f) == SMELT_OK;
     for (int p = 0, k = 0; ok && p < f->n_params; p++) {
         ir_buffer *buf = f->params[p];
-        if (buf->kind == IR_BUF_OUTPUT) {
+        const te_const *c = te_const_of(st->te, buf); /* Winograd's weights (algo knob) */
+        if (c) {
+            ok = tir_interp_bind_buffer(&it, buf, c->data, c->numel) == SMELT_OK;
+        } else if (buf->kind == IR_BUF_OUTPUT) {
             ok = tir_interp_bind_buffer(&it, buf, out, n_out) == SMELT_OK;
         } else {
             ok = k < n_in && tir_interp_bind_buffer(&it, buf, in[k]->data,
@@ -626,7 +629,10 @@ static bool lt_run_lowered(te_graph *te, const sch_schedule *s, const lt_data *d
               lower_func(ctx, st, &b, "f", &f) == SMELT_OK;
     for (int p = 0, k = 0; ok && p < f->n_params; p++) {
         ir_buffer *buf = f->params[p];
-        if (buf->kind == IR_BUF_OUTPUT) {
+        const te_const *c = te_const_of(st->te, buf); /* Winograd's weights (algo knob) */
+        if (c) {
+            ok = tir_interp_bind_buffer(&it, buf, c->data, c->numel) == SMELT_OK;
+        } else if (buf->kind == IR_BUF_OUTPUT) {
             ok = tir_interp_bind_buffer(&it, buf, out, n_out) == SMELT_OK;
         } else {
             ok = k < d->n_in && tir_interp_bind_buffer(&it, buf, d->in[k].data,

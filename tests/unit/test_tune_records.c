@@ -58,7 +58,7 @@ static const char *const bad_lines[] = {
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"ms\":-1}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"ms\":1e999}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2]}",
-    "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2,3,4,5,6,7]}",
+    "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2,3,4,5,6,7,8]}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"status\":\"great\"}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\\q\"}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\"} x",
