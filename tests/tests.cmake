@@ -175,6 +175,10 @@ add_test(NAME golden/graph_c
 add_test(NAME cli/usage_and_errors
   COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_cli.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+# --schedule FILE: hand-written schedules for named tasks, errors naming the line and step
+add_test(NAME cli/schedule_file
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/cli/check_schedule.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 
 # Pipeline crashes kept as the models their recipes made (a recipe picks ops
 # by ops.def index, so it names another model once ops are added).

@@ -22,7 +22,7 @@ class Options(Structure):
     _fields_ = [("target", c_char_p), ("num_threads", c_int), ("dump_c", c_int),
                 ("embed_weights", c_int), ("opt_level", c_int),
                 ("disabled_passes", c_char_p), ("dump_ir_after", c_char_p),
-                ("records", c_char_p)]
+                ("records", c_char_p), ("schedule", c_char_p)]
 
 
 class CheckOptions(Structure):

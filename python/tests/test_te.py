@@ -201,3 +201,25 @@ def test_call_checks_arrays():
     c.flags.writeable = False
     with pytest.raises(smelt.ArgumentError, match="read-only"):
         f(a, b, c)
+
+
+def test_compile_with_schedule_file(tmp_path, tiny_cnn):
+    """Model.compile(schedule=) and smelt.check(schedule=): a hand schedule
+    for one named function; a bad step fails naming the file, line and step."""
+    m = smelt.load(tiny_cnn)
+    x = rng.standard_normal((1, 3, 32, 32), dtype=np.float32)
+    want = m.run_reference({"input": x})
+    good = tmp_path / "good.txt"
+    good.write_text("task f5_matmulpacked\nsplit n1_y i1 4\nparallel n1_y i0\n")
+    got = smelt.load(tiny_cnn).compile(schedule=str(good)).run({"input": x})
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("task f5_matmulpacked\n\nvectorize n0_y k\n")
+    with pytest.raises(smelt.ArgumentError, match=r"bad.txt:3: .*step 'vectorize n0_y k'"):
+        smelt.load(tiny_cnn).compile(schedule=str(bad))
+    with pytest.raises(smelt.ArgumentError, match="does not exist"):
+        m.compile(schedule=str(tmp_path / "missing.txt"))
+    import os
+    results = smelt.check(os.path.dirname(tiny_cnn), schedule=str(good))
+    assert [r.status for r in results] == ["pass"]
