@@ -189,6 +189,27 @@ smelt_status smelt_te_func_call(smelt_te_func *f, int n, void *const *buffers,
 /* The generated C of the function (owned by f). */
 const char *smelt_te_func_source(const smelt_te_func *f);
 
+/* ---- Custom ops -------------------------------------------------------------
+ * An ONNX node whose op type is not an ai.onnx op, in a domain other than
+ * ai.onnx (e.g. "my.ops"), compiles like a built-in op once its definition is
+ * registered: fn receives the node's inputs as tensors of their (static)
+ * shapes and dtypes and sets outputs[0..n_outputs-1] to computes it declares
+ * in g (no placeholders; names as above).  The same definition gives the
+ * node's output types, its reference result (the te interpreter) and its
+ * generated code (one function per node, default schedule rules).
+ * Registration is process-wide (models loaded afterwards see it); a second
+ * registration of (domain, op_type) replaces the first.  fn reports its own
+ * failures with smelt_te_error (or returns a non-OK status).  Attributes on
+ * custom nodes are refused. */
+typedef smelt_status (*smelt_te_op_fn)(smelt_te_graph *g, int n_inputs,
+                                       smelt_te_tensor *const *inputs, int n_outputs,
+                                       smelt_te_tensor **outputs, void *user);
+smelt_status smelt_te_register_op(smelt_ctx *ctx, const char *domain, const char *op_type,
+                                  int n_inputs, int n_outputs, smelt_te_op_fn fn, void *user);
+/* Record an error in the graph's ctx (for definitions and callbacks);
+ * returns code. */
+smelt_status smelt_te_error(smelt_te_graph *g, smelt_status code, const char *message);
+
 #ifdef __cplusplus
 }
 #endif

@@ -114,6 +114,11 @@ _SIGNATURES = {
     "smelt_te_func_free": (None, [_P]),
     "smelt_te_func_call": (c_int, [_P, c_int, POINTER(_P), POINTER(c_size_t)]),
     "smelt_te_func_source": (c_char_p, [_P]),
+    "smelt_te_tensor_dtype": (c_int, [_P]),
+    "smelt_te_tensor_rank": (c_int, [_P]),
+    "smelt_te_tensor_dim": (c_int64, [_P, c_int]),
+    "smelt_te_error": (c_int, [_P, c_int, c_char_p]),
+    "smelt_te_register_op": (c_int, [_P, c_char_p, c_char_p, c_int, c_int, _P, _P]),
 }
 
 _lib = None

@@ -31,7 +31,7 @@ __all__ = ["placeholder", "compute", "reduce_axis", "sum", "max", "min", "prod",
            "if_then_else", "cast", "const", "exp", "log", "sqrt", "tanh", "erf", "sigmoid",
            "abs", "floor", "ceil", "round", "sin", "cos", "pow", "fmod", "isnan", "isinf",
            "equal", "not_equal", "all", "any", "Tensor", "Expr", "IterVar", "ReduceAxis",
-           "Schedule", "Stage", "Function", "create_schedule", "lower", "build"]
+           "Schedule", "Stage", "Function", "create_schedule", "lower", "build", "register_op"]
 
 _P = ctypes.c_void_p
 _BOOL, _INT64 = 9, 7
@@ -333,7 +333,8 @@ def compute(shape, fcompute, name=None, dtype=None):
         shape = (shape,)
     code = fcompute.__code__ if hasattr(fcompute, "__code__") else None
     names = list(code.co_varnames[:code.co_argcount]) if code else []
-    if code and code.co_argcount != len(shape):
+    varargs = bool(code and code.co_flags & 0x04)  # lambda *i: ...
+    if code and not varargs and code.co_argcount != len(shape):
         raise ArgumentError(f"compute '{name}': fcompute takes {code.co_argcount} indices but "
                             f"the shape has {len(shape)} dims")
     ivars = [Var(names[d] if d < len(names) else f"i{d}") for d in range(len(shape))]
@@ -724,3 +725,90 @@ class Function:
 def build(s, args, target="host", threads=0):
     """Generate C for s, build it through the compile cache and load it."""
     return Function(s, args, target, threads)
+
+
+# ---- custom ops ------------------------------------------------------------------
+
+_OP_FN = ctypes.CFUNCTYPE(ctypes.c_int, _P, ctypes.c_int, ctypes.POINTER(_P), ctypes.c_int,
+                          ctypes.POINTER(_P), _P)
+_registered = {}  # (domain, op_type) -> the ctypes callback (kept alive)
+
+
+def register_op(domain, op_type, fcompute, num_inputs, num_outputs=1):
+    """Give ONNX nodes of op_type in domain (not ai.onnx) a definition:
+    fcompute(*inputs) receives one te.Tensor per node input (its static
+    shape and dtype) and returns the output te.compute tensor (a tuple for
+    several).  Models loaded afterwards compile such nodes like built-in ops
+    (their reference result comes from the same definition).
+
+        te.register_op("my.ops", "Softplus2", lambda x: te.compute(
+            x.shape, lambda *i: te.log(1 + te.exp(x[i])) * 2, name="y"), num_inputs=1)
+    """
+    def trampoline(g, n_in, ins, n_out, outs, user):
+        try:
+            L = lib()
+            proxies, handles = [], {}
+            for i in range(n_in):
+                h = ins[i]
+                shape = tuple(L.smelt_te_tensor_dim(h, d) for d in range(L.smelt_te_tensor_rank(h)))
+                t = Tensor(f"x{i}", shape, L.smelt_te_tensor_dtype(h))
+                proxies.append(t)
+                handles[id(t)] = h
+            res = fcompute(*proxies)
+            res = list(res) if isinstance(res, (tuple, list)) else [res]
+            if len(res) != n_out:
+                raise ArgumentError(f"the definition of {domain}.{op_type} returned {len(res)} "
+                                    f"tensors for {n_out} outputs")
+            for r in res:
+                if not isinstance(r, Tensor) or r.body is None:
+                    raise ArgumentError(f"the definition of {domain}.{op_type} must return "
+                                        "te.compute tensors")
+            ctx = _BorrowedCtx(g)
+            b = _Builder(ctx, g)
+            b.handles.update(handles)
+            for t in _topo(res):
+                if id(t) not in b.handles:
+                    if t.body is None:
+                        raise ArgumentError(f"placeholder '{t.name}' in the definition of "
+                                            f"{domain}.{op_type}: only its inputs may be read")
+                    b.tensor(t)
+            for i, r in enumerate(res):
+                outs[i] = b.handles[id(r)]
+            return 0
+        except _Recorded as e:
+            return e.status
+        except Exception as e:  # noqa: BLE001 - reported through the C error context
+            msg = f"{type(e).__name__}: {e}"
+            return lib().smelt_te_error(g, getattr(e, "status", None) or 9, msg.encode())
+
+    cb = _OP_FN(trampoline)
+    _Ctx_once = _Ctx()
+    _Ctx_once.check(lib().smelt_te_register_op(_Ctx_once.handle, domain.encode(), op_type.encode(),
+                                               int(num_inputs), int(num_outputs),
+                                               ctypes.cast(cb, _P), None))
+    _registered[(domain, op_type)] = cb
+
+
+class _Recorded(Exception):
+    """An error already recorded in the C context."""
+
+    def __init__(self, status):
+        super().__init__(status)
+        self.status = status
+
+
+class _BorrowedCtx:
+    """The error side of _Ctx for a graph handle whose ctx is the compiler's:
+    a failed call has recorded its error there already."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def check(self, status):
+        if status != 0:
+            raise _Recorded(status)
+
+    def need(self, ptr):
+        if not ptr:
+            raise _Recorded(9)
+        return ptr

@@ -7,7 +7,7 @@
 #include "codegen/codegen.h"
 #include "lower/lower.h"
 #include "smelt_rt.h"
-#include "smelt_te.h"
+#include "api/te_api.h"
 
 struct smelt_te_axis {
     ir_axis ax;
@@ -16,6 +16,7 @@ struct smelt_te_axis {
 struct smelt_te_graph {
     te_graph *te;
     smelt_ctx *ctx;
+    bool borrowed;   /* te belongs to the caller (a custom op's definition) */
     bool frozen; /* a schedule fixed the outputs */
     bool in_compute; /* between compute_begin and compute_end */
     int pending_rank;
@@ -155,10 +156,31 @@ smelt_te_graph *smelt_te_graph_new(smelt_ctx *ctx)
     return g;
 }
 
+smelt_te_graph *smelt_te_graph_wrap(te_graph *te, smelt_ctx *ctx)
+{
+    smelt_te_graph *g = smelt_calloc(1, sizeof *g);
+    if (!g) {
+        smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    g->te = te;
+    g->ctx = ctx;
+    g->borrowed = true;
+    smelt_strbuf_init(&g->text);
+    return g;
+}
+
+smelt_status smelt_te_error(smelt_te_graph *g, smelt_status code, const char *message)
+{
+    if (!g) return code;
+    if (code == SMELT_OK) code = SMELT_ERR_ARG;
+    return smelt_errf(g->ctx, code, "%s", message ? message : "error");
+}
+
 void smelt_te_graph_free(smelt_te_graph *g)
 {
     if (!g) return;
-    te_graph_free(g->te);
+    if (!g->borrowed) te_graph_free(g->te);
     smelt_strbuf_fini(&g->text);
     smelt_free(g);
 }
@@ -171,6 +193,11 @@ smelt_te_tensor *smelt_te_placeholder(smelt_te_graph *g, const char *name, smelt
         return NULL;
     if (g->in_compute) {
         smelt_errf(g->ctx, SMELT_ERR_ARG, "te: placeholder '%s' declared inside a compute", name);
+        return NULL;
+    }
+    if (g->borrowed) {
+        smelt_errf(g->ctx, SMELT_ERR_ARG, "te: placeholder '%s' in a custom op's definition "
+                   "(its inputs are given)", name);
         return NULL;
     }
     return (smelt_te_tensor *)te_placeholder(g->te, name, dtype, rank, shape);
@@ -567,6 +594,10 @@ smelt_te_schedule *smelt_te_schedule_new(smelt_te_graph *g, int n_outputs,
                                          smelt_te_tensor *const *outputs)
 {
     if (!g) return NULL;
+    if (g->borrowed) {
+        smelt_errf(g->ctx, SMELT_ERR_ARG, "te: a schedule inside a custom op's definition");
+        return NULL;
+    }
     if (g->in_compute) {
         smelt_errf(g->ctx, SMELT_ERR_ARG, "te: a schedule inside a compute");
         return NULL;
