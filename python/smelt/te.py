@@ -20,6 +20,7 @@ import builtins as _builtins
 import ctypes
 import itertools
 import numbers
+import threading
 
 import numpy as np
 
@@ -689,6 +690,7 @@ class Function:
         self._handle = None
         self.args = [(a.name, numpy_dtype(a.code), a.shape, a.body is not None) for a in args]
         tgt = target.encode() if target else None
+        self._lock = threading.Lock()  # one call at a time (the runtime model is not reentrant)
         self._handle = self._ctx.need(lib().smelt_te_build(s._handle, n, arr, tgt, int(threads)))
 
     def __del__(self):
@@ -719,7 +721,8 @@ class Function:
                 raise ArgumentError(f"'{name}': the output array is read-only")
             ptrs[i] = x.ctypes.data
             sizes[i] = x.nbytes
-        self._ctx.check(lib().smelt_te_func_call(self._handle, len(arrays), ptrs, sizes))
+        with self._lock:
+            self._ctx.check(lib().smelt_te_func_call(self._handle, len(arrays), ptrs, sizes))
 
 
 def build(s, args, target="host", threads=0):
