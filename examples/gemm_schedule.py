@@ -184,15 +184,17 @@ def best_seconds(fn, repeat, budget_s):
     return best, best_cpu
 
 
-def fma_peak(threads):
-    """GFLOP/s of bench/fma_peak.c (cc -O2 -march=native), None without a compiler."""
+def fma_peak(threads, cpu=False):
+    """GFLOP/s of bench/fma_peak.c (cc -O2 -march=native), None without a
+    compiler; with cpu, GFLOP per CPU-second (one core's rate)."""
     src = os.path.join(REPO, "bench", "fma_peak.c")
     with tempfile.TemporaryDirectory() as d:
         exe = os.path.join(d, "fma_peak")
         try:
             subprocess.run(["cc", "-O2", "-march=native", "-pthread", src, "-o", exe], check=True,
                            capture_output=True)
-            return max(float(subprocess.run([exe, str(threads)], check=True, capture_output=True,
+            argv = [exe, str(threads)] + (["cpu"] if cpu else [])
+            return max(float(subprocess.run(argv, check=True, capture_output=True,
                                             text=True).stdout) for _ in range(3))
         except (OSError, subprocess.CalledProcessError, ValueError):
             return None
@@ -249,15 +251,16 @@ def main(argv=None):
     print("    " + s.text.strip().replace("\n", "\n    "))
     if not a.no_compare:
         peak = fma_peak(threads)
-        peak1 = peak if threads == 1 else fma_peak(1)
+        peak1 = fma_peak(1, cpu=True)
         bench = smelt_bench_gflops(n, threads, a.repeat)
         last = rates[STEPS[-1][0]]
         if peak:
-            print(f"fp32 FMA peak (bench/fma_peak.c, {threads} thread(s)): {peak:.1f} GFLOP/s; "
-                  f"the last step: {100 * last / peak:.0f}% of it")
+            print(f"fp32 FMA peak (bench/fma_peak.c, {threads} thread(s), wall clock): "
+                  f"{peak:.1f} GFLOP/s; the last step: {100 * last / peak:.0f}% of it")
         if peak1:
-            print(f"one core's peak: {peak1:.1f} GFLOP/s; the last step per CPU-second: "
-                  f"{100 * per_core[STEPS[-1][0]] / peak1:.0f}% of it")
+            print(f"fp32 FMA peak per CPU-second (fma_peak.c 1 cpu): {peak1:.1f}; the last step "
+                  f"per CPU-second: {100 * per_core[STEPS[-1][0]] / peak1:.0f}% of it (on a "
+                  "shared machine the figure the load disturbs least)")
         if bench:
             print(f"smelt's default schedule on a MatMul ONNX model (smelt bench): {bench:.2f} "
                   f"GFLOP/s; the last step: {last / bench:.2f}x")
