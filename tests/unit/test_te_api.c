@@ -362,6 +362,34 @@ static void test_hostile_names(void)
     smelt_ctx_free(ctx);
 }
 
+static smelt_status some_op(smelt_te_graph *g, int n_in, smelt_te_tensor *const *in, int n_out,
+                            smelt_te_tensor **out, void *user)
+{
+    (void)n_in, (void)in, (void)n_out, (void)out, (void)user;
+    return smelt_te_error(g, SMELT_ERR_UNSUPPORTED, "not today");
+}
+
+/* Registration checks (models with custom nodes: python/tests/test_custom_op.py). */
+static void test_register_op(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    EXPECT_ERR(smelt_te_register_op(ctx, "ai.onnx", "Relu2", 1, 1, some_op, NULL) == SMELT_OK,
+               "a domain other than ai.onnx");
+    EXPECT_ERR(smelt_te_register_op(ctx, "my.ops", "", 1, 1, some_op, NULL) == SMELT_OK,
+               "an op type");
+    EXPECT_ERR(smelt_te_register_op(ctx, "my.ops", "X", 1, 0, some_op, NULL) == SMELT_OK,
+               "1-16 outputs");
+    EXPECT_ERR(smelt_te_register_op(ctx, "my.ops", "X", 1, 1, NULL, NULL) == SMELT_OK,
+               "and a definition");
+    smelt_ctx_clear(ctx);
+    CHECK(smelt_te_register_op(ctx, "my.ops", "X", 1, 1, some_op, NULL) == SMELT_OK);
+    smelt_te_graph *g = smelt_te_graph_new(ctx);
+    CHECK(some_op(g, 0, NULL, 0, NULL, NULL) == SMELT_ERR_UNSUPPORTED);
+    CHECK(smelt_ctx_status(ctx) == SMELT_ERR_UNSUPPORTED && !strcmp(smelt_ctx_message(ctx), "not today"));
+    smelt_te_graph_free(g);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     setenv("SMELT_CACHE_DIR", "cg-test-cache", 0);
@@ -370,5 +398,6 @@ int main(void)
     test_rowmax();
     test_errors();
     test_hostile_names();
+    test_register_op();
     TEST_MAIN_END();
 }
