@@ -130,7 +130,8 @@ smelt_dtype smelt_te_expr_dtype(const smelt_te_expr *e);
 const char *smelt_te_graph_text(smelt_te_graph *g);
 
 /* ---- Schedules --------------------------------------------------------------
- * A schedule of the computes that outputs need.  The first schedule of a
+ * A schedule of the graph's computes (declare only what the outputs need: a
+ * compute no output reads is still computed, into a buffer of its own).  The first schedule of a
  * graph fixes its outputs (and nothing can be declared after it); later
  * schedules must name the same ones.  Each step is checked when added (the
  * whole schedule replays); an illegal step is not added and the error names
@@ -183,7 +184,8 @@ smelt_te_func *smelt_te_build(smelt_te_schedule *s, int n_args, smelt_te_tensor 
                               const char *target, int num_threads);
 void smelt_te_func_free(smelt_te_func *f);
 /* Call on raw buffers, in args order; bytes[i] must be each one's size
- * (dense row-major).  Errors (a wrong size) go to the graph's ctx. */
+ * (dense row-major).  Errors (a wrong size) go to the graph's ctx.  One call
+ * at a time per function (the runtime model is not reentrant). */
 smelt_status smelt_te_func_call(smelt_te_func *f, int n, void *const *buffers,
                                 const size_t *bytes);
 /* The generated C of the function (owned by f). */
