@@ -275,7 +275,7 @@ endif()
 if(SMELT_PYTHON AND NOT (SMELT_SANITIZE AND NOT CMAKE_C_COMPILER_ID STREQUAL "GNU"))
   add_test(NAME python/pytest
     COMMAND ${SMELT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
-  set_tests_properties(python/pytest PROPERTIES ENVIRONMENT "${SMELT_PYTEST_ENV}" TIMEOUT 300)
+  set_tests_properties(python/pytest PROPERTIES ENVIRONMENT "${SMELT_PYTEST_ENV}" TIMEOUT 600)
 endif()
 
 # bench/fma_peak.c (the FMA peak the benchmarks and examples/gemm_schedule.py
