@@ -4,8 +4,9 @@
     ... --size 256 --threads 1 --repeat 5
 
 C[i, j] = sum_k A[i, k] * B[k, j] in fp32, from the naive loop nest to a
-blocked, packed, vectorised, parallel schedule whose inner block is the
-compiler's GEMM micro-kernel (tensorize).  After each step: the GFLOP/s
+blocked, packed, vectorised, parallel schedule with a register tile, all of
+it generated code (a side step hands the inner block to the compiler's GEMM
+micro-kernel through tensorize instead).  After each step: the GFLOP/s
 (best of --repeat runs, wall clock) and the result checked against NumPy.
 At the end: the machine's fp32 FMA peak measured as bench/fma_peak.c does
 it, and `smelt bench`'s figure for a MatMul ONNX model of the same size run
@@ -140,9 +141,10 @@ def step_parallel(n):
 
 
 def step_microkernel(n, rows=48, kb=256):
-    """The same blocking with the inner block (rows x one panel x kb) handed
-    to the compiler's register-blocked GEMM micro-kernel (tensorize): panel
-    outside, k blocks of kb (a panel's slice stays in L1), rows of A inside."""
+    """Instead of the register tile, the inner block (rows x one panel x kb)
+    handed to the compiler's register-blocked GEMM micro-kernel (tensorize):
+    panel outside, k blocks of kb (a panel's slice stays in L1), rows of A
+    inside, panels in parallel."""
     A, B, C, Bp = gemm(n, packed=True)
     s = smelt.create_schedule(C)
     s[Bp].parallel(Bp.op.axis[0])
@@ -161,8 +163,8 @@ STEPS = [
     ("+ vectorized inner columns", step_vectorized),
     ("+ k outside the tile rows", step_permuted),
     ("B packed, register tile (cache_write)", step_write_cache),
-    ("+ parallel column panels", step_parallel),
-    ("tensorize: GEMM micro-kernel, k blocks", step_microkernel),
+    ("or: the block tensorized (micro-kernel)", step_microkernel),
+    ("register tile + parallel column panels", step_parallel),
 ]
 
 
