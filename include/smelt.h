@@ -188,6 +188,12 @@ typedef struct smelt_options {
      * this prefix (PREFIX_create, PREFIX_ARENA_BYTES...), so several
      * packages link into one program; NULL: "model". */
     const char *aot_prefix;
+    /* A schedule file written by a person (sched/sched.h has the format): each
+     * "task NAME" entry schedules the generated function of that name or
+     * workload key, before records and default rules; an entry that does not
+     * replay, or matches no function, fails compiling with an error naming
+     * the file, the line and the step.  NULL: none. */
+    const char *schedule;
 } smelt_options;
 
 /* The defaults (opt_level 2); a NULL options pointer means the same.  The

@@ -14,11 +14,13 @@ from .errors import (ArgumentError, Error, ExecutionError, FileError, InternalEr
                      ParseError, ShapeError, UnsupportedError)
 from .model import Benchmark, Compiled, Graph, Model, Node, ValueInfo, load
 from .tune import tune
+from . import te
+from .te import build, create_schedule, lower
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "load", "check", "tune", "Model", "Compiled", "Graph", "Node", "ValueInfo", "Benchmark",
+    "load", "check", "tune", "te", "create_schedule", "lower", "build", "Model", "Compiled", "Graph", "Node", "ValueInfo", "Benchmark",
     "CheckResult", "Error", "FileError", "ParseError", "InvalidModelError", "UnsupportedError",
     "ShapeError", "ModelAttributeError", "LimitError", "OutOfMemoryError", "ArgumentError",
     "ExecutionError", "InternalError",

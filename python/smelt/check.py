@@ -28,7 +28,7 @@ def _test_folders(root):
 
 
 def check(directory, mode="compiled", rtol=1e-3, atol=1e-7, target="host", opt_level=2,
-          threads=0, records=None):
+          threads=0, records=None, schedule=None):
     """Run every test folder under directory (model.onnx and test_data_set_*/
     input_*.pb, output_*.pb); a list of CheckResult, one per folder.
 
@@ -41,7 +41,7 @@ def check(directory, mode="compiled", rtol=1e-3, atol=1e-7, target="host", opt_l
     o = CheckOptions()
     lib().smelt_check_options_init(ctypes.byref(o))
     o.mode, o.rtol, o.atol = _MODES[mode], rtol, atol
-    compile_opts = _options(target, opt_level, threads, records, ())
+    compile_opts = _options(target, opt_level, threads, records, (), schedule)
     o.compile = compile_opts.struct  # its strings stay alive in compile_opts
     results = []
     for folder in _test_folders(directory):

@@ -160,14 +160,18 @@ class Model:
             self._graph = Graph(self)
         return self._graph
 
-    def compile(self, target="host", opt_level=2, threads=0, records=None, disabled_passes=()):
+    def compile(self, target="host", opt_level=2, threads=0, records=None, disabled_passes=(),
+                schedule=None):
         """Optimise, generate C, build and load it; returns a Compiled model.
 
         target: "host", "avx512", "avx2" or "generic"; opt_level: 0..3;
         threads: 0 for every core; records: a `smelt tune` records file whose
-        best schedules to apply; disabled_passes: graph pass names to skip.
+        best schedules to apply; disabled_passes: graph pass names to skip;
+        schedule: a schedule file written by hand ("task NAME" entries and
+        steps, see docs/python.md), applied before the records.
         """
-        return Compiled(self, _options(target, opt_level, threads, records, disabled_passes))
+        return Compiled(self, _options(target, opt_level, threads, records, disabled_passes,
+                                       schedule))
 
     def run_reference(self, inputs):
         """Run with smelt's reference kernels (slow; the correctness oracle)."""
@@ -191,15 +195,16 @@ class Model:
 class _OptionValues:
     """smelt_options plus the bytes its borrowed strings point into."""
 
-    def __init__(self, target, opt_level, threads, records, passes):
-        self.strings = [target, records, passes]  # kept alive for the C struct
+    def __init__(self, target, opt_level, threads, records, passes, schedule=None):
+        self.strings = [target, records, passes, schedule]  # kept alive for the C struct
         self.struct = Options()
         lib().smelt_options_init(ctypes.byref(self.struct))
         self.struct.target, self.struct.records, self.struct.disabled_passes = target, records, passes
+        self.struct.schedule = schedule
         self.struct.opt_level, self.struct.num_threads = opt_level, threads
 
 
-def _options(target, opt_level, threads, records, disabled_passes):
+def _options(target, opt_level, threads, records, disabled_passes, schedule=None):
     if not isinstance(target, str) or not target:
         raise ArgumentError(f"target must be a non-empty string, not {target!r}")
     if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
@@ -208,11 +213,14 @@ def _options(target, opt_level, threads, records, disabled_passes):
         raise ArgumentError(f"threads must be an int >= 0 (0: every core), not {threads!r}")
     if records is not None and not os.path.isfile(records):
         raise ArgumentError(f"records file '{records}' does not exist")
+    if schedule is not None and not os.path.isfile(schedule):
+        raise ArgumentError(f"schedule file '{schedule}' does not exist")
     if isinstance(disabled_passes, str):
         disabled_passes = [disabled_passes]
     passes = ",".join(disabled_passes).encode() if disabled_passes else None
     return _OptionValues(target.encode(), opt_level, threads,
-                         os.fsencode(records) if records is not None else None, passes)
+                         os.fsencode(records) if records is not None else None, passes,
+                         os.fsencode(schedule) if schedule is not None else None)
 
 
 class Compiled:

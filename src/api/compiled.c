@@ -46,27 +46,51 @@ static const cg_target *pick_target(smelt_ctx *ctx, const char *name)
     return t;
 }
 
-/* Lower with the records' schedules where they have one. */
+/* Lower with the schedule file's and the records' schedules where they have
+ * one (the file first). */
 static smelt_status lower_model(smelt_ctx *ctx, smelt_model *m, const cg_target *t,
                                 lowered_program **lp)
 {
     lower_options lo = {.vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32)};
     if (lo.vector_width < 1) lo.vector_width = 1;
-    const char *path = m->options.records;
+    const char *path = m->options.records, *spath = m->options.schedule;
     smelt_records_use *use = &m->records_use;
     memset(use, 0, sizeof *use);
-    if (!path) return lower_graph(ctx, m->graph, &lo, lp);
+    if (!path && !spath) return lower_graph(ctx, m->graph, &lo, lp);
     char key[256];
-    tune_db db;
     SMELT_TRY(tune_target_key(ctx, t, key, sizeof key));
-    SMELT_TRY(tune_db_load(ctx, path, key, &db));
-    sch_source src = tune_db_source(&db);
-    lo.schedules = &src;
-    smelt_status s = lower_graph(ctx, m->graph, &lo, lp);
-    *use = (smelt_records_use){true, s == SMELT_OK ? (*lp)->prog.n_funcs : 0,
-                               s == SMELT_OK ? (*lp)->n_stored : 0, db.n, db.other_target,
-                               db.bad_schema, db.malformed};
-    tune_db_fini(&db);
+    sch_user_file uf = {0};
+    if (spath) {
+        SMELT_TRY(sch_user_file_load(ctx, spath, &uf));
+        uf.target_key = key;
+        lo.user_schedules = &uf;
+    }
+    tune_db db = {0};
+    smelt_status s = SMELT_OK;
+    sch_source src;
+    if (path) {
+        s = tune_db_load(ctx, path, key, &db);
+        src = tune_db_source(&db);
+        lo.schedules = &src;
+    }
+    if (s == SMELT_OK) s = lower_graph(ctx, m->graph, &lo, lp);
+    if (s == SMELT_OK && spath) s = sch_user_file_check_used(ctx, &uf);
+    if (s != SMELT_OK && *lp) {
+        lowered_program_free(*lp);
+        *lp = NULL;
+    }
+    if (path)
+        *use = (smelt_records_use){.used = true,
+                                   .scheduled = s == SMELT_OK ? (*lp)->n_stored : 0,
+                                   .records = db.n, .other_target = db.other_target,
+                                   .bad_schema = db.bad_schema, .malformed = db.malformed};
+    use->schedule_used = spath != NULL;
+    if (s == SMELT_OK) {
+        use->functions = (*lp)->prog.n_funcs;
+        use->schedule_functions = (*lp)->n_user;
+    }
+    if (path) tune_db_fini(&db);
+    if (spath) sch_user_file_fini(&uf);
     return s;
 }
 

@@ -16,6 +16,8 @@ typedef struct smelt_records_use {
     int functions, scheduled; /* generated functions; those from a record */
     int records;              /* records of this target read */
     int other_target, bad_schema, malformed; /* skipped */
+    bool schedule_used;     /* options.schedule was given */
+    int schedule_functions; /* functions it scheduled */
 } smelt_records_use;
 
 struct smelt_model {

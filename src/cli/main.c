@@ -60,7 +60,10 @@ static const cli_command commands[] = {
 static const char common_help[] =
     "run, check, compile and bench take -O0..-O3 (graph optimisation level, default\n"
     "-O2), --disable-pass=PASS (repeatable) and --records FILE (tuned schedules from\n"
-    "smelt tune; tasks without a record keep the default schedules)\n"
+    "smelt tune; tasks without a record keep the default schedules) and --schedule\n"
+    "FILE (schedules written by hand: 'task NAME' lines, NAME a function as\n"
+    "--dump-ir=tir prints it or a key from tune --list-tasks, each followed by steps\n"
+    "in the schedule text form; applied before records, errors name line and step)\n"
     "\n"
     "environment: SMELT_DEBUG=1..4 for more logging\n";
 
@@ -186,6 +189,9 @@ bool cli_double(const char *opt, const char *v, double lo, double hi, double *ou
 void cli_records_note(const smelt_model *m)
 {
     const smelt_records_use *u = smelt_model_records_use(m);
+    if (u->schedule_used)
+        fprintf(stderr, "smelt: schedule file: %d of %d functions scheduled from it\n",
+                u->schedule_functions, u->functions);
     if (!u->used) return;
     fprintf(stderr, "smelt: records: %d of %d functions scheduled from %d records of this target",
             u->scheduled, u->functions, u->records);
@@ -239,6 +245,11 @@ int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o)
     if (cli_opt(argc, argv, i, "--records", &v)) {
         if (!v) return -1;
         o->records = v;
+        return 1;
+    }
+    if (cli_opt(argc, argv, i, "--schedule", &v)) {
+        if (!v) return -1;
+        o->schedule = v;
         return 1;
     }
     if (!cli_opt(argc, argv, i, "--disable-pass", &v)) return 0;

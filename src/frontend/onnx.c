@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "frontend/onnx_internal.h"
+#include "ops/custom.h"
 #include "ops/op.h"
 
 /* Inlining multiplies: F0 calling F1 twice, F1 calling F2 twice... turns a
@@ -416,6 +417,11 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
         return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, name, np->op_type,
                           "node '%s' (%s): %s is internal to smelt (made by its passes), not an "
                           "ONNX op", name, np->op_type, np->op_type);
+    /* an op type of another domain the user gave a definition (custom.c) */
+    const op_custom *custom = !info && !default_domain(np->domain)
+                                  ? op_custom_find(np->domain, np->op_type ? np->op_type : "")
+                                  : NULL;
+    if (custom) info = op_get(OP_CUSTOM);
     if (!is_constant && (!info || !info->def)) {
         note_unsupported(st, np, name);
         return SMELT_OK;
@@ -423,6 +429,7 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
     gr_node *n = gr_node_new(st->g, name, np->op_type, info ? info->kind : OP_NONE,
                              (int)np->n_input, (int)np->n_output);
     if (!n) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (custom) n->op_attrs = (void *)custom;
     SMELT_TRY(node_attrs(st, n, np, sc));
     if (is_constant) {
         st->g->nodes.len--; /* constants are values, not nodes */
@@ -669,6 +676,10 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
         gr_node *n = g->nodes.items[i];
         const op_def *d = op_get(n->op)->def;
         SMELT_TRY(check_arity(ctx, n, d));
+        if (n->op == OP_CUSTOM) { /* its domain's opset is its own; import checks the rest */
+            SMELT_TRY(d->import(ctx, g, n));
+            continue;
+        }
         SMELT_TRY(check_opset(ctx, g, n));
         for (int k = 0; k < n->n_attrs; k++)
             if (n->attrs[k].type == GR_ATTR_GRAPH)

@@ -214,9 +214,16 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
     sch_schedule sched;
     sch_schedule_init(&sched);
     sch_state *st = NULL;
-    bool stored = false;
-    smelt_status s = sch_choose(pb->ctx, te, pb->opts->vector_width, pb->opts->schedules, &sched,
-                                &stored);
+    bool stored = false, user = false;
+    smelt_status s = SMELT_OK;
+    if (pb->opts->user_schedules) {
+        const char *fname = func_name(pb, op_type); /* the name lower_func gives it below */
+        s = fname ? sch_user_choose(pb->ctx, pb->opts->user_schedules, te, fname, &sched, &user)
+                  : oom(pb);
+        pb->lp->n_user += user;
+    }
+    if (s == SMELT_OK && !user)
+        s = sch_choose(pb->ctx, te, pb->opts->vector_width, pb->opts->schedules, &sched, &stored);
     pb->lp->n_stored += stored;
     if (s == SMELT_OK) s = sch_state_build(pb->ctx, te, &sched, &st);
     sch_schedule_fini(&sched);

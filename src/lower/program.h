@@ -8,6 +8,7 @@
 typedef struct lower_options {
     int vector_width; /* lanes of the target's float vectors; 1: no vectorisation */
     const sch_source *schedules; /* stored schedules (tuning records), or NULL */
+    sch_user_file *user_schedules; /* a person's schedule file (asked first), or NULL */
     /* The tuner's measurement programs: lower only unit `unit` (gr_unit_end's
      * numbering) as a whole program whose inputs are the unit's non-constant
      * inputs and whose outputs are the values it produces for others. */
@@ -31,6 +32,7 @@ typedef struct lowered_program {
      * written to memory (group outputs), against prog.arena_bytes */
     int64_t intermediate_bytes, materialized_bytes;
     int n_stored; /* functions scheduled from opts->schedules */
+    int n_user;   /* functions scheduled from opts->user_schedules */
     /* single_unit: the unit's nodes [unit_first, unit_end) of the graph, and
      * the values bound to the program's inputs and outputs, in their order */
     int unit_first, unit_end;

@@ -265,6 +265,43 @@ void sch_workload_key(const te_graph *te, const char *target_key, char key[SCH_K
 smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, int vector_width,
                         const sch_source *src, sch_schedule *out, bool *from_source);
 
+/* ---- Schedule files written by people (smelt compile --schedule FILE) ----------
+ * '#' starts a comment; "task NAME" starts an entry, the lines after it up to
+ * the next "task" are steps in the text form above.  NAME is a generated
+ * function's name as --dump-ir=tir prints it (f0_matmul), or its workload key
+ * (all 32 hex digits, or a prefix of 8 or more, as `smelt tune --list-tasks`
+ * prints it; keys depend on the target and the machine).  Lowering asks the
+ * file before the records and the default rules; an entry that does not
+ * replay is an error naming the file, the line and the step (never silently
+ * ignored, unlike a record), and so is an entry no function matches. */
+typedef struct sch_user_entry {
+    const char *task;
+    int line;          /* of its "task" line */
+    sch_schedule sched;
+    int *step_line;    /* per step: its line in the file */
+    int uses;          /* functions it scheduled */
+} sch_user_entry;
+
+typedef struct sch_user_file {
+    char *path;
+    int n;
+    sch_user_entry *entries;
+    const char *target_key;  /* for workload keys; set by the caller before lowering */
+    char *task_names;        /* the functions met, for the "no such task" message */
+    size_t task_names_len;
+} sch_user_file;
+
+smelt_status sch_user_file_load(smelt_ctx *ctx, const char *path, sch_user_file *out);
+smelt_status sch_user_file_parse(smelt_ctx *ctx, const char *path, const char *text,
+                                 sch_user_file *out);
+void sch_user_file_fini(sch_user_file *uf);
+/* The entry for the function func_name whose te graph is te, checked step by
+ * step and appended to *out (*found), or nothing (no entry). */
+smelt_status sch_user_choose(smelt_ctx *ctx, sch_user_file *uf, const te_graph *te,
+                             const char *func_name, sch_schedule *out, bool *found);
+/* An error naming the first entry that scheduled no function. */
+smelt_status sch_user_file_check_used(smelt_ctx *ctx, const sch_user_file *uf);
+
 /* Columns per register tile the default schedule gives an m x n matrix
  * product over k terms (a multiple of vector_width), or 0 when it would not
  * vectorise it: the panel width for packing constant B (passes/pack_weights.c),

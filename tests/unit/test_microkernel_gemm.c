@@ -24,6 +24,10 @@ static const uk_case k_cases[] = {
     {30, 5, 97, false, "tile C i0 i1 16 96\ntensorize C i0.i smelt.gemm_f32"},
     {24, 1, 64, false, "reorder C i0 k i1\ntensorize C i0 smelt.gemm_f32"},
     {17, 33, 70, true, "tensorize C i0 smelt.gemm_f32"},
+    /* rows below the blocks in a smaller vector block: 5 (AVX-512, AVX2), 1 */
+    {29, 7, 96, false, "tensorize C i0 smelt.gemm_f32"},
+    /* tiles of 8 and 7 rows: 7 (AVX-512), 2 and 1 (AVX2), 3 (plain vectors) */
+    {15, 3, 48, false, "split C i0 8\ntensorize C i0.i smelt.gemm_f32"},
 };
 
 typedef struct mm_def {

@@ -1,0 +1,275 @@
+"""A GEMM written by hand with smelt.te and scheduled step by step.
+
+    SMELT_LIB=build/libsmelt.so PYTHONPATH=python python3 examples/gemm_schedule.py
+    ... --size 256 --threads 1 --repeat 5
+
+C[i, j] = sum_k A[i, k] * B[k, j] in fp32, from the naive loop nest to a
+blocked, packed, vectorised, parallel schedule with a register tile, all of
+it generated code (a side step hands the inner block to the compiler's GEMM
+micro-kernel through tensorize instead).  After each step: the GFLOP/s
+(best of --repeat runs, wall clock) and the result checked against NumPy.
+At the end: the machine's fp32 FMA peak measured as bench/fma_peak.c does
+it, and `smelt bench`'s figure for a MatMul ONNX model of the same size run
+in this process (the compiler's own default schedule), so that on a shared
+machine the three figures come from one time window.
+
+Read it as a notebook: every step is a function that builds the same
+computation and applies the steps of the previous one plus its own.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+if "SMELT_LIB" not in os.environ and os.path.exists(os.path.join(REPO, "build", "libsmelt.so")):
+    os.environ["SMELT_LIB"] = os.path.join(REPO, "build", "libsmelt.so")
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+import smelt  # noqa: E402
+from smelt import te  # noqa: E402
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+FLAGS = cpu_flags()
+# The micro-kernel's register block: ROWS x (VECS x LANES) (codegen/microkernel.c)
+if "avx512f" in FLAGS:
+    LANES, UK_ROWS, UK_COLS = 16, 8, 48
+elif "avx2" in FLAGS:
+    LANES, UK_ROWS, UK_COLS = 8, 6, 16
+else:
+    LANES, UK_ROWS, UK_COLS = 4, 4, 8
+
+
+# ---- the computation ---------------------------------------------------------------
+
+def gemm(n, packed=False, nb=UK_COLS):
+    """A, B, C = A @ B; with packed, B is first copied into panels
+    Bp[j // nb, k, j % nb] (each panel nb columns wide, contiguous along k),
+    so the inner loops read B contiguously (TVM's tutorial does the same)."""
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis(n, name="k")
+    if not packed:
+        C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+        return A, B, C, None
+    panels = -(-n // nb)
+    Bp = te.compute((panels, n, nb), lambda jo, kk, ji: te.select(
+        jo * nb + ji < n, B[kk, te.min(jo * nb + ji, n - 1)], 0.0), name="Bp")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * Bp[j // nb, k, j % nb], axis=k),
+                   name="C")
+    return A, B, C, Bp
+
+
+# ---- the steps -----------------------------------------------------------------------
+
+def step_naive(n):
+    A, B, C, _ = gemm(n)
+    return smelt.create_schedule(C), [A, B, C]
+
+
+def step_blocked(n, bn=32, kf=4):
+    """Tiles of bn x bn of C, k split: the tile's rows of A and B stay in cache."""
+    A, B, C, _ = gemm(n)
+    s = smelt.create_schedule(C)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    ko, ki = s[C].split(C.op.reduce_axis[0], kf)
+    s[C].reorder(xo, yo, ko, ki, xi, yi)
+    return s, [A, B, C], (xo, yo, ko, ki, xi, yi)
+
+
+def step_vectorized(n):
+    """The innermost loop (bn consecutive columns of C and B) in vectors."""
+    s, args, (xo, yo, ko, ki, xi, yi) = step_blocked(n)
+    s[args[2]].vectorize(yi)
+    return s, args
+
+
+def step_permuted(n):
+    """k outside the tile rows: each row of the tile reads one row of B."""
+    s, args, (xo, yo, ko, ki, xi, yi) = step_blocked(n)
+    C = args[2]
+    s[C].reorder(xo, yo, ko, xi, ki, yi)
+    s[C].vectorize(yi)
+    return s, args
+
+
+def register_tile(n, parallel):
+    """B packed into panels; C accumulated in a register tile (cache_write)
+    of UK_ROWS rows x one panel, k outside it, rows unrolled, columns in vectors."""
+    A, B, C, Bp = gemm(n, packed=True)
+    s = smelt.create_schedule(C)
+    s[Bp].vectorize(Bp.op.axis[2])
+    CL = s.cache_write(C, "local")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], UK_ROWS, UK_COLS)
+    s[C].reorder(yo, xo, xi, yi)
+    s[CL].compute_at(s[C], xo)
+    x, y = CL.op.axis
+    (k,) = CL.op.reduce_axis
+    s[CL].reorder(k, x, y)
+    s[CL].unroll(x)
+    s[CL].vectorize(y)
+    s[C].vectorize(yi)
+    if parallel:
+        s[Bp].parallel(Bp.op.axis[0])
+        s[C].parallel(yo)
+    return s, [A, B, C]
+
+
+def step_write_cache(n):
+    return register_tile(n, parallel=False)
+
+
+def step_parallel(n):
+    """The column panels spread over the threads."""
+    return register_tile(n, parallel=True)
+
+
+def step_microkernel(n, rows=48, kb=256):
+    """Instead of the register tile, the inner block (rows x one panel x kb)
+    handed to the compiler's register-blocked GEMM micro-kernel (tensorize):
+    panel outside, k blocks of kb (a panel's slice stays in L1), rows of A
+    inside, panels in parallel."""
+    A, B, C, Bp = gemm(n, packed=True)
+    s = smelt.create_schedule(C)
+    s[Bp].parallel(Bp.op.axis[0])
+    s[Bp].vectorize(Bp.op.axis[2])
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], rows, UK_COLS)
+    ko, ki = s[C].split(C.op.reduce_axis[0], kb)
+    s[C].reorder(yo, ko, xo, xi, yi, ki)
+    s[C].tensorize(xi, "smelt.gemm_f32")
+    s[C].parallel(yo)
+    return s, [A, B, C]
+
+
+STEPS = [
+    ("naive", step_naive),
+    ("blocked 32x32, k split by 4", lambda n: step_blocked(n)[:2]),
+    ("+ vectorized inner columns", step_vectorized),
+    ("+ k outside the tile rows", step_permuted),
+    ("B packed, register tile (cache_write)", step_write_cache),
+    ("or: the block tensorized (micro-kernel)", step_microkernel),
+    ("register tile + parallel column panels", step_parallel),
+]
+
+
+# ---- measuring -------------------------------------------------------------------
+
+def best_seconds(fn, repeat, budget_s):
+    """Best wall-clock time and best process CPU time (all threads) of up to
+    `repeat` calls (fewer when one call is slow).  On a shared machine the
+    CPU time leaves out the time the threads waited for a core."""
+    fn()
+    best, best_cpu, start = float("inf"), float("inf"), time.perf_counter()
+    for _ in range(repeat):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        best = min(best, time.perf_counter() - t)
+        best_cpu = min(best_cpu, time.process_time() - c)
+        if time.perf_counter() - start > budget_s:
+            break
+    return best, best_cpu
+
+
+def fma_peak(threads, cpu=False):
+    """GFLOP/s of bench/fma_peak.c (cc -O2 -march=native), None without a
+    compiler; with cpu, GFLOP per CPU-second (one core's rate)."""
+    src = os.path.join(REPO, "bench", "fma_peak.c")
+    with tempfile.TemporaryDirectory() as d:
+        exe = os.path.join(d, "fma_peak")
+        try:
+            subprocess.run(["cc", "-O2", "-march=native", "-pthread", src, "-o", exe], check=True,
+                           capture_output=True)
+            argv = [exe, str(threads)] + (["cpu"] if cpu else [])
+            return max(float(subprocess.run(argv, check=True, capture_output=True,
+                                            text=True).stdout) for _ in range(3))
+        except (OSError, subprocess.CalledProcessError, ValueError):
+            return None
+
+
+def smelt_bench_gflops(n, threads, repeat):
+    """GFLOP/s of a MatMul ONNX model (A, B inputs) compiled by smelt with its
+    default schedule: what `smelt bench` measures, run here."""
+    try:
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    g = helper.make_graph([helper.make_node("MatMul", ["A", "B"], ["C"])], "mm",
+                          [helper.make_tensor_value_info("A", TensorProto.FLOAT, [n, n]),
+                           helper.make_tensor_value_info("B", TensorProto.FLOAT, [n, n])],
+                          [helper.make_tensor_value_info("C", TensorProto.FLOAT, [n, n])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    c = smelt.load(model.SerializeToString()).compile(threads=threads)
+    b = c.benchmark(repeat=repeat, warmup=2)
+    return 2.0 * n ** 3 / (b.min_ms * 1e-3) / 1e9
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--threads", type=int, default=0, help="0: all cores")
+    ap.add_argument("--repeat", type=int, default=20, help="runs per step (best is kept)")
+    ap.add_argument("--no-compare", action="store_true", help="skip the peak and smelt bench")
+    ap.add_argument("--print-ir", action="store_true", help="print the loop IR of each step")
+    a = ap.parse_args(argv)
+    n, threads = a.size, a.threads or os.cpu_count() or 1
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, n), dtype=np.float32)
+    y = rng.standard_normal((n, n), dtype=np.float32)
+    want = x @ y
+    flop = 2.0 * n ** 3
+    print(f"C = A @ B, {n}x{n}x{n} fp32, {threads} thread(s); best of {a.repeat} runs")
+    print(f"  {'step':40s} {'wall clock':>16s} {'':>12s} GFLOP per CPU-second")
+    rates, per_core = {}, {}
+    for name, step in STEPS:
+        s, args = step(n)
+        if a.print_ir:
+            print(smelt.lower(s, args))
+        f = smelt.build(s, args, threads=threads)
+        c = np.zeros((n, n), np.float32)
+        f(x, y, c)
+        np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3 * np.sqrt(n))
+        secs, cpu = best_seconds(lambda: f(x, y, c), a.repeat, budget_s=10)
+        rates[name] = flop / secs / 1e9
+        per_core[name] = flop / max(cpu, 1e-9) / 1e9
+        print(f"  {name:40s} {rates[name]:8.2f} GFLOP/s {secs * 1e3:9.1f} ms "
+              f"{per_core[name]:8.2f}", flush=True)
+    print("  schedule of the last step:")
+    print("    " + s.text.strip().replace("\n", "\n    "))
+    if not a.no_compare:
+        peak = fma_peak(threads)
+        peak1 = fma_peak(1, cpu=True)
+        bench = smelt_bench_gflops(n, threads, a.repeat)
+        last = rates[STEPS[-1][0]]
+        if peak:
+            print(f"fp32 FMA peak (bench/fma_peak.c, {threads} thread(s), wall clock): "
+                  f"{peak:.1f} GFLOP/s; the last step: {100 * last / peak:.0f}% of it")
+        if peak1:
+            print(f"fp32 FMA peak per CPU-second (fma_peak.c 1 cpu): {peak1:.1f}; the last step "
+                  f"per CPU-second: {100 * per_core[STEPS[-1][0]] / peak1:.0f}% of it (on a "
+                  "shared machine the figure the load disturbs least)")
+        if bench:
+            print(f"smelt's default schedule on a MatMul ONNX model (smelt bench): {bench:.2f} "
+                  f"GFLOP/s; the last step: {last / bench:.2f}x")
+        print("load average: " + " ".join(open("/proc/loadavg").read().split()[:3])
+              if os.path.exists("/proc/loadavg") else "")
+    return rates
+
+
+if __name__ == "__main__":
+    main()
