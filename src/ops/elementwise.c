@@ -286,6 +286,15 @@ static smelt_status import_cast(smelt_ctx *ctx, const gr_node *n, op_unary_attrs
     if (to == SMELT_DT_COMPLEX64 || to == SMELT_DT_COMPLEX128)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "casting to %s is not supported",
                        smelt_dtype_name((smelt_dtype)to));
+    /* ONNX's newer element types (TensorProto.DataType 17..26): real types
+     * smelt has no representation for yet, so a refusal, not a bad model. */
+    static const char *const newer_types[] = {
+        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+        "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+    if (to >= 17 && to < 17 + (int64_t)(sizeof newer_types / sizeof *newer_types))
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'to' is %lld (%s): casting to this element type is not "
+                       "implemented", (long long)to, newer_types[to - 17]);
     if (to <= SMELT_DT_UNDEFINED || to >= SMELT_DT_COUNT_)
         return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'to' is %lld, not a known dtype",
                        (long long)to);

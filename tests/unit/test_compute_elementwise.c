@@ -222,6 +222,13 @@ static const opt_case k_binary_cases[] = {
      {T3(I32, FILL_SPECIAL), T3(I32, FILL_NONZERO)}, {FMOD(1)}},
     {"fmod f32", OP_MOD, 13, "y", 2, 1, {T3(F32, FILL_SPECIAL), T3(F32, FILL_NONZERO)}, {FMOD(1)}},
     {"fmod f16", OP_MOD, 13, "y", 2, 1, {T3(F16, FILL_RANDOM), T3(F16, FILL_NONZERO)}, {FMOD(1)}},
+    /* Mod-28: fmod=0 on floats is numpy's mod (signed zeros, infinities) */
+    {"mod f32 opset 28", OP_MOD, 28, "y", 2, 0,
+     {T3(F32, FILL_SPECIAL), T3(F32, FILL_SPECIAL)}, {{0}}},
+    {"mod f16 opset 28", OP_MOD, 28, "y", 2, 0,
+     {T3(F16, FILL_RANDOM), ROW(F16, FILL_NONZERO)}, {{0}}},
+    {"mod f64 opset 28", OP_MOD, 28, "y", 2, 0,
+     {T3(F64, FILL_SPECIAL), T3(F64, FILL_NONZERO)}, {{0}}},
     {"pow f32", OP_POW, 15, "y", 2, 0, {T3(F32, FILL_RANDOM), T3(F32, FILL_EXPONENT)}, {{0}}},
     {"pow f32 ^ int32", OP_POW, 15, "y", 2, 0,
      {T3(F32, FILL_RANDOM), ROW(I32, FILL_EXPONENT)}, {{0}}},
