@@ -131,6 +131,15 @@ static double sign_f(double x, const op_unary_attrs *a)
 }
 static double sin_f(double x, const op_unary_attrs *a) { (void)a; return sin(x); }
 static double cos_f(double x, const op_unary_attrs *a) { (void)a; return cos(x); }
+static double tan_f(double x, const op_unary_attrs *a) { (void)a; return tan(x); }
+static double asin_f(double x, const op_unary_attrs *a) { (void)a; return asin(x); }
+static double acos_f(double x, const op_unary_attrs *a) { (void)a; return acos(x); }
+static double atan_f(double x, const op_unary_attrs *a) { (void)a; return atan(x); }
+static double sinh_f(double x, const op_unary_attrs *a) { (void)a; return sinh(x); }
+static double cosh_f(double x, const op_unary_attrs *a) { (void)a; return cosh(x); }
+static double asinh_f(double x, const op_unary_attrs *a) { (void)a; return asinh(x); }
+static double acosh_f(double x, const op_unary_attrs *a) { (void)a; return acosh(x); }
+static double atanh_f(double x, const op_unary_attrs *a) { (void)a; return atanh(x); }
 
 /* Integer forms wrap like two's complement (Neg/Abs of the minimum stay the
  * minimum after truncation to the dtype) without signed-overflow UB. */
@@ -176,6 +185,15 @@ static const unary_op g_unary[OP_COUNT_] = {
     [OP_SIGN] = {sign_f, sign_i, sign_u, k_numeric},
     [OP_SIN] = {sin_f, NULL, NULL, k_floats},
     [OP_COS] = {cos_f, NULL, NULL, k_floats},
+    [OP_TAN] = {tan_f, NULL, NULL, k_floats},
+    [OP_ASIN] = {asin_f, NULL, NULL, k_floats},
+    [OP_ACOS] = {acos_f, NULL, NULL, k_floats},
+    [OP_ATAN] = {atan_f, NULL, NULL, k_floats},
+    [OP_SINH] = {sinh_f, NULL, NULL, k_floats},
+    [OP_COSH] = {cosh_f, NULL, NULL, k_floats},
+    [OP_ASINH] = {asinh_f, NULL, NULL, k_floats},
+    [OP_ACOSH] = {acosh_f, NULL, NULL, k_floats},
+    [OP_ATANH] = {atanh_f, NULL, NULL, k_floats},
 };
 
 /* ---- import ------------------------------------------------------------------------ */
@@ -896,6 +914,15 @@ CALL_TE(ceil, IR_CALL_CEIL)
 CALL_TE(round, IR_CALL_ROUND)
 CALL_TE(sin, IR_CALL_SIN)
 CALL_TE(cos, IR_CALL_COS)
+CALL_TE(tan, IR_CALL_TAN)
+CALL_TE(asin, IR_CALL_ASIN)
+CALL_TE(acos, IR_CALL_ACOS)
+CALL_TE(atan, IR_CALL_ATAN)
+CALL_TE(sinh, IR_CALL_SINH)
+CALL_TE(cosh, IR_CALL_COSH)
+CALL_TE(asinh, IR_CALL_ASINH)
+CALL_TE(acosh, IR_CALL_ACOSH)
+CALL_TE(atanh, IR_CALL_ATANH)
 #undef CALL_TE
 
 /* int_ok: integer inputs use the function exactly; otherwise they go
@@ -930,6 +957,15 @@ static const struct {
     [OP_SIGN] = {sign_te, true},
     [OP_SIN] = {sin_te, false},
     [OP_COS] = {cos_te, false},
+    [OP_TAN] = {tan_te, false},
+    [OP_ASIN] = {asin_te, false},
+    [OP_ACOS] = {acos_te, false},
+    [OP_ATAN] = {atan_te, false},
+    [OP_SINH] = {sinh_te, false},
+    [OP_COSH] = {cosh_te, false},
+    [OP_ASINH] = {asinh_te, false},
+    [OP_ACOSH] = {acosh_te, false},
+    [OP_ATANH] = {atanh_te, false},
 };
 
 /* One element of y = fn(x): x converted to `work`, the result to `out`. */
@@ -1094,6 +1130,15 @@ UNARY_DEF(ROUND, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(SIGN, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(SIN, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(COS, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(TAN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ASIN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ACOS, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ATAN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SINH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(COSH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ASINH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ACOSH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ATANH, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(NOT, not_infer, not_eval, not_compute);
 UNARY_DEF(IS_NAN, float_test_infer, is_nan_eval, float_test_compute);
 UNARY_DEF(IS_INF, float_test_infer, is_inf_eval, float_test_compute);

@@ -94,6 +94,16 @@ static void test_math(void)
     unary_f32(OP_TANH, (float[]){0, 1000}, (float[]){0, 1}, 2, 0);
     unary_f32(OP_SIN, (float[]){0}, (float[]){0}, 1, 0);
     unary_f32(OP_COS, (float[]){0}, (float[]){1}, 1, 0);
+    /* trigonometric and hyperbolic functions (added for issue #14) */
+    unary_f32(OP_TAN, (float[]){0, 0.5f}, (float[]){0, 0.5463025f}, 2, 1e-7);
+    unary_f32(OP_ASIN, (float[]){0.5f, 2}, (float[]){0.5235988f, NAN}, 2, 1e-7);
+    unary_f32(OP_ACOS, (float[]){0.5f, -1}, (float[]){1.0471976f, 3.1415927f}, 2, 1e-7);
+    unary_f32(OP_ATAN, (float[]){1, INFINITY}, (float[]){0.7853982f, 1.5707964f}, 2, 1e-7);
+    unary_f32(OP_SINH, (float[]){1, -1}, (float[]){1.1752012f, -1.1752012f}, 2, 1e-7);
+    unary_f32(OP_COSH, (float[]){1, 0}, (float[]){1.5430806348f, 1}, 2, 1e-7);
+    unary_f32(OP_ASINH, (float[]){1, 0}, (float[]){0.8813736f, 0}, 2, 1e-7);
+    unary_f32(OP_ACOSH, (float[]){2, 0.5f}, (float[]){1.3169579f, NAN}, 2, 1e-7);
+    unary_f32(OP_ATANH, (float[]){0.5f, 1}, (float[]){0.5493061f, INFINITY}, 2, 1e-7);
 }
 
 static void test_double_and_half(void)
