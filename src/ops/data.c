@@ -1,5 +1,5 @@
 /* Indexing and data movement: Slice, Gather, GatherElements, ScatterND, Pad,
- * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth.
+ * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth, GatherND, ScatterElements.
  *
  * The kernels move elements as raw bytes (smelt_dtype_size each), so every
  * fixed-size dtype works the same way; only ScatterND's reductions and
@@ -795,21 +795,26 @@ const op_def op_def_GATHER_ELEMENTS = {
 
 OP_ATTRS(SCATTER_ND) = {{"reduction", 16, 0}, {NULL, 0, 0}};
 
-static smelt_status scatter_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+static smelt_status import_reduction(smelt_ctx *ctx, gr_node *node, op_scatter_reduction *out)
 {
     static const char *const names[] = {"none", "add", "mul", "max", "min"};
-    op_scatter_nd_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     const char *s;
-    if (!a) return smelt_ctx_status(ctx);
     SMELT_TRY(op_attr_string(ctx, node, "reduction", "none", &s));
     for (int i = 0; i < (int)SMELT_ARRAY_LEN(names); i++) {
         if (strcmp(s, names[i]) == 0) {
-            a->reduction = (op_scatter_reduction)i;
+            *out = (op_scatter_reduction)i;
             return SMELT_OK;
         }
     }
     return op_errf(ctx, node, SMELT_ERR_ATTR,
                    "attribute 'reduction' is '%s', expected none, add, mul, max or min", s);
+}
+
+static smelt_status scatter_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_scatter_nd_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    return import_reduction(ctx, node, &a->reduction);
 }
 
 static smelt_status scatter_nd_infer(smelt_ctx *ctx, const gr_node *node,
@@ -1057,6 +1062,358 @@ static smelt_status scatter_nd_compute(op_compute_args *a)
 const op_def op_def_SCATTER_ND = {
     .compute = scatter_nd_compute,
     .import = scatter_nd_import, .infer = scatter_nd_infer, .eval = scatter_nd_eval,
+    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- GatherND ----------------------------------------------------------------------
+ * y[b..., i..., t...] = data[b..., ind[b..., i..., 0..k-1], t...]: the first
+ * batch_dims axes are shared by data and indices, an index tuple of length
+ * k = indices' last dim addresses the next k data axes. */
+
+OP_ATTRS(GATHER_ND) = {{"batch_dims", 12, 0}, {NULL, 0, 0}};
+
+static smelt_status gather_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_gather_nd_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    SMELT_TRY(op_attr_int(ctx, node, "batch_dims", 0, &a->batch_dims));
+    if (a->batch_dims < 0)
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'batch_dims' is %lld, must be >= 0",
+                       (long long)a->batch_dims);
+    return SMELT_OK;
+}
+
+static int gather_nd_batch(const gr_node *node)
+{
+    const op_gather_nd_attrs *a = node->op_attrs;
+    return a ? (int)a->batch_dims : 0;
+}
+
+static smelt_status gather_nd_infer(smelt_ctx *ctx, const gr_node *node,
+                                    const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1];
+    int b = gather_nd_batch(node);
+    SMELT_TRY(check_movable(ctx, node, x, 0));
+    SMELT_TRY(op_check_dtype(ctx, node, ind, "input 'indices'", k_index_dtypes));
+    if (x->rank < 1 || ind->rank < 1)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "'data' and 'indices' must have rank >= 1");
+    if (b >= x->rank || b >= ind->rank)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'batch_dims' (%d) must be less than the ranks of 'data' (%d) "
+                       "and 'indices' (%d)", b, x->rank, ind->rank);
+    int64_t k = ind->dims[ind->rank - 1];
+    if (k < 0)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "the last dim of 'indices' must be known at compile time");
+    if (k < 1 || b + k > x->rank)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "the last dim of 'indices' (%lld) must be in 1..%d (rank of 'data' "
+                       "minus batch_dims)", (long long)k, x->rank - b);
+    for (int d = 0; d < b; d++)
+        if (x->dims[d] >= 0 && ind->dims[d] >= 0 && x->dims[d] != ind->dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "batch dim %d differs: 'data' has %lld, 'indices' %lld", d,
+                           (long long)x->dims[d], (long long)ind->dims[d]);
+    int rank = ind->rank - 1 + x->rank - b - (int)k;
+    if (rank > SMELT_MAX_RANK)
+        return op_errf(ctx, node, SMELT_ERR_LIMIT, "output rank %d exceeds the maximum %d",
+                       rank, SMELT_MAX_RANK);
+    out[0].dtype = x->dtype;
+    out[0].rank = rank;
+    int r = 0;
+    for (int d = 0; d < ind->rank - 1; d++) out[0].dims[r++] = ind->dims[d];
+    for (int d = b + (int)k; d < x->rank; d++) out[0].dims[r++] = x->dims[d];
+    return SMELT_OK;
+}
+
+static smelt_status gather_nd_eval(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1];
+    int b = gather_nd_batch(node), k = (int)ind->dims[ind->rank - 1];
+    size_t esz = smelt_dtype_size(x->dtype);
+    int64_t xs[SMELT_MAX_RANK];
+    op_strides(x, xs);
+    /* tuples: all of indices but its last axis; per batch, tuples_per_batch */
+    int64_t n_tuples = product(ind->dims, 0, ind->rank - 1);
+    int64_t per_batch = product(ind->dims, b, ind->rank - 1);
+    int64_t slice = product(x->dims, b + k, x->rank), batch_stride = b > 0 ? xs[b - 1] : 0;
+    for (int64_t t = 0; t < n_tuples; t++) {
+        int64_t off = per_batch > 0 ? (t / per_batch) * batch_stride : 0;
+        for (int j = 0; j < k; j++) {
+            int64_t raw = op_get_i64(ind, t * k + j), w;
+            if (!wrap_index(raw, x->dims[b + j], &w))
+                return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                               "index %lld (tuple %lld, component %d) is out of range for "
+                               "'data' dim %d of size %lld", (long long)raw, (long long)t, j,
+                               b + j, (long long)x->dims[b + j]);
+            off += w * xs[b + j];
+        }
+        if (slice > 0)
+            memcpy((char *)out[0].data + (size_t)(t * slice) * esz,
+                   (const char *)x->data + (size_t)off * esz, (size_t)slice * esz);
+    }
+    return SMELT_OK;
+}
+
+typedef struct gather_nd_te {
+    const te_tensor *x, *ind;
+    int b, k;
+} gather_nd_te;
+
+static ir_expr *gather_nd_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const gather_nd_te *s = user;
+    ir_builder *b = &g->b;
+    int nq = s->ind->n_axes - 1; /* output axes that walk the tuples */
+    ir_expr *ii[SMELT_MAX_RANK], *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < nq; d++) ii[d] = idx[d];
+    for (int d = 0; d < s->b; d++) xi[d] = idx[d];
+    for (int j = 0; j < s->k; j++) {
+        ii[nq] = ir_int(b, j);
+        xi[s->b + j] = gather_source(b, te_read(g, s->ind, ii), s->x->buf->shape[s->b + j]);
+    }
+    for (int d = s->b + s->k; d < s->x->n_axes; d++) xi[d] = idx[nq + d - s->b - s->k];
+    return te_read(g, s->x, xi);
+}
+
+static smelt_status gather_nd_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    gather_nd_te s = {.x = a->in[0], .ind = a->in[1], .b = gather_nd_batch(a->node)};
+    s.k = (int)s.ind->buf->shape[s.ind->n_axes - 1];
+    for (int j = 0; j < s.k; j++) {
+        int64_t dim = s.x->buf->shape[s.b + j];
+        if (dim == 0)
+            return op_errf(a->ctx, a->node, SMELT_ERR_SHAPE,
+                           "cannot gather from 'data' dim %d of size 0", s.b + j);
+        char msg[160];
+        snprintf(msg, sizeof msg, "index {value} (tuple {position}, component %d) is out of "
+                 "range for 'data' dim %d of size %lld", j, s.b + j, (long long)dim);
+        SMELT_TRY(add_index_check(a, j, dim, msg));
+    }
+    const smelt_tensor *o = &a->out_type[0];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, gather_nd_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_GATHER_ND = {
+    .compute = gather_nd_compute,
+    .import = gather_nd_import, .infer = gather_nd_infer, .eval = gather_nd_eval,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- ScatterElements ----------------------------------------------------------------
+ * out = data; then for every position p of indices:
+ * out[p with p[axis] = indices[p]] (op)= updates[p]. */
+
+OP_ATTRS(SCATTER_ELEMENTS) = {{"axis", 0, 0}, {"reduction", 16, 0}, {NULL, 0, 0}};
+
+static smelt_status scatter_elements_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_scatter_elements_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    SMELT_TRY(op_attr_int(ctx, node, "axis", 0, &a->axis));
+    return import_reduction(ctx, node, &a->reduction);
+}
+
+static const op_scatter_elements_attrs *scatter_elements_attrs(const gr_node *node)
+{
+    static const op_scatter_elements_attrs none = {.axis = 0, .reduction = OP_SCATTER_NONE};
+    return node->op_attrs ? node->op_attrs : &none;
+}
+
+static smelt_status scatter_elements_infer(smelt_ctx *ctx, const gr_node *node,
+                                           const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1], *upd = in[2];
+    int axis;
+    SMELT_TRY(check_movable(ctx, node, x, 0));
+    SMELT_TRY(op_check_dtype(ctx, node, ind, "input 'indices'", k_index_dtypes));
+    if (upd->dtype != x->dtype)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "'updates' has dtype %s but 'data' has %s",
+                       smelt_dtype_name(upd->dtype), smelt_dtype_name(x->dtype));
+    if (x->rank < 1 || ind->rank != x->rank || upd->rank != x->rank)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "'data', 'indices' and 'updates' must have the same rank >= 1, got %d, "
+                       "%d and %d", x->rank, ind->rank, upd->rank);
+    SMELT_TRY(op_norm_axis(ctx, node, scatter_elements_attrs(node)->axis, x->rank, &axis));
+    for (int d = 0; d < x->rank; d++) {
+        if (ind->dims[d] >= 0 && upd->dims[d] >= 0 && ind->dims[d] != upd->dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "'indices' and 'updates' differ in dim %d (%lld and %lld)", d,
+                           (long long)ind->dims[d], (long long)upd->dims[d]);
+        if (d != axis && ind->dims[d] >= 0 && x->dims[d] >= 0 && ind->dims[d] > x->dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "'indices' dim %d (%lld) is larger than 'data' dim %d (%lld)", d,
+                           (long long)ind->dims[d], d, (long long)x->dims[d]);
+    }
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status scatter_elements_eval(smelt_ctx *ctx, const gr_node *node,
+                                          const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1], *upd = in[2];
+    const op_scatter_elements_attrs *a = scatter_elements_attrs(node);
+    int axis;
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    size_t esz = smelt_dtype_size(x->dtype);
+    if (op_numel(x) > 0) memcpy(out[0].data, x->data, (size_t)op_numel(x) * esz);
+    int64_t n = op_numel(ind);
+    if (n == 0) return SMELT_OK;
+    int64_t xs[SMELT_MAX_RANK], idx[SMELT_MAX_RANK] = {0};
+    op_strides(x, xs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t raw = op_get_i64(ind, i), k, off = 0;
+        if (!wrap_index(raw, x->dims[axis], &k))
+            return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                           "index %lld at position %lld is out of range for axis %d of size "
+                           "%lld", (long long)raw, (long long)i, axis, (long long)x->dims[axis]);
+        for (int d = 0; d < x->rank; d++) off += (d == axis ? k : idx[d]) * xs[d];
+        if (a->reduction == OP_SCATTER_NONE)
+            memcpy((char *)out[0].data + (size_t)off * esz, (const char *)upd->data + (size_t)i * esz,
+                   esz);
+        else
+            scatter_combine(&out[0], off, upd, i, a->reduction);
+        op_next_index(idx, ind->dims, ind->rank);
+    }
+    return SMELT_OK;
+}
+
+/* As ScatterND's, a gather: output element i takes the updates at the
+ * positions p of indices with p = i off the axis and indices[p] = i[axis],
+ * found by a pass over indices' axis (no write depends on data). */
+typedef struct scatter_el_te {
+    const te_tensor *x, *ind, *upd, *hits;
+    int axis;
+    op_scatter_reduction red;
+    smelt_dtype acc_dt;
+} scatter_el_te;
+
+/* Whether i (with i[axis] replaced by r) is a position of indices whose
+ * value addresses i[axis]; `then` is evaluated only when it is. */
+static ir_expr *scatter_el_when(te_graph *g, const scatter_el_te *s, ir_expr *const *idx,
+                                ir_expr *r, ir_expr *then, ir_expr *otherwise)
+{
+    ir_builder *b = &g->b;
+    ir_expr *pi[SMELT_MAX_RANK], *inside = NULL;
+    for (int d = 0; d < s->x->n_axes; d++) {
+        pi[d] = d == s->axis ? r : idx[d];
+        if (d == s->axis || s->ind->buf->shape[d] >= s->x->buf->shape[d]) continue;
+        ir_expr *lt = ir_binary(b, IR_LT, idx[d], ir_int(b, s->ind->buf->shape[d]));
+        inside = inside ? ir_binary(b, IR_AND, inside, lt) : lt;
+    }
+    ir_expr *v = ir_cast(b, SMELT_DT_INT64, te_read(g, s->ind, pi));
+    ir_expr *eq = ir_binary(b, IR_EQ, wrap_expr(b, v, s->x->buf->shape[s->axis]), idx[s->axis]);
+    ir_expr *hit = ir_select(b, eq, then, otherwise);
+    return inside ? ir_select(b, inside, hit, otherwise) : hit;
+}
+
+static ir_expr *scatter_el_upd(te_graph *g, const scatter_el_te *s, ir_expr *const *idx,
+                               ir_expr *r)
+{
+    ir_expr *pi[SMELT_MAX_RANK];
+    for (int d = 0; d < s->x->n_axes; d++) pi[d] = d == s->axis ? r : idx[d];
+    return te_read(g, s->upd, pi);
+}
+
+/* reduction none: the last position along the axis that writes i, or -1 */
+static ir_expr *scatter_el_last_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    ir_axis r = te_reduce_axis(g, "r", s->ind->buf->shape[s->axis]);
+    ir_expr *rv = ir_var_ref(&g->b, r.var);
+    ir_expr *src = scatter_el_when(g, s, idx, rv, rv, ir_int(&g->b, -1));
+    return te_reduce(g, IR_REDUCE_MAX, src, 1, &r);
+}
+
+static ir_expr *scatter_el_replace_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *last = te_read(g, s->hits, idx);
+    return ir_select(b, ir_binary(b, IR_GE, last, ir_int(b, 0)), scatter_el_upd(g, s, idx, last),
+                     te_read(g, s->x, idx));
+}
+
+static ir_expr *scatter_el_combined_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    ir_builder *b = &g->b;
+    ir_reduce_op op = scatter_reduce_op(s->red);
+    ir_axis r = te_reduce_axis(g, "r", s->ind->buf->shape[s->axis]);
+    ir_expr *rv = ir_var_ref(b, r.var);
+    ir_expr *val = ir_cast(b, s->acc_dt, scatter_el_upd(g, s, idx, rv));
+    ir_expr *src = scatter_el_when(g, s, idx, rv, val, te_reduce_identity(g, op, s->acc_dt));
+    return te_reduce(g, op, src, 1, &r);
+}
+
+static ir_expr *scatter_el_apply_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    scatter_te t = {.x = s->x, .hits = s->hits, .red = s->red, .acc_dt = s->acc_dt};
+    return scatter_apply_body(g, idx, &t);
+}
+
+static ir_expr *copy_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx);
+}
+
+static smelt_status scatter_elements_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_scatter_elements_attrs *at = scatter_elements_attrs(a->node);
+    scatter_el_te s = {.x = a->in[0], .ind = a->in[1], .upd = a->in[2], .red = at->reduction};
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, s.x->n_axes, &s.axis));
+    smelt_dtype dt = s.x->buf->dtype;
+    s.acc_dt = dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+    const int64_t *shape = s.x->buf->shape;
+    int rank = s.x->n_axes;
+    int64_t dim = shape[s.axis];
+    char msg[160];
+    snprintf(msg, sizeof msg, "index {value} at position {position} is out of range for axis %d "
+             "of size %lld", s.axis, (long long)dim);
+    SMELT_TRY(add_index_check(a, -1, dim, msg));
+    if (placeholder_numel(s.ind) == 0) { /* nothing scattered: a copy */
+        te_tensor *y = te_compute(a->te, "y", dt, rank, shape, copy_body, (void *)s.x,
+                                  "injective");
+        return compute_done(a, y);
+    }
+    if (s.red == OP_SCATTER_NONE) {
+        s.hits = te_compute(a->te, "y_last", SMELT_DT_INT64, rank, shape, scatter_el_last_body,
+                            &s, "reduce");
+        if (!s.hits) return compute_done(a, NULL);
+        te_tensor *y = te_compute(a->te, "y", dt, rank, shape, scatter_el_replace_body, &s,
+                                  "injective");
+        return compute_done(a, y);
+    }
+    s.hits = te_compute(a->te, "y_upd", s.acc_dt, rank, shape, scatter_el_combined_body, &s,
+                        "reduce");
+    if (!s.hits) return compute_done(a, NULL);
+    te_tensor *y = te_compute(a->te, "y", dt, rank, shape, scatter_el_apply_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_SCATTER_ELEMENTS = {
+    .compute = scatter_elements_compute,
+    .import = scatter_elements_import, .infer = scatter_elements_infer,
+    .eval = scatter_elements_eval,
+    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* Scatter (opsets 9-10, deprecated): ScatterElements without reductions. */
+OP_ATTRS(SCATTER) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
+const op_def op_def_SCATTER = {
+    .compute = scatter_elements_compute,
+    .import = scatter_elements_import, .infer = scatter_elements_infer,
+    .eval = scatter_elements_eval,
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
 };
 

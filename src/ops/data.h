@@ -26,6 +26,17 @@ typedef struct op_scatter_nd_attrs {
     op_scatter_reduction reduction;
 } op_scatter_nd_attrs;
 
+/* GatherND: leading axes shared by data and indices. */
+typedef struct op_gather_nd_attrs {
+    int64_t batch_dims;
+} op_gather_nd_attrs;
+
+/* ScatterElements. */
+typedef struct op_scatter_elements_attrs {
+    int64_t axis;
+    op_scatter_reduction reduction;
+} op_scatter_elements_attrs;
+
 typedef enum op_pad_mode {
     OP_PAD_CONSTANT,
     OP_PAD_REFLECT,
