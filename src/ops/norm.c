@@ -1,6 +1,6 @@
 /* Normalization and softmax: BatchNormalization, InstanceNormalization,
  * GroupNormalization, MeanVarianceNormalization, LpNormalization,
- * LayerNormalization, Softmax, LogSoftmax.
+ * LayerNormalization, RMSNormalization, Softmax, LogSoftmax.
  *
  * The kernels compute in double.  Softmax, LayerNorm and InstanceNorm load
  * the input into a double scratch buffer with a typed loop (so float32 never
@@ -1345,6 +1345,108 @@ const op_def op_def_LAYER_NORMALIZATION = {
     .max_inputs = 3,
     .min_outputs = 1,
     .max_outputs = 3,
+};
+
+/* ---- RMSNormalization ----------------------------------------------------------------
+ * y = x / sqrt(mean(x^2 over X.dims[axis:]) + epsilon) * scale (opset 23),
+ * the statistic in the stash type's precision (at least float32). */
+
+OP_ATTRS(RMS_NORMALIZATION) = {{"axis", 0, 0}, {"epsilon", 0, 0}, {"stash_type", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status rmsnorm_infer(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_layernorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(check_float_input(ctx, node, x, 0));
+    SMELT_TRY(check_rank_at_least(ctx, node, x, 1, "the normalized axes must exist"));
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    SMELT_TRY(check_layernorm_param(ctx, node, in[1], 1, x, axis));
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status rmsnorm_eval(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_layernorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    int64_t rows = dims_product(x->dims, 0, axis), cols = dims_product(x->dims, axis, x->rank);
+    double *xd = f64_scratch(ctx, node, op_numel(x)), *w = f64_scratch(ctx, node, cols);
+    if (!xd || !w) {
+        smelt_free(xd);
+        smelt_free(w);
+        return SMELT_ERR_NOMEM;
+    }
+    load_f64(x, xd);
+    expand_param(in[1], x, axis, w);
+    for (int64_t r = 0; r < rows; r++) {
+        double *row = xd + r * cols, sq = 0;
+        for (int64_t j = 0; j < cols; j++) sq += row[j] * row[j];
+        double inv = 1.0 / sqrt((cols > 0 ? sq / (double)cols : 0.0) + a->epsilon);
+        for (int64_t j = 0; j < cols; j++) row[j] = row[j] * inv * w[j];
+    }
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    smelt_free(w);
+    return SMELT_OK;
+}
+
+typedef struct rmsnorm_te {
+    const te_tensor *x, *scale, *sq_sum;
+    norm_span span;
+    smelt_dtype dt;
+    double count, eps;
+} rmsnorm_te;
+
+static ir_expr *rmsnorm_sq_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const rmsnorm_te *s = user;
+    ir_expr *v = read_as(g, s->x, idx, s->dt);
+    return ir_mul(&g->b, v, v);
+}
+
+static ir_expr *rmsnorm_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const rmsnorm_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *ms = ir_binary(b, IR_DIV, read_row(g, s->sq_sum, s->span, idx),
+                            fconst(g, s->dt, s->count));
+    ir_expr *rms = call1(g, IR_CALL_SQRT, ir_add(b, ms, fconst(g, s->dt, s->eps)));
+    ir_expr *y = ir_binary(b, IR_DIV, read_as(g, s->x, idx, s->dt), rms);
+    return ir_mul(b, y, read_param(g, s->scale, PARAM_TRAILING, idx, s->x->n_axes, s->dt));
+}
+
+static smelt_status rmsnorm_compute(op_compute_args *a)
+{
+    const op_layernorm_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, x->n_axes, &axis));
+    bool wide = x->buf->dtype == SMELT_DT_FLOAT64 || at->stash_type == SMELT_DT_FLOAT64;
+    rmsnorm_te s = {.x = x, .scale = a->in[1], .span = {.lo = axis, .hi = x->n_axes},
+                    .dt = wide ? SMELT_DT_FLOAT64 : SMELT_DT_FLOAT32, .eps = at->epsilon};
+    int64_t len = row_length(x, s.span);
+    s.count = len > 0 ? (double)len : 1.0;
+    row_reduce r = {x, s.span, IR_REDUCE_SUM, s.dt, rmsnorm_sq_elem, &s};
+    if (!(s.sq_sum = row_reduce_stage(a->te, "x_sq_sum", &r))) return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           rmsnorm_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_RMS_NORMALIZATION = {
+    .compute = rmsnorm_compute,
+    .import = layernorm_import,
+    .infer = rmsnorm_infer,
+    .eval = rmsnorm_eval,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
 };
 
 /* ---- Softmax, LogSoftmax ---------------------------------------------------------- */

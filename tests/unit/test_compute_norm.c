@@ -133,6 +133,12 @@ static const opt_case k_group_mvn_lp_cases[] = {
      {AXIS(0), OPT_AI("p", 1)}},
     {"lpnorm p=2 axis 1 f64", OP_LP_NORMALIZATION, 22, "y", 1, 2, {X234(F64)},
      {AXIS(1), OPT_AI("p", 2)}},
+    {"rmsnorm last axis", OP_RMS_NORMALIZATION, 23, "y", 2, 0,
+     {X234(F32), OPT_X(F32, 1, 4)}, {{0}}},
+    {"rmsnorm axis 1, broadcast scale, f16", OP_RMS_NORMALIZATION, 23, "y", 2, 2,
+     {X234(F16), OPT_X(F16, 2, 1, 4)}, {AXIS(1), EPS(0.1)}},
+    {"rmsnorm f64 stash", OP_RMS_NORMALIZATION, 23, "y", 2, 1,
+     {X234(F32), OPT_X(F32, 1, 4)}, {OPT_AI("stash_type", 11)}},
 };
 
 int main(void)

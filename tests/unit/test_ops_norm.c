@@ -325,6 +325,21 @@ static void test_lpnorm_zero(void)
     opt_fini(&f);
 }
 
+static void test_rmsnorm(void)
+{
+    opt_node f;
+    opt_init(&f, NULL, OP_RMS_NORMALIZATION, 23, 2, 1);
+    opt_attr_float(&f, "epsilon", 0.0f);
+    const int64_t xd[] = {2, 2}, pd[] = {2};
+    const float x[] = {3, 4, -1, 1}, s[] = {1, 2};
+    smelt_tensor in[] = {opt_tensor(F32, 2, xd, x), opt_tensor(F32, 1, pd, s)};
+    CHECK(opt_run(&f, in, 2) == SMELT_OK);
+    /* rms of (3, 4) is sqrt(12.5), of (-1, 1) is 1 */
+    const float want[] = {3 / 3.5355339f, 8 / 3.5355339f, -1, 2};
+    OPT_EXPECT_F32(&f.out[0], want, 4, OPT_ABS(1e-6));
+    opt_fini(&f);
+}
+
 static void test_instancenorm_rank2_rejected(void)
 {
     opt_node f;
@@ -365,6 +380,7 @@ int main(void)
     test_instancenorm();
     test_groupnorm();
     test_lpnorm_zero();
+    test_rmsnorm();
     test_instancenorm_rank2_rejected();
     TEST_MAIN_END();
 }
