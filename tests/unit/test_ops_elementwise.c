@@ -94,6 +94,18 @@ static void test_math(void)
     unary_f32(OP_TANH, (float[]){0, 1000}, (float[]){0, 1}, 2, 0);
     unary_f32(OP_SIN, (float[]){0}, (float[]){0}, 1, 0);
     unary_f32(OP_COS, (float[]){0}, (float[]){1}, 1, 0);
+    /* Mish, Swish, Shrink (added for issue #14) */
+    unary_f32(OP_MISH, (float[]){0, 1, -30}, (float[]){0, 0.8650984f, 0}, 3, 1e-6);
+    {
+        opt_node h;
+        opt_init(&h, &k_names, OP_SWISH, 24, 1, 1);
+        opt_attr_float(&h, "alpha", 2.0f);
+        check_f32(&h, (float[]){0, 1}, (float[]){0, 0.8807971f}, 2, 1e-6);
+        opt_init(&h, &k_names, OP_SHRINK, 9, 1, 1);
+        opt_attr_float(&h, "lambd", 1.0f);
+        opt_attr_float(&h, "bias", 0.5f);
+        check_f32(&h, (float[]){-2, -1, 0.5f, 1.5f}, (float[]){-1.5f, 0, 0, 1}, 4, 0);
+    }
     /* trigonometric and hyperbolic functions (added for issue #14) */
     unary_f32(OP_TAN, (float[]){0, 0.5f}, (float[]){0, 0.5463025f}, 2, 1e-7);
     unary_f32(OP_ASIN, (float[]){0.5f, 2}, (float[]){0.5235988f, NAN}, 2, 1e-7);
