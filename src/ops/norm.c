@@ -1,6 +1,6 @@
 /* Normalization and softmax: BatchNormalization, InstanceNormalization,
  * GroupNormalization, MeanVarianceNormalization, LpNormalization,
- * LayerNormalization, RMSNormalization, Softmax, LogSoftmax.
+ * LayerNormalization, RMSNormalization, Softmax, LogSoftmax, Hardmax.
  *
  * The kernels compute in double.  Softmax, LayerNorm and InstanceNorm load
  * the input into a double scratch buffer with a typed loop (so float32 never
@@ -1622,6 +1622,137 @@ const op_def op_def_LOG_SOFTMAX = {
     .import = softmax_import,
     .infer = softmax_infer,
     .eval = log_softmax_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+/* ---- Hardmax ------------------------------------------------------------------------
+ * 1 at the first maximum of each row (numpy's argmax: the first NaN, if
+ * any, is the maximum), 0 elsewhere; rows as Softmax's (2-D form before
+ * opset 13). */
+
+OP_ATTRS(HARDMAX) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
+static void hardmax_line(double *x, int64_t n, int64_t stride)
+{
+    int64_t best = 0;
+    for (int64_t k = 1; k < n && !isnan(x[0]); k++) {
+        double v = x[k * stride], b = x[best * stride];
+        if (isnan(v) || (!isnan(b) && v > b)) {
+            best = k;
+            if (isnan(v)) break;
+        }
+    }
+    for (int64_t k = 0; k < n; k++) x[k * stride] = k == best ? 1.0 : 0.0;
+}
+
+static smelt_status hardmax_eval(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_softmax_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(softmax_axis(ctx, node, x, &axis));
+    int64_t outer = dims_product(x->dims, 0, axis), n, inner;
+    if (a->coerce_2d) {
+        n = dims_product(x->dims, axis, x->rank);
+        inner = 1;
+    } else {
+        n = x->dims[axis];
+        inner = dims_product(x->dims, axis + 1, x->rank);
+    }
+    double *xd = f64_scratch(ctx, node, op_numel(x));
+    if (!xd) return SMELT_ERR_NOMEM;
+    load_f64(x, xd);
+    for (int64_t o = 0; o < outer && n > 0; o++)
+        for (int64_t i = 0; i < inner; i++) hardmax_line(xd + o * n * inner + i, n, inner);
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    return SMELT_OK;
+}
+
+typedef struct hardmax_te {
+    const te_tensor *x;
+    te_tensor *max, *first_max, *first_nan;
+    norm_span span;
+    smelt_dtype dt;
+} hardmax_te;
+
+/* The row-major position of idx within its row (the span's dims). */
+static ir_expr *hardmax_pos(te_graph *g, const hardmax_te *s, ir_expr *const *idx)
+{
+    ir_builder *b = &g->b;
+    ir_expr *pos = ir_int(b, 0);
+    for (int d = s->span.lo; d < s->span.hi; d++)
+        pos = ir_add(b, ir_mul(b, pos, ir_int(b, s->x->buf->shape[d])), idx[d]);
+    return pos;
+}
+
+static ir_expr *hardmax_x_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    return read_as(g, s->x, idx, s->dt);
+}
+
+static ir_expr *hardmax_max_pos_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *is_max = ir_binary(b, IR_EQ, read_as(g, s->x, idx, s->dt),
+                                read_row(g, s->max, s->span, idx));
+    return ir_select(b, is_max, hardmax_pos(g, s, idx), ir_int(b, INT64_MAX));
+}
+
+static ir_expr *hardmax_nan_pos_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *v = read_as(g, s->x, idx, s->dt);
+    ir_expr *nan = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &v);
+    return ir_select(b, nan, hardmax_pos(g, s, idx), ir_int(b, INT64_MAX));
+}
+
+static ir_expr *hardmax_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *nan = read_row(g, s->first_nan, s->span, idx);
+    ir_expr *first = ir_select(b, ir_binary(b, IR_LT, nan, ir_int(b, INT64_MAX)), nan,
+                               read_row(g, s->first_max, s->span, idx));
+    return ir_select(b, ir_binary(b, IR_EQ, hardmax_pos(g, s, idx), first), fconst(g, s->dt, 1.0),
+                     fconst(g, s->dt, 0.0));
+}
+
+static smelt_status hardmax_compute(op_compute_args *a)
+{
+    const op_softmax_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    smelt_tensor xt = {.dtype = x->buf->dtype, .rank = x->n_axes};
+    memcpy(xt.dims, x->buf->shape, sizeof(int64_t) * (size_t)x->n_axes);
+    int axis;
+    SMELT_TRY(softmax_axis(a->ctx, a->node, &xt, &axis));
+    hardmax_te s = {.x = x, .span = {.lo = axis, .hi = at->coerce_2d ? x->n_axes : axis + 1},
+                    .dt = compute_dtype(x->buf->dtype)};
+    row_reduce max = {x, s.span, IR_REDUCE_MAX, s.dt, hardmax_x_elem, &s};
+    row_reduce first_max = {x, s.span, IR_REDUCE_MIN, SMELT_DT_INT64, hardmax_max_pos_elem, &s};
+    row_reduce first_nan = {x, s.span, IR_REDUCE_MIN, SMELT_DT_INT64, hardmax_nan_pos_elem, &s};
+    if (!(s.max = row_reduce_stage(a->te, "y_max", &max))) return smelt_ctx_status(a->ctx);
+    if (!(s.first_max = row_reduce_stage(a->te, "y_first", &first_max)))
+        return smelt_ctx_status(a->ctx);
+    if (!(s.first_nan = row_reduce_stage(a->te, "y_first_nan", &first_nan)))
+        return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           hardmax_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_HARDMAX = {
+    .compute = hardmax_compute,
+    .import = softmax_import,
+    .infer = softmax_infer,
+    .eval = hardmax_eval,
     .min_inputs = 1,
     .max_inputs = 1,
     .min_outputs = 1,

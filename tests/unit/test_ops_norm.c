@@ -340,6 +340,20 @@ static void test_rmsnorm(void)
     opt_fini(&f);
 }
 
+static void test_hardmax(void)
+{
+    opt_node f;
+    opt_init(&f, NULL, OP_HARDMAX, 13, 1, 1);
+    const int64_t xd[] = {3, 3};
+    /* ties take the first maximum; a NaN is the maximum (numpy's argmax) */
+    const float x[] = {1, 5, 5, 2, NAN, 7, -1, -1, -3};
+    smelt_tensor in[] = {opt_tensor(F32, 2, xd, x)};
+    CHECK(opt_run(&f, in, 1) == SMELT_OK);
+    const float want[] = {0, 1, 0, 0, 1, 0, 1, 0, 0};
+    OPT_EXPECT_F32(&f.out[0], want, 9, OPT_ABS(0));
+    opt_fini(&f);
+}
+
 static void test_instancenorm_rank2_rejected(void)
 {
     opt_node f;
@@ -381,6 +395,7 @@ int main(void)
     test_groupnorm();
     test_lpnorm_zero();
     test_rmsnorm();
+    test_hardmax();
     test_instancenorm_rank2_rejected();
     TEST_MAIN_END();
 }
