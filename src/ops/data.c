@@ -1,5 +1,6 @@
 /* Indexing and data movement: Slice, Gather, GatherElements, ScatterND, Pad,
- * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth, GatherND, ScatterElements.
+ * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth, EyeLike, GatherND,
+ * ScatterElements.
  *
  * The kernels move elements as raw bytes (smelt_dtype_size each), so every
  * fixed-size dtype works the same way; only ScatterND's reductions and
@@ -1063,6 +1064,92 @@ const op_def op_def_SCATTER_ND = {
     .compute = scatter_nd_compute,
     .import = scatter_nd_import, .infer = scatter_nd_infer, .eval = scatter_nd_eval,
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- EyeLike -----------------------------------------------------------------------
+ * A 2-D tensor shaped like X with ones on diagonal k (y[i][j] = j - i == k),
+ * of the element type 'dtype' (default: X's). */
+
+OP_ATTRS(EYE_LIKE) = {{"dtype", 0, 0}, {"k", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status eye_like_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_eye_like_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    int64_t dt;
+    SMELT_TRY(op_attr_int(ctx, node, "k", 0, &a->k));
+    SMELT_TRY(op_attr_int(ctx, node, "dtype", SMELT_DT_UNDEFINED, &dt));
+    if (dt != SMELT_DT_UNDEFINED &&
+        (dt < 0 || dt >= SMELT_DT_COUNT_ || smelt_dtype_size((smelt_dtype)dt) == 0 ||
+         dt == SMELT_DT_COMPLEX64 || dt == SMELT_DT_COMPLEX128))
+        return op_errf(ctx, node, dt > SMELT_DT_UNDEFINED && dt <= 26 ? SMELT_ERR_UNSUPPORTED
+                                                                       : SMELT_ERR_ATTR,
+                       "attribute 'dtype' is %lld, not an element type EyeLike supports",
+                       (long long)dt);
+    a->dtype = (smelt_dtype)dt;
+    return SMELT_OK;
+}
+
+static smelt_status eye_like_infer(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_eye_like_attrs *a = node->op_attrs;
+    if (in[0]->rank != 2)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "input '%s' has rank %d, expected 2",
+                       input_name(node, 0), in[0]->rank);
+    smelt_dtype dt = a->dtype != SMELT_DT_UNDEFINED ? a->dtype : in[0]->dtype;
+    if (smelt_dtype_size(dt) == 0 || dt == SMELT_DT_COMPLEX64 || dt == SMELT_DT_COMPLEX128)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "element type %s is not supported",
+                       smelt_dtype_name(dt));
+    op_copy_shape(&out[0], in[0]);
+    out[0].dtype = dt;
+    return SMELT_OK;
+}
+
+static smelt_status eye_like_eval(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    (void)ctx;
+    const op_eye_like_attrs *a = node->op_attrs;
+    int64_t rows = in[0]->dims[0], cols = in[0]->dims[1];
+    if (rows * cols > 0)
+        memset(out[0].data, 0, (size_t)(rows * cols) * smelt_dtype_size(out[0].dtype));
+    for (int64_t i = 0; i < rows; i++) {
+        if (a->k < cols && a->k >= -i && i + a->k < cols) { /* j = i + k in [0, cols) */
+            if (op_dtype_is_float(out[0].dtype)) op_set_f64(&out[0], i * cols + i + a->k, 1.0);
+            else op_set_i64(&out[0], i * cols + i + a->k, 1);
+        }
+    }
+    return SMELT_OK;
+}
+
+static ir_expr *eye_like_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const op_eye_like_attrs *a = user;
+    ir_builder *b = &g->b;
+    smelt_dtype dt = a->dtype;
+    ir_expr *on = ir_binary(b, IR_EQ, ir_sub(b, idx[1], idx[0]), ir_int(b, a->k));
+    ir_expr *one = op_dtype_is_float(dt) ? ir_const_float(b, dt, 1.0) : ir_const_int(b, dt, 1);
+    return ir_select(b, on, one, zero_of(b, dt));
+}
+
+static smelt_status eye_like_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const smelt_tensor *o = &a->out_type[0];
+    op_eye_like_attrs at = *(const op_eye_like_attrs *)a->node->op_attrs;
+    at.dtype = o->dtype;
+    /* |k| beyond the dims: no diagonal; clamped so k stays a small immediate */
+    at.k = clamp_i64(at.k, -o->dims[0] - 1, o->dims[1] + 1);
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, eye_like_body, &at,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_EYE_LIKE = {
+    .compute = eye_like_compute,
+    .import = eye_like_import, .infer = eye_like_infer, .eval = eye_like_eval,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
 };
 
 /* ---- GatherND ----------------------------------------------------------------------

@@ -155,6 +155,10 @@ static const opt_case k_pad_cases[] = {
 };
 
 static const opt_case k_misc_cases[] = {
+    {"eyelike k 1", OP_EYE_LIKE, 22, "y", 1, 1, {X(F32, 2, 3, 5)}, {AI("k", 1)}},
+    {"eyelike k -2, bool", OP_EYE_LIKE, 22, "y", 1, 2, {X(F32, 2, 4, 3)},
+     {AI("k", -2), AI("dtype", SMELT_DT_BOOL)}},
+    {"eyelike f16", OP_EYE_LIKE, 9, "y", 1, 0, {X(F16, 2, 4, 4)}, {{0}}},
     {"trilu upper, run-time k", OP_TRILU, 14, "y", 2, 0, {X(I64, 3, 2, 3, 5), SR(I64, -1)}, {{0}}},
     {"trilu lower, const k", OP_TRILU, 14, "y", 2, 1,
      {X(F32, 2, 5, 3), SC(I64, 1)}, {AI("upper", 0)}},
