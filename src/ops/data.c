@@ -1,6 +1,6 @@
 /* Indexing and data movement: Slice, Gather, GatherElements, ScatterND, Pad,
- * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth, EyeLike, GatherND,
- * ScatterElements.
+ * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth, EyeLike, ReverseSequence,
+ * GatherND, ScatterElements.
  *
  * The kernels move elements as raw bytes (smelt_dtype_size each), so every
  * fixed-size dtype works the same way; only ScatterND's reductions and
@@ -1150,6 +1150,135 @@ const op_def op_def_EYE_LIKE = {
     .compute = eye_like_compute,
     .import = eye_like_import, .infer = eye_like_infer, .eval = eye_like_eval,
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- ReverseSequence ---------------------------------------------------------------
+ * For each batch entry b, the first sequence_lens[b] steps along time_axis
+ * reversed, the rest copied. */
+
+OP_ATTRS(REVERSE_SEQUENCE) = {{"batch_axis", 0, 0}, {"time_axis", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status reverse_sequence_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_reverse_sequence_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    SMELT_TRY(op_attr_int(ctx, node, "batch_axis", 1, &a->batch_axis));
+    SMELT_TRY(op_attr_int(ctx, node, "time_axis", 0, &a->time_axis));
+    if ((a->batch_axis != 0 && a->batch_axis != 1) || (a->time_axis != 0 && a->time_axis != 1) ||
+        a->batch_axis == a->time_axis)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attributes 'batch_axis' (%lld) and 'time_axis' (%lld) must be 0 and 1 "
+                       "in some order", (long long)a->batch_axis, (long long)a->time_axis);
+    return SMELT_OK;
+}
+
+static smelt_status reverse_sequence_infer(smelt_ctx *ctx, const gr_node *node,
+                                           const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_reverse_sequence_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *lens = in[1];
+    SMELT_TRY(check_movable(ctx, node, x, 0));
+    static const smelt_dtype i64[] = {SMELT_DT_INT64, SMELT_DT_UNDEFINED};
+    SMELT_TRY(op_check_dtype(ctx, node, lens, "input 'sequence_lens'", i64));
+    if (x->rank < 2)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "input '%s' has rank %d, expected >= 2",
+                       input_name(node, 0), x->rank);
+    int64_t batch = x->dims[a->batch_axis];
+    if (lens->rank != 1 || (lens->dims[0] >= 0 && batch >= 0 && lens->dims[0] != batch))
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "input 'sequence_lens' must be 1-D with %lld elements (the batch)",
+                       (long long)batch);
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status reverse_sequence_eval(smelt_ctx *ctx, const gr_node *node,
+                                          const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_reverse_sequence_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *lens = in[1];
+    int ba = (int)a->batch_axis, ta = (int)a->time_axis;
+    int64_t steps = x->dims[ta], n = op_numel(x), xs[SMELT_MAX_RANK], idx[SMELT_MAX_RANK] = {0};
+    size_t esz = smelt_dtype_size(x->dtype);
+    for (int64_t b = 0; b < x->dims[ba]; b++) {
+        int64_t len = op_get_i64(lens, b);
+        if (len < 0 || len > steps)
+            return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                           "sequence length %lld at position %lld is out of range [0, %lld]",
+                           (long long)len, (long long)b, (long long)steps);
+    }
+    op_strides(x, xs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = op_get_i64(lens, idx[ba]), t = idx[ta];
+        int64_t src = i + (t < len ? (len - 1 - 2 * t) * xs[ta] : 0);
+        memcpy((char *)out[0].data + (size_t)i * esz, (const char *)x->data + (size_t)src * esz,
+               esz);
+        op_next_index(idx, x->dims, x->rank);
+    }
+    return SMELT_OK;
+}
+
+typedef struct reverse_sequence_te {
+    const te_tensor *x, *lens;
+    int ba, ta;
+} reverse_sequence_te;
+
+static ir_expr *reverse_sequence_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const reverse_sequence_te *s = user;
+    ir_builder *b = &g->b;
+    int64_t steps = s->x->buf->shape[s->ta];
+    ir_expr *li[1] = {idx[s->ba]}, *xi[SMELT_MAX_RANK];
+    /* clamped like the indices of Gather: the check stage reports bad lengths */
+    ir_expr *len = clamp_expr(b, te_read(g, s->lens, li), 0, steps);
+    ir_expr *t = idx[s->ta];
+    for (int d = 0; d < s->x->n_axes; d++) xi[d] = idx[d];
+    xi[s->ta] = ir_select(b, ir_binary(b, IR_LT, t, len),
+                          ir_sub(b, ir_sub(b, len, ir_int(b, 1)), t), t);
+    return te_read(g, s->x, xi);
+}
+
+static ir_expr *lens_check_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx);
+}
+
+static smelt_status reverse_sequence_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_reverse_sequence_attrs *at = a->node->op_attrs;
+    reverse_sequence_te s = {.x = a->in[0], .lens = a->in[1], .ba = (int)at->batch_axis,
+                             .ta = (int)at->time_axis};
+    int64_t steps = s.x->buf->shape[s.ta];
+    const smelt_tensor *c = const_at(a, 1);
+    bool ok = c != NULL;
+    for (int64_t i = 0; c && i < op_numel(c); i++)
+        ok = ok && op_get_i64(c, i) >= 0 && op_get_i64(c, i) <= steps;
+    if (!ok) {
+        ir_builder *b = &a->te->b;
+        ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
+        ir_expr *vr = ir_var_ref(b, v);
+        ir_expr *cond = ir_binary(b, IR_AND, ir_binary(b, IR_GE, vr, ir_int(b, 0)),
+                                  ir_binary(b, IR_LE, vr, ir_int(b, steps)));
+        char msg[120];
+        snprintf(msg, sizeof msg, "sequence length {value} at position {position} is out of "
+                 "range [0, %lld]", (long long)steps);
+        ir_check_site site = {.node = a->node->name, .op = a->node->op_type, .message = msg};
+        if (!te_check_compute(a->te, "check", 1, s.lens->buf->shape, lens_check_body,
+                              (void *)s.lens, v, cond, &site))
+            return compute_done(a, NULL);
+    }
+    const smelt_tensor *o = &a->out_type[0];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, reverse_sequence_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_REVERSE_SEQUENCE = {
+    .compute = reverse_sequence_compute,
+    .import = reverse_sequence_import, .infer = reverse_sequence_infer,
+    .eval = reverse_sequence_eval,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
 };
 
 /* ---- GatherND ----------------------------------------------------------------------

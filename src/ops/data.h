@@ -34,6 +34,11 @@ typedef struct op_eye_like_attrs {
     int64_t k;
 } op_eye_like_attrs;
 
+/* ReverseSequence: batch and time axes, 0 and 1 in some order. */
+typedef struct op_reverse_sequence_attrs {
+    int64_t batch_axis, time_axis;
+} op_reverse_sequence_attrs;
+
 /* GatherND: leading axes shared by data and indices. */
 typedef struct op_gather_nd_attrs {
     int64_t batch_dims;

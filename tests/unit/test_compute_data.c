@@ -159,6 +159,10 @@ static const opt_case k_misc_cases[] = {
     {"eyelike k -2, bool", OP_EYE_LIKE, 22, "y", 1, 2, {X(F32, 2, 4, 3)},
      {AI("k", -2), AI("dtype", SMELT_DT_BOOL)}},
     {"eyelike f16", OP_EYE_LIKE, 9, "y", 1, 0, {X(F16, 2, 4, 4)}, {{0}}},
+    {"reversesequence time 0 batch 1, run-time lens", OP_REVERSE_SEQUENCE, 10, "y", 2, 0,
+     {X(F32, 3, 4, 3, 2), OPT_RUNTIME1(I64, 4, 0, 2)}, {{0}}},
+    {"reversesequence batch 0 time 1, const lens, int8", OP_REVERSE_SEQUENCE, 10, "y", 2, 2,
+     {X(I8, 2, 3, 5), OPT_CONST1(I64, 1, 5, 3)}, {AI("batch_axis", 0), AI("time_axis", 1)}},
     {"trilu upper, run-time k", OP_TRILU, 14, "y", 2, 0, {X(I64, 3, 2, 3, 5), SR(I64, -1)}, {{0}}},
     {"trilu lower, const k", OP_TRILU, 14, "y", 2, 1,
      {X(F32, 2, 5, 3), SC(I64, 1)}, {AI("upper", 0)}},
@@ -262,6 +266,12 @@ static void test_out_of_range_indices(void)
     opt_check_data_error(&k_suite, &sel,
                          "(ScatterElements): index 3 at position 1 is out of range for axis 0 "
                          "of size 3");
+    opt_case rev = {"reversesequence length out of range", OP_REVERSE_SEQUENCE, 10, "y", 2, 2,
+                    {X(F32, 2, 2, 3), OPT_RUNTIME1(I64, 3, 4)},
+                    {AI("batch_axis", 0), AI("time_axis", 1)}};
+    opt_check_data_error(&k_suite, &rev,
+                         "(ReverseSequence): sequence length 4 at position 1 is out of range "
+                         "[0, 3]");
     const opt_case in_range[] = {
         {"gather negative indices wrap", OP_GATHER, 13, "y", 2, 0,
          {PR(F32, 10, 20, 30), OPT_RUNTIME1(I64, -1, -3, 2, 0)}, {{0}}},
