@@ -42,5 +42,12 @@ fi
 # pytest and onnx for the same python3.
 if ! python3 -c "import pytest, onnx, onnxruntime, numpy" 2>/dev/null; then
     echo "setup: installing pytest and onnx (PyPI) for the Python package's tests"
-    python3 -m pip install --quiet --disable-pip-version-check pytest onnx onnxruntime numpy
+    python3 -m pip install --quiet --disable-pip-version-check pytest onnx==1.23.2 onnxruntime numpy
+fi
+# The current-onnx conformance tests (conformance/current_onnx_*) generate the
+# node tests of this onnx release; tests/conformance/expected_failures_current.txt
+# is made for it.
+if [ "$(python3 -c 'import onnx; print(onnx.__version__)' 2>/dev/null)" != "1.23.2" ]; then
+    echo "setup: installing onnx 1.23.2 (PyPI) for the current-onnx node tests"
+    python3 -m pip install --quiet --disable-pip-version-check onnx==1.23.2
 fi

@@ -25,6 +25,36 @@ if(EXISTS ${ONNX_NODE_TESTS})
   set_tests_properties(conformance/onnx_node_compiled PROPERTIES TIMEOUT 1500)
 endif()
 
+# ---- Conformance: the node tests of the current onnx release (PyPI) ----
+# The onnx wheel ships the test generators, not their data: the python3 on PATH
+# (pyenv's, with onnx from scripts/setup.sh) writes them into the build tree
+# (about 30 s; kept while its onnx version is the same).  The compiled path builds
+# C for every test, so its tests are split in two shards that ctest -j2 runs side
+# by side (each about 3-4 minutes on one core of the CI machine).
+find_program(SMELT_PYTHON NAMES python3)
+set(SMELT_CURRENT_ONNX_DIR ${CMAKE_BINARY_DIR}/tests/current_onnx)
+set(SMELT_CURRENT_ONNX_XFAIL ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_current.txt)
+if(SMELT_PYTHON)
+  add_test(NAME conformance/current_onnx_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_current_onnx.py
+            --out ${SMELT_CURRENT_ONNX_DIR} --shards 2 --expect-version 1.23.2)
+  set_tests_properties(conformance/current_onnx_generate PROPERTIES
+    FIXTURES_SETUP current_onnx TIMEOUT 600)
+  add_test(NAME conformance/current_onnx_reference
+    COMMAND smelt_cli check --reference --expected-failures ${SMELT_CURRENT_ONNX_XFAIL}
+            ${SMELT_CURRENT_ONNX_DIR})
+  set_tests_properties(conformance/current_onnx_reference PROPERTIES
+    FIXTURES_REQUIRED current_onnx TIMEOUT 600)
+  foreach(shard 0 1)
+    add_test(NAME conformance/current_onnx_compiled_${shard}
+      COMMAND smelt_cli check --compiled --expected-failures ${SMELT_CURRENT_ONNX_XFAIL}
+              --expected-failures ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_compiled.txt
+              ${SMELT_CURRENT_ONNX_DIR}/shard${shard})
+    set_tests_properties(conformance/current_onnx_compiled_${shard} PROPERTIES
+      FIXTURES_REQUIRED current_onnx TIMEOUT 1500)
+  endforeach()
+endif()
+
 # ---- Attribute regressions (issue #14): node tests with expected values from numpy ----
 set(SMELT_ATTR_CASES_DIR ${CMAKE_BINARY_DIR}/tests/attr_cases)
 add_test(NAME conformance/attr_cases_generate
@@ -272,9 +302,8 @@ set_tests_properties(unit/test_alloc_fail_compile unit/test_alloc_fail_compile_p
   PROPERTIES TIMEOUT 600)
 
 # ---- Python package (python/): its pytest suite over this build's libsmelt.so ----
-# The python3 on PATH (pyenv's: numpy, onnx, onnxruntime, pytest from
+# SMELT_PYTHON (found above: pyenv's python3 with numpy, onnx, onnxruntime, pytest from
 # scripts/setup.sh), not Debian's, which the model generators above use.
-find_program(SMELT_PYTHON NAMES python3)
 set(SMELT_PYTEST_ENV "SMELT_LIB=$<TARGET_FILE:smelt_shared>" PYTHONDONTWRITEBYTECODE=1)
 if(SMELT_SANITIZE AND CMAKE_C_COMPILER_ID STREQUAL "GNU")
   # an ASan library loaded into python needs the ASan runtime loaded first;

@@ -292,6 +292,15 @@ static const char *math_name(ir_call_op op)
     case IR_CALL_SIN: return "sin";
     case IR_CALL_COS: return "cos";
     case IR_CALL_FMOD: return "fmod";
+    case IR_CALL_TAN: return "tan";
+    case IR_CALL_ASIN: return "asin";
+    case IR_CALL_ACOS: return "acos";
+    case IR_CALL_ATAN: return "atan";
+    case IR_CALL_SINH: return "sinh";
+    case IR_CALL_COSH: return "cosh";
+    case IR_CALL_ASINH: return "asinh";
+    case IR_CALL_ACOSH: return "acosh";
+    case IR_CALL_ATANH: return "atanh";
     default: return NULL;
     }
 }

@@ -104,9 +104,10 @@ static double float_op(bin_kind k, double a, double b)
     case BIN_MUL: return a * b;
     case BIN_DIV: return a / b;
     case BIN_FMOD: return fmod(a, b);
-    case BIN_MOD: {
+    case BIN_MOD: { /* numpy's mod (Mod-28's fmod=0): a zero takes b's sign */
         double r = fmod(a, b);
-        return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        if (r == 0) return copysign(0.0, b);
+        return (r < 0) != (b < 0) ? r + b : r;
     }
     case BIN_POW: return pow(a, b);
     case BIN_PRELU: return a < 0 ? a * b : a;
@@ -543,6 +544,9 @@ static smelt_status binary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
     if (!a) return smelt_ctx_status(ctx);
     if (n->op == OP_MOD) {
         SMELT_TRY(op_attr_bool(ctx, n, "fmod", false, &a->fmod));
+        /* Mod-28 defines fmod=0 for floats (numpy's mod); earlier versions
+         * require fmod=1 there */
+        a->float_mod = g->opset >= 28;
     }
     if (g->opset < 7 && n->op == OP_PRELU) a->legacy_channel_slope = true;
     if (g->opset < 7) {
@@ -695,9 +699,11 @@ static smelt_status arith_infer(smelt_ctx *ctx, const gr_node *n, const smelt_te
     smelt_tensor b_view;
     SMELT_TRY(operands(ctx, n, in, ops, &b_view));
     SMELT_TRY(check_same_dtype(ctx, n, ops, 0, 2, k_numeric));
-    if (n->op == OP_MOD && op_dtype_is_float(ops[0]->dtype) && !attrs_of(n)->fmod)
+    if (n->op == OP_MOD && op_dtype_is_float(ops[0]->dtype) && !attrs_of(n)->fmod &&
+        !attrs_of(n)->float_mod)
         return op_errf(ctx, n, SMELT_ERR_ATTR,
-                       "attribute 'fmod' must be 1 for floating-point inputs (dtype %s)",
+                       "attribute 'fmod' must be 1 for floating-point inputs before opset "
+                       "28 (dtype %s)",
                        smelt_dtype_name(ops[0]->dtype));
     SMELT_TRY(broadcast_all(ctx, n, ops, 2, &out[0]));
     out[0].dtype = ops[0]->dtype;
@@ -896,6 +902,18 @@ static ir_expr *zero_like(ir_builder *b, const ir_expr *x)
 static ir_expr *int_mod_te(ir_builder *b, ir_expr *x, ir_expr *y)
 {
     ir_expr *zero = zero_like(b, x);
+    if (op_dtype_is_float(x->dtype)) {
+        /* numpy's mod: fmod, moved into the divisor's sign; a zero takes
+         * the divisor's sign (Mod-28, fmod=0) */
+        ir_expr *args[2] = {x, y};
+        ir_expr *r = ir_call(b, IR_CALL_FMOD, x->dtype, 2, args);
+        ir_expr *y_neg = ir_binary(b, IR_LT, y, zero);
+        ir_expr *signs_differ = ir_binary(b, IR_NE, ir_binary(b, IR_LT, r, zero), y_neg);
+        ir_expr *moved = ir_select(b, signs_differ, ir_add(b, r, y), r);
+        ir_expr *signed_zero =
+            ir_select(b, y_neg, ir_const_float(b, x->dtype, -0.0), zero);
+        return ir_select(b, ir_binary(b, IR_EQ, r, zero), signed_zero, moved);
+    }
     if (dtype_is_unsigned(x->dtype)) return ir_binary(b, IR_MOD, x, y);
     ir_expr *minus_one = ir_const_int(b, y->dtype, -1);
     ir_expr *r =

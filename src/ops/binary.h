@@ -6,6 +6,7 @@
 
 typedef struct op_binary_attrs {
     bool fmod; /* Mod: C fmod semantics (sign of the dividend) instead of Python's */
+    bool float_mod; /* Mod-28: fmod=0 is defined for floats (numpy's mod) */
     /* Opsets < 7 with broadcast=1 and an 'axis': B's dims line up with A's
      * starting at this axis instead of at the right end. */
     bool has_legacy_axis;

@@ -1,5 +1,6 @@
 /* Indexing and data movement: Slice, Gather, GatherElements, ScatterND, Pad,
- * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth.
+ * Trilu, NonZero, OneHot, DepthToSpace, SpaceToDepth, EyeLike, ReverseSequence,
+ * GatherND, ScatterElements.
  *
  * The kernels move elements as raw bytes (smelt_dtype_size each), so every
  * fixed-size dtype works the same way; only ScatterND's reductions and
@@ -795,21 +796,26 @@ const op_def op_def_GATHER_ELEMENTS = {
 
 OP_ATTRS(SCATTER_ND) = {{"reduction", 16, 0}, {NULL, 0, 0}};
 
-static smelt_status scatter_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+static smelt_status import_reduction(smelt_ctx *ctx, gr_node *node, op_scatter_reduction *out)
 {
     static const char *const names[] = {"none", "add", "mul", "max", "min"};
-    op_scatter_nd_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     const char *s;
-    if (!a) return smelt_ctx_status(ctx);
     SMELT_TRY(op_attr_string(ctx, node, "reduction", "none", &s));
     for (int i = 0; i < (int)SMELT_ARRAY_LEN(names); i++) {
         if (strcmp(s, names[i]) == 0) {
-            a->reduction = (op_scatter_reduction)i;
+            *out = (op_scatter_reduction)i;
             return SMELT_OK;
         }
     }
     return op_errf(ctx, node, SMELT_ERR_ATTR,
                    "attribute 'reduction' is '%s', expected none, add, mul, max or min", s);
+}
+
+static smelt_status scatter_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_scatter_nd_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    return import_reduction(ctx, node, &a->reduction);
 }
 
 static smelt_status scatter_nd_infer(smelt_ctx *ctx, const gr_node *node,
@@ -1057,6 +1063,573 @@ static smelt_status scatter_nd_compute(op_compute_args *a)
 const op_def op_def_SCATTER_ND = {
     .compute = scatter_nd_compute,
     .import = scatter_nd_import, .infer = scatter_nd_infer, .eval = scatter_nd_eval,
+    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- EyeLike -----------------------------------------------------------------------
+ * A 2-D tensor shaped like X with ones on diagonal k (y[i][j] = j - i == k),
+ * of the element type 'dtype' (default: X's). */
+
+OP_ATTRS(EYE_LIKE) = {{"dtype", 0, 0}, {"k", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status eye_like_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_eye_like_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    int64_t dt;
+    SMELT_TRY(op_attr_int(ctx, node, "k", 0, &a->k));
+    SMELT_TRY(op_attr_int(ctx, node, "dtype", SMELT_DT_UNDEFINED, &dt));
+    if (dt != SMELT_DT_UNDEFINED &&
+        (dt < 0 || dt >= SMELT_DT_COUNT_ || smelt_dtype_size((smelt_dtype)dt) == 0 ||
+         dt == SMELT_DT_COMPLEX64 || dt == SMELT_DT_COMPLEX128))
+        return op_errf(ctx, node, dt > SMELT_DT_UNDEFINED && dt <= 26 ? SMELT_ERR_UNSUPPORTED
+                                                                       : SMELT_ERR_ATTR,
+                       "attribute 'dtype' is %lld, not an element type EyeLike supports",
+                       (long long)dt);
+    a->dtype = (smelt_dtype)dt;
+    return SMELT_OK;
+}
+
+static smelt_status eye_like_infer(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_eye_like_attrs *a = node->op_attrs;
+    if (in[0]->rank != 2)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "input '%s' has rank %d, expected 2",
+                       input_name(node, 0), in[0]->rank);
+    smelt_dtype dt = a->dtype != SMELT_DT_UNDEFINED ? a->dtype : in[0]->dtype;
+    if (smelt_dtype_size(dt) == 0 || dt == SMELT_DT_COMPLEX64 || dt == SMELT_DT_COMPLEX128)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "element type %s is not supported",
+                       smelt_dtype_name(dt));
+    op_copy_shape(&out[0], in[0]);
+    out[0].dtype = dt;
+    return SMELT_OK;
+}
+
+static smelt_status eye_like_eval(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    (void)ctx;
+    const op_eye_like_attrs *a = node->op_attrs;
+    int64_t rows = in[0]->dims[0], cols = in[0]->dims[1];
+    if (rows * cols > 0)
+        memset(out[0].data, 0, (size_t)(rows * cols) * smelt_dtype_size(out[0].dtype));
+    for (int64_t i = 0; i < rows; i++) {
+        if (a->k < cols && a->k >= -i && i + a->k < cols) { /* j = i + k in [0, cols) */
+            if (op_dtype_is_float(out[0].dtype)) op_set_f64(&out[0], i * cols + i + a->k, 1.0);
+            else op_set_i64(&out[0], i * cols + i + a->k, 1);
+        }
+    }
+    return SMELT_OK;
+}
+
+static ir_expr *eye_like_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const op_eye_like_attrs *a = user;
+    ir_builder *b = &g->b;
+    smelt_dtype dt = a->dtype;
+    ir_expr *on = ir_binary(b, IR_EQ, ir_sub(b, idx[1], idx[0]), ir_int(b, a->k));
+    ir_expr *one = op_dtype_is_float(dt) ? ir_const_float(b, dt, 1.0) : ir_const_int(b, dt, 1);
+    return ir_select(b, on, one, zero_of(b, dt));
+}
+
+static smelt_status eye_like_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const smelt_tensor *o = &a->out_type[0];
+    op_eye_like_attrs at = *(const op_eye_like_attrs *)a->node->op_attrs;
+    at.dtype = o->dtype;
+    /* |k| beyond the dims: no diagonal; clamped so k stays a small immediate */
+    at.k = clamp_i64(at.k, -o->dims[0] - 1, o->dims[1] + 1);
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, eye_like_body, &at,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_EYE_LIKE = {
+    .compute = eye_like_compute,
+    .import = eye_like_import, .infer = eye_like_infer, .eval = eye_like_eval,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- ReverseSequence ---------------------------------------------------------------
+ * For each batch entry b, the first sequence_lens[b] steps along time_axis
+ * reversed, the rest copied. */
+
+OP_ATTRS(REVERSE_SEQUENCE) = {{"batch_axis", 0, 0}, {"time_axis", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status reverse_sequence_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_reverse_sequence_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    SMELT_TRY(op_attr_int(ctx, node, "batch_axis", 1, &a->batch_axis));
+    SMELT_TRY(op_attr_int(ctx, node, "time_axis", 0, &a->time_axis));
+    if ((a->batch_axis != 0 && a->batch_axis != 1) || (a->time_axis != 0 && a->time_axis != 1) ||
+        a->batch_axis == a->time_axis)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attributes 'batch_axis' (%lld) and 'time_axis' (%lld) must be 0 and 1 "
+                       "in some order", (long long)a->batch_axis, (long long)a->time_axis);
+    return SMELT_OK;
+}
+
+static smelt_status reverse_sequence_infer(smelt_ctx *ctx, const gr_node *node,
+                                           const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_reverse_sequence_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *lens = in[1];
+    SMELT_TRY(check_movable(ctx, node, x, 0));
+    static const smelt_dtype i64[] = {SMELT_DT_INT64, SMELT_DT_UNDEFINED};
+    SMELT_TRY(op_check_dtype(ctx, node, lens, "input 'sequence_lens'", i64));
+    if (x->rank < 2)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "input '%s' has rank %d, expected >= 2",
+                       input_name(node, 0), x->rank);
+    int64_t batch = x->dims[a->batch_axis];
+    if (lens->rank != 1 || (lens->dims[0] >= 0 && batch >= 0 && lens->dims[0] != batch))
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "input 'sequence_lens' must be 1-D with %lld elements (the batch)",
+                       (long long)batch);
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status reverse_sequence_eval(smelt_ctx *ctx, const gr_node *node,
+                                          const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_reverse_sequence_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *lens = in[1];
+    int ba = (int)a->batch_axis, ta = (int)a->time_axis;
+    int64_t steps = x->dims[ta], n = op_numel(x), xs[SMELT_MAX_RANK], idx[SMELT_MAX_RANK] = {0};
+    size_t esz = smelt_dtype_size(x->dtype);
+    for (int64_t b = 0; b < x->dims[ba]; b++) {
+        int64_t len = op_get_i64(lens, b);
+        if (len < 0 || len > steps)
+            return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                           "sequence length %lld at position %lld is out of range [0, %lld]",
+                           (long long)len, (long long)b, (long long)steps);
+    }
+    op_strides(x, xs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = op_get_i64(lens, idx[ba]), t = idx[ta];
+        int64_t src = i + (t < len ? (len - 1 - 2 * t) * xs[ta] : 0);
+        memcpy((char *)out[0].data + (size_t)i * esz, (const char *)x->data + (size_t)src * esz,
+               esz);
+        op_next_index(idx, x->dims, x->rank);
+    }
+    return SMELT_OK;
+}
+
+typedef struct reverse_sequence_te {
+    const te_tensor *x, *lens;
+    int ba, ta;
+} reverse_sequence_te;
+
+static ir_expr *reverse_sequence_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const reverse_sequence_te *s = user;
+    ir_builder *b = &g->b;
+    int64_t steps = s->x->buf->shape[s->ta];
+    ir_expr *li[1] = {idx[s->ba]}, *xi[SMELT_MAX_RANK];
+    /* clamped like the indices of Gather: the check stage reports bad lengths */
+    ir_expr *len = clamp_expr(b, te_read(g, s->lens, li), 0, steps);
+    ir_expr *t = idx[s->ta];
+    for (int d = 0; d < s->x->n_axes; d++) xi[d] = idx[d];
+    xi[s->ta] = ir_select(b, ir_binary(b, IR_LT, t, len),
+                          ir_sub(b, ir_sub(b, len, ir_int(b, 1)), t), t);
+    return te_read(g, s->x, xi);
+}
+
+static ir_expr *lens_check_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx);
+}
+
+static smelt_status reverse_sequence_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_reverse_sequence_attrs *at = a->node->op_attrs;
+    reverse_sequence_te s = {.x = a->in[0], .lens = a->in[1], .ba = (int)at->batch_axis,
+                             .ta = (int)at->time_axis};
+    int64_t steps = s.x->buf->shape[s.ta];
+    const smelt_tensor *c = const_at(a, 1);
+    bool ok = c != NULL;
+    for (int64_t i = 0; c && i < op_numel(c); i++)
+        ok = ok && op_get_i64(c, i) >= 0 && op_get_i64(c, i) <= steps;
+    if (!ok) {
+        ir_builder *b = &a->te->b;
+        ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
+        ir_expr *vr = ir_var_ref(b, v);
+        ir_expr *cond = ir_binary(b, IR_AND, ir_binary(b, IR_GE, vr, ir_int(b, 0)),
+                                  ir_binary(b, IR_LE, vr, ir_int(b, steps)));
+        char msg[120];
+        snprintf(msg, sizeof msg, "sequence length {value} at position {position} is out of "
+                 "range [0, %lld]", (long long)steps);
+        ir_check_site site = {.node = a->node->name, .op = a->node->op_type, .message = msg};
+        if (!te_check_compute(a->te, "check", 1, s.lens->buf->shape, lens_check_body,
+                              (void *)s.lens, v, cond, &site))
+            return compute_done(a, NULL);
+    }
+    const smelt_tensor *o = &a->out_type[0];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, reverse_sequence_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_REVERSE_SEQUENCE = {
+    .compute = reverse_sequence_compute,
+    .import = reverse_sequence_import, .infer = reverse_sequence_infer,
+    .eval = reverse_sequence_eval,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- GatherND ----------------------------------------------------------------------
+ * y[b..., i..., t...] = data[b..., ind[b..., i..., 0..k-1], t...]: the first
+ * batch_dims axes are shared by data and indices, an index tuple of length
+ * k = indices' last dim addresses the next k data axes. */
+
+OP_ATTRS(GATHER_ND) = {{"batch_dims", 12, 0}, {NULL, 0, 0}};
+
+static smelt_status gather_nd_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_gather_nd_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    SMELT_TRY(op_attr_int(ctx, node, "batch_dims", 0, &a->batch_dims));
+    if (a->batch_dims < 0)
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'batch_dims' is %lld, must be >= 0",
+                       (long long)a->batch_dims);
+    return SMELT_OK;
+}
+
+static int gather_nd_batch(const gr_node *node)
+{
+    const op_gather_nd_attrs *a = node->op_attrs;
+    return a ? (int)a->batch_dims : 0;
+}
+
+static smelt_status gather_nd_infer(smelt_ctx *ctx, const gr_node *node,
+                                    const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1];
+    int b = gather_nd_batch(node);
+    SMELT_TRY(check_movable(ctx, node, x, 0));
+    SMELT_TRY(op_check_dtype(ctx, node, ind, "input 'indices'", k_index_dtypes));
+    if (x->rank < 1 || ind->rank < 1)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "'data' and 'indices' must have rank >= 1");
+    if (b >= x->rank || b >= ind->rank)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'batch_dims' (%d) must be less than the ranks of 'data' (%d) "
+                       "and 'indices' (%d)", b, x->rank, ind->rank);
+    int64_t k = ind->dims[ind->rank - 1];
+    if (k < 0)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "the last dim of 'indices' must be known at compile time");
+    if (k < 1 || b + k > x->rank)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "the last dim of 'indices' (%lld) must be in 1..%d (rank of 'data' "
+                       "minus batch_dims)", (long long)k, x->rank - b);
+    for (int d = 0; d < b; d++)
+        if (x->dims[d] >= 0 && ind->dims[d] >= 0 && x->dims[d] != ind->dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "batch dim %d differs: 'data' has %lld, 'indices' %lld", d,
+                           (long long)x->dims[d], (long long)ind->dims[d]);
+    int rank = ind->rank - 1 + x->rank - b - (int)k;
+    if (rank > SMELT_MAX_RANK)
+        return op_errf(ctx, node, SMELT_ERR_LIMIT, "output rank %d exceeds the maximum %d",
+                       rank, SMELT_MAX_RANK);
+    out[0].dtype = x->dtype;
+    out[0].rank = rank;
+    int r = 0;
+    for (int d = 0; d < ind->rank - 1; d++) out[0].dims[r++] = ind->dims[d];
+    for (int d = b + (int)k; d < x->rank; d++) out[0].dims[r++] = x->dims[d];
+    return SMELT_OK;
+}
+
+static smelt_status gather_nd_eval(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1];
+    int b = gather_nd_batch(node), k = (int)ind->dims[ind->rank - 1];
+    size_t esz = smelt_dtype_size(x->dtype);
+    int64_t xs[SMELT_MAX_RANK];
+    op_strides(x, xs);
+    /* tuples: all of indices but its last axis; per batch, tuples_per_batch */
+    int64_t n_tuples = product(ind->dims, 0, ind->rank - 1);
+    int64_t per_batch = product(ind->dims, b, ind->rank - 1);
+    int64_t slice = product(x->dims, b + k, x->rank), batch_stride = b > 0 ? xs[b - 1] : 0;
+    for (int64_t t = 0; t < n_tuples; t++) {
+        int64_t off = per_batch > 0 ? (t / per_batch) * batch_stride : 0;
+        for (int j = 0; j < k; j++) {
+            int64_t raw = op_get_i64(ind, t * k + j), w;
+            if (!wrap_index(raw, x->dims[b + j], &w))
+                return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                               "index %lld (tuple %lld, component %d) is out of range for "
+                               "'data' dim %d of size %lld", (long long)raw, (long long)t, j,
+                               b + j, (long long)x->dims[b + j]);
+            off += w * xs[b + j];
+        }
+        if (slice > 0)
+            memcpy((char *)out[0].data + (size_t)(t * slice) * esz,
+                   (const char *)x->data + (size_t)off * esz, (size_t)slice * esz);
+    }
+    return SMELT_OK;
+}
+
+typedef struct gather_nd_te {
+    const te_tensor *x, *ind;
+    int b, k;
+} gather_nd_te;
+
+static ir_expr *gather_nd_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const gather_nd_te *s = user;
+    ir_builder *b = &g->b;
+    int nq = s->ind->n_axes - 1; /* output axes that walk the tuples */
+    ir_expr *ii[SMELT_MAX_RANK], *xi[SMELT_MAX_RANK];
+    for (int d = 0; d < nq; d++) ii[d] = idx[d];
+    for (int d = 0; d < s->b; d++) xi[d] = idx[d];
+    for (int j = 0; j < s->k; j++) {
+        ii[nq] = ir_int(b, j);
+        xi[s->b + j] = gather_source(b, te_read(g, s->ind, ii), s->x->buf->shape[s->b + j]);
+    }
+    for (int d = s->b + s->k; d < s->x->n_axes; d++) xi[d] = idx[nq + d - s->b - s->k];
+    return te_read(g, s->x, xi);
+}
+
+static smelt_status gather_nd_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    gather_nd_te s = {.x = a->in[0], .ind = a->in[1], .b = gather_nd_batch(a->node)};
+    s.k = (int)s.ind->buf->shape[s.ind->n_axes - 1];
+    for (int j = 0; j < s.k; j++) {
+        int64_t dim = s.x->buf->shape[s.b + j];
+        if (dim == 0)
+            return op_errf(a->ctx, a->node, SMELT_ERR_SHAPE,
+                           "cannot gather from 'data' dim %d of size 0", s.b + j);
+        char msg[160];
+        snprintf(msg, sizeof msg, "index {value} (tuple {position}, component %d) is out of "
+                 "range for 'data' dim %d of size %lld", j, s.b + j, (long long)dim);
+        SMELT_TRY(add_index_check(a, j, dim, msg));
+    }
+    const smelt_tensor *o = &a->out_type[0];
+    te_tensor *y = te_compute(a->te, "y", o->dtype, o->rank, o->dims, gather_nd_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_GATHER_ND = {
+    .compute = gather_nd_compute,
+    .import = gather_nd_import, .infer = gather_nd_infer, .eval = gather_nd_eval,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- ScatterElements ----------------------------------------------------------------
+ * out = data; then for every position p of indices:
+ * out[p with p[axis] = indices[p]] (op)= updates[p]. */
+
+OP_ATTRS(SCATTER_ELEMENTS) = {{"axis", 0, 0}, {"reduction", 16, 0}, {NULL, 0, 0}};
+
+static smelt_status scatter_elements_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_scatter_elements_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    SMELT_TRY(op_attr_int(ctx, node, "axis", 0, &a->axis));
+    return import_reduction(ctx, node, &a->reduction);
+}
+
+static const op_scatter_elements_attrs *scatter_elements_attrs(const gr_node *node)
+{
+    static const op_scatter_elements_attrs none = {.axis = 0, .reduction = OP_SCATTER_NONE};
+    return node->op_attrs ? node->op_attrs : &none;
+}
+
+static smelt_status scatter_elements_infer(smelt_ctx *ctx, const gr_node *node,
+                                           const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1], *upd = in[2];
+    int axis;
+    SMELT_TRY(check_movable(ctx, node, x, 0));
+    SMELT_TRY(op_check_dtype(ctx, node, ind, "input 'indices'", k_index_dtypes));
+    if (upd->dtype != x->dtype)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "'updates' has dtype %s but 'data' has %s",
+                       smelt_dtype_name(upd->dtype), smelt_dtype_name(x->dtype));
+    if (x->rank < 1 || ind->rank != x->rank || upd->rank != x->rank)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "'data', 'indices' and 'updates' must have the same rank >= 1, got %d, "
+                       "%d and %d", x->rank, ind->rank, upd->rank);
+    SMELT_TRY(op_norm_axis(ctx, node, scatter_elements_attrs(node)->axis, x->rank, &axis));
+    for (int d = 0; d < x->rank; d++) {
+        if (ind->dims[d] >= 0 && upd->dims[d] >= 0 && ind->dims[d] != upd->dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "'indices' and 'updates' differ in dim %d (%lld and %lld)", d,
+                           (long long)ind->dims[d], (long long)upd->dims[d]);
+        if (d != axis && ind->dims[d] >= 0 && x->dims[d] >= 0 && ind->dims[d] > x->dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "'indices' dim %d (%lld) is larger than 'data' dim %d (%lld)", d,
+                           (long long)ind->dims[d], d, (long long)x->dims[d]);
+    }
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status scatter_elements_eval(smelt_ctx *ctx, const gr_node *node,
+                                          const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1], *upd = in[2];
+    const op_scatter_elements_attrs *a = scatter_elements_attrs(node);
+    int axis;
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    size_t esz = smelt_dtype_size(x->dtype);
+    if (op_numel(x) > 0) memcpy(out[0].data, x->data, (size_t)op_numel(x) * esz);
+    int64_t n = op_numel(ind);
+    if (n == 0) return SMELT_OK;
+    int64_t xs[SMELT_MAX_RANK], idx[SMELT_MAX_RANK] = {0};
+    op_strides(x, xs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t raw = op_get_i64(ind, i), k, off = 0;
+        if (!wrap_index(raw, x->dims[axis], &k))
+            return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                           "index %lld at position %lld is out of range for axis %d of size "
+                           "%lld", (long long)raw, (long long)i, axis, (long long)x->dims[axis]);
+        for (int d = 0; d < x->rank; d++) off += (d == axis ? k : idx[d]) * xs[d];
+        if (a->reduction == OP_SCATTER_NONE)
+            memcpy((char *)out[0].data + (size_t)off * esz, (const char *)upd->data + (size_t)i * esz,
+                   esz);
+        else
+            scatter_combine(&out[0], off, upd, i, a->reduction);
+        op_next_index(idx, ind->dims, ind->rank);
+    }
+    return SMELT_OK;
+}
+
+/* As ScatterND's, a gather: output element i takes the updates at the
+ * positions p of indices with p = i off the axis and indices[p] = i[axis],
+ * found by a pass over indices' axis (no write depends on data). */
+typedef struct scatter_el_te {
+    const te_tensor *x, *ind, *upd, *hits;
+    int axis;
+    op_scatter_reduction red;
+    smelt_dtype acc_dt;
+} scatter_el_te;
+
+/* Whether i (with i[axis] replaced by r) is a position of indices whose
+ * value addresses i[axis]; `then` is evaluated only when it is. */
+static ir_expr *scatter_el_when(te_graph *g, const scatter_el_te *s, ir_expr *const *idx,
+                                ir_expr *r, ir_expr *then, ir_expr *otherwise)
+{
+    ir_builder *b = &g->b;
+    ir_expr *pi[SMELT_MAX_RANK], *inside = NULL;
+    for (int d = 0; d < s->x->n_axes; d++) {
+        pi[d] = d == s->axis ? r : idx[d];
+        if (d == s->axis || s->ind->buf->shape[d] >= s->x->buf->shape[d]) continue;
+        ir_expr *lt = ir_binary(b, IR_LT, idx[d], ir_int(b, s->ind->buf->shape[d]));
+        inside = inside ? ir_binary(b, IR_AND, inside, lt) : lt;
+    }
+    ir_expr *v = ir_cast(b, SMELT_DT_INT64, te_read(g, s->ind, pi));
+    ir_expr *eq = ir_binary(b, IR_EQ, wrap_expr(b, v, s->x->buf->shape[s->axis]), idx[s->axis]);
+    ir_expr *hit = ir_select(b, eq, then, otherwise);
+    return inside ? ir_select(b, inside, hit, otherwise) : hit;
+}
+
+static ir_expr *scatter_el_upd(te_graph *g, const scatter_el_te *s, ir_expr *const *idx,
+                               ir_expr *r)
+{
+    ir_expr *pi[SMELT_MAX_RANK];
+    for (int d = 0; d < s->x->n_axes; d++) pi[d] = d == s->axis ? r : idx[d];
+    return te_read(g, s->upd, pi);
+}
+
+/* reduction none: the last position along the axis that writes i, or -1 */
+static ir_expr *scatter_el_last_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    ir_axis r = te_reduce_axis(g, "r", s->ind->buf->shape[s->axis]);
+    ir_expr *rv = ir_var_ref(&g->b, r.var);
+    ir_expr *src = scatter_el_when(g, s, idx, rv, rv, ir_int(&g->b, -1));
+    return te_reduce(g, IR_REDUCE_MAX, src, 1, &r);
+}
+
+static ir_expr *scatter_el_replace_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *last = te_read(g, s->hits, idx);
+    return ir_select(b, ir_binary(b, IR_GE, last, ir_int(b, 0)), scatter_el_upd(g, s, idx, last),
+                     te_read(g, s->x, idx));
+}
+
+static ir_expr *scatter_el_combined_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    ir_builder *b = &g->b;
+    ir_reduce_op op = scatter_reduce_op(s->red);
+    ir_axis r = te_reduce_axis(g, "r", s->ind->buf->shape[s->axis]);
+    ir_expr *rv = ir_var_ref(b, r.var);
+    ir_expr *val = ir_cast(b, s->acc_dt, scatter_el_upd(g, s, idx, rv));
+    ir_expr *src = scatter_el_when(g, s, idx, rv, val, te_reduce_identity(g, op, s->acc_dt));
+    return te_reduce(g, op, src, 1, &r);
+}
+
+static ir_expr *scatter_el_apply_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const scatter_el_te *s = user;
+    scatter_te t = {.x = s->x, .hits = s->hits, .red = s->red, .acc_dt = s->acc_dt};
+    return scatter_apply_body(g, idx, &t);
+}
+
+static ir_expr *copy_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return te_read(g, user, idx);
+}
+
+static smelt_status scatter_elements_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    const op_scatter_elements_attrs *at = scatter_elements_attrs(a->node);
+    scatter_el_te s = {.x = a->in[0], .ind = a->in[1], .upd = a->in[2], .red = at->reduction};
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, s.x->n_axes, &s.axis));
+    smelt_dtype dt = s.x->buf->dtype;
+    s.acc_dt = dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16 ? SMELT_DT_FLOAT32 : dt;
+    const int64_t *shape = s.x->buf->shape;
+    int rank = s.x->n_axes;
+    int64_t dim = shape[s.axis];
+    char msg[160];
+    snprintf(msg, sizeof msg, "index {value} at position {position} is out of range for axis %d "
+             "of size %lld", s.axis, (long long)dim);
+    SMELT_TRY(add_index_check(a, -1, dim, msg));
+    if (placeholder_numel(s.ind) == 0) { /* nothing scattered: a copy */
+        te_tensor *y = te_compute(a->te, "y", dt, rank, shape, copy_body, (void *)s.x,
+                                  "injective");
+        return compute_done(a, y);
+    }
+    if (s.red == OP_SCATTER_NONE) {
+        s.hits = te_compute(a->te, "y_last", SMELT_DT_INT64, rank, shape, scatter_el_last_body,
+                            &s, "reduce");
+        if (!s.hits) return compute_done(a, NULL);
+        te_tensor *y = te_compute(a->te, "y", dt, rank, shape, scatter_el_replace_body, &s,
+                                  "injective");
+        return compute_done(a, y);
+    }
+    s.hits = te_compute(a->te, "y_upd", s.acc_dt, rank, shape, scatter_el_combined_body, &s,
+                        "reduce");
+    if (!s.hits) return compute_done(a, NULL);
+    te_tensor *y = te_compute(a->te, "y", dt, rank, shape, scatter_el_apply_body, &s,
+                              "injective");
+    return compute_done(a, y);
+}
+
+const op_def op_def_SCATTER_ELEMENTS = {
+    .compute = scatter_elements_compute,
+    .import = scatter_elements_import, .infer = scatter_elements_infer,
+    .eval = scatter_elements_eval,
+    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* Scatter (opsets 9-10, deprecated): ScatterElements without reductions. */
+OP_ATTRS(SCATTER) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
+const op_def op_def_SCATTER = {
+    .compute = scatter_elements_compute,
+    .import = scatter_elements_import, .infer = scatter_elements_infer,
+    .eval = scatter_elements_eval,
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
 };
 

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "smelt.h"
+
 /* Slice: no attributes after import; starts/ends/axes/steps are inputs 1..4
  * (opset < 10 attributes are moved there). */
 
@@ -25,6 +27,28 @@ typedef enum op_scatter_reduction {
 typedef struct op_scatter_nd_attrs {
     op_scatter_reduction reduction;
 } op_scatter_nd_attrs;
+
+/* EyeLike: dtype UNDEFINED takes the input's. */
+typedef struct op_eye_like_attrs {
+    smelt_dtype dtype;
+    int64_t k;
+} op_eye_like_attrs;
+
+/* ReverseSequence: batch and time axes, 0 and 1 in some order. */
+typedef struct op_reverse_sequence_attrs {
+    int64_t batch_axis, time_axis;
+} op_reverse_sequence_attrs;
+
+/* GatherND: leading axes shared by data and indices. */
+typedef struct op_gather_nd_attrs {
+    int64_t batch_dims;
+} op_gather_nd_attrs;
+
+/* ScatterElements. */
+typedef struct op_scatter_elements_attrs {
+    int64_t axis;
+    op_scatter_reduction reduction;
+} op_scatter_elements_attrs;
 
 typedef enum op_pad_mode {
     OP_PAD_CONSTANT,

@@ -129,8 +129,23 @@ static double sign_f(double x, const op_unary_attrs *a)
     (void)a;
     return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
 }
+static double mish_f(double x, const op_unary_attrs *a) { return x * tanh(softplus_f(x, a)); }
+static double swish_f(double x, const op_unary_attrs *a) { return x / (1.0 + exp(-a->alpha * x)); }
+static double shrink_f(double x, const op_unary_attrs *a)
+{
+    return x < -a->alpha ? x + a->beta : x > a->alpha ? x - a->beta : 0.0;
+}
 static double sin_f(double x, const op_unary_attrs *a) { (void)a; return sin(x); }
 static double cos_f(double x, const op_unary_attrs *a) { (void)a; return cos(x); }
+static double tan_f(double x, const op_unary_attrs *a) { (void)a; return tan(x); }
+static double asin_f(double x, const op_unary_attrs *a) { (void)a; return asin(x); }
+static double acos_f(double x, const op_unary_attrs *a) { (void)a; return acos(x); }
+static double atan_f(double x, const op_unary_attrs *a) { (void)a; return atan(x); }
+static double sinh_f(double x, const op_unary_attrs *a) { (void)a; return sinh(x); }
+static double cosh_f(double x, const op_unary_attrs *a) { (void)a; return cosh(x); }
+static double asinh_f(double x, const op_unary_attrs *a) { (void)a; return asinh(x); }
+static double acosh_f(double x, const op_unary_attrs *a) { (void)a; return acosh(x); }
+static double atanh_f(double x, const op_unary_attrs *a) { (void)a; return atanh(x); }
 
 /* Integer forms wrap like two's complement (Neg/Abs of the minimum stay the
  * minimum after truncation to the dtype) without signed-overflow UB. */
@@ -174,8 +189,20 @@ static const unary_op g_unary[OP_COUNT_] = {
     [OP_CEIL] = {ceil_f, NULL, NULL, k_floats},
     [OP_ROUND] = {round_f, NULL, NULL, k_floats},
     [OP_SIGN] = {sign_f, sign_i, sign_u, k_numeric},
+    [OP_MISH] = {mish_f, NULL, NULL, k_floats},
+    [OP_SWISH] = {swish_f, NULL, NULL, k_floats},
+    [OP_SHRINK] = {shrink_f, NULL, NULL, k_floats},
     [OP_SIN] = {sin_f, NULL, NULL, k_floats},
     [OP_COS] = {cos_f, NULL, NULL, k_floats},
+    [OP_TAN] = {tan_f, NULL, NULL, k_floats},
+    [OP_ASIN] = {asin_f, NULL, NULL, k_floats},
+    [OP_ACOS] = {acos_f, NULL, NULL, k_floats},
+    [OP_ATAN] = {atan_f, NULL, NULL, k_floats},
+    [OP_SINH] = {sinh_f, NULL, NULL, k_floats},
+    [OP_COSH] = {cosh_f, NULL, NULL, k_floats},
+    [OP_ASINH] = {asinh_f, NULL, NULL, k_floats},
+    [OP_ACOSH] = {acosh_f, NULL, NULL, k_floats},
+    [OP_ATANH] = {atanh_f, NULL, NULL, k_floats},
 };
 
 /* ---- import ------------------------------------------------------------------------ */
@@ -286,6 +313,15 @@ static smelt_status import_cast(smelt_ctx *ctx, const gr_node *n, op_unary_attrs
     if (to == SMELT_DT_COMPLEX64 || to == SMELT_DT_COMPLEX128)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "casting to %s is not supported",
                        smelt_dtype_name((smelt_dtype)to));
+    /* ONNX's newer element types (TensorProto.DataType 17..26): real types
+     * smelt has no representation for yet, so a refusal, not a bad model. */
+    static const char *const newer_types[] = {
+        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+        "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+    if (to >= 17 && to < 17 + (int64_t)(sizeof newer_types / sizeof *newer_types))
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'to' is %lld (%s): casting to this element type is not "
+                       "implemented", (long long)to, newer_types[to - 17]);
     if (to <= SMELT_DT_UNDEFINED || to >= SMELT_DT_COUNT_)
         return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'to' is %lld, not a known dtype",
                        (long long)to);
@@ -322,6 +358,8 @@ OP_ATTRS(THRESHOLDED_RELU) = {{"alpha", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(CLIP) = {{"min", 0, 10}, {"max", 0, 10}, {NULL, 0, 0}}; /* inputs from opset 11 */
 OP_ATTRS(HARD_SIGMOID) = {{"alpha", 0, 0}, {"beta", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(GELU) = {{"approximate", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(SWISH) = {{"alpha", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(SHRINK) = {{"bias", 0, 0}, {"lambd", 0, 0}, {NULL, 0, 0}}; /* alpha, beta */
 OP_ATTRS(IS_INF) = {{"detect_negative", 0, 0}, {"detect_positive", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(CAST) = {{"to", 0, 0}, {"saturate", 19, 0}, {"round_mode", 24, 0}, {NULL, 0, 0}};
 OP_ATTRS(CAST_LIKE) = {{"saturate", 19, 0}, {"round_mode", 24, 0}, {NULL, 0, 0}};
@@ -343,6 +381,15 @@ static smelt_status unary_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
         a->beta = 0.5;
         return SMELT_OK;
     case OP_GELU: return import_gelu(ctx, n, a);
+    case OP_SWISH: return read_alpha(ctx, n, 1.0f, a);
+    case OP_SHRINK: {
+        float lambd, bias;
+        SMELT_TRY(op_attr_float(ctx, n, "lambd", 0.5f, &lambd));
+        SMELT_TRY(op_attr_float(ctx, n, "bias", 0.0f, &bias));
+        a->alpha = lambd;
+        a->beta = bias;
+        return SMELT_OK;
+    }
     case OP_IS_INF: return import_is_inf(ctx, n, a);
     case OP_CAST: return import_cast(ctx, n, a);
     default: return SMELT_OK;
@@ -811,6 +858,34 @@ static ir_expr *softplus_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
     return ir_add(b, bin(b, IR_MAX, fconst(b, x, 0.0), x), tail);
 }
 
+/* x * tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2), which
+ * keeps its precision for negative x (log(1 + e^x) in float32 does not);
+ * above 20 the factor is 1 in float32 and float64 alike to within an ulp,
+ * and e^x would overflow n */
+static ir_expr *mish_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    (void)a;
+    ir_expr *e = call1(b, IR_CALL_EXP, x);
+    ir_expr *n = ir_mul(b, e, ir_add(b, e, fconst(b, x, 2.0)));
+    ir_expr *y = ir_mul(b, x, ir_binary(b, IR_DIV, n, ir_add(b, n, fconst(b, x, 2.0))));
+    return ir_select(b, bin(b, IR_GT, x, fconst(b, x, 20.0)), x, y);
+}
+
+/* x * sigmoid(alpha * x) */
+static ir_expr *swish_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    return ir_mul(b, x, call1(b, IR_CALL_SIGMOID, ir_mul(b, fconst(b, x, a->alpha), x)));
+}
+
+/* x < -lambd ? x + bias : x > lambd ? x - bias : 0 (lambd = alpha, bias = beta) */
+static ir_expr *shrink_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
+{
+    ir_expr *hi = ir_select(b, bin(b, IR_GT, x, fconst(b, x, a->alpha)),
+                            ir_sub(b, x, fconst(b, x, a->beta)), fconst(b, x, 0.0));
+    return ir_select(b, bin(b, IR_LT, x, fconst(b, x, -a->alpha)),
+                     ir_add(b, x, fconst(b, x, a->beta)), hi);
+}
+
 static ir_expr *softsign_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
 {
     (void)a;
@@ -887,6 +962,15 @@ CALL_TE(ceil, IR_CALL_CEIL)
 CALL_TE(round, IR_CALL_ROUND)
 CALL_TE(sin, IR_CALL_SIN)
 CALL_TE(cos, IR_CALL_COS)
+CALL_TE(tan, IR_CALL_TAN)
+CALL_TE(asin, IR_CALL_ASIN)
+CALL_TE(acos, IR_CALL_ACOS)
+CALL_TE(atan, IR_CALL_ATAN)
+CALL_TE(sinh, IR_CALL_SINH)
+CALL_TE(cosh, IR_CALL_COSH)
+CALL_TE(asinh, IR_CALL_ASINH)
+CALL_TE(acosh, IR_CALL_ACOSH)
+CALL_TE(atanh, IR_CALL_ATANH)
 #undef CALL_TE
 
 /* int_ok: integer inputs use the function exactly; otherwise they go
@@ -905,6 +989,9 @@ static const struct {
     [OP_HARD_SIGMOID] = {hard_sigmoid_te, false},
     [OP_HARD_SWISH] = {hard_swish_te, false},
     [OP_SOFTPLUS] = {softplus_te, false},
+    [OP_MISH] = {mish_te, false},
+    [OP_SWISH] = {swish_te, false},
+    [OP_SHRINK] = {shrink_te, false},
     [OP_SOFTSIGN] = {softsign_te, false},
     [OP_TANH] = {tanh_te, false},
     [OP_ERF] = {erf_te, false},
@@ -921,6 +1008,15 @@ static const struct {
     [OP_SIGN] = {sign_te, true},
     [OP_SIN] = {sin_te, false},
     [OP_COS] = {cos_te, false},
+    [OP_TAN] = {tan_te, false},
+    [OP_ASIN] = {asin_te, false},
+    [OP_ACOS] = {acos_te, false},
+    [OP_ATAN] = {atan_te, false},
+    [OP_SINH] = {sinh_te, false},
+    [OP_COSH] = {cosh_te, false},
+    [OP_ASINH] = {asinh_te, false},
+    [OP_ACOSH] = {acosh_te, false},
+    [OP_ATANH] = {atanh_te, false},
 };
 
 /* One element of y = fn(x): x converted to `work`, the result to `out`. */
@@ -1083,8 +1179,20 @@ UNARY_DEF(FLOOR, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(CEIL, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(ROUND, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(SIGN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(MISH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SWISH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SHRINK, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(SIN, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(COS, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(TAN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ASIN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ACOS, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ATAN, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(SINH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(COSH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ASINH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ACOSH, unary_infer, unary_eval, unary_compute);
+UNARY_DEF(ATANH, unary_infer, unary_eval, unary_compute);
 UNARY_DEF(NOT, not_infer, not_eval, not_compute);
 UNARY_DEF(IS_NAN, float_test_infer, is_nan_eval, float_test_compute);
 UNARY_DEF(IS_INF, float_test_infer, is_inf_eval, float_test_compute);

@@ -10,8 +10,9 @@
 #include "tir/ir.h"
 
 typedef struct op_unary_attrs {
-    double alpha;       /* LeakyRelu, Elu, Selu, Celu, ThresholdedRelu, HardSigmoid, HardSwish */
-    double beta;        /* HardSigmoid, HardSwish */
+    double alpha; /* LeakyRelu, Elu, Selu, Celu, ThresholdedRelu, HardSigmoid, HardSwish,
+                     Swish; Shrink's lambd */
+    double beta;  /* HardSigmoid, HardSwish; Shrink's bias */
     double gamma;       /* Selu */
     bool gelu_tanh;     /* Gelu approximate="tanh" */
     bool detect_neg;    /* IsInf */

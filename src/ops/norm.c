@@ -1,5 +1,6 @@
 /* Normalization and softmax: BatchNormalization, InstanceNormalization,
- * LayerNormalization, Softmax, LogSoftmax.
+ * GroupNormalization, MeanVarianceNormalization, LpNormalization,
+ * LayerNormalization, RMSNormalization, Softmax, LogSoftmax, Hardmax.
  *
  * The kernels compute in double.  Softmax, LayerNorm and InstanceNorm load
  * the input into a double scratch buffer with a typed loop (so float32 never
@@ -136,7 +137,13 @@ static bool has_output(const gr_node *n, int i)
 
 typedef struct norm_span {
     int lo, hi;
+    unsigned mask; /* when nonzero, the dims d with bit d set instead of [lo, hi) */
 } norm_span;
+
+static bool span_has(norm_span s, int d)
+{
+    return s.mask ? (s.mask >> d) & 1u : d >= s.lo && d < s.hi;
+}
 
 /* float16/bfloat16 compute in float32 and round once at the end. */
 static smelt_dtype compute_dtype(smelt_dtype dt)
@@ -162,19 +169,22 @@ static ir_expr *read_as(te_graph *g, const te_tensor *t, ir_expr *const *idx, sm
 static void row_shape(const te_tensor *x, norm_span s, int64_t *shape)
 {
     for (int d = 0; d < x->n_axes; d++)
-        shape[d] = d >= s.lo && d < s.hi ? 1 : x->buf->shape[d];
+        shape[d] = span_has(s, d) ? 1 : x->buf->shape[d];
 }
 
 static int64_t row_length(const te_tensor *x, norm_span s)
 {
-    return dims_product(x->buf->shape, s.lo, s.hi);
+    int64_t n = 1;
+    for (int d = 0; d < x->n_axes; d++)
+        if (span_has(s, d)) n *= x->buf->shape[d];
+    return n;
 }
 
 /* A per-row stage t read at the full index idx of X. */
 static ir_expr *read_row(te_graph *g, const te_tensor *t, norm_span s, ir_expr *const *idx)
 {
     ir_expr *ri[SMELT_MAX_RANK];
-    for (int d = 0; d < t->n_axes; d++) ri[d] = d >= s.lo && d < s.hi ? ir_int(&g->b, 0) : idx[d];
+    for (int d = 0; d < t->n_axes; d++) ri[d] = span_has(s, d) ? ir_int(&g->b, 0) : idx[d];
     return te_read(g, t, ri);
 }
 
@@ -197,7 +207,7 @@ static ir_expr *row_reduce_body(te_graph *g, ir_expr *const *idx, void *user)
     ir_expr *full[SMELT_MAX_RANK] = {0};
     int n = 0;
     for (int d = 0; d < r->x->n_axes; d++) {
-        if (d < r->span.lo || d >= r->span.hi) {
+        if (!span_has(r->span, d)) {
             full[d] = idx[d];
             continue;
         }
@@ -752,7 +762,7 @@ static smelt_status instancenorm_compute(op_compute_args *a)
     const op_instancenorm_attrs *at = a->node->op_attrs;
     const te_tensor *x = a->in[0];
     row_stats s = {.x = x,
-                   .span = {2, x->n_axes},
+                   .span = {.lo = 2, .hi = x->n_axes},
                    .dt = compute_dtype(x->buf->dtype),
                    .eps = at->epsilon};
     SMELT_TRY(row_stats_build(a, &s));
@@ -767,6 +777,430 @@ const op_def op_def_INSTANCE_NORMALIZATION = {
     .eval = instancenorm_eval,
     .min_inputs = 3,
     .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+/* ---- GroupNormalization ------------------------------------------------------------
+ * The C channels of X [N, C, D...] form num_groups groups of C/G consecutive
+ * channels; each (n, group) is standardised over its channels and spatial
+ * elements, then scaled per channel (opset 21; per group before, in opsets
+ * 18-20).  A group is not an axis of X, so the statistics are stages of shape
+ * [N, G] reduced over (channel in group, spatial...). */
+
+OP_ATTRS(GROUP_NORMALIZATION) = {
+    {"epsilon", 0, 0}, {"num_groups", 0, 0}, {"stash_type", 21, 0}, {NULL, 0, 0}};
+
+static smelt_status groupnorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_groupnorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    int64_t stash;
+    SMELT_TRY(op_attr_float(ctx, node, "epsilon", 1e-5f, &a->epsilon));
+    if (!gr_node_attr(node, "num_groups"))
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "missing required attribute 'num_groups'");
+    SMELT_TRY(op_attr_int(ctx, node, "num_groups", 1, &a->num_groups));
+    if (a->num_groups < 1)
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'num_groups' is %lld, must be >= 1",
+                       (long long)a->num_groups);
+    /* stash_type: the precision of the statistics; smelt computes them in
+     * float32 (float64 for float64 inputs), at least as precise as any */
+    SMELT_TRY(op_attr_int(ctx, node, "stash_type", SMELT_DT_FLOAT32, &stash));
+    if (stash != SMELT_DT_FLOAT32 && stash != SMELT_DT_FLOAT64 && stash != SMELT_DT_FLOAT16 &&
+        stash != SMELT_DT_BFLOAT16)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'stash_type' is %lld, not a floating-point type",
+                       (long long)stash);
+    a->per_group_params = g->opset < 21;
+    return SMELT_OK;
+}
+
+static smelt_status groupnorm_infer(smelt_ctx *ctx, const gr_node *node,
+                                    const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_groupnorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    SMELT_TRY(check_float_input(ctx, node, x, 0));
+    SMELT_TRY(check_rank_at_least(ctx, node, x, 3, "N x C x D1 x ..."));
+    int64_t c = x->dims[1], n_params = a->per_group_params ? a->num_groups : c;
+    if (c >= 0 && c % a->num_groups != 0)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "the channels of X (%lld) are not a multiple of num_groups (%lld)",
+                       (long long)c, (long long)a->num_groups);
+    for (int i = 1; i <= 2; i++) {
+        SMELT_TRY(check_float_input(ctx, node, in[i], i));
+        if (in[i]->rank != 1 || dims_conflict(in[i]->dims[0], n_params))
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "input '%s' must be 1-D with %lld elements (one per %s)",
+                           input_name(node, i), (long long)n_params,
+                           a->per_group_params ? "group" : "channel");
+    }
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status groupnorm_eval(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_groupnorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int64_t n = x->dims[0], c = x->dims[1], g = a->num_groups, cg = c / g;
+    int64_t inner = dims_product(x->dims, 2, x->rank);
+    double *xd = f64_scratch(ctx, node, op_numel(x));
+    if (!xd) return SMELT_ERR_NOMEM;
+    load_f64(x, xd);
+    for (int64_t ni = 0; ni < n; ni++)
+        for (int64_t gi = 0; gi < g; gi++) {
+            double *row = xd + (ni * c + gi * cg) * inner, mean, inv;
+            standardize(row, cg * inner, a->epsilon, &mean, &inv);
+            for (int64_t k = 0; k < cg; k++) {
+                int64_t p = a->per_group_params ? gi : gi * cg + k;
+                double scale = op_get_f64(in[1], p), bias = op_get_f64(in[2], p);
+                for (int64_t s = 0; s < inner; s++)
+                    row[k * inner + s] = row[k * inner + s] * scale + bias;
+            }
+        }
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    return SMELT_OK;
+}
+
+typedef struct groupnorm_te {
+    const te_tensor *x, *scale, *bias;
+    int64_t cg; /* channels per group */
+    bool per_group;
+    smelt_dtype dt;
+    double count, eps;
+    te_tensor *sum, *mean, *sq_sum, *inv_std;
+    bool squares; /* the reduction being built: squared deviations */
+} groupnorm_te;
+
+/* x at [n, g * cg + c', s...] in the compute dtype; c' and s are reduce axes */
+static ir_expr *groupnorm_reduce_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const groupnorm_te *s = user;
+    ir_builder *b = &g->b;
+    int rank = s->x->n_axes;
+    ir_axis axes[SMELT_MAX_RANK];
+    ir_expr *xi[SMELT_MAX_RANK];
+    axes[0] = te_reduce_axis(g, "r0", s->cg);
+    xi[0] = idx[0];
+    xi[1] = ir_add(b, ir_mul(b, idx[1], ir_int(b, s->cg)), ir_var_ref(b, axes[0].var));
+    for (int d = 2; d < rank; d++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", d - 1);
+        axes[d - 1] = te_reduce_axis(g, name, s->x->buf->shape[d]);
+        xi[d] = ir_var_ref(b, axes[d - 1].var);
+    }
+    ir_expr *v = ir_cast(b, s->dt, te_read(g, s->x, xi));
+    if (s->squares) {
+        ir_expr *dev = ir_sub(b, v, te_read(g, s->mean, idx));
+        v = ir_mul(b, dev, dev);
+    }
+    return te_reduce(g, IR_REDUCE_SUM, v, rank - 1, axes);
+}
+
+static ir_expr *groupnorm_mean_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const groupnorm_te *s = user;
+    return ir_binary(&g->b, IR_DIV, te_read(g, s->sum, idx), fconst(g, s->dt, s->count));
+}
+
+static ir_expr *groupnorm_inv_std_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const groupnorm_te *s = user;
+    ir_expr *var = ir_binary(&g->b, IR_DIV, te_read(g, s->sq_sum, idx), fconst(g, s->dt, s->count));
+    ir_expr *std = call1(g, IR_CALL_SQRT, ir_add(&g->b, var, fconst(g, s->dt, s->eps)));
+    return ir_binary(&g->b, IR_DIV, fconst(g, s->dt, 1.0), std);
+}
+
+static ir_expr *groupnorm_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const groupnorm_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *gi[2] = {idx[0], ir_binary(b, IR_FLOORDIV, idx[1], ir_int(b, s->cg))};
+    ir_expr *pi[1] = {s->per_group ? gi[1] : idx[1]};
+    ir_expr *dev = ir_sub(b, read_as(g, s->x, idx, s->dt), te_read(g, s->mean, gi));
+    ir_expr *y = ir_mul(b, dev, te_read(g, s->inv_std, gi));
+    y = ir_mul(b, y, read_as(g, s->scale, pi, s->dt));
+    return ir_add(b, y, read_as(g, s->bias, pi, s->dt));
+}
+
+static smelt_status groupnorm_compute(op_compute_args *a)
+{
+    const op_groupnorm_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    te_graph *g = a->te;
+    int64_t groups = at->num_groups, stat_shape[2] = {x->buf->shape[0], groups};
+    groupnorm_te s = {.x = x, .scale = a->in[1], .bias = a->in[2],
+                      .cg = x->buf->shape[1] / groups, .per_group = at->per_group_params,
+                      .dt = compute_dtype(x->buf->dtype), .eps = at->epsilon};
+    int64_t len = s.cg * dims_product(x->buf->shape, 2, x->n_axes);
+    s.count = len > 0 ? (double)len : 1.0;
+    if (!(s.sum = te_compute(g, "x_sum", s.dt, 2, stat_shape, groupnorm_reduce_body, &s,
+                             "reduce")))
+        return smelt_ctx_status(a->ctx);
+    if (!(s.mean = te_compute(g, "x_mean", s.dt, 2, stat_shape, groupnorm_mean_body, &s,
+                              "injective")))
+        return smelt_ctx_status(a->ctx);
+    s.squares = true;
+    if (!(s.sq_sum = te_compute(g, "x_sq_sum", s.dt, 2, stat_shape, groupnorm_reduce_body, &s,
+                                "reduce")))
+        return smelt_ctx_status(a->ctx);
+    if (!(s.inv_std = te_compute(g, "x_inv_std", s.dt, 2, stat_shape, groupnorm_inv_std_body,
+                                 &s, "injective")))
+        return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(g, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           groupnorm_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_GROUP_NORMALIZATION = {
+    .compute = groupnorm_compute,
+    .import = groupnorm_import,
+    .infer = groupnorm_infer,
+    .eval = groupnorm_eval,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+/* ---- MeanVarianceNormalization ----------------------------------------------------
+ * y = (x - mean) / (sqrt(var) + 1e-9) over the dims in 'axes' (default 0, 2,
+ * 3), as the op's ONNX function body; the variance is computed as the mean
+ * squared deviation (the body's E[x^2] - E[x]^2 can go negative by rounding). */
+
+OP_ATTRS(MEAN_VARIANCE_NORMALIZATION) = {{"axes", 0, 0}, {NULL, 0, 0}};
+
+#define MVN_EPSILON 1e-9
+
+static smelt_status mvn_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_mvn_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    const gr_attr *at = gr_node_attr(node, "axes");
+    if (!at) {
+        a->n_axes = 3;
+        a->axes[0] = 0, a->axes[1] = 2, a->axes[2] = 3;
+        return SMELT_OK;
+    }
+    if (at->type != GR_ATTR_INTS || at->n > SMELT_MAX_RANK)
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'axes' must be a list of at most %d "
+                       "ints", SMELT_MAX_RANK);
+    a->n_axes = at->n;
+    for (int i = 0; i < at->n; i++) a->axes[i] = at->ints[i];
+    return SMELT_OK;
+}
+
+/* The bit mask of the normalised dims of a rank-`rank` input. */
+static smelt_status mvn_mask(smelt_ctx *ctx, const gr_node *node, int rank, unsigned *mask)
+{
+    const op_mvn_attrs *a = node->op_attrs;
+    *mask = 0;
+    for (int i = 0; i < a->n_axes; i++) {
+        int d;
+        SMELT_TRY(op_norm_axis(ctx, node, a->axes[i], rank, &d));
+        if (*mask & (1u << d))
+            return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'axes' repeats axis %d", d);
+        *mask |= 1u << d;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status mvn_infer(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    unsigned mask;
+    SMELT_TRY(check_float_input(ctx, node, in[0], 0));
+    SMELT_TRY(mvn_mask(ctx, node, in[0]->rank, &mask));
+    op_copy_shape(&out[0], in[0]);
+    return SMELT_OK;
+}
+
+static smelt_status mvn_eval(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                             smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0];
+    unsigned mask;
+    SMELT_TRY(mvn_mask(ctx, node, x->rank, &mask));
+    int64_t n = op_numel(x), st[SMELT_MAX_RANK], rows = 1, len = 1;
+    op_strides(x, st);
+    /* row index of an element: its multi-index with the masked dims dropped */
+    int64_t rdims[SMELT_MAX_RANK], rst[SMELT_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        rdims[d] = mask & (1u << d) ? 1 : x->dims[d];
+        if (mask & (1u << d)) len *= x->dims[d];
+        else rows *= x->dims[d];
+    }
+    for (int d = x->rank - 1, acc = 1; d >= 0; d--) {
+        rst[d] = acc;
+        acc *= (int)rdims[d];
+    }
+    double *xd = f64_scratch(ctx, node, n), *sum = f64_scratch(ctx, node, rows > 0 ? rows : 1);
+    double *sq = f64_scratch(ctx, node, rows > 0 ? rows : 1);
+    if (!xd || !sum || !sq) {
+        smelt_free(xd), smelt_free(sum), smelt_free(sq);
+        return SMELT_ERR_NOMEM;
+    }
+    load_f64(x, xd);
+    memset(sum, 0, sizeof *sum * (size_t)(rows > 0 ? rows : 1));
+    memset(sq, 0, sizeof *sq * (size_t)(rows > 0 ? rows : 1));
+    int64_t idx[SMELT_MAX_RANK] = {0};
+    for (int pass = 0; pass < 3; pass++) {
+        memset(idx, 0, sizeof idx);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t r = 0;
+            for (int d = 0; d < x->rank; d++)
+                if (!(mask & (1u << d))) r += idx[d] * rst[d];
+            double m = pass ? sum[r] / (double)len : 0.0;
+            if (pass == 0) sum[r] += xd[i];
+            else if (pass == 1) sq[r] += (xd[i] - m) * (xd[i] - m);
+            else xd[i] = (xd[i] - m) / (sqrt(sq[r] / (double)len) + MVN_EPSILON);
+            op_next_index(idx, x->dims, x->rank);
+        }
+    }
+    (void)st;
+    store_f64(&out[0], xd);
+    smelt_free(xd), smelt_free(sum), smelt_free(sq);
+    return SMELT_OK;
+}
+
+static ir_expr *mvn_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const row_stats *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *dev = ir_sub(b, read_as(g, s->x, idx, s->dt), read_row(g, s->mean, s->span, idx));
+    ir_expr *var = ir_binary(b, IR_DIV, read_row(g, s->sq_sum, s->span, idx),
+                             fconst(g, s->dt, s->count));
+    ir_expr *den = ir_add(b, call1(g, IR_CALL_SQRT, var), fconst(g, s->dt, MVN_EPSILON));
+    return ir_binary(b, IR_DIV, dev, den);
+}
+
+static smelt_status mvn_compute(op_compute_args *a)
+{
+    const te_tensor *x = a->in[0];
+    unsigned mask;
+    SMELT_TRY(mvn_mask(a->ctx, a->node, x->n_axes, &mask));
+    row_stats s = {.x = x, .span = {.mask = mask}, .dt = compute_dtype(x->buf->dtype),
+                   .eps = 0.0};
+    SMELT_TRY(row_stats_build(a, &s));
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           mvn_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_MEAN_VARIANCE_NORMALIZATION = {
+    .compute = mvn_compute,
+    .import = mvn_import,
+    .infer = mvn_infer,
+    .eval = mvn_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+/* ---- LpNormalization ----------------------------------------------------------------
+ * y = x / ||x||_p along one axis, p 1 or 2; where the norm is 0, y is 0 (as
+ * ONNX's reference and node tests have it, not 0 / 0). */
+
+OP_ATTRS(LP_NORMALIZATION) = {{"axis", 0, 0}, {"p", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status lpnorm_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_lpnorm_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    SMELT_TRY(op_attr_int(ctx, node, "axis", -1, &a->axis));
+    SMELT_TRY(op_attr_int(ctx, node, "p", 2, &a->p));
+    if (a->p != 1 && a->p != 2)
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'p' is %lld, expected 1 or 2",
+                       (long long)a->p);
+    return SMELT_OK;
+}
+
+static smelt_status lpnorm_infer(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_lpnorm_attrs *a = node->op_attrs;
+    int axis;
+    SMELT_TRY(check_float_input(ctx, node, in[0], 0));
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, in[0]->rank, &axis));
+    op_copy_shape(&out[0], in[0]);
+    return SMELT_OK;
+}
+
+static smelt_status lpnorm_eval(smelt_ctx *ctx, const gr_node *node,
+                                const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_lpnorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    int64_t outer = dims_product(x->dims, 0, axis), len = x->dims[axis];
+    int64_t inner = dims_product(x->dims, axis + 1, x->rank);
+    double *xd = f64_scratch(ctx, node, op_numel(x));
+    if (!xd) return SMELT_ERR_NOMEM;
+    load_f64(x, xd);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double *row = xd + o * len * inner + i, norm = 0;
+            for (int64_t k = 0; k < len; k++)
+                norm += a->p == 1 ? fabs(row[k * inner]) : row[k * inner] * row[k * inner];
+            if (a->p == 2) norm = sqrt(norm);
+            for (int64_t k = 0; k < len; k++) row[k * inner] = norm == 0 ? 0 : row[k * inner] / norm;
+        }
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    return SMELT_OK;
+}
+
+typedef struct lpnorm_te {
+    const te_tensor *x, *norm;
+    norm_span span;
+    int64_t p;
+    smelt_dtype dt;
+} lpnorm_te;
+
+static ir_expr *lpnorm_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const lpnorm_te *s = user;
+    ir_expr *v = read_as(g, s->x, idx, s->dt);
+    return s->p == 1 ? call1(g, IR_CALL_ABS, v) : ir_mul(&g->b, v, v);
+}
+
+static ir_expr *lpnorm_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const lpnorm_te *s = user;
+    ir_expr *n = read_row(g, s->norm, s->span, idx);
+    if (s->p == 2) n = call1(g, IR_CALL_SQRT, n);
+    ir_expr *zero = fconst(g, s->dt, 0.0);
+    return ir_select(&g->b, ir_binary(&g->b, IR_EQ, n, zero), zero,
+                     ir_binary(&g->b, IR_DIV, read_as(g, s->x, idx, s->dt), n));
+}
+
+static smelt_status lpnorm_compute(op_compute_args *a)
+{
+    const op_lpnorm_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, x->n_axes, &axis));
+    lpnorm_te s = {.x = x, .span = {.lo = axis, .hi = axis + 1}, .p = at->p,
+                   .dt = compute_dtype(x->buf->dtype)};
+    row_reduce r = {x, s.span, IR_REDUCE_SUM, s.dt, lpnorm_elem, &s};
+    if (!(s.norm = row_reduce_stage(a->te, "x_norm", &r))) return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           lpnorm_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_LP_NORMALIZATION = {
+    .compute = lpnorm_compute,
+    .import = lpnorm_import,
+    .infer = lpnorm_infer,
+    .eval = lpnorm_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
     .min_outputs = 1,
     .max_outputs = 1,
 };
@@ -891,7 +1325,7 @@ static smelt_status layernorm_compute(op_compute_args *a)
     SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, x->n_axes, &axis));
     bool wide = x->buf->dtype == SMELT_DT_FLOAT64 || at->stash_type == SMELT_DT_FLOAT64;
     row_stats s = {.x = x,
-                   .span = {axis, x->n_axes},
+                   .span = {.lo = axis, .hi = x->n_axes},
                    .dt = wide ? SMELT_DT_FLOAT64 : SMELT_DT_FLOAT32,
                    .eps = at->epsilon};
     SMELT_TRY(row_stats_build(a, &s));
@@ -911,6 +1345,108 @@ const op_def op_def_LAYER_NORMALIZATION = {
     .max_inputs = 3,
     .min_outputs = 1,
     .max_outputs = 3,
+};
+
+/* ---- RMSNormalization ----------------------------------------------------------------
+ * y = x / sqrt(mean(x^2 over X.dims[axis:]) + epsilon) * scale (opset 23),
+ * the statistic in the stash type's precision (at least float32). */
+
+OP_ATTRS(RMS_NORMALIZATION) = {{"axis", 0, 0}, {"epsilon", 0, 0}, {"stash_type", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status rmsnorm_infer(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_layernorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(check_float_input(ctx, node, x, 0));
+    SMELT_TRY(check_rank_at_least(ctx, node, x, 1, "the normalized axes must exist"));
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    SMELT_TRY(check_layernorm_param(ctx, node, in[1], 1, x, axis));
+    op_copy_shape(&out[0], x);
+    return SMELT_OK;
+}
+
+static smelt_status rmsnorm_eval(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_layernorm_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    int64_t rows = dims_product(x->dims, 0, axis), cols = dims_product(x->dims, axis, x->rank);
+    double *xd = f64_scratch(ctx, node, op_numel(x)), *w = f64_scratch(ctx, node, cols);
+    if (!xd || !w) {
+        smelt_free(xd);
+        smelt_free(w);
+        return SMELT_ERR_NOMEM;
+    }
+    load_f64(x, xd);
+    expand_param(in[1], x, axis, w);
+    for (int64_t r = 0; r < rows; r++) {
+        double *row = xd + r * cols, sq = 0;
+        for (int64_t j = 0; j < cols; j++) sq += row[j] * row[j];
+        double inv = 1.0 / sqrt((cols > 0 ? sq / (double)cols : 0.0) + a->epsilon);
+        for (int64_t j = 0; j < cols; j++) row[j] = row[j] * inv * w[j];
+    }
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    smelt_free(w);
+    return SMELT_OK;
+}
+
+typedef struct rmsnorm_te {
+    const te_tensor *x, *scale, *sq_sum;
+    norm_span span;
+    smelt_dtype dt;
+    double count, eps;
+} rmsnorm_te;
+
+static ir_expr *rmsnorm_sq_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const rmsnorm_te *s = user;
+    ir_expr *v = read_as(g, s->x, idx, s->dt);
+    return ir_mul(&g->b, v, v);
+}
+
+static ir_expr *rmsnorm_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const rmsnorm_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *ms = ir_binary(b, IR_DIV, read_row(g, s->sq_sum, s->span, idx),
+                            fconst(g, s->dt, s->count));
+    ir_expr *rms = call1(g, IR_CALL_SQRT, ir_add(b, ms, fconst(g, s->dt, s->eps)));
+    ir_expr *y = ir_binary(b, IR_DIV, read_as(g, s->x, idx, s->dt), rms);
+    return ir_mul(b, y, read_param(g, s->scale, PARAM_TRAILING, idx, s->x->n_axes, s->dt));
+}
+
+static smelt_status rmsnorm_compute(op_compute_args *a)
+{
+    const op_layernorm_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    int axis;
+    SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, x->n_axes, &axis));
+    bool wide = x->buf->dtype == SMELT_DT_FLOAT64 || at->stash_type == SMELT_DT_FLOAT64;
+    rmsnorm_te s = {.x = x, .scale = a->in[1], .span = {.lo = axis, .hi = x->n_axes},
+                    .dt = wide ? SMELT_DT_FLOAT64 : SMELT_DT_FLOAT32, .eps = at->epsilon};
+    int64_t len = row_length(x, s.span);
+    s.count = len > 0 ? (double)len : 1.0;
+    row_reduce r = {x, s.span, IR_REDUCE_SUM, s.dt, rmsnorm_sq_elem, &s};
+    if (!(s.sq_sum = row_reduce_stage(a->te, "x_sq_sum", &r))) return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           rmsnorm_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_RMS_NORMALIZATION = {
+    .compute = rmsnorm_compute,
+    .import = layernorm_import,
+    .infer = rmsnorm_infer,
+    .eval = rmsnorm_eval,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
 };
 
 /* ---- Softmax, LogSoftmax ---------------------------------------------------------- */
@@ -1057,7 +1593,7 @@ static smelt_status softmax_common_compute(op_compute_args *a, bool log_form)
     memcpy(xt.dims, x->buf->shape, sizeof(int64_t) * (size_t)x->n_axes);
     int axis;
     SMELT_TRY(softmax_axis(a->ctx, a->node, &xt, &axis));
-    norm_span span = {axis, at->coerce_2d ? x->n_axes : axis + 1};
+    norm_span span = {.lo = axis, .hi = at->coerce_2d ? x->n_axes : axis + 1};
     softmax_te s = {x, NULL, NULL, NULL, span, compute_dtype(x->buf->dtype), log_form};
     row_reduce max = {x, span, IR_REDUCE_MAX, s.dt, softmax_x_elem, &s};
     row_reduce sum = {x, span, IR_REDUCE_SUM, s.dt, log_form ? softmax_exp_elem : softmax_exp_read, &s};
@@ -1097,6 +1633,137 @@ const op_def op_def_LOG_SOFTMAX = {
     .import = softmax_import,
     .infer = softmax_infer,
     .eval = log_softmax_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+/* ---- Hardmax ------------------------------------------------------------------------
+ * 1 at the first maximum of each row (numpy's argmax: the first NaN, if
+ * any, is the maximum), 0 elsewhere; rows as Softmax's (2-D form before
+ * opset 13). */
+
+OP_ATTRS(HARDMAX) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
+static void hardmax_line(double *x, int64_t n, int64_t stride)
+{
+    int64_t best = 0;
+    for (int64_t k = 1; k < n && !isnan(x[0]); k++) {
+        double v = x[k * stride], b = x[best * stride];
+        if (isnan(v) || (!isnan(b) && v > b)) {
+            best = k;
+            if (isnan(v)) break;
+        }
+    }
+    for (int64_t k = 0; k < n; k++) x[k * stride] = k == best ? 1.0 : 0.0;
+}
+
+static smelt_status hardmax_eval(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_softmax_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(softmax_axis(ctx, node, x, &axis));
+    int64_t outer = dims_product(x->dims, 0, axis), n, inner;
+    if (a->coerce_2d) {
+        n = dims_product(x->dims, axis, x->rank);
+        inner = 1;
+    } else {
+        n = x->dims[axis];
+        inner = dims_product(x->dims, axis + 1, x->rank);
+    }
+    double *xd = f64_scratch(ctx, node, op_numel(x));
+    if (!xd) return SMELT_ERR_NOMEM;
+    load_f64(x, xd);
+    for (int64_t o = 0; o < outer && n > 0; o++)
+        for (int64_t i = 0; i < inner; i++) hardmax_line(xd + o * n * inner + i, n, inner);
+    store_f64(&out[0], xd);
+    smelt_free(xd);
+    return SMELT_OK;
+}
+
+typedef struct hardmax_te {
+    const te_tensor *x;
+    te_tensor *max, *first_max, *first_nan;
+    norm_span span;
+    smelt_dtype dt;
+} hardmax_te;
+
+/* The row-major position of idx within its row (the span's dims). */
+static ir_expr *hardmax_pos(te_graph *g, const hardmax_te *s, ir_expr *const *idx)
+{
+    ir_builder *b = &g->b;
+    ir_expr *pos = ir_int(b, 0);
+    for (int d = s->span.lo; d < s->span.hi; d++)
+        pos = ir_add(b, ir_mul(b, pos, ir_int(b, s->x->buf->shape[d])), idx[d]);
+    return pos;
+}
+
+static ir_expr *hardmax_x_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    return read_as(g, s->x, idx, s->dt);
+}
+
+static ir_expr *hardmax_max_pos_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *is_max = ir_binary(b, IR_EQ, read_as(g, s->x, idx, s->dt),
+                                read_row(g, s->max, s->span, idx));
+    return ir_select(b, is_max, hardmax_pos(g, s, idx), ir_int(b, INT64_MAX));
+}
+
+static ir_expr *hardmax_nan_pos_elem(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *v = read_as(g, s->x, idx, s->dt);
+    ir_expr *nan = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &v);
+    return ir_select(b, nan, hardmax_pos(g, s, idx), ir_int(b, INT64_MAX));
+}
+
+static ir_expr *hardmax_out_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const hardmax_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *nan = read_row(g, s->first_nan, s->span, idx);
+    ir_expr *first = ir_select(b, ir_binary(b, IR_LT, nan, ir_int(b, INT64_MAX)), nan,
+                               read_row(g, s->first_max, s->span, idx));
+    return ir_select(b, ir_binary(b, IR_EQ, hardmax_pos(g, s, idx), first), fconst(g, s->dt, 1.0),
+                     fconst(g, s->dt, 0.0));
+}
+
+static smelt_status hardmax_compute(op_compute_args *a)
+{
+    const op_softmax_attrs *at = a->node->op_attrs;
+    const te_tensor *x = a->in[0];
+    smelt_tensor xt = {.dtype = x->buf->dtype, .rank = x->n_axes};
+    memcpy(xt.dims, x->buf->shape, sizeof(int64_t) * (size_t)x->n_axes);
+    int axis;
+    SMELT_TRY(softmax_axis(a->ctx, a->node, &xt, &axis));
+    hardmax_te s = {.x = x, .span = {.lo = axis, .hi = at->coerce_2d ? x->n_axes : axis + 1},
+                    .dt = compute_dtype(x->buf->dtype)};
+    row_reduce max = {x, s.span, IR_REDUCE_MAX, s.dt, hardmax_x_elem, &s};
+    row_reduce first_max = {x, s.span, IR_REDUCE_MIN, SMELT_DT_INT64, hardmax_max_pos_elem, &s};
+    row_reduce first_nan = {x, s.span, IR_REDUCE_MIN, SMELT_DT_INT64, hardmax_nan_pos_elem, &s};
+    if (!(s.max = row_reduce_stage(a->te, "y_max", &max))) return smelt_ctx_status(a->ctx);
+    if (!(s.first_max = row_reduce_stage(a->te, "y_first", &first_max)))
+        return smelt_ctx_status(a->ctx);
+    if (!(s.first_nan = row_reduce_stage(a->te, "y_first_nan", &first_nan)))
+        return smelt_ctx_status(a->ctx);
+    a->out[0] = te_compute(a->te, "y", a->out_type[0].dtype, x->n_axes, x->buf->shape,
+                           hardmax_out_body, &s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_HARDMAX = {
+    .compute = hardmax_compute,
+    .import = softmax_import,
+    .infer = softmax_infer,
+    .eval = hardmax_eval,
     .min_inputs = 1,
     .max_inputs = 1,
     .min_outputs = 1,

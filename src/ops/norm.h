@@ -23,6 +23,25 @@ typedef struct op_instancenorm_attrs {
     float epsilon;
 } op_instancenorm_attrs;
 
+/* GroupNormalization: per_group_params (opsets 18-20): scale and bias hold
+ * one value per group instead of per channel. */
+typedef struct op_groupnorm_attrs {
+    int64_t num_groups;
+    float epsilon;
+    bool per_group_params;
+} op_groupnorm_attrs;
+
+/* MeanVarianceNormalization: the normalised axes. */
+typedef struct op_mvn_attrs {
+    int n_axes;
+    int64_t axes[SMELT_MAX_RANK];
+} op_mvn_attrs;
+
+/* LpNormalization. */
+typedef struct op_lpnorm_attrs {
+    int64_t axis, p;
+} op_lpnorm_attrs;
+
 /* LayerNormalization: normalises over axes [axis, rank).  stash_type is the
  * dtype of the optional Mean and InvStdDev outputs. */
 typedef struct op_layernorm_attrs {

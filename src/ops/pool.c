@@ -44,7 +44,31 @@ OP_ATTRS(MAX_POOL) = {{"auto_pad", 0, 0},        {"kernel_shape", 0, 0},   {"str
 OP_ATTRS(AVERAGE_POOL) = {{"auto_pad", 0, 0},       {"kernel_shape", 0, 0},          {"strides", 0, 0},
                           {"pads", 0, 0},           {"dilations", 19, 0},         {"ceil_mode", 10, 0},
                           {"count_include_pad", 7, 0}, {NULL, 0, 0}};
+OP_ATTRS(LP_POOL) = {{"auto_pad", 0, 0}, {"kernel_shape", 0, 0}, {"strides", 0, 0},
+                     {"pads", 0, 0},     {"dilations", 18, 0},   {"ceil_mode", 18, 0},
+                     {"p", 0, 0},        {NULL, 0, 0}};
+OP_ATTRS(GLOBAL_LP_POOL) = {{"p", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(LRN) = {{"alpha", 0, 0}, {"beta", 0, 0}, {"bias", 0, 0}, {"size", 0, 0}, {NULL, 0, 0}};
+
+/* LpPool's p: a positive integer (opset 1 had a float; 2 either way) */
+static smelt_status import_p(smelt_ctx *ctx, const gr_node *node, int64_t *p)
+{
+    const gr_attr *at = gr_node_attr(node, "p");
+    if (at && at->type == GR_ATTR_FLOAT) {
+        float f;
+        SMELT_TRY(op_attr_float(ctx, node, "p", 2.0f, &f));
+        if (f != (float)(int64_t)f)
+            return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                           "attribute 'p' is %g; only integer p is implemented", (double)f);
+        *p = (int64_t)f;
+    } else {
+        SMELT_TRY(op_attr_int(ctx, node, "p", 2, p));
+    }
+    if (*p < 1)
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "attribute 'p' is %lld, must be >= 1",
+                       (long long)*p);
+    return SMELT_OK;
+}
 
 static smelt_status pool_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -56,7 +80,15 @@ static smelt_status pool_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
         SMELT_TRY(op_attr_bool(ctx, node, "count_include_pad", false, &a->count_include_pad));
     if (node->op == OP_MAX_POOL)
         SMELT_TRY(op_attr_bool(ctx, node, "storage_order", false, &a->column_major_indices));
+    if (node->op == OP_LP_POOL) SMELT_TRY(import_p(ctx, node, &a->p));
     return SMELT_OK;
+}
+
+static smelt_status global_lp_pool_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_pool_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    return import_p(ctx, node, &a->p);
 }
 
 static smelt_status lrn_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
@@ -256,6 +288,38 @@ static void average_pool_plane(const pool_plan *p, const double *x, double *y,
     }
 }
 
+/* |v|^p, exactly for the common p */
+static double abs_pow(double v, int64_t p)
+{
+    v = fabs(v);
+    return p == 1 ? v : p == 2 ? v * v : pow(v, (double)p);
+}
+
+static double root(double sum, int64_t p)
+{
+    return p == 1 ? sum : p == 2 ? sqrt(sum) : pow(sum, 1.0 / (double)p);
+}
+
+static void lp_pool_plane(const pool_plan *pl, const double *x, double *y, int64_t p)
+{
+    int64_t oi = 0;
+    for (int64_t o0 = 0; o0 < pl->out[0]; o0++)
+        for (int64_t o1 = 0; o1 < pl->out[1]; o1++)
+            for (int64_t o2 = 0; o2 < pl->out[2]; o2++, oi++) {
+                double sum = 0.0;
+                for (int64_t k0 = pl->lo[0][o0]; k0 < pl->hi[0][o0]; k0++) {
+                    int64_t i0 = tap_pos(pl, 0, o0, k0);
+                    for (int64_t k1 = pl->lo[1][o1]; k1 < pl->hi[1][o1]; k1++) {
+                        int64_t i1 = tap_pos(pl, 1, o1, k1);
+                        const double *row = x + (i0 * pl->in[1] + i1) * pl->in[2];
+                        for (int64_t k2 = pl->lo[2][o2]; k2 < pl->hi[2][o2]; k2++)
+                            sum += abs_pow(row[tap_pos(pl, 2, o2, k2)], p);
+                    }
+                }
+                y[oi] = root(sum, p);
+            }
+}
+
 static smelt_status pool_eval(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                               smelt_tensor *out)
 {
@@ -275,6 +339,8 @@ static smelt_status pool_eval(smelt_ctx *ctx, const gr_node *node, const smelt_t
         if (node->op == OP_MAX_POOL)
             max_pool_plane(&p, xbuf, ybuf, indices ? indices + c * p.out_plane : NULL,
                            c * p.in_plane, a->column_major_indices);
+        else if (node->op == OP_LP_POOL)
+            lp_pool_plane(&p, xbuf, ybuf, a->p);
         else
             average_pool_plane(&p, xbuf, ybuf, a->count_include_pad);
         op_conv_store_f64(&out[0], c * p.out_plane, p.out_plane, ybuf);
@@ -295,7 +361,8 @@ static smelt_status global_pool_eval(smelt_ctx *ctx, const gr_node *node,
     for (int i = 2; i < x->rank; i++) plane *= x->dims[i];
     double *buf = smelt_alloc(sizeof(double) * (size_t)(plane > 0 ? plane : 1));
     if (!buf) return op_errf(ctx, node, SMELT_ERR_NOMEM, "out of memory");
-    bool is_max = node->op == OP_GLOBAL_MAX_POOL;
+    bool is_max = node->op == OP_GLOBAL_MAX_POOL, is_lp = node->op == OP_GLOBAL_LP_POOL;
+    int64_t p = is_lp ? ((const op_pool_attrs *)node->op_attrs)->p : 1;
     for (int64_t c = 0; c < planes; c++) {
         op_conv_load_f64(x, c * plane, plane, buf);
         double r = is_max ? -INFINITY : 0.0;
@@ -303,9 +370,10 @@ static smelt_status global_pool_eval(smelt_ctx *ctx, const gr_node *node,
             if (is_max)
                 r = i == 0 || buf[i] > r ? buf[i] : r;
             else
-                r += buf[i];
+                r += is_lp ? abs_pow(buf[i], p) : buf[i];
         }
-        if (!is_max) r = plane > 0 ? r / (double)plane : NAN;
+        if (is_lp) r = root(r, p);
+        else if (!is_max) r = plane > 0 ? r / (double)plane : NAN;
         op_conv_store_f64(&out[0], c, 1, &r);
     }
     smelt_free(buf);
@@ -381,6 +449,7 @@ typedef struct pool_def {
     op_conv_window win;
     smelt_dtype acc_dt;
     bool count_include_pad;
+    int64_t lp; /* LpPool, GlobalLpPool: p; else 0 */
     const op_lrn_attrs *lrn;
 } pool_def;
 
@@ -419,6 +488,24 @@ static ir_expr *max_pool_body(te_graph *g, ir_expr *const *idx, void *user)
     return te_reduce(g, IR_REDUCE_MAX, v, d->win.n_spatial, axes);
 }
 
+/* LpPool's |v|^p (p >= 1) in the accumulation dtype */
+static ir_expr *abs_pow_te(ir_builder *b, ir_expr *v, int64_t p)
+{
+    ir_expr *a = ir_call(b, IR_CALL_ABS, v->dtype, 1, &v);
+    if (p == 1) return a;
+    if (p == 2) return ir_mul(b, v, v);
+    ir_expr *args[2] = {a, ir_const_float(b, v->dtype, (double)p)};
+    return ir_call(b, IR_CALL_POW, v->dtype, 2, args);
+}
+
+static ir_expr *lp_root_te(ir_builder *b, ir_expr *sum, int64_t p)
+{
+    if (p == 1) return sum;
+    if (p == 2) return ir_call(b, IR_CALL_SQRT, sum->dtype, 1, &sum);
+    ir_expr *args[2] = {sum, ir_const_float(b, sum->dtype, 1.0 / (double)p)};
+    return ir_call(b, IR_CALL_POW, sum->dtype, 2, args);
+}
+
 static ir_expr *window_sum_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const pool_def *d = user;
@@ -426,6 +513,7 @@ static ir_expr *window_sum_body(te_graph *g, ir_expr *const *idx, void *user)
     ir_expr *xi[SMELT_MAX_RANK];
     ir_expr *cond = window_taps(g, d, idx, axes, xi);
     ir_expr *v = ir_cast(&g->b, d->acc_dt, te_read(g, d->x, xi));
+    if (d->lp) v = abs_pow_te(&g->b, v, d->lp);
     if (cond) v = ir_select(&g->b, cond, v, ir_const_float(&g->b, d->acc_dt, 0.0));
     return te_reduce(g, IR_REDUCE_SUM, v, d->win.n_spatial, axes);
 }
@@ -457,6 +545,12 @@ static ir_expr *taps_inside(ir_builder *b, const op_conv_window *w, int i, ir_ex
                               floor_div(b, ir_sub(b, ir_int(b, hi - 1), start), d));
     ir_expr *count = ir_add(b, ir_sub(b, last, first), ir_int(b, 1));
     return ir_binary(b, IR_MAX, ir_int(b, 0), count);
+}
+
+static ir_expr *lp_pool_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const pool_def *d = user;
+    return ir_cast(&g->b, d->x->buf->dtype, lp_root_te(&g->b, te_read(g, d->acc, idx), d->lp));
 }
 
 static ir_expr *average_pool_body(te_graph *g, ir_expr *const *idx, void *user)
@@ -562,7 +656,12 @@ static smelt_status pool_compute(op_compute_args *a)
     SMELT_TRY(op_pool_resolve(a->ctx, a->node, &xt, &d->win));
     d->count_include_pad = ((const op_pool_attrs *)a->node->op_attrs)->count_include_pad;
     te_tensor *t;
-    if (a->node->op == OP_MAX_POOL) {
+    if (a->node->op == OP_LP_POOL) { /* a generic reduction, not the pool rule's window sum */
+        d->lp = ((const op_pool_attrs *)a->node->op_attrs)->p;
+        t = te_compute(a->te, "sum", d->acc_dt, y->rank, y->dims, window_sum_body, d, "reduce");
+        d->acc = t;
+        if (t) t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, lp_pool_body, d, "injective");
+    } else if (a->node->op == OP_MAX_POOL) {
         t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, max_pool_body, d, "pool");
         if (t && wants_indices(a->node)) SMELT_TRY(max_pool_indices(a, d, t));
     } else {
@@ -590,6 +689,7 @@ static ir_expr *global_body(te_graph *g, ir_expr *const *idx, const pool_def *d,
     for (int i = 0; i < ns; i++) xi[2 + i] = ir_var_ref(&g->b, axes[i].var);
     ir_expr *v = te_read(g, d->x, xi);
     if (op == IR_REDUCE_SUM) v = ir_cast(&g->b, d->acc_dt, v);
+    if (d->lp) v = abs_pow_te(&g->b, v, d->lp);
     return te_reduce(g, op, v, ns, axes);
 }
 
@@ -622,11 +722,12 @@ static smelt_status global_pool_compute(op_compute_args *a)
     if (a->node->op == OP_GLOBAL_MAX_POOL) {
         t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, global_max_body, d, "reduce");
     } else {
+        if (a->node->op == OP_GLOBAL_LP_POOL) d->lp = ((const op_pool_attrs *)a->node->op_attrs)->p;
         t = te_compute(a->te, "sum", d->acc_dt, y->rank, y->dims, global_sum_body, d, "reduce");
         d->acc = t;
         if (t)
-            t = te_compute(a->te, "y", y->dtype, y->rank, y->dims, global_mean_body, d,
-                           "injective");
+            t = te_compute(a->te, "y", y->dtype, y->rank, y->dims,
+                           d->lp ? lp_pool_body : global_mean_body, d, "injective");
     }
     a->out[0] = t;
     return t ? SMELT_OK : smelt_ctx_status(a->ctx);
@@ -730,6 +831,28 @@ const op_def op_def_LRN = {
     .import = lrn_import,
     .infer = lrn_infer,
     .eval = lrn_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+const op_def op_def_LP_POOL = {
+    .compute = pool_compute,
+    .import = pool_import,
+    .infer = pool_infer,
+    .eval = pool_eval,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+};
+
+const op_def op_def_GLOBAL_LP_POOL = {
+    .compute = global_pool_compute,
+    .import = global_lp_pool_import,
+    .infer = global_pool_infer,
+    .eval = global_pool_eval,
     .min_inputs = 1,
     .max_inputs = 1,
     .min_outputs = 1,

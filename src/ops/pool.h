@@ -6,12 +6,13 @@
 
 #include "ops/conv.h"
 
-/* node->op_attrs of MaxPool and AveragePool. */
+/* node->op_attrs of MaxPool, AveragePool, LpPool (GlobalLpPool: only p). */
 typedef struct op_pool_attrs {
     op_conv_window_attrs win;  /* kernel_shape is required */
     bool ceil_mode;
     bool count_include_pad;    /* AveragePool: divide by the window size including pads */
     bool column_major_indices; /* MaxPool storage_order = 1 */
+    int64_t p;                 /* LpPool, GlobalLpPool: the norm's order (>= 1) */
 } op_pool_attrs;
 
 /* node->op_attrs of LRN: y = x / (bias + alpha / size * sum of squares over

@@ -1211,7 +1211,7 @@ const op_def op_def_TOP_K = {
 };
 
 /* ======================================================================
- * CumSum
+ * CumSum, CumProd
  * ====================================================================== */
 
 static const smelt_dtype cumsum_dtypes[] = {
@@ -1227,6 +1227,7 @@ static const op_cumsum_attrs *cumsum_attrs(const gr_node *node)
 }
 
 OP_ATTRS(CUM_SUM) = {{"exclusive", 0, 0}, {"reverse", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(CUM_PROD) = {{"exclusive", 0, 0}, {"reverse", 0, 0}, {NULL, 0, 0}};
 
 static smelt_status cumsum_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
@@ -1278,24 +1279,24 @@ static smelt_status cumsum_eval(smelt_ctx *ctx, const gr_node *node,
     SMELT_TRY(cumsum_axis(ctx, node, x, op_input(node, in, 1), &axis));
     int64_t outer = dims_product(x->dims, 0, axis), n = x->dims[axis];
     int64_t inner = dims_product(x->dims, axis + 1, x->rank);
-    bool is_float = op_dtype_is_float(x->dtype);
+    bool is_float = op_dtype_is_float(x->dtype), prod = node->op == OP_CUM_PROD;
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {
-            double facc = 0.0;
-            uint64_t iacc = 0; /* wraps like the integer dtype would */
+            double facc = prod ? 1.0 : 0.0;
+            uint64_t iacc = prod; /* wraps like the integer dtype would */
             for (int64_t t = 0; t < n; t++) {
                 int64_t j = a->reverse ? n - 1 - t : t;
                 int64_t off = (o * n + j) * inner + i;
                 if (is_float) {
                     double v = op_get_f64(x, off);
-                    if (!a->exclusive) facc += v;
+                    if (!a->exclusive) facc = prod ? facc * v : facc + v;
                     op_set_f64(&out[0], off, facc);
-                    if (a->exclusive) facc += v;
+                    if (a->exclusive) facc = prod ? facc * v : facc + v;
                 } else {
                     uint64_t v = (uint64_t)op_get_i64(x, off);
-                    if (!a->exclusive) iacc += v;
+                    if (!a->exclusive) iacc = prod ? iacc * v : iacc + v;
                     op_set_i64(&out[0], off, (int64_t)iacc);
-                    if (a->exclusive) iacc += v;
+                    if (a->exclusive) iacc = prod ? iacc * v : iacc + v;
                 }
             }
         }
@@ -1303,12 +1304,12 @@ static smelt_status cumsum_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
-/* CumSum as a reduction over the whole axis of the elements at positions
- * k <= i (k < i exclusive; k >= i, k > i reversed). */
+/* CumSum (CumProd) as a sum (product) over the whole axis of the elements at
+ * positions k <= i (k < i exclusive; k >= i, k > i reversed). */
 typedef struct cumsum_stage {
     const te_tensor *x;
     int axis;
-    bool exclusive, reverse;
+    bool exclusive, reverse, prod;
     smelt_dtype acc;
 } cumsum_stage;
 
@@ -1321,8 +1322,10 @@ static ir_expr *cumsum_body(te_graph *g, ir_expr *const *idx, void *user)
     for (int d = 0; d < s->x->buf->rank; d++) xi[d] = d == s->axis ? kv : idx[d];
     ir_kind cmp = s->reverse ? (s->exclusive ? IR_GT : IR_GE) : (s->exclusive ? IR_LT : IR_LE);
     ir_expr *v = ir_cast(b, s->acc, te_read(g, s->x, xi));
-    ir_expr *term = ir_select(b, ir_binary(b, cmp, kv, idx[s->axis]), v, zero_of(b, s->acc));
-    return te_reduce(g, IR_REDUCE_SUM, term, 1, &k);
+    ir_reduce_op op = s->prod ? IR_REDUCE_PROD : IR_REDUCE_SUM;
+    ir_expr *term = ir_select(b, ir_binary(b, cmp, kv, idx[s->axis]), v,
+                              te_reduce_identity(g, op, s->acc));
+    return te_reduce(g, op, term, 1, &k);
 }
 
 /* The cumulative sum along one axis; the last stage is named "y"+suffix. */
@@ -1331,7 +1334,8 @@ static te_tensor *cumsum_build(op_compute_args *a, int axis, const char *suffix)
     const op_cumsum_attrs *at = cumsum_attrs(a->node);
     const te_tensor *x = a->in[0];
     const smelt_tensor *ot = &a->out_type[0];
-    cumsum_stage s = {x, axis, at->exclusive, at->reverse, float_acc_dtype(x->buf->dtype)};
+    cumsum_stage s = {x, axis, at->exclusive, at->reverse, a->node->op == OP_CUM_PROD,
+                      float_acc_dtype(x->buf->dtype)};
     bool cast = s.acc != ot->dtype;
     char name[32];
     stage_name(name, sizeof name, cast ? "y_acc" : "y", suffix);
@@ -1372,6 +1376,12 @@ static smelt_status cumsum_compute(op_compute_args *a)
 }
 
 const op_def op_def_CUM_SUM = {
+    .compute = cumsum_compute,
+    .import = cumsum_import, .infer = cumsum_infer, .eval = cumsum_eval,
+    .min_inputs = 2,         .max_inputs = 2,       .min_outputs = 1, .max_outputs = 1,
+};
+
+const op_def op_def_CUM_PROD = {
     .compute = cumsum_compute,
     .import = cumsum_import, .infer = cumsum_infer, .eval = cumsum_eval,
     .min_inputs = 2,         .max_inputs = 2,       .min_outputs = 1, .max_outputs = 1,

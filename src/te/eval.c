@@ -152,6 +152,15 @@ static double call_f(ir_call_op op, double x, double y)
     case IR_CALL_ISNAN: return isnan(x) ? 1 : 0;
     case IR_CALL_ISINF: return isinf(x) ? 1 : 0;
     case IR_CALL_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case IR_CALL_TAN: return tan(x);
+    case IR_CALL_ASIN: return asin(x);
+    case IR_CALL_ACOS: return acos(x);
+    case IR_CALL_ATAN: return atan(x);
+    case IR_CALL_SINH: return sinh(x);
+    case IR_CALL_COSH: return cosh(x);
+    case IR_CALL_ASINH: return asinh(x);
+    case IR_CALL_ACOSH: return acosh(x);
+    case IR_CALL_ATANH: return atanh(x);
     default: return NAN;
     }
 }

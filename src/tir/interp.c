@@ -256,6 +256,15 @@ static double call_f64(ir_call_op op, double x, double y)
     case IR_CALL_FMOD: return fmod(x, y);
     case IR_CALL_ISNAN: return isnan(x) != 0;
     case IR_CALL_ISINF: return isinf(x) != 0;
+    case IR_CALL_TAN: return tan(x);
+    case IR_CALL_ASIN: return asin(x);
+    case IR_CALL_ACOS: return acos(x);
+    case IR_CALL_ATAN: return atan(x);
+    case IR_CALL_SINH: return sinh(x);
+    case IR_CALL_COSH: return cosh(x);
+    case IR_CALL_ASINH: return asinh(x);
+    case IR_CALL_ACOSH: return acosh(x);
+    case IR_CALL_ATANH: return atanh(x);
     default: return 1.0 / (1.0 + exp(-x));
     }
 }
@@ -274,6 +283,15 @@ static double call_f32(ir_call_op op, float x, float y)
     case IR_CALL_COS: return cosf(x);
     case IR_CALL_FMOD: return fmodf(x, y);
     case IR_CALL_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case IR_CALL_TAN: return tanf(x);
+    case IR_CALL_ASIN: return asinf(x);
+    case IR_CALL_ACOS: return acosf(x);
+    case IR_CALL_ATAN: return atanf(x);
+    case IR_CALL_SINH: return sinhf(x);
+    case IR_CALL_COSH: return coshf(x);
+    case IR_CALL_ASINH: return asinhf(x);
+    case IR_CALL_ACOSH: return acoshf(x);
+    case IR_CALL_ATANH: return atanhf(x);
     default: return call_f64(op, x, y);
     }
 }

@@ -588,7 +588,10 @@ const char *ir_call_name(ir_call_op op)
         [IR_CALL_ABS] = "abs",     [IR_CALL_FLOOR] = "floor", [IR_CALL_CEIL] = "ceil",
         [IR_CALL_ROUND] = "round", [IR_CALL_SIN] = "sin",     [IR_CALL_COS] = "cos",
         [IR_CALL_FMOD] = "fmod",   [IR_CALL_ISNAN] = "isnan", [IR_CALL_ISINF] = "isinf",
-        [IR_CALL_SIGMOID] = "sigmoid",
+        [IR_CALL_SIGMOID] = "sigmoid", [IR_CALL_TAN] = "tan",     [IR_CALL_ASIN] = "asin",
+        [IR_CALL_ACOS] = "acos",   [IR_CALL_ATAN] = "atan",   [IR_CALL_SINH] = "sinh",
+        [IR_CALL_COSH] = "cosh",   [IR_CALL_ASINH] = "asinh", [IR_CALL_ACOSH] = "acosh",
+        [IR_CALL_ATANH] = "atanh",
     };
     _Static_assert(SMELT_ARRAY_LEN(names) == IR_CALL_COUNT_, "ir call names");
     return (unsigned)op < IR_CALL_COUNT_ ? names[op] : "?";

@@ -93,6 +93,15 @@ typedef enum ir_call_op {
     IR_CALL_ISNAN,
     IR_CALL_ISINF,
     IR_CALL_SIGMOID,
+    IR_CALL_TAN,
+    IR_CALL_ASIN,
+    IR_CALL_ACOS,
+    IR_CALL_ATAN,
+    IR_CALL_SINH,
+    IR_CALL_COSH,
+    IR_CALL_ASINH,
+    IR_CALL_ACOSH,
+    IR_CALL_ATANH,
     IR_CALL_COUNT_
 } ir_call_op;
 

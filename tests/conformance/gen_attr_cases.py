@@ -9,6 +9,11 @@ knows, so they are written without onnx.checker).
 
 space_to_depth_crd: SpaceToDepth-28 with mode=CRD returned DCR's values
 with exit status 0 while mode was ignored.
+
+Values the ONNX node tests leave out, for ops added later: hardmax_nan_ties
+(the first maximum wins a tie, a NaN is the maximum as in numpy's argmax),
+mod28_float_signed_zero (Mod-28's fmod=0 on floats, numpy's mod, was
+refused before).
 """
 import argparse
 import os
@@ -33,6 +38,7 @@ def space_to_depth(x, b, mode):
 
 
 def write_case(out, name, opset, node, inputs, outputs):
+    """inputs and outputs: lists of (name, float32 array)."""
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     vi = lambda n, a: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
@@ -57,6 +63,13 @@ def space_to_depth_case(out, name, opset, shape, b, mode):
     write_case(out, name, opset, node, [("x", x)], [("y", y)])
 
 
+def hardmax(x, axis):
+    y = np.zeros_like(x)
+    idx = np.expand_dims(np.argmax(x, axis=axis), axis)
+    np.put_along_axis(y, idx, 1, axis=axis)
+    return y
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -66,6 +79,18 @@ def main():
     space_to_depth_case(out, "space_to_depth_dcr", 28, (2, 3, 4, 6), 2, "DCR")
     space_to_depth_case(out, "space_to_depth_default", 28, (2, 3, 4, 6), 2, None)
     space_to_depth_case(out, "space_to_depth_opset13", 13, (1, 4, 4, 4), 2, None)
+
+    x = np.array([[1, 5, 5, 2], [np.nan, 7, np.nan, 1], [-1, -1, -3, -1]], np.float32)
+    for axis in (0, 1):
+        write_case(out, "hardmax_nan_ties_axis%d" % axis, 13,
+                   helper.make_node("Hardmax", ["x"], ["y"], axis=axis),
+                   [("x", x)], [("y", hardmax(x, axis))])
+
+    a = np.array([0.0, -0.0, 5.5, -5.5, 1.0, -1.0, 7.25, -0.0], np.float32)
+    b = np.array([-2.0, 2.0, -2.0, 2.0, np.inf, -np.inf, 0.25, -3.0], np.float32)
+    write_case(out, "mod28_float_signed_zero", 28,
+               helper.make_node("Mod", ["a", "b"], ["y"], fmod=0),
+               [("a", a), ("b", b)], [("y", np.mod(a, b))])
 
 
 if __name__ == "__main__":

@@ -175,7 +175,15 @@ static const node_case k_cases[] = {
      "kernel_shape=3,3,1 strides=2,2,1 pads=1,1,0,1,1,0 ceil_mode=1"},
     {OP_AVERAGE_POOL, {T(F32, 5, 1, 2, 7, 9, 8)},
      "kernel_shape=3,3,1 strides=2,2,1 pads=1,1,0,1,1,0 count_include_pad=1"},
+    /* LpPool (p is an int from opset 2) */
+    {OP_LP_POOL, {T(F32, 4, 1, 2, 9, 10)}, "kernel_shape=3,3 strides=2,2 pads=1,1,1,1 p=2"},
+    {OP_LP_POOL, {T(F32, 4, 1, 2, 10, 11)},
+     "kernel_shape=3,2 strides=1,2 dilations=2,3 pads=2,1,1,2 ceil_mode=1 p=3"},
+    {OP_LP_POOL, {T(F16, 3, 2, 3, 11)}, "kernel_shape=4, strides=3, p=1"},
+    {OP_LP_POOL, {T(F64, 4, 1, 2, 6, 7)}, "kernel_shape=3,3 auto_pad=SAME_UPPER"},
     /* global pools */
+    {OP_GLOBAL_LP_POOL, {T(F32, 4, 2, 3, 4, 5)}, "p=3"},
+    {OP_GLOBAL_LP_POOL, {T(F16, 3, 2, 3, 40)}, NULL},
     {OP_GLOBAL_AVERAGE_POOL, {T(F32, 5, 2, 3, 4, 5, 3)}, NULL},
     {OP_GLOBAL_AVERAGE_POOL, {T(F16, 3, 2, 3, 40)}, NULL},
     {OP_GLOBAL_AVERAGE_POOL, {T(BF16, 4, 1, 2, 3, 3)}, NULL},

@@ -88,6 +88,41 @@ static const opt_case k_scatter_cases[] = {
     {"scatternd add f16", OP_SCATTER_ND, 16, "y", 3, 1,
      {X(F16, 2, 3, 4), OPT_CONST(I64, ARR(1, 2), 2, 2, 1), X(F16, 2, 2, 4)},
      {AS("reduction", "add")}},
+    /* ScatterElements (and Scatter-9, its former name) */
+    {"scatterelements none axis 1, run-time indices with duplicates", OP_SCATTER_ELEMENTS, 13,
+     "y", 3, 1, {X(F32, 2, 3, 4), OPT_RUNTIME(I64, ARR(3, -1, 0, 2, 1, 1), 2, 2, 3),
+                 X(F32, 2, 2, 3)}, {AI("axis", 1)}},
+    {"scatterelements none axis 0 int64, const indices", OP_SCATTER_ELEMENTS, 13, "y", 3, 0,
+     {X(I64, 2, 3, 2), OPT_CONST(I32, ARR(2, 0, -3, 1), 2, 2, 2), X(I64, 2, 2, 2)}, {{0}}},
+    {"scatterelements add f32 with duplicates", OP_SCATTER_ELEMENTS, 16, "y", 3, 2,
+     {X(F32, 2, 3, 4), OPT_CONST(I64, ARR(1, 1, 0, 1, 2, 2), 2, 2, 3), X(F32, 2, 2, 3)},
+     {AI("axis", -1), AS("reduction", "add")}},
+    {"scatterelements mul int32", OP_SCATTER_ELEMENTS, 16, "y", 3, 1,
+     {X(I32, 2, 3, 3), OPT_RUNTIME(I64, ARR(0, 0, 2, 0), 2, 2, 2), X(I32, 2, 2, 2)},
+     {AS("reduction", "mul")}},
+    {"scatterelements max f16", OP_SCATTER_ELEMENTS, 18, "y", 3, 2,
+     {X(F16, 2, 2, 4), OPT_CONST(I64, ARR(3, 3, 0), 2, 1, 3), X(F16, 2, 1, 3)},
+     {AI("axis", 1), AS("reduction", "max")}},
+    {"scatterelements min int64 3-d", OP_SCATTER_ELEMENTS, 18, "y", 3, 2,
+     {X(I64, 3, 2, 3, 2), OPT_RUNTIME(I64, ARR(1, 0, 1, 1), 3, 2, 2, 1), X(I64, 3, 2, 2, 1)},
+     {AI("axis", 0), AS("reduction", "min")}},
+    {"scatter-9 axis 1", OP_SCATTER, 9, "y", 3, 1,
+     {X(F32, 2, 2, 3), OPT_CONST(I64, ARR(2, 0, 1, 1), 2, 2, 2), X(F32, 2, 2, 2)},
+     {AI("axis", 1)}},
+};
+
+/* GatherND */
+static const opt_case k_gather_nd_cases[] = {
+    {"gathernd whole rows, const indices", OP_GATHER_ND, 13, "y", 2, 0,
+     {X(F32, 3, 3, 2, 4), OPT_CONST(I64, ARR(2, 0, -1), 2, 3, 1)}, {{0}}},
+    {"gathernd elements, run-time indices, int32 data", OP_GATHER_ND, 13, "y", 2, 0,
+     {X(I32, 3, 3, 2, 4), OPT_RUNTIME(I64, ARR(1, 0, 3, 2, 1, -1, 0, 1, 0), 2, 3, 3)}, {{0}}},
+    {"gathernd batch_dims 1", OP_GATHER_ND, 13, "y", 2, 1,
+     {X(F16, 3, 2, 3, 4), OPT_RUNTIME(I32, ARR(2, 1, 0, 0, 1, 3, -1, -1), 3, 2, 2, 2)},
+     {AI("batch_dims", 1)}},
+    {"gathernd batch_dims 2, bool", OP_GATHER_ND, 13, "y", 2, 1,
+     {X(BOOL, 3, 2, 2, 5), OPT_CONST(I64, ARR(4, 0, 2, -1), 3, 2, 2, 1)},
+     {AI("batch_dims", 2)}},
 };
 
 #define PADS_C PC(I64, 1, 0, -1, 2, 3, 1)
@@ -120,6 +155,14 @@ static const opt_case k_pad_cases[] = {
 };
 
 static const opt_case k_misc_cases[] = {
+    {"eyelike k 1", OP_EYE_LIKE, 22, "y", 1, 1, {X(F32, 2, 3, 5)}, {AI("k", 1)}},
+    {"eyelike k -2, bool", OP_EYE_LIKE, 22, "y", 1, 2, {X(F32, 2, 4, 3)},
+     {AI("k", -2), AI("dtype", SMELT_DT_BOOL)}},
+    {"eyelike f16", OP_EYE_LIKE, 9, "y", 1, 0, {X(F16, 2, 4, 4)}, {{0}}},
+    {"reversesequence time 0 batch 1, run-time lens", OP_REVERSE_SEQUENCE, 10, "y", 2, 0,
+     {X(F32, 3, 4, 3, 2), OPT_RUNTIME1(I64, 4, 0, 2)}, {{0}}},
+    {"reversesequence batch 0 time 1, const lens, int8", OP_REVERSE_SEQUENCE, 10, "y", 2, 2,
+     {X(I8, 2, 3, 5), OPT_CONST1(I64, 1, 5, 3)}, {AI("batch_axis", 0), AI("time_axis", 1)}},
     {"trilu upper, run-time k", OP_TRILU, 14, "y", 2, 0, {X(I64, 3, 2, 3, 5), SR(I64, -1)}, {{0}}},
     {"trilu lower, const k", OP_TRILU, 14, "y", 2, 1,
      {X(F32, 2, 5, 3), SC(I64, 1)}, {AI("upper", 0)}},
@@ -213,6 +256,22 @@ static void test_out_of_range_indices(void)
     opt_check_data_error(&k_suite, &scatter,
                          "(ScatterND): index 5 (update 1, component 0) is out of range for "
                          "'data' dim 0 of size 3");
+    opt_case gnd = {"gathernd index out of range", OP_GATHER_ND, 13, "y", 2, 0,
+                    {X(F32, 2, 3, 2), OPT_RUNTIME(I64, ARR(0, 1, 2, -3, 1, 2), 2, 3, 2)}, {{0}}};
+    opt_check_data_error(&k_suite, &gnd,
+                         "(GatherND): index -3 (tuple 1, component 1) is out of range for "
+                         "'data' dim 1 of size 2");
+    opt_case sel = {"scatterelements index out of range", OP_SCATTER_ELEMENTS, 13, "y", 3, 0,
+                    {PR(F32, 1, 2, 3), OPT_RUNTIME1(I64, 0, 3), PR(F32, 8, 9)}, {{0}}};
+    opt_check_data_error(&k_suite, &sel,
+                         "(ScatterElements): index 3 at position 1 is out of range for axis 0 "
+                         "of size 3");
+    opt_case rev = {"reversesequence length out of range", OP_REVERSE_SEQUENCE, 10, "y", 2, 2,
+                    {X(F32, 2, 2, 3), OPT_RUNTIME1(I64, 3, 4)},
+                    {AI("batch_axis", 0), AI("time_axis", 1)}};
+    opt_check_data_error(&k_suite, &rev,
+                         "(ReverseSequence): sequence length 4 at position 1 is out of range "
+                         "[0, 3]");
     const opt_case in_range[] = {
         {"gather negative indices wrap", OP_GATHER, 13, "y", 2, 0,
          {PR(F32, 10, 20, 30), OPT_RUNTIME1(I64, -1, -3, 2, 0)}, {{0}}},
@@ -229,6 +288,7 @@ int main(void)
     opt_check_cases(&k_suite, k_slice_cases, SMELT_ARRAY_LEN(k_slice_cases));
     opt_check_cases(&k_suite, k_gather_cases, SMELT_ARRAY_LEN(k_gather_cases));
     opt_check_cases(&k_suite, k_scatter_cases, SMELT_ARRAY_LEN(k_scatter_cases));
+    opt_check_cases(&k_suite, k_gather_nd_cases, SMELT_ARRAY_LEN(k_gather_nd_cases));
     opt_check_cases(&k_suite, k_pad_cases, SMELT_ARRAY_LEN(k_pad_cases));
     opt_check_cases(&k_suite, k_misc_cases, SMELT_ARRAY_LEN(k_misc_cases));
     opt_check_cases(&k_suite, k_resize_cases, SMELT_ARRAY_LEN(k_resize_cases));

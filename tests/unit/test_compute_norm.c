@@ -110,8 +110,43 @@ static const opt_case k_instance_batch_cases[] = {
      {OPT_AI("spatial", 0)}},
 };
 
+/* GroupNormalization, MeanVarianceNormalization, LpNormalization */
+static const opt_case k_group_mvn_lp_cases[] = {
+    {"groupnorm 2 groups of 2 channels", OP_GROUP_NORMALIZATION, 21, "y", 3, 2,
+     {OPT_X(F32, 4, 2, 4, 3, 5), OPT_X(F32, 1, 4), OPT_X(F32, 1, 4)},
+     {OPT_AI("num_groups", 2), EPS(0.01)}},
+    {"groupnorm 1 group, 3-D f16", OP_GROUP_NORMALIZATION, 21, "y", 3, 1,
+     {X234(F16), C3(F16), C3(F16)}, {OPT_AI("num_groups", 1)}},
+    {"groupnorm one channel per group f64", OP_GROUP_NORMALIZATION, 21, "y", 3, 1,
+     {X234(F64), C3(F64), C3(F64)}, {OPT_AI("num_groups", 3)}},
+    {"groupnorm-18 per-group parameters", OP_GROUP_NORMALIZATION, 18, "y", 3, 1,
+     {OPT_X(F32, 4, 1, 6, 2, 2), OPT_X(F32, 1, 2), OPT_X(F32, 1, 2)},
+     {OPT_AI("num_groups", 2)}},
+    {"mvn default axes", OP_MEAN_VARIANCE_NORMALIZATION, 13, "y", 1, 0,
+     {OPT_X(F32, 4, 2, 3, 4, 5)}, {{0}}},
+    {"mvn axes 1 and 3, f16", OP_MEAN_VARIANCE_NORMALIZATION, 13, "y", 1, 1,
+     {OPT_X(F16, 4, 2, 3, 4, 2)}, {OPT_AINTS("axes", 2, 1, -1)}},
+    {"mvn last axis f64", OP_MEAN_VARIANCE_NORMALIZATION, 9, "y", 1, 1,
+     {X234(F64)}, {OPT_AINTS("axes", 1, 2)}},
+    {"lpnorm p=2 last axis", OP_LP_NORMALIZATION, 22, "y", 1, 0, {X234(F32)}, {{0}}},
+    {"lpnorm p=1 axis 0, f16", OP_LP_NORMALIZATION, 1, "y", 1, 2, {X234(F16)},
+     {AXIS(0), OPT_AI("p", 1)}},
+    {"lpnorm p=2 axis 1 f64", OP_LP_NORMALIZATION, 22, "y", 1, 2, {X234(F64)},
+     {AXIS(1), OPT_AI("p", 2)}},
+    {"hardmax last axis", OP_HARDMAX, 13, "y", 1, 0, {X234(F32)}, {{0}}},
+    {"hardmax axis 0 f16", OP_HARDMAX, 13, "y", 1, 1, {X234(F16)}, {AXIS(0)}},
+    {"hardmax-11 2-D form, axis 1, f64", OP_HARDMAX, 11, "y", 1, 0, {X234(F64)}, {{0}}},
+    {"rmsnorm last axis", OP_RMS_NORMALIZATION, 23, "y", 2, 0,
+     {X234(F32), OPT_X(F32, 1, 4)}, {{0}}},
+    {"rmsnorm axis 1, broadcast scale, f16", OP_RMS_NORMALIZATION, 23, "y", 2, 2,
+     {X234(F16), OPT_X(F16, 2, 1, 4)}, {AXIS(1), EPS(0.1)}},
+    {"rmsnorm f64 stash", OP_RMS_NORMALIZATION, 23, "y", 2, 1,
+     {X234(F32), OPT_X(F32, 1, 4)}, {OPT_AI("stash_type", 11)}},
+};
+
 int main(void)
 {
+    opt_check_cases(&k_suite, k_group_mvn_lp_cases, SMELT_ARRAY_LEN(k_group_mvn_lp_cases));
     opt_check_cases(&k_suite, k_softmax_cases, SMELT_ARRAY_LEN(k_softmax_cases));
     opt_check_cases(&k_suite, k_layernorm_cases, SMELT_ARRAY_LEN(k_layernorm_cases));
     opt_check_cases(&k_suite, k_instance_batch_cases, SMELT_ARRAY_LEN(k_instance_batch_cases));

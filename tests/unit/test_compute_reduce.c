@@ -132,6 +132,10 @@ static const opt_case k_cumsum_cases[] = {
      {AI("reverse", 1), AI("exclusive", 1)}},
     {"cumsum f16", OP_CUM_SUM, 14, "y", 2, 0, {X(F16, 1, 40), SR(0)}, {{0}}},
     {"cumsum u32 run-time 1-D axis", OP_CUM_SUM, 14, "y", 2, 0, {X(U32, 2, 4, 3), PR(-2)}, {{0}}},
+    {"cumprod const axis", OP_CUM_PROD, 26, "y", 2, 0, {X(F32, 3, 2, 3, 4), SC(1)}, {{0}}},
+    {"cumprod run-time axis, exclusive reverse", OP_CUM_PROD, 26, "y", 2, 2,
+     {X(F64, 3, 2, 3, 4), SR(-1)}, {AI("exclusive", 1), AI("reverse", 1)}},
+    {"cumprod int64 wraps", OP_CUM_PROD, 26, "y", 2, 0, {X(I64, 2, 3, 5), PC(1)}, {{0}}},
 };
 
 /* Axes known only at run time cannot be compiled when there are too many

@@ -212,6 +212,7 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "k") == 0) set_int(m, n, 1);
     else if (strcmp(n, "scales") == 0) set_floats(m, n, scales, 4);
     else if (strcmp(n, "shape") == 0) set_ints(m, n, k1, 1);
+    else if (strcmp(n, "num_groups") == 0) set_int(m, n, 1);
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 

@@ -198,6 +198,21 @@ static void test_mod(void)
     opt_attr_int(&h, "fmod", 2);
     CHECK(opt_run(&h, f, 2) == SMELT_ERR_ATTR);
     opt_fini(&h);
+
+    /* Mod-28 defines fmod=0 for floats as numpy's mod (it was refused: the
+     * current onnx's test_mod_*_fmod_0 failed); the spec's special cases */
+    float ma[10] = {0.0f, -0.0f, 0.0f, -0.0f, -3.0f, 1.0f, INFINITY, 1.0f, -4.5f, 7.5f};
+    float mb[10] = {-2.0f, 2.0f, 2.0f, -2.0f, INFINITY, -INFINITY, 2.0f, 0.0f, 2.0f, -2.0f};
+    smelt_tensor m28[2] = {opt_vec(F32, 10, ma), opt_vec(F32, 10, mb)};
+    opt_init(&h, &k_names, OP_MOD, 28, 2, 1);
+    CHECK(opt_run(&h, m28, 2) == SMELT_OK);
+    const float *r = h.out[0].data;
+    CHECK(r[0] == 0 && signbit(r[0]) && r[1] == 0 && !signbit(r[1])); /* sign of y */
+    CHECK(r[2] == 0 && !signbit(r[2]) && r[3] == 0 && signbit(r[3]));
+    CHECK(r[4] == INFINITY && r[5] == -INFINITY); /* y when the signs differ */
+    CHECK(isnan(r[6]) && isnan(r[7]));
+    CHECK(r[8] == 1.5f && r[9] == -0.5f);
+    opt_fini(&h);
 }
 
 static void test_pow(void)

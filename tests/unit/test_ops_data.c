@@ -315,6 +315,26 @@ static void test_pad(void)
 
 /* ---- Trilu / NonZero / OneHot -------------------------------------------------------- */
 
+static void test_eye_like(void)
+{
+    opt_node t;
+    opt_init(&t, &k_names, OP_EYE_LIKE, 22, 1, 1);
+    opt_attr_int(&t, "k", -1);
+    opt_attr_int(&t, "dtype", SMELT_DT_INT32);
+    smelt_tensor in[1] = {opt_tensor(F32, 2, OPT_DIMS(3, 4), g_iota)};
+    CHECK(opt_run(&t, in, 1) == SMELT_OK);
+    const int32_t *y = t.out[0].data;
+    CHECK(t.out[0].dtype == I32);
+    for (int i = 0; i < 12; i++) CHECK(y[i] == (i == 4 || i == 9));
+    opt_fini(&t);
+
+    opt_init(&t, &k_names, OP_EYE_LIKE, 22, 1, 1);
+    opt_attr_int(&t, "k", INT64_MAX); /* no diagonal inside */
+    CHECK(opt_run(&t, in, 1) == SMELT_OK);
+    for (int i = 0; i < 12; i++) CHECK(((float *)t.out[0].data)[i] == 0);
+    opt_fini(&t);
+}
+
 static void test_trilu(void)
 {
     opt_node t;
@@ -533,6 +553,7 @@ int main(void)
     test_scatter_nd();
     test_pad();
     test_trilu();
+    test_eye_like();
     test_non_zero();
     test_one_hot();
     test_depth_space();

@@ -94,6 +94,28 @@ static void test_math(void)
     unary_f32(OP_TANH, (float[]){0, 1000}, (float[]){0, 1}, 2, 0);
     unary_f32(OP_SIN, (float[]){0}, (float[]){0}, 1, 0);
     unary_f32(OP_COS, (float[]){0}, (float[]){1}, 1, 0);
+    /* Mish, Swish, Shrink (added for issue #14) */
+    unary_f32(OP_MISH, (float[]){0, 1, -30}, (float[]){0, 0.8650984f, 0}, 3, 1e-6);
+    {
+        opt_node h;
+        opt_init(&h, &k_names, OP_SWISH, 24, 1, 1);
+        opt_attr_float(&h, "alpha", 2.0f);
+        check_f32(&h, (float[]){0, 1}, (float[]){0, 0.8807971f}, 2, 1e-6);
+        opt_init(&h, &k_names, OP_SHRINK, 9, 1, 1);
+        opt_attr_float(&h, "lambd", 1.0f);
+        opt_attr_float(&h, "bias", 0.5f);
+        check_f32(&h, (float[]){-2, -1, 0.5f, 1.5f}, (float[]){-1.5f, 0, 0, 1}, 4, 0);
+    }
+    /* trigonometric and hyperbolic functions (added for issue #14) */
+    unary_f32(OP_TAN, (float[]){0, 0.5f}, (float[]){0, 0.5463025f}, 2, 1e-7);
+    unary_f32(OP_ASIN, (float[]){0.5f, 2}, (float[]){0.5235988f, NAN}, 2, 1e-7);
+    unary_f32(OP_ACOS, (float[]){0.5f, -1}, (float[]){1.0471976f, 3.1415927f}, 2, 1e-7);
+    unary_f32(OP_ATAN, (float[]){1, INFINITY}, (float[]){0.7853982f, 1.5707964f}, 2, 1e-7);
+    unary_f32(OP_SINH, (float[]){1, -1}, (float[]){1.1752012f, -1.1752012f}, 2, 1e-7);
+    unary_f32(OP_COSH, (float[]){1, 0}, (float[]){1.5430806348f, 1}, 2, 1e-7);
+    unary_f32(OP_ASINH, (float[]){1, 0}, (float[]){0.8813736f, 0}, 2, 1e-7);
+    unary_f32(OP_ACOSH, (float[]){2, 0.5f}, (float[]){1.3169579f, NAN}, 2, 1e-7);
+    unary_f32(OP_ATANH, (float[]){0.5f, 1}, (float[]){0.5493061f, INFINITY}, 2, 1e-7);
 }
 
 static void test_double_and_half(void)
@@ -305,6 +327,21 @@ static void test_cast(void)
     opt_attr_int(&h, "to", 99);
     CHECK(opt_run(&h, &x, 1) == SMELT_ERR_ATTR);
     CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 99");
+    opt_fini(&h);
+
+    /* ONNX's float8/int4/int2 types are real types smelt lacks: unsupported,
+     * not a bad attribute (the current onnx's test_cast_*_to_FLOAT8* failed) */
+    for (int64_t to = 17; to <= 26; to++) {
+        opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
+        opt_attr_int(&h, "to", to);
+        CHECK(opt_run(&h, &x, 1) == SMELT_ERR_UNSUPPORTED);
+        CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "is not implemented");
+        opt_fini(&h);
+    }
+    opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
+    opt_attr_int(&h, "to", 17);
+    CHECK(opt_run(&h, &x, 1) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 17 (FLOAT8E4M3FN)");
     opt_fini(&h);
 }
 

@@ -286,6 +286,74 @@ static void test_instancenorm(void)
     opt_fini(&f);
 }
 
+/* ---- GroupNormalization, LpNormalization (added for issue #14) ---- */
+
+static void test_groupnorm(void)
+{
+    opt_node f;
+    opt_init(&f, NULL, OP_GROUP_NORMALIZATION, 21, 3, 1);
+    opt_attr_float(&f, "epsilon", 0.0f);
+    opt_attr_int(&f, "num_groups", 2);
+    /* N=1, C=4, one element per channel: groups {1, 3} and {10, 30} */
+    const int64_t xd[] = {1, 4, 1}, pd[] = {4};
+    const float x[] = {1, 3, 10, 30}, s[] = {1, 2, 3, 4}, b[] = {0, 0, 1, 1};
+    smelt_tensor in[] = {opt_tensor(F32, 3, xd, x), opt_tensor(F32, 1, pd, s),
+                         opt_tensor(F32, 1, pd, b)};
+    CHECK(opt_run(&f, in, SMELT_ARRAY_LEN(in)) == SMELT_OK);
+    const float want[] = {-1, 2, -2, 5};
+    OPT_EXPECT_F32(&f.out[0], want, 4, OPT_ABS(1e-6));
+    opt_fini(&f);
+
+    opt_init(&f, NULL, OP_GROUP_NORMALIZATION, 21, 3, 1);
+    opt_attr_int(&f, "num_groups", 3);
+    CHECK(opt_run(&f, in, SMELT_ARRAY_LEN(in)) == SMELT_ERR_SHAPE);
+    CHECK_STR_CONTAINS(smelt_ctx_message(f.ctx), "not a multiple of num_groups (3)");
+    opt_fini(&f);
+}
+
+static void test_lpnorm_zero(void)
+{
+    opt_node f;
+    opt_init(&f, NULL, OP_LP_NORMALIZATION, 22, 1, 1);
+    opt_attr_int(&f, "axis", 0);
+    const int64_t xd[] = {2, 2};
+    const float x[] = {3, 0, 4, 0};
+    smelt_tensor in[] = {opt_tensor(F32, 2, xd, x)};
+    CHECK(opt_run(&f, in, 1) == SMELT_OK);
+    const float want[] = {0.6f, 0, 0.8f, 0}; /* a zero norm gives 0, as ONNX's reference */
+    OPT_EXPECT_F32(&f.out[0], want, 4, OPT_ABS(1e-7));
+    opt_fini(&f);
+}
+
+static void test_rmsnorm(void)
+{
+    opt_node f;
+    opt_init(&f, NULL, OP_RMS_NORMALIZATION, 23, 2, 1);
+    opt_attr_float(&f, "epsilon", 0.0f);
+    const int64_t xd[] = {2, 2}, pd[] = {2};
+    const float x[] = {3, 4, -1, 1}, s[] = {1, 2};
+    smelt_tensor in[] = {opt_tensor(F32, 2, xd, x), opt_tensor(F32, 1, pd, s)};
+    CHECK(opt_run(&f, in, 2) == SMELT_OK);
+    /* rms of (3, 4) is sqrt(12.5), of (-1, 1) is 1 */
+    const float want[] = {3 / 3.5355339f, 8 / 3.5355339f, -1, 2};
+    OPT_EXPECT_F32(&f.out[0], want, 4, OPT_ABS(1e-6));
+    opt_fini(&f);
+}
+
+static void test_hardmax(void)
+{
+    opt_node f;
+    opt_init(&f, NULL, OP_HARDMAX, 13, 1, 1);
+    const int64_t xd[] = {3, 3};
+    /* ties take the first maximum; a NaN is the maximum (numpy's argmax) */
+    const float x[] = {1, 5, 5, 2, NAN, 7, -1, -1, -3};
+    smelt_tensor in[] = {opt_tensor(F32, 2, xd, x)};
+    CHECK(opt_run(&f, in, 1) == SMELT_OK);
+    const float want[] = {0, 1, 0, 0, 1, 0, 1, 0, 0};
+    OPT_EXPECT_F32(&f.out[0], want, 9, OPT_ABS(0));
+    opt_fini(&f);
+}
+
 static void test_instancenorm_rank2_rejected(void)
 {
     opt_node f;
@@ -324,6 +392,10 @@ int main(void)
     test_batchnorm_bad_param();
     test_batchnorm_old_training_outputs();
     test_instancenorm();
+    test_groupnorm();
+    test_lpnorm_zero();
+    test_rmsnorm();
+    test_hardmax();
     test_instancenorm_rank2_rejected();
     TEST_MAIN_END();
 }

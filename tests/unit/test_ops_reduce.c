@@ -12,7 +12,7 @@ static void test_registry(void)
                                   OP_REDUCE_PROD, OP_REDUCE_L1, OP_REDUCE_L2,
                                   OP_REDUCE_SUM_SQUARE, OP_REDUCE_LOG_SUM,
                                   OP_REDUCE_LOG_SUM_EXP, OP_ARG_MAX, OP_ARG_MIN, OP_TOP_K,
-                                  OP_CUM_SUM};
+                                  OP_CUM_SUM, OP_CUM_PROD};
     for (size_t i = 0; i < SMELT_ARRAY_LEN(ops); i++) CHECK(op_get(ops[i])->def != NULL);
 }
 
@@ -306,6 +306,34 @@ static void test_cumsum(void)
     }
 }
 
+static void test_cumprod(void)
+{
+    static const struct {
+        int64_t exclusive, reverse;
+        double want[4];
+    } cases[] = {
+        {0, 0, {1, 2, 6, 24}},
+        {1, 0, {1, 1, 2, 6}},
+        {0, 1, {24, 24, 12, 4}},
+        {1, 1, {24, 12, 4, 1}},
+    };
+    for (size_t c = 0; c < SMELT_ARRAY_LEN(cases); c++) {
+        opt_node t;
+        opt_init(&t, &k_names, OP_CUM_PROD, 26, 2, 1);
+        gr_attr attrs[] = {opt_int_attr("exclusive", cases[c].exclusive),
+                           opt_int_attr("reverse", cases[c].reverse)};
+        opt_use_attrs(&t, attrs, 2);
+        double x[] = {1, 2, 3, 4};
+        int32_t axis = 0;
+        smelt_tensor tx = opt_tensor(F64, 1, (int64_t[]){4}, x);
+        smelt_tensor ta = opt_tensor(I32, 0, NULL, &axis);
+        const smelt_tensor *in[] = {&tx, &ta};
+        CHECK(opt_run_ptrs(&t, in, 2) == SMELT_OK);
+        for (int i = 0; i < 4; i++) CHECK(((double *)t.out[0].data)[i] == cases[c].want[i]);
+        opt_fini(&t);
+    }
+}
+
 static void test_cumsum_2d_int(void)
 {
     opt_node t;
@@ -339,6 +367,7 @@ int main(void)
     test_topk();
     test_topk_k_attribute();
     test_cumsum();
+    test_cumprod();
     test_cumsum_2d_int();
     TEST_MAIN_END();
 }
