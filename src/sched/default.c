@@ -430,17 +430,24 @@ static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const c
  * Parallel over n.co; oh and ow stay separate loops so partitioning peels
  * the padding edges and the ow tail. */
 
-#define NCHWC_REG_MAX 14 /* accumulators per tile (of 16 ymm / 32 zmm registers) */
+#define NCHWC_REG_MAX 14 /* accumulators per tile of 32 zmm registers */
 #define NCHWC_REG_MIN 8
+/* 16 ymm registers (AVX2, 8 lanes): 14 accumulators left no room for the
+ * weight vector, the broadcast and the compiler's temporaries; 8 measured
+ * 1.7x faster on a 64-channel 3x3 conv at 56x56 (Zen 3) */
+#define NCHWC_REG_MAX_16REGS 8
+#define NCHWC_REG_MIN_16REGS 4
 
 /* Register block along ow: ow itself when small, else a divisor in
  * [MIN, MAX], else the most even split (the tail is peeled). */
-static int64_t nchwc_ow_block(int64_t ow)
+static int64_t nchwc_ow_block(int64_t ow, int vw)
 {
-    if (ow <= NCHWC_REG_MAX) return ow;
-    for (int64_t r = NCHWC_REG_MAX; r >= NCHWC_REG_MIN; r--)
+    int64_t hi = vw >= 16 ? NCHWC_REG_MAX : NCHWC_REG_MAX_16REGS;
+    int64_t lo = vw >= 16 ? NCHWC_REG_MIN : NCHWC_REG_MIN_16REGS;
+    if (ow <= hi) return ow;
+    for (int64_t r = hi; r >= lo; r--)
         if (ow % r == 0) return r;
-    int64_t tiles = (ow + NCHWC_REG_MAX - 1) / NCHWC_REG_MAX;
+    int64_t tiles = (ow + hi - 1) / hi;
     return (ow + tiles - 1) / tiles;
 }
 
@@ -565,7 +572,7 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
     if (par < 0 || par > 4) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
     if (unroll < 0 || unroll > 2) return bad_knob(ctx, on, SCH_KNOB_UNROLL, unroll);
     t->lanes = out->axes[4].extent;
-    t->ow_block = a ? a : nchwc_ow_block(ow);
+    t->ow_block = a ? a : nchwc_ow_block(ow, vw);
     t->co_blocks = b ? b : nchwc_co_blocks(co, t->ow_block, vw, t->lanes);
     t->vec = vw > 1 && t->lanes > 1;
     t->split_lanes = t->vec && t->lanes > vw;
