@@ -1,6 +1,6 @@
 """Shared pieces of the bench/ scripts: timing smelt (`smelt bench`) and ONNX
 Runtime on the same model, the machine facts, and the measured fp32 FMA peak."""
-import os, platform, re, subprocess, tempfile, time
+import os, platform, re, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,7 +22,7 @@ def smelt_median(smelt, model, reference, repeat, threads):
     return ms
 
 
-class Ort:
+class OrtSession:
     """An ONNX Runtime session on seeded random inputs (uniform -1..1, int64 zeros)."""
 
     def __init__(self, model, threads):
@@ -49,6 +49,26 @@ class Ort:
             times.append((time.perf_counter() - t0) * 1e3)
         times.sort()
         return times[len(times) // 2]
+
+
+class Ort:
+    """ONNX Runtime timed in a child process per measurement.  Its worker
+    threads spin-wait after each run (ORT's default, kept: it is how ORT is
+    deployed); in this process they would keep spinning while the next
+    `smelt bench` runs and take a core from it (measured: a 3x3 conv 1.63 ms
+    beside an idle session, 2.48 ms right after its runs)."""
+
+    def __init__(self, model, threads):
+        import onnxruntime  # noqa: F401  (ImportError here, not in the child)
+        self.model, self.threads = model, threads
+
+    def median(self, repeat, warmup=3):
+        cmd = [sys.executable, os.path.abspath(__file__), "ort-median", self.model,
+               str(repeat), str(self.threads), str(warmup)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError("onnxruntime on %s: %s" % (self.model, p.stderr.strip()[-2000:]))
+        return float(p.stdout.split()[-1])
 
 
 def ort_median(model, repeat, threads):
@@ -106,3 +126,8 @@ def fma_peak(threads_list, runs=5):
         return {t: max(float(subprocess.run([exe, str(t)], check=True, capture_output=True,
                                             text=True).stdout) for _ in range(runs))
                 for t in threads_list}
+
+
+if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "ort-median":
+    _, _, _model, _repeat, _threads, _warmup = sys.argv
+    print(OrtSession(_model, int(_threads)).median(int(_repeat), int(_warmup)))
