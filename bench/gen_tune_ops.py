@@ -76,6 +76,9 @@ OPS = [
     conv(240, 240, 28, 5, 2, group=240),
     conv(64, 64, 56, 3, relu=True),        # ResNet-18 body, bias + relu fused
     conv(32, 16, 112, 1, relu=True),
+    conv(256, 256, 14, 3, relu=True),      # ResNet-50 stage 3 (the largest share of its time)
+    conv(512, 512, 7, 3, relu=True),       # ResNet-50 stage 4
+    conv(1024, 256, 14, 1, relu=True),     # ResNet-50 stage 3 reduce
     matmul(8, 768, 3072),                  # small-M GEMMs (a few tokens)
     matmul(16, 768, 3072),
     matmul(16, 3072, 768),

@@ -209,7 +209,8 @@ smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sc
 typedef enum sch_knob {
     SCH_KNOB_TILE_A,   /* conv: output-width register block; matmul: rows per tile */
     SCH_KNOB_TILE_B,   /* conv: channel blocks per tile; matmul: vectors per tile */
-    SCH_KNOB_ORDER,    /* conv: 1 kernel taps outside the channel loop, 2 inside;
+    SCH_KNOB_ORDER,    /* conv: 1 channels outside the kernel taps, 2 taps outside,
+                        * 3 (blocked inputs) kernel width inside the lanes;
                         * matmul: 1 column panels outside, 2 row blocks outside */
     SCH_KNOB_PARALLEL, /* 1: no parallel loop; conv: 2 n.co, 3 n.co.oh, 4 oh alone;
                         * matmul: 1 + leading loops fused; generic: 2 all leading data
