@@ -451,6 +451,19 @@ static int64_t nchwc_ow_block(int64_t ow, int vw)
     return (ow + tiles - 1) / tiles;
 }
 
+/* 1x1 convs on blocked inputs, 16 registers: 5 columns x 2 channel blocks
+ * share each broadcast between two weight vectors (7 loads per 10 FMAs
+ * instead of 8 per 7); measured 8-20% faster than 7 x 1 on Zen 3, while
+ * 4 x 2 and 6 x 2 ran slower (GCC spilled or reloaded the weights). */
+#define NCHWC_1X1_COLS_16REGS 5
+#define NCHWC_1X1_CO_BLOCKS_16REGS 2
+
+static bool nchwc_blocked_1x1(const te_tensor *anchor)
+{
+    const ir_expr *r = anchor->body;
+    return r->reduce.n_axes == 4 && r->reduce.axes[1].extent == 1 && r->reduce.axes[2].extent == 1;
+}
+
 /* Output-channel blocks per tile: narrow planes (ow blocks of 7 or less)
  * fill the accumulators with 2 or 4 channel blocks on 32-register targets
  * (measured: 2 x 14 accumulators spill and lose). */
@@ -598,8 +611,15 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
     if (par < 0 || par > 4) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
     if (unroll < 0 || unroll > 2) return bad_knob(ctx, on, SCH_KNOB_UNROLL, unroll);
     t->lanes = out->axes[4].extent;
-    t->ow_block = a ? a : nchwc_ow_block(ow, vw);
-    t->co_blocks = b ? b : nchwc_co_blocks(co, t->ow_block, vw, t->lanes);
+    bool pair_1x1 = !a && !b && vw < 16 && t->lanes == vw && co % NCHWC_1X1_CO_BLOCKS_16REGS == 0 &&
+                    nchwc_blocked_1x1(anchor);
+    if (pair_1x1) {
+        t->ow_block = ow < NCHWC_1X1_COLS_16REGS ? ow : NCHWC_1X1_COLS_16REGS;
+        t->co_blocks = NCHWC_1X1_CO_BLOCKS_16REGS;
+    } else {
+        t->ow_block = a ? a : nchwc_ow_block(ow, vw);
+        t->co_blocks = b ? b : nchwc_co_blocks(co, t->ow_block, vw, t->lanes);
+    }
     t->vec = vw > 1 && t->lanes > 1;
     t->split_lanes = t->vec && t->lanes > vw;
     t->oh_block = rows ? rows : 1;
