@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "te/readers.h"
 #include "tir/mutate.h"
 
 /* Work (output elements x reduction length) below this is not worth waking
@@ -1428,6 +1429,7 @@ typedef struct expr_size {
 
 struct inline_plan {
     const te_graph *g;
+    const te_readers *readers;
     bool *inlined;     /* per tensor index: compute_inline emitted */
     expr_size *memo;   /* per tensor index, for inlined stages; nodes 0: unknown */
 };
@@ -1491,7 +1493,7 @@ static expr_size size_of(inline_plan *p, const te_tensor *cur, const ir_expr *e)
         for (int d = 0; d < cur->n_axes; d++) r.occ[d] = cur->axes[d].var == e->var;
         return r;
     }
-    const te_tensor *prod = e->kind == IR_LOAD ? te_tensor_of(p->g, e->load.buf) : NULL;
+    const te_tensor *prod = e->kind == IR_LOAD ? te_readers_tensor_of(p->readers, p->g, e->load.buf) : NULL;
     if (prod && p->inlined[prod->index]) return inlined_load(p, cur, e, prod);
     size_acc a = {p, cur, r};
     tir_expr_visit_children(e, add_child, &a);
@@ -1504,10 +1506,10 @@ static bool inline_fits(inline_plan *p, const te_tensor *t)
 {
     p->inlined[t->index] = true;
     bool fits = true;
-    for (int i = t->index + 1; fits && i < p->g->tensors.len; i++) {
-        const te_tensor *c = p->g->tensors.items[i];
-        if (c->kind == TE_COMPUTE && ir_expr_reads(c->body, t->buf))
-            fits = size_of(p, c, c->body).nodes <= DEFAULT_INLINE_MAX_NODES;
+    const int *readers = te_readers_of(p->readers, t->index);
+    for (int i = 0; fits && i < te_readers_count(p->readers, t->index); i++) {
+        const te_tensor *c = p->g->tensors.items[readers[i]];
+        fits = size_of(p, c, c->body).nodes <= DEFAULT_INLINE_MAX_NODES;
     }
     p->inlined[t->index] = fits;
     return fits;
@@ -1534,15 +1536,10 @@ static void find_costly_call(void *ctx, const ir_expr *e)
     tir_expr_visit_children(e, find_costly_call, ctx);
 }
 
-static bool costly_and_shared(const te_graph *g, const te_tensor *t)
+static bool costly_and_shared(const inline_plan *p, const te_tensor *t)
 {
-    int readers = 0;
-    for (int i = t->index + 1; readers < 2 && i < g->tensors.len; i++) {
-        const te_tensor *c = g->tensors.items[i];
-        readers += c->kind == TE_COMPUTE && c->body && ir_expr_reads(c->body, t->buf);
-    }
     bool costly = false;
-    if (readers >= 2 && t->body) find_costly_call(&costly, t->body);
+    if (te_readers_count(p->readers, t->index) >= 2 && t->body) find_costly_call(&costly, t->body);
     return costly;
 }
 
@@ -1882,9 +1879,10 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     size_t n = (size_t)g->tensors.len + 1;
     bool *done = smelt_calloc(n, sizeof *done), *inlined = smelt_calloc(n, sizeof *inlined);
     expr_size *memo = smelt_calloc(n, sizeof *memo);
-    inline_plan plan = {g, inlined, memo};
-    smelt_status st = SMELT_OK;
-    if (!done || !inlined || !memo) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    te_readers readers;
+    inline_plan plan = {g, &readers, inlined, memo};
+    smelt_status st = te_readers_build(ctx, g, &readers);
+    if (st == SMELT_OK && (!done || !inlined || !memo)) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     int main_i;
     main_stage(g, &main_i);
     const te_tensor *wino = winograd_input(g);
@@ -1911,6 +1909,7 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     smelt_free(done);
     smelt_free(inlined);
     smelt_free(memo);
+    te_readers_free(&readers);
     return st;
 }
 
@@ -1921,7 +1920,7 @@ static smelt_status schedule_generic(smelt_ctx *ctx, const te_graph *g, const te
     {
         if (t->check) return SMELT_OK; /* a serial pass over the checked data is cheap */
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
-        if (!stage_is_output(g, t) && !is_reduce && !costly_and_shared(g, t) &&
+        if (!stage_is_output(g, t) && !is_reduce && !costly_and_shared(plan, t) &&
             inline_fits(plan, t))
             return sch_compute_inline(ctx, s, t->buf->name);
         bool rule_knobs = !knob(kn, SCH_KNOB_PARALLEL) && !knob(kn, SCH_KNOB_UNROLL) &&

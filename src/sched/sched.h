@@ -180,6 +180,7 @@ typedef struct sch_state {
     te_graph *owned_te; /* made by a winograd step, freed with the state */
     int n_stages;
     sch_stage *stages; /* te tensors in order, then stages made by cache_write */
+    struct sch_stage_index *index; /* stages by name, readers by stage (stage_index.h) */
 } sch_state;
 
 /* Replay `s` on `te`.  *out is freed with sch_state_free. */

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "sched/stage_index.h"
 #include "tir/mutate.h"
 
 static smelt_status step_err(smelt_ctx *ctx, const sch_step *st, const char *fmt, const char *a)
@@ -13,6 +14,7 @@ static smelt_status step_err(smelt_ctx *ctx, const sch_step *st, const char *fmt
 
 int sch_stage_index(const sch_state *st, const char *name)
 {
+    if (st->index) return sch_index_find(st, name);
     for (int i = 0; i < st->n_stages; i++)
         if (strcmp(st->stages[i].buf->name, name) == 0) return i;
     return -1;
@@ -333,6 +335,25 @@ static int64_t inlined_nodes(const ir_expr *body, const ir_buffer *prod, int64_t
     return c.total;
 }
 
+/* A stage computed at one of si's loops (not inlined), or -1.  Such a stage
+ * is a producer si reads, so only si's reads are looked at. */
+static int attached_producer(const sch_state *st, int si)
+{
+    const sch_stage *sg = &st->stages[si];
+    if (sg->n_reads < 0) {
+        for (int i = 0; i < st->n_stages; i++)
+            if (st->stages[i].attach_stage == si && !st->stages[i].inlined) return i;
+        return -1;
+    }
+    for (int k = 0; k < sg->n_reads; k++) {
+        int p = sch_stage_index(st, sg->reads[k]->name);
+        if (p >= 0 && st->stages[p].buf == sg->reads[k] && st->stages[p].attach_stage == si &&
+            !st->stages[p].inlined)
+            return p;
+    }
+    return -1;
+}
+
 static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
 {
     sch_stage *sg = &st->stages[si];
@@ -340,10 +361,14 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
         return step_err(ctx, step, "only intermediate computes can be inlined%s", NULL);
     if (sg->n_reduce) return step_err(ctx, step, "a reduction cannot be inlined%s", NULL);
     if (sg->attach_stage >= 0) return step_err(ctx, step, "stage is already computed at a loop%s", NULL);
-    for (int i = 0; i < st->n_stages; i++) /* inlining would drop its loops, and their nests */
-        if (st->stages[i].attach_stage == si && !st->stages[i].inlined)
-            return step_err(ctx, step, "'%s' is computed at one of its loops", st->stages[i].buf->name);
-    for (int i = 0; i < st->n_stages; i++) {
+    int attached = attached_producer(st, si);
+    if (attached >= 0) /* inlining would drop its loops, and their nests */
+        return step_err(ctx, step, "'%s' is computed at one of its loops", st->stages[attached].buf->name);
+    const int *readers;
+    int n_readers;
+    if (!sch_index_readers(st, si, &readers, &n_readers)) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n_readers; k++) {
+        int i = readers[k];
         sch_stage *c = &st->stages[i];
         /* an inlined stage's body is never read again: its consumers hold
          * copies (skipping it keeps a chain of n inlines O(n^2), not O(n^3)) */
@@ -360,6 +385,7 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
         ir_expr *nb = inline_loads(&st->b, c->body, sg);
         if (!nb) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
         stage_set_body(st, c, nb);
+        if (!sch_index_note_inline(st, si, i)) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     }
     sg->inlined = true;
     return SMELT_OK;
@@ -376,10 +402,15 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
                                    "loop%s", NULL);
     if (c->is_placeholder || c->inlined || !sch_stage_reads(c, sg->buf))
         return step_err(ctx, step, "'%s' does not read this stage", step->target);
-    for (int i = 0; i < st->n_stages; i++)
+    const int *readers;
+    int n_readers;
+    if (!sch_index_readers(st, si, &readers, &n_readers)) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n_readers; k++) {
+        int i = readers[k];
         if (i != si && i != ci && !st->stages[i].is_placeholder && !st->stages[i].inlined &&
             sch_stage_reads(&st->stages[i], sg->buf))
             return step_err(ctx, step, "stage has another consumer, '%s'", st->stages[i].buf->name);
+    }
     int it, pos;
     sch_step at = *step;
     at.stage = step->target;
@@ -412,7 +443,9 @@ static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_s
     local->is_output = false;
     local->buf = ir_buffer_new(&st->b, name, sg->buf->dtype, sg->buf->rank, sg->buf->shape,
                                IR_BUF_TEMP);
-    if (!local->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (!local->buf || !sch_index_add_name(st, st->n_stages - 1))
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    sch_index_readers_stale(st);
     ir_expr *idx[SMELT_MAX_RANK];
     for (int i = 0; i < sg->n_axes; i++) idx[i] = ir_var_ref(&st->b, sg->axes[i].var);
     stage_set_body(st, sg, ir_load(&st->b, local->buf, sg->n_axes, idx));
@@ -493,6 +526,9 @@ static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step 
     for (int i = 0; i < sg->n_axes; i++) shape[i] = sg->buf->shape[i];
     shape[sg->n_axes] = f;
     rf->buf = ir_buffer_new(b, name, sg->buf->dtype, sg->n_axes + 1, shape, IR_BUF_TEMP);
+    if (!rf->buf || !sch_index_add_name(st, st->n_stages - 1))
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    sch_index_readers_stale(st);
     rf->axes[rf->n_axes++] = (ir_axis){lane, f};
     if (!outer || !lane || !rf->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     stage_set_body(st, rf, rfactor_body(st, sg, r, outer, lane, f));
@@ -694,8 +730,10 @@ smelt_status sch_state_build(smelt_ctx *ctx, const te_graph *te, const sch_sched
     st->n_stages = te->tensors.len;
     st->stages = smelt_arena_alloc(&st->arena, sizeof *st->stages * (size_t)(st->n_stages + 1));
     r = st->stages ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    for (int i = 0; r == SMELT_OK && i < te->tensors.len; i++)
+    for (int i = 0; r == SMELT_OK && i < te->tensors.len; i++) {
         r = init_stage(ctx, st, &st->stages[i], te->tensors.items[i]);
+        if (r == SMELT_OK && !sch_index_add_name(st, i)) r = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
     for (int i = first; r == SMELT_OK && s && i < s->n; i++) r = apply_step(ctx, st, &s->steps[i]);
     if (r == SMELT_OK && st->b.failed) r = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (r != SMELT_OK) {
