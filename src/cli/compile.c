@@ -44,6 +44,25 @@ static void print_ops_text(const gr_graph *g)
 /* One generated function per unit (gr_unit_end), in call order; functions
  * beyond the units copy graph outputs no node writes. */
 
+/* A fused group of thousands of ops (a long elementwise chain) prints its
+ * first and last few and the count, not one line of every op. */
+#define STATS_OPS_SHOWN 24
+#define STATS_OPS_HEAD 16
+#define STATS_OPS_TAIL 4
+
+static void print_unit_ops(const gr_graph *g, int start, int end)
+{
+    int n = end - start;
+    for (int i = start; i < end; i++) {
+        if (n > STATS_OPS_SHOWN && i == start + STATS_OPS_HEAD) {
+            printf(" ... (%d ops)", n);
+            i = end - STATS_OPS_TAIL;
+        }
+        printf(" %s", ((const gr_node *)g->nodes.items[i])->op_type);
+    }
+    printf("\n");
+}
+
 static void print_functions_text(const gr_graph *g, int functions)
 {
     printf("function ops:\n");
@@ -51,8 +70,8 @@ static void print_functions_text(const gr_graph *g, int functions)
     for (int start = 0; start < g->nodes.len; f++) {
         int end = gr_unit_end(g, start);
         printf("  f%d:", f);
-        for (; start < end; start++) printf(" %s", ((const gr_node *)g->nodes.items[start])->op_type);
-        printf("\n");
+        print_unit_ops(g, start, end);
+        start = end;
     }
     for (; f < functions; f++) printf("  f%d: (output copy)\n", f);
 }

@@ -35,6 +35,9 @@ printf 'not a model' >"$tmp/bad.onnx"
 expect 1 "bad.onnx" -- "$smelt" compile "$tmp/bad.onnx"
 expect 1 "No such file\|not found\|cannot open" -- "$smelt" run "$tmp/missing.onnx"
 expect 0 "functions:" -- "$smelt" compile "$model" --stats
+# a fused group of 40 ops prints its first and last ops and the count
+chain="$(dirname "$0")/../models/small/long_chain.onnx"
+expect 0 "f0: Add Mul Sub .* \.\.\. (40 ops) Add Mul Sub Add$" -- "$smelt" compile "$chain" --stats
 
 echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
 [ "$fails" = 0 ]

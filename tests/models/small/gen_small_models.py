@@ -12,6 +12,8 @@
                    value names) without the attributes the fuzzer invented,
                    which the importer now refuses: the same compile, so the
                    allocation-failure test still reaches the simplifier.
+  long_chain.onnx  40 chained elementwise ops over float32 [2, 8], one fused
+                   function: `compile --stats` shortens its op list.
   softmax_row.onnx Softmax over float32 [1, 32000]: its exponentials (128 KB)
                    live in the function's workspace after the arena
   two_inputs.onnx  d = a - b, s = a + b over float32 [2, 3] (the order of the
@@ -82,11 +84,23 @@ def softmax_row():
                              producer_name="gen_small_models.py")
 
 
+def long_chain(n=40):
+    v = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 8])
+    ops = ["Add", "Mul", "Sub"]
+    nodes = [helper.make_node(ops[i % 3], ["x" if i == 0 else "t%d" % (i - 1), "c"],
+                              ["y" if i == n - 1 else "t%d" % i]) for i in range(n)]
+    c = helper.make_tensor("c", TensorProto.FLOAT, [1], [1.5])
+    g = helper.make_graph(nodes, "long_chain", [v("x")], [v("y")], [c])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
     save(softmax_row(), out + "/softmax_row.onnx")
     save(two_inputs(), out + "/two_inputs.onnx")
+    save(long_chain(), out + "/long_chain.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
