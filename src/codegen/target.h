@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "base/base.h"
+#include "base/hw.h"
 
 typedef enum cg_isa {
     CG_ISA_GENERIC, /* plain C99: no vector types */
@@ -19,6 +20,7 @@ typedef struct cg_target {
     int vector_bytes;          /* widest vector register; 0 = no vector types */
     bool native;               /* built for the host CPU with -march=native */
     const char *const *isa_flags; /* NULL-terminated: -mavx512f ... or -march=native */
+    smelt_hw hw;               /* what the scheduling rules size tiles by */
 } cg_target;
 
 /* "avx512", "avx2", "generic", or "host"/"native" (the host's best ISA,
