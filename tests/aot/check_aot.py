@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """AOT end to end: package a model with `smelt compile -o`, build the package
-standalone with `cc -std=c99 -O2 -Wall -Werror` (no smelt library), run it on
+standalone with `cc -std=c99 -O2 -Wall -Wextra -Werror` (no smelt library), run it on
 the test folder's inputs and compare with the expected outputs.
 usage: check_aot.py SMELT MODEL_DIR WORK_DIR [--embed-weights]"""
 import os, subprocess, sys
@@ -24,7 +24,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     exe = os.path.join(work, "aot_run")
     sources = [os.path.join(pkg, f) for f in ("model.c", "smelt_rt_pool.c", "smelt_rt_model.c")]
-    subprocess.run(["cc", "-std=c99", "-O2", "-Wall", "-Werror", "-I", pkg, "-o", exe,
+    subprocess.run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", pkg, "-o", exe,
                     os.path.join(here, "aot_run.c")] + sources + ["-lpthread", "-lm"], check=True)
     data = os.path.join(model_dir, "test_data_set_0")
     ins = sorted(f for f in os.listdir(data) if f.startswith("input_"))
