@@ -343,3 +343,11 @@ add_test(NAME aot/embedding
 add_test(NAME bench/fma_peak_builds
   COMMAND cc -O2 -march=native -pthread -c ${CMAKE_SOURCE_DIR}/bench/fma_peak.c
           -o ${CMAKE_BINARY_DIR}/fma_peak.o)
+
+# ---- aarch64 (NEON): cross-built with Debian's gcc-aarch64-linux-gnu, run under qemu-user ----
+target_compile_definitions(test_target_aarch64 PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_test(NAME aarch64/tiny_cnn_check
+  COMMAND smelt_cli check --target aarch64 --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+add_test(NAME aarch64/tiny_cnn_package
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/aarch64/check_package.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aarch64/tiny_cnn)

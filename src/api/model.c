@@ -66,7 +66,7 @@ void smelt_options_init(smelt_options *o)
 
 static bool same_hw(const smelt_hw *a, const smelt_hw *b)
 {
-    return a->lanes == b->lanes && a->vector_regs == b->vector_regs &&
+    return a->lanes == b->lanes && a->vector_regs == b->vector_regs && a->tile_acc_max == b->tile_acc_max &&
            a->l1_bytes == b->l1_bytes && a->l2_bytes == b->l2_bytes;
 }
 

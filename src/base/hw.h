@@ -10,6 +10,11 @@
 typedef struct smelt_hw {
     int lanes;        /* float32 lanes of one vector register; 1: no vectors */
     int vector_regs;  /* architectural vector registers (AVX-512 32, AVX2 16, NEON 32) */
+    /* accumulators a matrix-product register tile may hold, the rest of the
+     * registers left to B's vectors and A's broadcasts: 24 of 32 on
+     * AVX-512, 12 of 16 on AVX2; 18 on NEON, where every row's A value
+     * takes a register (no FMA with a broadcast memory operand) */
+    int tile_acc_max;
     int64_t l1_bytes; /* L1 data cache per core */
     int64_t l2_bytes; /* L2 cache per core */
 } smelt_hw;

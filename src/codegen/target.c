@@ -24,11 +24,16 @@ static const char *const qemu_aarch64[] = {"qemu-aarch64", "-L", "/usr/aarch64-l
  * half of it stays there: Ice Lake and later, Zen 5) and a 1 MiB L2. */
 #define X86_L1 (48 << 10)
 #define X86_L2 (1 << 20)
-#define HW_AVX512 {.lanes = 16, .vector_regs = 32, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
-#define HW_AVX2 {.lanes = 8, .vector_regs = 16, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
-#define HW_SCALAR {.lanes = 1, .vector_regs = 16, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
-/* Neoverse N1 / Cortex-A76 class cores: 64 KiB L1D, 1 MiB L2 */
-#define HW_NEON {.lanes = 4, .vector_regs = 32, .l1_bytes = 64 << 10, .l2_bytes = 1 << 20}
+#define HW_AVX512                                                                               \
+    {.lanes = 16, .vector_regs = 32, .tile_acc_max = 24, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
+#define HW_AVX2 {.lanes = 8, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
+#define HW_SCALAR {.lanes = 1, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
+/* Neoverse N1 / Cortex-A76 class cores: 64 KiB L1D, 1 MiB L2.  18
+ * accumulators, as in the NEON gemm micro-kernel: there 8 x 3 (24) spilled
+ * three accumulators per k step, since GCC 12 loads a step's A values into
+ * registers of their own up front (microkernel.c) */
+#define HW_NEON                                                                                 \
+    {.lanes = 4, .vector_regs = 32, .tile_acc_max = 18, .l1_bytes = 64 << 10, .l2_bytes = 1 << 20}
 
 #define X86_TARGET(NAME, SUMMARY, ISA, BYTES, NATIVE, FLAGS, HW)                                  \
     {.name = NAME, .summary = SUMMARY, .isa = ISA, .arch = CG_ARCH_X86_64, .vector_bytes = BYTES, \

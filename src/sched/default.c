@@ -623,8 +623,6 @@ typedef struct mm_tile {
     int parallel;       /* 0: the rule's; 1 none; k > 1: the k - 1 leading loops fused */
 } mm_tile;
 
-#define MM_ACC_32REGS 24 /* accumulators of 32 vector registers (the rest: B and A) */
-#define MM_ACC_16REGS 12 /* of 16 */
 #define MM_ROWS_MAX 12
 #define MM_VECS_MAX 4
 #define MM_MIN_TASKS 8 /* parallel tasks before the inner tile loop joins */
@@ -653,7 +651,7 @@ static void mm_best_tile(int64_t m, int64_t nvec, int64_t k, const smelt_hw *hw,
                          int64_t vecs_fixed, int64_t *rows, int64_t *vecs)
 {
     int vw = hw->lanes;
-    int64_t acc_max = hw->vector_regs >= 32 ? MM_ACC_32REGS : MM_ACC_16REGS;
+    int64_t acc_max = hw->tile_acc_max; /* the rest of the registers: B and A */
     int64_t l1_panel_bytes = hw->l1_bytes / 2; /* a B panel up to half of L1 stays there */
     int64_t v_lo = vecs_fixed > 0 ? vecs_fixed : 1, v_hi = vecs_fixed > 0 ? vecs_fixed : MM_VECS_MAX;
     double best = -1;
