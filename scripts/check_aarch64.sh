@@ -6,12 +6,12 @@
 # package built with `make CC=aarch64-linux-gnu-gcc` (-Wall -Wextra -Werror)
 # and run under qemu.  Needs scripts/setup.sh's packages and the test models
 # (ctest -R models/ generates them under BUILD/models).
-# usage: scripts/check_aarch64.sh [BUILD_DIR]   (default: build)
+# usage: scripts/check_aarch64.sh [BUILD_DIR [MODELS_DIR]]   (default: build, BUILD_DIR/models)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 smelt=$build/smelt
-models=$build/models
+models=${2:-$build/models}
 [ -x "$smelt" ] || { echo "no $smelt: build first" >&2; exit 2; }
 [ -d "$models" ] || { echo "no $models: run ctest -R models/ first (it generates the models)" >&2; exit 2; }
 status=0
