@@ -351,3 +351,13 @@ add_test(NAME aarch64/tiny_cnn_check
 add_test(NAME aarch64/tiny_cnn_package
   COMMAND ${CMAKE_SOURCE_DIR}/tests/aarch64/check_package.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aarch64/tiny_cnn)
+# what cannot work says why: aarch64 code in an x86 process, a missing cross compiler
+add_test(NAME aarch64/run_refused
+  COMMAND smelt_cli run --target aarch64 ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx)
+set_tests_properties(aarch64/run_refused PROPERTIES
+  PASS_REGULAR_EXPRESSION "target 'aarch64' is another architecture than this host's, so its code cannot run in this process: `smelt check --target aarch64` runs a model under qemu-aarch64")
+add_test(NAME aarch64/missing_cross_cc
+  COMMAND smelt_cli check --target aarch64 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+set_tests_properties(aarch64/missing_cross_cc PROPERTIES
+  ENVIRONMENT "SMELT_CROSS_CC=/nonexistent/aarch64-gcc"
+  PASS_REGULAR_EXPRESSION "FAIL tiny_cnn: cross-building the model for target 'aarch64' with /nonexistent/aarch64-gcc: cannot run '/nonexistent/aarch64-gcc': No such file or directory \\(is it installed\\? scripts/setup.sh installs it\\)")

@@ -219,7 +219,7 @@ bool smelt_model_runs_cross(const smelt_model *m)
 {
     const char *tn = m->options.target;
     const cg_target *t = cg_target_find(tn && *tn ? tn : "host");
-    return t && !cg_target_runnable(t) && t->emulator;
+    return t && !cg_target_loadable(t) && t->emulator;
 }
 
 smelt_status smelt_model_run_cross(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,

@@ -479,13 +479,13 @@ smelt_status cg_build_shared(smelt_ctx *ctx, const char *c_source, const cg_targ
 {
     *out_lib_path = NULL;
     if (!c_source || !t) return smelt_errf(ctx, SMELT_ERR_ARG, "cg_build_shared: no source or target");
-    if (!cg_target_runnable(t))
+    if (!cg_target_loadable(t))
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                          "target '%s' (%s) cannot run in this process on this host: `smelt check "
-                          "--target %s` runs a model under %s, `smelt compile --target %s -o DIR` "
-                          "writes a package to build with its C compiler",
-                          t->name, t->summary, t->name, t->emulator ? t->emulator[0] : "its hardware",
-                          t->name);
+                          "target '%s' is another architecture than this host's, so its code cannot "
+                          "run in this process: `smelt check --target %s` runs a model under %s, "
+                          "`smelt compile --target %s -o DIR` writes a package to build with %s",
+                          t->name, t->name, t->emulator ? t->emulator[0] : "an emulator",
+                          t->name, t->cross_cc ? t->cross_cc : "its C compiler");
     const cg_embedded_file *hdr = cg_runtime_file("smelt_rt.h");
     if (!hdr) return smelt_errf(ctx, SMELT_ERR_INTERNAL, "the runtime header is not embedded");
     build_job *j = smelt_calloc(1, sizeof *j);

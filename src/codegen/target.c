@@ -116,11 +116,15 @@ const cg_target *cg_target_at(int i)
     return i >= 0 && i < cg_target_count() ? &targets[i] : NULL;
 }
 
+bool cg_target_loadable(const cg_target *t)
+{
+    return t && (t->arch == CG_ARCH_ANY || t->arch == host_arch());
+}
+
 bool cg_target_runnable(const cg_target *t)
 {
-    if (!t) return false;
+    if (!cg_target_loadable(t)) return false;
     if (t->arch == CG_ARCH_ANY) return true;
-    if (t->arch != host_arch()) return false;
     if (t->isa == CG_ISA_NEON) return true; /* part of ARMv8-A */
     cg_isa host = detect_isa();
     return t->isa == CG_ISA_AVX2 ? host >= CG_ISA_AVX2 : t->isa == CG_ISA_AVX512 ? host == CG_ISA_AVX512 : true;

@@ -64,8 +64,12 @@ const char *cg_target_names(void);
 int cg_target_count(void);
 const cg_target *cg_target_at(int i);
 
-/* Whether this process can load and run t's code (same architecture and
- * the host CPU has t's ISA). */
+/* Whether this process can build and load t's code as a shared library
+ * (the host's architecture, or portable C); running it may still need CPU
+ * features the host lacks (AVX-512 code builds and loads on an AVX2 host). */
+bool cg_target_loadable(const cg_target *t);
+/* Whether this process can load and run t's code (loadable and the host
+ * CPU has t's ISA). */
 bool cg_target_runnable(const cg_target *t);
 
 /* Lanes of the widest vector of `dt` on t (0 when t has no vectors or dt is
