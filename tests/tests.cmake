@@ -361,3 +361,10 @@ add_test(NAME aarch64/missing_cross_cc
 set_tests_properties(aarch64/missing_cross_cc PROPERTIES
   ENVIRONMENT "SMELT_CROSS_CC=/nonexistent/aarch64-gcc"
   PASS_REGULAR_EXPRESSION "FAIL tiny_cnn: cross-building the model for target 'aarch64' with /nonexistent/aarch64-gcc: cannot run '/nonexistent/aarch64-gcc': No such file or directory \\(is it installed\\? scripts/setup.sh installs it\\)")
+# the aarch64 AOT package's model.c, cross-built with -Wall -Wextra -Werror, run under
+# qemu on the test data and compared (tests/aot/check_aot.py)
+add_test(NAME aarch64/tiny_cnn_aot
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aarch64/tiny_cnn_aot --target aarch64)
+set_tests_properties(aarch64/tiny_cnn_aot PROPERTIES
+  ENVIRONMENT "AOT_CC=aarch64-linux-gnu-gcc;AOT_EMULATOR=qemu-aarch64 -L /usr/aarch64-linux-gnu")

@@ -6,7 +6,7 @@
 # with the test data by `smelt check --target aarch64`.)
 # usage: check_package.sh SMELT MODEL_DIR WORK_DIR
 set -euo pipefail
-smelt=$1 model=$2 work=$3
+smelt=$1 model=$2 work=$(realpath -m "$3")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 rm -rf "$work"
 mkdir -p "$work"
