@@ -173,7 +173,8 @@ smelt_status smelt_model_run_reference(smelt_ctx *ctx, smelt_model *m,
 /* ---- Compiling ---------------------------------------------------------- */
 
 typedef struct smelt_options {
-    const char *target; /* "host" (default), "avx512", "avx2", "generic" */
+    const char *target; /* "host" (default), "avx512", "avx2", "generic", "aarch64" (another
+                           architecture: AOT packages, and smelt_check_test under qemu) */
     int num_threads;    /* 1: no pool; 0: the whole process-wide pool; N: at most N of it */
     int dump_c;         /* print the generated C to stdout */
     int embed_weights;  /* AOT: weights as const arrays in model.c */

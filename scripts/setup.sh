@@ -15,6 +15,8 @@ DEBIAN_PACKAGES=(
     valgrind
     libxgboost-dev                          # the tuner's cost model (XGBoost C API)
     libopenmpi-dev openmpi-bin              # smelt tune under mpirun (distributed measurement)
+    gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # --target aarch64: the cross compiler and libc
+    qemu-user file                          # aarch64 code run under qemu-aarch64 (smelt check, tests)
 )
 
 missing=()

@@ -343,3 +343,28 @@ add_test(NAME aot/embedding
 add_test(NAME bench/fma_peak_builds
   COMMAND cc -O2 -march=native -pthread -c ${CMAKE_SOURCE_DIR}/bench/fma_peak.c
           -o ${CMAKE_BINARY_DIR}/fma_peak.o)
+
+# ---- aarch64 (NEON): cross-built with Debian's gcc-aarch64-linux-gnu, run under qemu-user ----
+target_compile_definitions(test_target_aarch64 PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_test(NAME aarch64/tiny_cnn_check
+  COMMAND smelt_cli check --target aarch64 --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+add_test(NAME aarch64/tiny_cnn_package
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/aarch64/check_package.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aarch64/tiny_cnn)
+# what cannot work says why: aarch64 code in an x86 process, a missing cross compiler
+add_test(NAME aarch64/run_refused
+  COMMAND smelt_cli run --target aarch64 ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx)
+set_tests_properties(aarch64/run_refused PROPERTIES
+  PASS_REGULAR_EXPRESSION "target 'aarch64' is another architecture than this host's, so its code cannot run in this process: `smelt check --target aarch64` runs a model under qemu-aarch64")
+add_test(NAME aarch64/missing_cross_cc
+  COMMAND smelt_cli check --target aarch64 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+set_tests_properties(aarch64/missing_cross_cc PROPERTIES
+  ENVIRONMENT "SMELT_CROSS_CC=/nonexistent/aarch64-gcc"
+  PASS_REGULAR_EXPRESSION "FAIL tiny_cnn: cross-building the model for target 'aarch64' with /nonexistent/aarch64-gcc: cannot run '/nonexistent/aarch64-gcc': No such file or directory \\(is it installed\\? scripts/setup.sh installs it\\)")
+# the aarch64 AOT package's model.c, cross-built with -Wall -Wextra -Werror, run under
+# qemu on the test data and compared (tests/aot/check_aot.py)
+add_test(NAME aarch64/tiny_cnn_aot
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aarch64/tiny_cnn_aot --target aarch64)
+set_tests_properties(aarch64/tiny_cnn_aot PROPERTIES
+  ENVIRONMENT "AOT_CC=aarch64-linux-gnu-gcc;AOT_EMULATOR=qemu-aarch64 -L /usr/aarch64-linux-gnu")

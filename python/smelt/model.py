@@ -164,7 +164,8 @@ class Model:
                 schedule=None):
         """Optimise, generate C, build and load it; returns a Compiled model.
 
-        target: "host", "avx512", "avx2" or "generic"; opt_level: 0..3;
+        target: "host", "avx512", "avx2", "generic" or "aarch64" (packages and
+        smelt check only on other hosts); opt_level: 0..3;
         threads: 0 for every core; records: a `smelt tune` records file whose
         best schedules to apply; disabled_passes: graph pass names to skip;
         schedule: a schedule file written by hand ("task NAME" entries and

@@ -122,7 +122,9 @@ static smelt_status run_model(smelt_ctx *ctx, smelt_model *m, smelt_check_mode m
 {
     switch (mode) {
     case SMELT_CHECK_TE: return smelt_model_run_te(ctx, m, in, ni, out, no);
-    case SMELT_CHECK_COMPILED: return smelt_model_run(ctx, m, in, ni, out, no);
+    case SMELT_CHECK_COMPILED:
+        if (smelt_model_runs_cross(m)) return smelt_model_run_cross(ctx, m, in, ni, out, no);
+        return smelt_model_run(ctx, m, in, ni, out, no);
     default: return smelt_model_run_reference(ctx, m, in, ni, out, no);
     }
 }

@@ -51,8 +51,7 @@ static const cg_target *pick_target(smelt_ctx *ctx, const char *name)
 static smelt_status lower_model(smelt_ctx *ctx, smelt_model *m, const cg_target *t,
                                 lowered_program **lp)
 {
-    lower_options lo = {.vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32)};
-    if (lo.vector_width < 1) lo.vector_width = 1;
+    lower_options lo = {.hw = &t->hw};
     const char *path = m->options.records, *spath = m->options.schedule;
     smelt_records_use *use = &m->records_use;
     memset(use, 0, sizeof *use);

@@ -64,6 +64,12 @@ void smelt_options_init(smelt_options *o)
     o->opt_level = 2;
 }
 
+static bool same_hw(const smelt_hw *a, const smelt_hw *b)
+{
+    return a->lanes == b->lanes && a->vector_regs == b->vector_regs && a->tile_acc_max == b->tile_acc_max &&
+           a->l1_bytes == b->l1_bytes && a->l2_bytes == b->l2_bytes;
+}
+
 static bool same_str(const char *a, const char *b)
 {
     return strcmp(a ? a : "", b ? b : "") == 0;
@@ -87,10 +93,11 @@ smelt_status smelt_model_check_graph_options(smelt_ctx *ctx, const smelt_model *
         what = "dump_ir_after (the passes have run already)";
     } else {
         const cg_target *t = cg_target_find(o->target && *o->target ? o->target : "host");
-        if (t && cg_target_lanes(t, SMELT_DT_FLOAT32) != m->graph->vector_lanes) {
-            snprintf(buf, sizeof buf, "target '%s' (the graph's blocked layout was made for "
-                     "%d-lane vectors)", o->target && *o->target ? o->target : "host",
-                     m->graph->vector_lanes);
+        if (t && !same_hw(&t->hw, &m->graph->hw)) {
+            snprintf(buf, sizeof buf, "target '%s' (the graph's blocked layout and packed "
+                     "weights were made for %d-lane vectors and %d vector registers)",
+                     o->target && *o->target ? o->target : "host", m->graph->hw.lanes,
+                     m->graph->hw.vector_regs);
             what = buf;
         }
     }
@@ -111,7 +118,7 @@ smelt_status smelt_model_optimize(smelt_ctx *ctx, smelt_model *m, const smelt_op
                           mo->opt_level);
     /* the layout pass blocks channels by the target's vector width */
     const cg_target *t = cg_target_find(mo->target && *mo->target ? mo->target : "host");
-    m->graph->vector_lanes = cg_target_lanes(t, SMELT_DT_FLOAT32);
+    if (t) m->graph->hw = t->hw; /* unknown: lanes 0, no blocking; compiling names it */
     pass_options po = {mo->opt_level, mo->disabled_passes, mo->dump_ir_after, NULL};
     SMELT_TRY(pass_pipeline_run(ctx, m->graph, &po, &m->report));
     m->optimized = true;

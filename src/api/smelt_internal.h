@@ -42,6 +42,13 @@ struct smelt_model {
 smelt_model *smelt_model_from_graph(gr_graph *g);
 
 bool smelt_graph_is_static(const gr_graph *g);
+
+/* Run m (options.target: a target this process cannot load, with an
+ * emulator) as a cross-built program under the emulator (api/cross.c). */
+smelt_status smelt_model_run_cross(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                   int num_inputs, smelt_tensor *outputs, int num_outputs);
+/* Whether m's compiled runs go through smelt_model_run_cross. */
+bool smelt_model_runs_cross(const smelt_model *m);
 void smelt_specializations_free(smelt_model *m);
 smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                                    int num_inputs, smelt_tensor *outputs, int num_outputs);

@@ -130,6 +130,8 @@ int cli_check(int argc, char **argv)
             if (!cli_double("--rtol", v, 0, 1e30, &o.rtol)) return 2;
         } else if (cli_opt(argc, argv, &i, "--atol", &v)) {
             if (!cli_double("--atol", v, 0, 1e30, &o.atol)) return 2;
+        } else if (cli_opt(argc, argv, &i, "--target", &v)) {
+            if (!(o.compile.target = v)) return 2;
         } else if (cli_opt(argc, argv, &i, "--expected-failures", &v)) {
             if (!v || load_xfail(v, &t) != 0) return 2;
         } else if (argv[i][0] == '-') {
@@ -143,7 +145,7 @@ int cli_check(int argc, char **argv)
         }
     }
     if (nd == 0) {
-        fprintf(stderr, "usage: smelt check [--reference] [--rtol R] [--atol A] "
+        fprintf(stderr, "usage: smelt check [--reference] [--target T] [--rtol R] [--atol A] "
                         "[--expected-failures FILE] DIR...\n");
         return 2;
     }

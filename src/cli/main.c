@@ -26,10 +26,11 @@ static const cli_command commands[] = {
      "      order, or NAME=FILE) or on seeded random data; print each output's summary;\n"
      "      --threads 1..4 x cores (0: all cores)\n"},
     {"check", cli_check,
-     "  check [--compiled|--reference|--te] [--rtol R] [--atol A]\n"
+     "  check [--compiled|--reference|--te] [--target T] [--rtol R] [--atol A]\n"
      "        [--expected-failures FILE] DIR...\n"
      "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
-     "      test_data_set_*/) and compare with the expected outputs\n"},
+     "      test_data_set_*/) and compare with the expected outputs; a target this\n"
+     "      host cannot run (aarch64) is cross-built and run under its emulator\n"},
     {"compile", cli_compile,
      "  compile MODEL... [-o DIR [--prefix NAME]] [--embed-weights] [--target T] [--stats [--json]]\n"
      "        [--dump-ir=graph|tir|c|all|after:PASS]\n"
@@ -50,6 +51,9 @@ static const cli_command commands[] = {
     {"records", cli_records,
      "  records show FILE... | best FILE... -o OUT | merge FILE... -o OUT\n"
      "      list tuning records per task; keep the best per task; concatenate\n"},
+    {"targets", cli_targets,
+     "  targets\n"
+     "      list the code generation targets (--target T) and which this host runs\n"},
     {"graph", cli_graph,
      "  graph MODEL -o FILE.dot|.svg|.png\n"
      "      draw the graph with op, dtype and shape on every edge\n"},

@@ -326,7 +326,7 @@ static void emit_makefile(const cg_target *t, smelt_strbuf *mk)
         "#   make lib            libmodel.a (model + runtime) to link into a program\n"
         "#   make shared         libmodel.so\n"
         "#   make ARCH=native    this machine's whole instruction set (fastest, not portable)\n\n"
-        "CFLAGS ?= -std=c99 -O2 -Wall -Werror\n"
+        "CFLAGS ?= -std=c99 -O2 -Wall -Wextra -Werror\n"
         "# Architecture: ARCH=portable (default) builds with the instruction set the\n"
         "# target needs and no more; ARCH=native adds -march=native; or set ARCH_FLAGS.\n"
         "ARCH ?= portable\n"

@@ -85,6 +85,15 @@ static int run_process(char *const *argv, proc_result *r)
     return 0;
 }
 
+int cg_run_process(char *const *argv, int *exit_code, smelt_strbuf *output)
+{
+    proc_result r;
+    int err = run_process(argv, &r);
+    *exit_code = r.exit_code;
+    *output = r.output;
+    return err;
+}
+
 /* ---- the compiler ---- */
 
 typedef struct cc_probe {
@@ -470,6 +479,13 @@ smelt_status cg_build_shared(smelt_ctx *ctx, const char *c_source, const cg_targ
 {
     *out_lib_path = NULL;
     if (!c_source || !t) return smelt_errf(ctx, SMELT_ERR_ARG, "cg_build_shared: no source or target");
+    if (!cg_target_loadable(t))
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "target '%s' is another architecture than this host's, so its code cannot "
+                          "run in this process: `smelt check --target %s` runs a model under %s, "
+                          "`smelt compile --target %s -o DIR` writes a package to build with %s",
+                          t->name, t->name, t->emulator ? t->emulator[0] : "an emulator",
+                          t->name, t->cross_cc ? t->cross_cc : "its C compiler");
     const cg_embedded_file *hdr = cg_runtime_file("smelt_rt.h");
     if (!hdr) return smelt_errf(ctx, SMELT_ERR_INTERNAL, "the runtime header is not embedded");
     build_job *j = smelt_calloc(1, sizeof *j);

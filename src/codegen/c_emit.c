@@ -193,6 +193,7 @@ int cg_add_buf(cg_emitter *e, const ir_buffer *b, bool is_param, bool is_const, 
     snprintf(bi->name, sizeof bi->name, "%c%d", is_param ? 'p' : 't', number);
     bi->is_const = is_const;
     bi->is_param = is_param;
+    bi->used = false;
     if (!cg_ptrmap_put(&e->buf_ids, b, e->n_bufs++)) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
     return prev;
 }
@@ -211,6 +212,7 @@ const cg_bufinfo *cg_buf(cg_emitter *e, const ir_buffer *b)
                 b && b->name ? b->name : "?");
         return NULL;
     }
+    e->bufs[i].used = true;
     return &e->bufs[i];
 }
 
@@ -797,7 +799,7 @@ static const cg_microkernel *find_microkernel(cg_emitter *e, const char *name)
 {
     for (int i = 0; e->opts && i < e->opts->n_microkernels; i++)
         if (!strcmp(e->opts->microkernels[i].name, name)) return &e->opts->microkernels[i];
-    return cg_microkernel_find(name);
+    return cg_microkernel_find_for(e->target, name);
 }
 
 static bool note_microkernel(cg_emitter *e, const cg_microkernel *k)
@@ -982,6 +984,10 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     smelt_strbuf_append(out, "\n{\n");
     if (e->needs_err) smelt_strbuf_append(out, "    int err_ = 0;\n");
     if (!e->uses_pool) smelt_strbuf_append(out, "    (void)pool;\n");
+    /* a parameter the body never names (a shape input whose values were
+     * folded): quiet for -Wextra, which AOT packages build with */
+    for (int i = 0; i < f->n_params && i < e->n_bufs; i++)
+        if (e->bufs[i].is_param && !e->bufs[i].used) smelt_strbuf_printf(out, "    (void)%s;\n", e->bufs[i].name);
     smelt_strbuf_appendn(out, body.data ? body.data : "", body.len);
     smelt_strbuf_append(out, e->needs_err ? "    return err_;\n}\n\n" : "    return 0;\n}\n\n");
     cg_sb_done(e, &body);

@@ -55,6 +55,7 @@ typedef struct cg_bufinfo {
     char name[16]; /* p3 / t5 */
     bool is_const; /* read-only pointer */
     bool is_param;
+    bool used;     /* named in the emitted code (an unused parameter gets a (void) cast) */
 } cg_bufinfo;
 
 /* Expression context: in index positions (load/store indices, loop bounds,

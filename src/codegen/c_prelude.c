@@ -433,7 +433,9 @@ static void emit_vector_math(const cg_emitter *e, smelt_strbuf *out)
         if (i != CG_VM_EXP) lanes_used[CG_VM_EXP] |= lanes_used[i];
         any |= lanes_used[i];
     }
-    if (any || e->vminmax_f32) smelt_strbuf_append(out, vx86_text);
+    /* elsewhere (NEON) the portable forms: fmin/fmax would return the
+     * non-NaN operand, not the second as `a < b ? a : b` does */
+    if ((any || e->vminmax_f32) && e->target->x86_vector_ops) smelt_strbuf_append(out, vx86_text);
     if (!any) return;
     smelt_strbuf_append(out, vmath_select_text);
     for (int lanes = 4; lanes <= 16; lanes *= 2) {

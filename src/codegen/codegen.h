@@ -83,6 +83,12 @@ smelt_status cg_write_package(smelt_ctx *ctx, const ir_program *p, const cg_targ
 smelt_status cg_write_package_prefixed(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
                                        const char *dir, bool embed_weights, const char *prefix);
 
+/* Run argv (argv[0] looked up in PATH, no shell), stdin from /dev/null,
+ * stdout and stderr captured together (the first 16 KiB) into *output,
+ * which the caller finishes.  *exit_code is -1 when it did not exit
+ * normally.  Returns 0, or an errno value when it could not be started. */
+int cg_run_process(char *const *argv, int *exit_code, smelt_strbuf *output);
+
 /* ---- pieces shared with tests and tools ---- */
 
 /* Append s as a C string literal (quotes included); every byte outside

@@ -3,6 +3,7 @@
 
 #include "base/base.h"
 #include "codegen/microkernel.h"
+#include "codegen/target.h"
 
 /* C[i*ldc + j] += sum_k A[i*lda_i + k*lda_k] * B[k*ldb_k + j*ldb_j] for
  * i < M, j < N, k < K (tensorize's smelt.gemm_f32).  With ldb_j == 1,
@@ -16,7 +17,7 @@
  * in k order, like the loop nest it replaces.  128 x 768 x 768 on one Zen 5
  * core (AVX-512): 253 GFLOP/s, the FMA peak (the 4 x 8 scalar blocks before
  * it: 41). */
-#define GEMM_F32_SOURCE \
+#define GEMM_EDGE_SOURCE \
     "static void smelt_uk_gemm_f32_edge(float *C, const float *A, const float *B, int64_t i0,\n" \
     "    int64_t i1, int64_t j0, int64_t j1, int64_t K, int64_t ldc, int64_t lda_i,\n"           \
     "    int64_t lda_k, int64_t ldb_k, int64_t ldb_j)\n"                                         \
@@ -29,7 +30,9 @@
     "            C[i * ldc + j] = acc;\n"                                                        \
     "        }\n"                                                                                \
     "}\n"                                                                                        \
-    "\n"                                                                                         \
+    "\n"
+
+#define GEMM_X86_BLOCK \
     "/* register block: ROWS x VECS vectors of LANES floats (24 of 32 zmm, 12 of\n"              \
     " * 16 ymm, 8 of 16 xmm) */\n"                                                               \
     "#if defined(__AVX512F__)\n"                                                                 \
@@ -44,7 +47,20 @@
     "#define SMELT_UK_LANES 4\n"                                                                 \
     "#define SMELT_UK_ROWS 4\n"                                                                  \
     "#define SMELT_UK_VECS 2\n"                                                                  \
-    "#endif\n"                                                                                   \
+    "#endif\n"
+
+/* NEON: 32 registers of 4 floats.  A's values need registers of their own
+ * (no FMA with a broadcast memory operand as on x86), and GCC loads a k
+ * step's A values up front: 8 x 3 (24 accumulators + 3 B + 8 A) spilled 3
+ * accumulators to the stack every k step; 6 x 3 (18 + 3 + 6) does not
+ * (unit/test_target_aarch64 checks the assembly). */
+#define GEMM_NEON_BLOCK \
+    "/* register block: ROWS x VECS vectors of LANES floats (18 + 3 B + 6 A of 32 NEON registers) */\n" \
+    "#define SMELT_UK_LANES 4\n" \
+    "#define SMELT_UK_ROWS 6\n" \
+    "#define SMELT_UK_VECS 3\n"
+
+#define GEMM_BODY_SOURCE \
     "typedef float smelt_uk_f32v __attribute__((vector_size(SMELT_UK_LANES * 4), aligned(4), may_alias));\n" \
     "\n"                                                                                         \
     "/* ROWS rows (a constant once inlined) x VECS vectors of C from column j */\n" \
@@ -105,6 +121,9 @@
     "    /* the columns right of the blocks (all rows), then, without blocks, all */\n" \
     "    smelt_uk_gemm_f32_edge(C, A, B, 0, M, Nb, N, K, ldc, lda_i, lda_k, ldb_k, ldb_j);\n" \
     "}\n"
+
+#define GEMM_F32_SOURCE GEMM_EDGE_SOURCE GEMM_X86_BLOCK GEMM_BODY_SOURCE
+#define GEMM_F32_NEON_SOURCE GEMM_EDGE_SOURCE GEMM_NEON_BLOCK GEMM_BODY_SOURCE
 
 /* dst[i*ldd + j] = src[i + j*lds] for i < M, j < N (tensorize's
  * smelt.transpose_f32: the layout conversions NCHW <-> NCHW[b]c move
@@ -222,23 +241,43 @@
     "        for (int64_t j = 0; j < N; j++) dst[i * ldd + j] = src[i + j * lds];\n" \
     "}\n"
 
-/* Sentinel-free table; add kernels here as {name, c_name, source}. */
-static const cg_microkernel builtin_kernels[] = {
-    {"smelt.copy_f32",
-     "smelt_uk_copy_f32",
-     "/* dst[0..n) = src[0..n) */\n"
-     "static void smelt_uk_copy_f32(float *dst, const float *src, int64_t n)\n"
-     "{\n"
-     "    memcpy(dst, src, (size_t)n * sizeof(float));\n"
-     "}\n"},
+#define COPY_F32_SOURCE \
+    "/* dst[0..n) = src[0..n) */\n" \
+    "static void smelt_uk_copy_f32(float *dst, const float *src, int64_t n)\n" \
+    "{\n" \
+    "    memcpy(dst, src, (size_t)n * sizeof(float));\n" \
+    "}\n"
+
+/* One table per micro-kernel family (cg_target.microkernels); every
+ * family has every kernel, so a schedule replays on any target.  Add
+ * kernels here as {name, c_name, source}. */
+static const cg_microkernel x86_kernels[] = {
+    {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE},
     {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_SOURCE},
     {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE},
 };
 
-const cg_microkernel *cg_microkernel_find(const char *name)
+/* the transposes' widest tile is 4 x 4 there already (no __AVX__) */
+static const cg_microkernel neon_kernels[] = {
+    {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE},
+    {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_NEON_SOURCE},
+    {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE},
+};
+
+_Static_assert(SMELT_ARRAY_LEN(x86_kernels) == SMELT_ARRAY_LEN(neon_kernels),
+               "every micro-kernel family has every kernel");
+
+const cg_microkernel *cg_microkernel_find_for(const cg_target *t, const char *name)
 {
     if (!name) return NULL;
-    for (size_t i = 0; i < SMELT_ARRAY_LEN(builtin_kernels); i++)
-        if (!strcmp(builtin_kernels[i].name, name)) return &builtin_kernels[i];
+    bool neon = t && t->microkernels == CG_UK_NEON;
+    const cg_microkernel *table = neon ? neon_kernels : x86_kernels;
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(x86_kernels); i++)
+        if (!strcmp(table[i].name, name)) return &table[i];
     return NULL;
+}
+
+const cg_microkernel *cg_microkernel_find(const char *name)
+{
+    return cg_microkernel_find_for(NULL, name);
 }

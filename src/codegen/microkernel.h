@@ -13,7 +13,12 @@ typedef struct cg_microkernel {
     const char *source;
 } cg_microkernel;
 
-/* The built-in kernel with this name, or NULL. */
+typedef struct cg_target cg_target;
+
+/* The built-in kernel with this name, or NULL: its source for target t
+ * (t's micro-kernel family), or the x86 family's for t NULL.  The
+ * computation is the same in every family; only register blocks differ. */
+const cg_microkernel *cg_microkernel_find_for(const cg_target *t, const char *name);
 const cg_microkernel *cg_microkernel_find(const char *name);
 
 #endif

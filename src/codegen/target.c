@@ -1,4 +1,5 @@
 /* Target descriptions and host detection. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/target.h"
@@ -15,18 +16,52 @@ static const char *const avx512_flags[] = {"-mavx512f", "-mavx512bw", "-mavx512v
 static const char *const avx2_flags[] = {"-mavx2", "-mfma", "-mf16c", "-mbmi2", NULL};
 static const char *const no_flags[] = {NULL};
 static const char *const native_flags[] = {"-march=native", NULL};
+/* ARMv8.0-A: NEON and FMA are part of the base architecture */
+static const char *const aarch64_flags[] = {"-march=armv8-a", NULL};
+static const char *const qemu_aarch64[] = {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", NULL};
+
+/* Caches: the 48 KiB L1 the x86 rules were tuned with (a B panel up to
+ * half of it stays there: Ice Lake and later, Zen 5) and a 1 MiB L2. */
+#define X86_L1 (48 << 10)
+#define X86_L2 (1 << 20)
+#define HW_AVX512                                                                               \
+    {.lanes = 16, .vector_regs = 32, .tile_acc_max = 24, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
+#define HW_AVX2 {.lanes = 8, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
+#define HW_SCALAR {.lanes = 1, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = X86_L1, .l2_bytes = X86_L2}
+/* Neoverse N1 / Cortex-A76 class cores: 64 KiB L1D, 1 MiB L2.  18
+ * accumulators, as in the NEON gemm micro-kernel: there 8 x 3 (24) spilled
+ * three accumulators per k step, since GCC 12 loads a step's A values into
+ * registers of their own up front (microkernel.c) */
+#define HW_NEON                                                                                 \
+    {.lanes = 4, .vector_regs = 32, .tile_acc_max = 18, .l1_bytes = 64 << 10, .l2_bytes = 1 << 20}
+
+#define X86_TARGET(NAME, SUMMARY, ISA, BYTES, NATIVE, FLAGS, HW)                                  \
+    {.name = NAME, .summary = SUMMARY, .isa = ISA, .arch = CG_ARCH_X86_64, .vector_bytes = BYTES, \
+     .native = NATIVE, .isa_flags = FLAGS, .hw = HW, .microkernels = CG_UK_X86,                  \
+     .x86_vector_ops = true}
 
 static const cg_target targets[] = {
-    {"avx512", CG_ISA_AVX512, 64, false, avx512_flags},
-    {"avx2", CG_ISA_AVX2, 32, false, avx2_flags},
-    {"generic", CG_ISA_GENERIC, 0, false, no_flags},
+    X86_TARGET("avx512", "x86-64 AVX-512 (F, BW, VL, DQ) + FMA: 16 float lanes, 32 registers",
+               CG_ISA_AVX512, 64, false, avx512_flags, HW_AVX512),
+    X86_TARGET("avx2", "x86-64 AVX2 + FMA: 8 float lanes, 16 registers", CG_ISA_AVX2, 32, false,
+               avx2_flags, HW_AVX2),
+    {.name = "generic", .summary = "portable C99 without vector types", .isa = CG_ISA_GENERIC,
+     .arch = CG_ARCH_ANY, .vector_bytes = 0, .native = false, .isa_flags = no_flags,
+     .hw = HW_SCALAR, .microkernels = CG_UK_X86, .x86_vector_ops = true},
+    {.name = "aarch64", .summary = "ARMv8-A NEON: 4 float lanes, 32 registers (cross-built, "
+                                   "runs under qemu-aarch64 on other hosts)",
+     .isa = CG_ISA_NEON, .arch = CG_ARCH_AARCH64, .vector_bytes = 16, .native = false,
+     .isa_flags = aarch64_flags, .hw = HW_NEON, .microkernels = CG_UK_NEON,
+     .x86_vector_ops = false, .cross_cc = "aarch64-linux-gnu-gcc", .emulator = qemu_aarch64},
 };
 
 /* Host variants: same ISA, built with -march=native. */
 static const cg_target host_targets[] = {
-    {"avx512", CG_ISA_AVX512, 64, true, native_flags},
-    {"avx2", CG_ISA_AVX2, 32, true, native_flags},
-    {"generic", CG_ISA_GENERIC, 0, true, native_flags},
+    X86_TARGET("avx512", "this host (AVX-512)", CG_ISA_AVX512, 64, true, native_flags, HW_AVX512),
+    X86_TARGET("avx2", "this host (AVX2)", CG_ISA_AVX2, 32, true, native_flags, HW_AVX2),
+    {.name = "generic", .summary = "this host (no vector ISA smelt knows)", .isa = CG_ISA_GENERIC,
+     .arch = CG_ARCH_ANY, .vector_bytes = 0, .native = true, .isa_flags = native_flags,
+     .hw = HW_SCALAR, .microkernels = CG_UK_X86, .x86_vector_ops = true},
 };
 
 static cg_isa detect_isa(void)
@@ -42,6 +77,17 @@ static cg_isa detect_isa(void)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CG_ISA_AVX2;
 #endif
     return CG_ISA_GENERIC;
+}
+
+static cg_arch host_arch(void)
+{
+#if defined(__x86_64__)
+    return CG_ARCH_X86_64;
+#elif defined(__aarch64__)
+    return CG_ARCH_AARCH64;
+#else
+    return CG_ARCH_ANY;
+#endif
 }
 
 const cg_target *cg_target_host(void)
@@ -61,7 +107,28 @@ const cg_target *cg_target_find(const char *name)
     return NULL;
 }
 
-const char *cg_target_names(void) { return "avx512, avx2, generic, host"; }
+const char *cg_target_names(void) { return "avx512, avx2, generic, aarch64, host"; }
+
+int cg_target_count(void) { return (int)SMELT_ARRAY_LEN(targets); }
+
+const cg_target *cg_target_at(int i)
+{
+    return i >= 0 && i < cg_target_count() ? &targets[i] : NULL;
+}
+
+bool cg_target_loadable(const cg_target *t)
+{
+    return t && (t->arch == CG_ARCH_ANY || t->arch == host_arch());
+}
+
+bool cg_target_runnable(const cg_target *t)
+{
+    if (!cg_target_loadable(t)) return false;
+    if (t->arch == CG_ARCH_ANY) return true;
+    if (t->isa == CG_ISA_NEON) return true; /* part of ARMv8-A */
+    cg_isa host = detect_isa();
+    return t->isa == CG_ISA_AVX2 ? host >= CG_ISA_AVX2 : t->isa == CG_ISA_AVX512 ? host == CG_ISA_AVX512 : true;
+}
 
 int cg_target_lanes(const cg_target *t, smelt_dtype dt)
 {
@@ -71,3 +138,10 @@ int cg_target_lanes(const cg_target *t, smelt_dtype dt)
 }
 
 const char *const *cg_common_cflags(void) { return common_flags; }
+
+const char *cg_target_cross_cc(const cg_target *t)
+{
+    if (!t || !t->cross_cc) return NULL;
+    const char *env = getenv("SMELT_CROSS_CC");
+    return env && *env ? env : t->cross_cc;
+}

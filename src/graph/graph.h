@@ -10,6 +10,7 @@
 #define SMELT_GRAPH_H
 
 #include "base/base.h"
+#include "base/hw.h"
 #include "ops/op_kind.h"
 
 typedef int64_t gr_dim;
@@ -83,9 +84,10 @@ struct gr_graph {
     smelt_ptrvec owned_tensors; /* smelt_tensor* freed with the graph */
     const char *name;
     int64_t opset; /* default-domain opset */
-    /* float32 vector lanes of the target the graph is compiled for (set by
-     * smelt_model_optimize; alter_layout's channel block); 0 = not known */
-    int vector_lanes;
+    /* the hardware of the target the graph is compiled for (set by
+     * smelt_model_optimize): alter_layout's channel block is hw.lanes,
+     * pack_weights' panels follow the matmul rule's tile; lanes 0 = not known */
+    smelt_hw hw;
 };
 
 gr_graph *gr_graph_new(void);

@@ -223,7 +223,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         pb->lp->n_user += user;
     }
     if (s == SMELT_OK && !user)
-        s = sch_choose(pb->ctx, te, pb->opts->vector_width, pb->opts->schedules, &sched, &stored);
+        s = sch_choose(pb->ctx, te, pb->opts->hw, pb->opts->schedules, &sched, &stored);
     pb->lp->n_stored += stored;
     if (s == SMELT_OK) s = sch_state_build(pb->ctx, te, &sched, &st);
     sch_schedule_fini(&sched);

@@ -6,7 +6,7 @@
 #include "lower/lower.h"
 
 typedef struct lower_options {
-    int vector_width; /* lanes of the target's float vectors; 1: no vectorisation */
+    const smelt_hw *hw; /* the target's hardware (lanes 1: no vectorisation); required */
     const sch_source *schedules; /* stored schedules (tuning records), or NULL */
     sch_user_file *user_schedules; /* a person's schedule file (asked first), or NULL */
     /* The tuner's measurement programs: lower only unit `unit` (gr_unit_end's

@@ -3,7 +3,7 @@
  * Every 2-D float32 Conv with constant weights, group 1 or depthwise, becomes
  * a ConvNCHWc with its weights and bias packed at compile time.  Its output
  * channels go in blocks of b(C), the largest of V, V/2, ..., 1 dividing C,
- * with V the target's float32 vector lanes (graph->vector_lanes), so one
+ * with V the target's float32 vector lanes (graph->hw.lanes), so one
  * vector holds one block.  Layout-agnostic consumers stay blocked:
  *   unary elementwise ops (Relu, Clip, Sigmoid, HardSwish...);
  *   broadcasting ops between blocked tensors of one channel count, scalars
@@ -676,8 +676,8 @@ static smelt_status merge_conversions(lay_state *s)
 
 smelt_status pass_alter_layout(smelt_ctx *ctx, gr_graph *g)
 {
-    if (g->vector_lanes < 2) return SMELT_OK; /* no vectors: nothing to gain */
-    lay_state s = {ctx, g, g->vector_lanes, g->values.len, NULL};
+    if (g->hw.lanes < 2) return SMELT_OK; /* no vectors: nothing to gain */
+    lay_state s = {ctx, g, g->hw.lanes, g->values.len, NULL};
     s.v = smelt_calloc((size_t)s.n_values + 1, sizeof *s.v);
     if (!s.v) return oom(&s);
     smelt_status st = walk(&s);

@@ -114,7 +114,7 @@ static smelt_status replace_product(pack_state *s, gr_node *n, gr_value *a, cons
 {
     gr_value *y = n->outputs[0];
     int64_t k = a->dims[a->rank - 1], m = a->dims[a->rank - 2], cols = y->dims[y->rank - 1];
-    int64_t nb = sch_matmul_panel_width(m, cols, k, s->g->vector_lanes);
+    int64_t nb = sch_matmul_panel_width(m, cols, k, &s->g->hw);
     if (nb <= 0) return SMELT_OK;
     gr_value *in[2] = {a, packed_of(s, b, trans, nb)};
     if (!in[1]) return smelt_ctx_status(s->ctx);
@@ -170,7 +170,7 @@ static smelt_status try_gemm(pack_state *s, gr_node *n)
 
 smelt_status pass_pack_weights(smelt_ctx *ctx, gr_graph *g)
 {
-    if (g->vector_lanes < 2) return SMELT_OK; /* the plain schedule does not tile by panels */
+    if (g->hw.lanes < 2) return SMELT_OK; /* the plain schedule does not tile by panels */
     pack_state s = {ctx, g, NULL, 0, 0};
     int n0 = g->nodes.len;
     gr_node **nodes = smelt_calloc((size_t)n0 + 1, sizeof *nodes);

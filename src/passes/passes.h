@@ -36,7 +36,7 @@ smelt_status pass_simplify_algebra(smelt_ctx *ctx, gr_graph *g);
 smelt_status pass_fold_batchnorm(smelt_ctx *ctx, gr_graph *g);
 
 /* 2-D convolutions (group 1, depthwise) and the layout-agnostic ops around
- * them in the blocked layout NCHW[x]c, x from graph->vector_lanes; weights
+ * them in the blocked layout NCHW[x]c, x from graph->hw.lanes; weights
  * packed at compile time, conversions only where a consumer needs another
  * layout (see alter_layout.c). */
 smelt_status pass_alter_layout(smelt_ctx *ctx, gr_graph *g);

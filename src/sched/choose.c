@@ -57,7 +57,7 @@ static smelt_status try_stored(smelt_ctx *ctx, const te_graph *te, const char *t
                                            : SMELT_OK;
 }
 
-smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, int vector_width,
+smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, const smelt_hw *hw,
                         const sch_source *src, sch_schedule *out, bool *from_source)
 {
     *from_source = false;
@@ -75,7 +75,7 @@ smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, int vector_width,
         sch_knobs k = {{0}};
         k.v[SCH_KNOB_ALGO] = strtoll(w, NULL, 10);
         if (sch_winograd_m_ok(k.v[SCH_KNOB_ALGO]))
-            return sch_default_knobs(ctx, te, vector_width, &k, out);
+            return sch_default_knobs(ctx, te, hw, &k, out);
     }
-    return sch_default(ctx, te, vector_width, out);
+    return sch_default(ctx, te, hw, out);
 }

@@ -431,7 +431,7 @@ static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const c
  * Parallel over n.co; oh and ow stay separate loops so partitioning peels
  * the padding edges and the ow tail. */
 
-#define NCHWC_REG_MAX 14 /* accumulators per tile of 32 zmm registers */
+#define NCHWC_REG_MAX 14 /* accumulators per tile of 32 vector registers */
 #define NCHWC_REG_MIN 8
 /* 16 ymm registers (AVX2, 8 lanes): 14 accumulators left no room for the
  * weight vector, the broadcast and the compiler's temporaries; 8 measured
@@ -441,10 +441,10 @@ static smelt_status parallelize_leading(smelt_ctx *ctx, sch_schedule *s, const c
 
 /* Register block along ow: ow itself when small, else a divisor in
  * [MIN, MAX], else the most even split (the tail is peeled). */
-static int64_t nchwc_ow_block(int64_t ow, int vw)
+static int64_t nchwc_ow_block(int64_t ow, const smelt_hw *hw)
 {
-    int64_t hi = vw >= 16 ? NCHWC_REG_MAX : NCHWC_REG_MAX_16REGS;
-    int64_t lo = vw >= 16 ? NCHWC_REG_MIN : NCHWC_REG_MIN_16REGS;
+    int64_t hi = hw->vector_regs >= 32 ? NCHWC_REG_MAX : NCHWC_REG_MAX_16REGS;
+    int64_t lo = hw->vector_regs >= 32 ? NCHWC_REG_MIN : NCHWC_REG_MIN_16REGS;
     if (ow <= hi) return ow;
     for (int64_t r = hi; r >= lo; r--)
         if (ow % r == 0) return r;
@@ -468,9 +468,9 @@ static bool nchwc_blocked_1x1(const te_tensor *anchor)
 /* Output-channel blocks per tile: narrow planes (ow blocks of 7 or less)
  * fill the accumulators with 2 or 4 channel blocks on 32-register targets
  * (measured: 2 x 14 accumulators spill and lose). */
-static int64_t nchwc_co_blocks(int64_t co, int64_t r, int vw, int64_t lanes)
+static int64_t nchwc_co_blocks(int64_t co, int64_t r, const smelt_hw *hw, int64_t lanes)
 {
-    if (vw < 16 || lanes != vw) return 1;
+    if (hw->vector_regs < 32 || lanes != hw->lanes) return 1;
     for (int64_t k = 4; k > 1; k /= 2)
         if (co % k == 0 && k * r <= NCHWC_REG_MAX) return k;
     return 1;
@@ -595,9 +595,10 @@ static bool nchwc_lanes_outer_applies(const te_tensor *anchor)
 
 /* The tile from the knobs, each 0 knob by the rules above. */
 static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
-                                      const te_tensor *out, int vw, const sch_knobs *kn,
-                                      nchwc_tile *t)
+                                      const te_tensor *out, const smelt_hw *hw,
+                                      const sch_knobs *kn, nchwc_tile *t)
 {
+    int vw = hw->lanes;
     const char *on = out->buf->name;
     int64_t co = out->axes[1].extent, ow = out->axes[3].extent;
     int64_t a = knob(kn, SCH_KNOB_TILE_A), b = knob(kn, SCH_KNOB_TILE_B);
@@ -612,14 +613,15 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
     if (par < 0 || par > 4) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
     if (unroll < 0 || unroll > 2) return bad_knob(ctx, on, SCH_KNOB_UNROLL, unroll);
     t->lanes = out->axes[4].extent;
-    bool pair_1x1 = !a && !b && vw < 16 && t->lanes == vw && co % NCHWC_1X1_CO_BLOCKS_16REGS == 0 &&
+    bool regs16 = vw > 1 && hw->vector_regs < 32; /* AVX2: measured there */
+    bool pair_1x1 = !a && !b && regs16 && t->lanes == vw && co % NCHWC_1X1_CO_BLOCKS_16REGS == 0 &&
                     nchwc_blocked_1x1(anchor);
     if (pair_1x1) {
         t->ow_block = ow < NCHWC_1X1_COLS_16REGS ? ow : NCHWC_1X1_COLS_16REGS;
         t->co_blocks = NCHWC_1X1_CO_BLOCKS_16REGS;
     } else {
-        t->ow_block = a ? a : nchwc_ow_block(ow, vw);
-        t->co_blocks = b ? b : nchwc_co_blocks(co, t->ow_block, vw, t->lanes);
+        t->ow_block = a ? a : nchwc_ow_block(ow, hw);
+        t->co_blocks = b ? b : nchwc_co_blocks(co, t->ow_block, hw, t->lanes);
     }
     t->vec = vw > 1 && t->lanes > 1;
     t->split_lanes = t->vec && t->lanes > vw;
@@ -629,9 +631,9 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
         return smelt_errf(ctx, SMELT_ERR_ARG, "stage '%s': a %lld x %lld x %lld tile needs more "
                           "than %d accumulators", on, (long long)t->oh_block, (long long)t->co_blocks,
                           (long long)t->ow_block, SCH_KNOB_ACC_MAX);
-    /* 16-register targets measured; AVX-512's default keeps the channel order */
+    /* 16-register targets measured; AVX-512's and NEON's defaults keep the channel order */
     t->order = order ? (nchwc_order)order
-               : lanes_outer_ok && vw < 16 ? NCHWC_LANES_OUTER
+               : lanes_outer_ok && regs16 ? NCHWC_LANES_OUTER
                                            : NCHWC_CHANNELS_OUTER;
     t->unroll_kw = unroll ? unroll == 2 : t->order == NCHWC_LANES_OUTER;
     t->parallel = par ? (int)par : stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK ? 1 : 2;
@@ -639,11 +641,12 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
 }
 
 static smelt_status schedule_nchwc(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
-                                   const te_tensor *out, int vw, const sch_knobs *kn,
+                                   const te_tensor *out, const smelt_hw *hw, const sch_knobs *kn,
                                    sch_schedule *s)
 {
+    int vw = hw->lanes;
     nchwc_tile t = {0};
-    SMELT_TRY(nchwc_choose_tile(ctx, anchor, out, vw, kn, &t));
+    SMELT_TRY(nchwc_choose_tile(ctx, anchor, out, hw, kn, &t));
     SMELT_TRY(nchwc_out(ctx, acc, out, anchor, &t, vw, s));
     return nchwc_acc(ctx, acc, anchor, &t, vw, s);
 }
@@ -671,10 +674,7 @@ typedef struct mm_tile {
     int parallel;       /* 0: the rule's; 1 none; k > 1: the k - 1 leading loops fused */
 } mm_tile;
 
-#define MM_ACC_ZMM 24 /* accumulators of 32 vector registers (the rest: B and A) */
-#define MM_ACC_YMM 12 /* of 16 */
 #define MM_ROWS_MAX 12
-#define MM_L1_PANEL_BYTES (24 << 10) /* a B panel up to half of L1 stays there */
 #define MM_VECS_MAX 4
 #define MM_MIN_TASKS 8 /* parallel tasks before the inner tile loop joins */
 
@@ -698,17 +698,19 @@ static double mm_tile_cost(int64_t m, int64_t nvec, int64_t r, int64_t v, bool b
 /* The lowest-cost R x V tile for an m x (nvec vectors) output with k
  * terms (V fixed when vecs_fixed > 0); ties go to more accumulators, then
  * more rows. */
-static void mm_best_tile(int64_t m, int64_t nvec, int64_t k, int vw, int64_t vecs_fixed,
-                         int64_t *rows, int64_t *vecs)
+static void mm_best_tile(int64_t m, int64_t nvec, int64_t k, const smelt_hw *hw,
+                         int64_t vecs_fixed, int64_t *rows, int64_t *vecs)
 {
-    int64_t acc_max = vw >= 16 ? MM_ACC_ZMM : MM_ACC_YMM;
+    int vw = hw->lanes;
+    int64_t acc_max = hw->tile_acc_max; /* the rest of the registers: B and A */
+    int64_t l1_panel_bytes = hw->l1_bytes / 2; /* a B panel up to half of L1 stays there */
     int64_t v_lo = vecs_fixed > 0 ? vecs_fixed : 1, v_hi = vecs_fixed > 0 ? vecs_fixed : MM_VECS_MAX;
     double best = -1;
     *rows = 1;
     *vecs = v_lo;
     for (int64_t v = v_lo; v <= v_hi && (v <= nvec || v == v_lo); v++)
         for (int64_t r = 1; r <= MM_ROWS_MAX && r <= m && (r * v <= acc_max || r == 1); r++) {
-            bool b_in_l2 = k * v * vw * (int64_t)sizeof(float) > MM_L1_PANEL_BYTES;
+            bool b_in_l2 = k * v * vw * (int64_t)sizeof(float) > l1_panel_bytes;
             double c = mm_tile_cost(m, nvec, r, v, b_in_l2);
             bool better = best < 0 || c < best * 0.999 ||
                           (c <= best * 1.001 &&
@@ -721,11 +723,12 @@ static void mm_best_tile(int64_t m, int64_t nvec, int64_t k, int vw, int64_t vec
         }
 }
 
-int64_t sch_matmul_panel_width(int64_t m, int64_t n, int64_t k, int vw)
+int64_t sch_matmul_panel_width(int64_t m, int64_t n, int64_t k, const smelt_hw *hw)
 {
+    int vw = hw->lanes;
     if (vw <= 1 || n < 4 || m < 1) return 0;
     int64_t rows, vecs;
-    mm_best_tile(m, ceil_div(n, vw), k, vw, 0, &rows, &vecs);
+    mm_best_tile(m, ceil_div(n, vw), k, hw, 0, &rows, &vecs);
     return vecs * vw;
 }
 
@@ -740,8 +743,9 @@ static int64_t mm_packed_cols(const te_tensor *anchor)
     return b->rank >= 3 ? b->shape[b->rank - 1] : 0; /* Winograd's U: [e, panels, K, cols] */
 }
 
-static mm_tile mm_rule_tile(const te_tensor *anchor, const te_tensor *out, int vw)
+static mm_tile mm_rule_tile(const te_tensor *anchor, const te_tensor *out, const smelt_hw *hw)
 {
+    int vw = hw->lanes;
     int r = out->n_axes;
     int64_t m = out->axes[r - 2].extent, n = out->axes[r - 1].extent, k = 1;
     for (int i = 0; i < anchor->body->reduce.n_axes; i++) k *= anchor->body->reduce.axes[i].extent;
@@ -756,7 +760,7 @@ static mm_tile mm_rule_tile(const te_tensor *anchor, const te_tensor *out, int v
      * plain loop variables */
     int64_t packed = mm_packed_cols(anchor);
     int64_t fixed = packed > 0 && packed % vw == 0 ? packed / vw : 0;
-    mm_best_tile(m, ceil_div(n, vw), k, vw, fixed, &t.rows, &t.vecs);
+    mm_best_tile(m, ceil_div(n, vw), k, hw, fixed, &t.rows, &t.vecs);
     t.cols = t.vecs * vw;
     t.cols_outer = ceil_div(n, t.cols) >= 4;
     return t;
@@ -766,9 +770,10 @@ static mm_tile mm_rule_tile(const te_tensor *anchor, const te_tensor *out, int v
 
 /* The rule's tile with the knobs applied.  Packed B fixes the vectors. */
 static smelt_status mm_choose_tile(smelt_ctx *ctx, const te_tensor *anchor, const te_tensor *out,
-                                   int vw, const sch_knobs *kn, mm_tile *t)
+                                   const smelt_hw *hw, const sch_knobs *kn, mm_tile *t)
 {
-    *t = mm_rule_tile(anchor, out, vw);
+    int vw = hw->lanes;
+    *t = mm_rule_tile(anchor, out, hw);
     const char *on = out->buf->name;
     int r = out->n_axes;
     int64_t m = out->axes[r - 2].extent, n = out->axes[r - 1].extent;
@@ -881,11 +886,12 @@ static smelt_status mm_acc(smelt_ctx *ctx, const char *acc, const te_tensor *anc
 }
 
 static smelt_status schedule_matmul(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
-                                    const te_tensor *out, int vw, const sch_knobs *kn,
+                                    const te_tensor *out, const smelt_hw *hw, const sch_knobs *kn,
                                     sch_schedule *s)
 {
+    int vw = hw->lanes;
     mm_tile t = {0};
-    SMELT_TRY(mm_choose_tile(ctx, anchor, out, vw, kn, &t));
+    SMELT_TRY(mm_choose_tile(ctx, anchor, out, hw, kn, &t));
     SMELT_TRY(mm_out(ctx, acc, anchor, out, &t, vw, s));
     return mm_acc(ctx, acc, anchor, &t, vw, s);
 }
@@ -893,13 +899,14 @@ static smelt_status schedule_matmul(smelt_ctx *ctx, const te_tensor *anchor, con
 /* Tile the output `out` and compute the accumulation stage `acc` (same
  * shape, data axes named like out's) at the tile loop. */
 static smelt_status schedule_anchor(smelt_ctx *ctx, const te_tensor *anchor, const char *acc,
-                                    const te_tensor *out, int vw, const sch_knobs *kn,
+                                    const te_tensor *out, const smelt_hw *hw, const sch_knobs *kn,
                                     sch_schedule *s)
 {
+    int vw = hw->lanes;
     if (strcmp(anchor->tag, "conv_nchwc") == 0)
-        return schedule_nchwc(ctx, anchor, acc, out, vw, kn, s);
+        return schedule_nchwc(ctx, anchor, acc, out, hw, kn, s);
     if (strncmp(anchor->tag, "matmul", 6) == 0)
-        return schedule_matmul(ctx, anchor, acc, out, vw, kn, s);
+        return schedule_matmul(ctx, anchor, acc, out, hw, kn, s);
     int r = out->n_axes;
     int t = 1, l = r - 1; /* a plain conv: output channels x the last spatial axis */
     const char *on = out->buf->name;
@@ -1147,8 +1154,8 @@ static smelt_status try_pool(smelt_ctx *ctx, const te_graph *g, const te_tensor 
 
 /* If t is a conv/matmul accumulation: schedule it with its epilogue and mark
  * both as done. */
-static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tensor *t, int vw,
-                               const sch_knobs *kn, sch_schedule *s, bool *done)
+static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tensor *t,
+                               const smelt_hw *hw, const sch_knobs *kn, sch_schedule *s, bool *done)
 {
     const te_tensor *e = anchor_output(g, t);
     if (!e) return SMELT_OK;
@@ -1156,7 +1163,7 @@ static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tenso
         char local[256];
         snprintf(local, sizeof local, "%s.local", t->buf->name);
         SMELT_TRY(sch_cache_write(ctx, s, t->buf->name));
-        SMELT_TRY(schedule_anchor(ctx, t, local, t, vw, kn, s));
+        SMELT_TRY(schedule_anchor(ctx, t, local, t, hw, kn, s));
         done[t->index] = true;
         return SMELT_OK;
     }
@@ -1166,7 +1173,7 @@ static smelt_status try_anchor(smelt_ctx *ctx, const te_graph *g, const te_tenso
         SMELT_TRY(sch_compute_inline(ctx, s, m->buf->name));
         done[m->index] = true;
     }
-    SMELT_TRY(schedule_anchor(ctx, t, t->buf->name, e, vw, kn, s));
+    SMELT_TRY(schedule_anchor(ctx, t, t->buf->name, e, hw, kn, s));
     done[t->index] = done[e->index] = true;
     return SMELT_OK;
 }
@@ -1543,9 +1550,9 @@ static bool costly_and_shared(const inline_plan *p, const te_tensor *t)
     return costly;
 }
 
-smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s)
+smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw, sch_schedule *s)
 {
-    return sch_default_knobs(ctx, g, vector_width, NULL, s);
+    return sch_default_knobs(ctx, g, hw, NULL, s);
 }
 
 /* ---- knobs ------------------------------------------------------------------
@@ -1711,10 +1718,11 @@ static void layout_space(const te_tensor *t, int vw, sch_knob_space *sp)
     (void)t;
 }
 
-smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_width,
+smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                sch_knob_space *out)
 {
     (void)ctx;
+    int vector_width = hw->lanes;
     memset(out, 0, sizeof *out);
     int i;
     rule_kind k = main_stage(g, &i);
@@ -1775,8 +1783,10 @@ static smelt_status schedule_winograd_input(smelt_ctx *ctx, const te_tensor *v, 
 }
 
 static smelt_status schedule_winograd(smelt_ctx *ctx, const te_graph *g, const te_tensor *v,
-                                      int vw, const sch_knobs *kn, sch_schedule *s, bool *done)
+                                      const smelt_hw *hw, const sch_knobs *kn, sch_schedule *s,
+                                      bool *done)
 {
+    int vw = hw->lanes;
     const te_tensor *mm = sole_consumer(g, v), *t = mm ? sole_consumer(g, mm) : NULL;
     const te_tensor *e = t ? epilogue_output(g, t) : NULL;
     if (!mm || !is_anchor(mm) || !t || strcmp(t->tag, "winograd_output") != 0 || !e ||
@@ -1823,7 +1833,7 @@ static smelt_status schedule_winograd(smelt_ctx *ctx, const te_graph *g, const t
     int64_t panel = mm_packed_cols(mm), k = mm->body->reduce.axes[0].extent;
     mm_tile tile = {.vec = vw > 1 && panel % vw == 0, .rows = 1, .vecs = 1};
     tile.cols = panel;
-    if (tile.vec) mm_best_tile(e->axes[3].extent / m + 1, panel / vw, k, vw, panel / vw, &tile.rows, &tile.vecs);
+    if (tile.vec) mm_best_tile(e->axes[3].extent / m + 1, panel / vw, k, hw, panel / vw, &tile.rows, &tile.vecs);
     int64_t rows = knob(kn, SCH_KNOB_TILE_A);
     if (rows > 0 && rows <= MM_ROWS_KNOB_MAX) tile.rows = rows;
     /* accumulated in W itself (a block-sized temporary): the input
@@ -1848,8 +1858,8 @@ static smelt_status schedule_winograd(smelt_ctx *ctx, const te_graph *g, const t
 }
 
 /* algo >= 2: the winograd step, then the rewritten graph's schedule. */
-static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, int vw, const sch_knobs *kn,
-                                  sch_schedule *s)
+static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
+                                  const sch_knobs *kn, sch_schedule *s)
 {
     int64_t m = knob(kn, SCH_KNOB_ALGO);
     const te_tensor *c = sch_winograd_candidate(g);
@@ -1864,16 +1874,17 @@ static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, int vw, con
     k2.v[SCH_KNOB_TILE_A] = rows <= MM_ROWS_KNOB_MAX && rows <= tiles ? rows : 0;
     k2.v[SCH_KNOB_ORDER] = knob(kn, SCH_KNOB_ORDER);
     k2.v[SCH_KNOB_PARALLEL] = knob(kn, SCH_KNOB_PARALLEL);
-    smelt_status st = sch_default_knobs(ctx, wg, vw, &k2, s);
+    smelt_status st = sch_default_knobs(ctx, wg, hw, &k2, s);
     te_graph_free(wg);
     return st;
 }
 
-smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_width,
+smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                const sch_knobs *kn, sch_schedule *s)
 {
+    int vector_width = hw->lanes;
     int64_t algo = knob(kn, SCH_KNOB_ALGO);
-    if (algo >= 2) return schedule_algo(ctx, g, vector_width, kn, s);
+    if (algo >= 2) return schedule_algo(ctx, g, hw, kn, s);
     if (algo < 0 || (algo == 1 && !sch_winograd_candidate(g)))
         return bad_knob(ctx, "?", SCH_KNOB_ALGO, algo);
     size_t n = (size_t)g->tensors.len + 1;
@@ -1887,11 +1898,11 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_wid
     main_stage(g, &main_i);
     const te_tensor *wino = winograd_input(g);
     if (wino && st == SMELT_OK) {
-        st = schedule_winograd(ctx, g, wino, vector_width, kn, s, done);
+        st = schedule_winograd(ctx, g, wino, hw, kn, s, done);
         main_i = -1;
     }
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
-        if (!done[i]) st = try_anchor(ctx, g, g->tensors.items[i], vector_width, i == main_i ? kn : NULL, s,
+        if (!done[i]) st = try_anchor(ctx, g, g->tensors.items[i], hw, i == main_i ? kn : NULL, s,
                         done);
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++)
         if (!done[i])

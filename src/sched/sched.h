@@ -54,6 +54,7 @@
 #ifndef SMELT_SCHED_H
 #define SMELT_SCHED_H
 
+#include "base/hw.h"
 #include "te/te.h"
 
 typedef enum sch_kind {
@@ -197,8 +198,9 @@ void sch_state_free(sch_state *st);
 /* Default schedule for a te graph (inline elementwise intermediates unless
  * that would grow a consumer past DEFAULT_INLINE_MAX_NODES in default.c;
  * data axes parallel, reductions inside, innermost axis vectorised by
- * vector_width lanes; 1 disables vectorisation). */
-smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, int vector_width, sch_schedule *s);
+ * hw->lanes lanes; 1 disables vectorisation; register tiles sized for
+ * hw->vector_regs). */
+smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw, sch_schedule *s);
 
 /* ---- Knobs: the tunable choices of the default rules -------------------------
  * The default rules (default.c) pick tile sizes, loop orders and parallel
@@ -239,11 +241,11 @@ typedef struct sch_knob_space {
 
 const char *sch_knob_name(sch_knob k);
 /* The knobs of the rule that schedules g's main stage, with candidates. */
-smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, int vector_width,
+smelt_status sch_default_space(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                sch_knob_space *out);
 /* sch_default with knobs fixed (NULL: none).  A value the rule cannot use
  * fails with SMELT_ERR_ARG. */
-smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, int vector_width,
+smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                const sch_knobs *knobs, sch_schedule *s);
 
 /* ---- Stored schedules (tuning records) -----------------------------------------
@@ -264,7 +266,7 @@ typedef struct sch_source {
 void sch_workload_key(const te_graph *te, const char *target_key, char key[SCH_KEY_LEN + 1]);
 /* The schedule for te: the source's when it has one that replays
  * (*from_source = true), else the default rules'. */
-smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, int vector_width,
+smelt_status sch_choose(smelt_ctx *ctx, const te_graph *te, const smelt_hw *hw,
                         const sch_source *src, sch_schedule *out, bool *from_source);
 
 /* ---- Schedule files written by people (smelt compile --schedule FILE) ----------
@@ -305,10 +307,10 @@ smelt_status sch_user_choose(smelt_ctx *ctx, sch_user_file *uf, const te_graph *
 smelt_status sch_user_file_check_used(smelt_ctx *ctx, const sch_user_file *uf);
 
 /* Columns per register tile the default schedule gives an m x n matrix
- * product over k terms (a multiple of vector_width), or 0 when it would not
+ * product over k terms (a multiple of hw->lanes), or 0 when it would not
  * vectorise it: the panel width for packing constant B (passes/pack_weights.c),
  * so that a tile reads one panel. */
-int64_t sch_matmul_panel_width(int64_t m, int64_t n, int64_t k, int vector_width);
+int64_t sch_matmul_panel_width(int64_t m, int64_t n, int64_t k, const smelt_hw *hw);
 
 /* Append up to n_steps random steps to *out, each kept only if the schedule
  * still replays: always a legal schedule (the schedule fuzzer, the tuner's

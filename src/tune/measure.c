@@ -39,7 +39,6 @@ struct tune_bench {
     int unit;
     const cg_target *target;
     char target_key[256];
-    int vector_width;
     lowered_program *lp;   /* the default lowering: te graph, io values */
     int n_in, n_out;
     smelt_tensor *inputs;  /* program input order, seeded random */
@@ -54,7 +53,6 @@ struct tune_bench {
 static smelt_status oom(smelt_ctx *ctx) { return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"); }
 
 const te_graph *tune_bench_te(const tune_bench *b) { return b->lp->te_graphs.items[0]; }
-int tune_bench_vector_width(const tune_bench *b) { return b->vector_width; }
 
 /* ---- the bench: inputs and reference outputs ---- */
 
@@ -121,9 +119,7 @@ smelt_status tune_bench_new(smelt_ctx *ctx, const gr_graph *g, int unit, const c
     b->unit = unit;
     b->target = t;
     snprintf(b->target_key, sizeof b->target_key, "%s", target_key);
-    b->vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32);
-    if (b->vector_width < 1) b->vector_width = 1;
-    lower_options lo = {.vector_width = b->vector_width, .single_unit = true, .unit = unit};
+    lower_options lo = {.hw = &t->hw, .single_unit = true, .unit = unit};
     smelt_status s = lower_graph(ctx, g, &lo, &b->lp);
     if (s == SMELT_OK) {
         b->n_in = b->lp->prog.n_inputs;
@@ -176,14 +172,14 @@ static void set_result(tune_candidate *c, tune_status st, const char *why)
 }
 
 smelt_status tune_candidate_init(smelt_ctx *ctx, tune_candidate *c, const te_graph *te,
-                                 int vector_width, const sch_knobs *knobs)
+                                 const smelt_hw *hw, const sch_knobs *knobs)
 {
     memset(c, 0, sizeof *c);
     if (knobs) c->knobs = *knobs;
     sch_schedule s;
     sch_schedule_init(&s);
     smelt_ctx local = {.status = SMELT_OK};
-    smelt_status st = sch_default_knobs(&local, te, vector_width, &c->knobs, &s);
+    smelt_status st = sch_default_knobs(&local, te, hw, &c->knobs, &s);
     if (st == SMELT_OK) {
         smelt_strbuf sb;
         smelt_strbuf_init(&sb);
@@ -210,7 +206,7 @@ static const char *candidate_text(void *user, const char *key)
 smelt_status tune_lower_candidate(smelt_ctx *ctx, tune_bench *b, tune_candidate *c)
 {
     sch_source src = {b->target_key, candidate_text, c->schedule};
-    lower_options lo = {.vector_width = b->vector_width, .schedules = &src, .single_unit = true,
+    lower_options lo = {.hw = &b->target->hw, .schedules = &src, .single_unit = true,
                         .unit = b->unit};
     smelt_ctx local = {.status = SMELT_OK};
     smelt_status s = lower_graph(&local, b->g, &lo, &c->lp);

@@ -56,7 +56,6 @@ struct tune_session {
     tune_runner runner;
     const cg_target *target;
     char target_key[256];
-    int vw;
     smelt_ptrvec models, names; /* borrowed smelt_model*, char* (owned) */
     tune_task_list tasks;
     task_state *st;
@@ -136,8 +135,6 @@ smelt_status tune_session_new(smelt_ctx *ctx, const tune_options *o, tune_sessio
                                 : smelt_errf(ctx, SMELT_ERR_ARG, "unknown target '%s' (known: host, %s)",
                                              tn, cg_target_names());
     if (st == SMELT_OK) {
-        s->vw = cg_target_lanes(s->target, SMELT_DT_FLOAT32);
-        if (s->vw < 1) s->vw = 1;
         st = tune_target_key(ctx, s->target, s->target_key, sizeof s->target_key);
     }
     if (st == SMELT_OK && !o->random_search && !(s->model = tune_model_new(ctx)))
@@ -187,7 +184,7 @@ smelt_status tune_session_add_model(smelt_ctx *ctx, tune_session *s, smelt_model
         return oom(ctx);
     }
     int before = s->tasks.n;
-    SMELT_TRY(tune_extract_tasks(ctx, m->graph, s->models.len - 1, s->vw, s->target_key, &s->tasks));
+    SMELT_TRY(tune_extract_tasks(ctx, m->graph, s->models.len - 1, &s->target->hw, s->target_key, &s->tasks));
     task_state *st = smelt_realloc(s->st, sizeof *st * (size_t)(before + (s->st != NULL)),
                                    sizeof *st * (size_t)(s->tasks.n + 1));
     if (!st) return oom(ctx);
@@ -360,7 +357,7 @@ static smelt_status make_candidate(smelt_ctx *ctx, tune_session *s, int ti, tune
         if (mode == PICK_DEFAULT && attempt > 0) return SMELT_OK;
         if (mode == PICK_BRED) bred_knobs(s, t, &task->space, &k);
         else if (mode == PICK_RANDOM) random_knobs(s, &task->space, &k);
-        SMELT_TRY(tune_candidate_init(ctx, c, te, s->vw, &k));
+        SMELT_TRY(tune_candidate_init(ctx, c, te, &s->target->hw, &k));
         if (c->result.status != TUNE_OK || seen(s, task, batch, n, c->schedule)) {
             tune_candidate_fini(c);
             continue;
@@ -625,7 +622,7 @@ static smelt_status verify(smelt_ctx *ctx, tune_session *s, int ti)
     int n = knobs_default(t->best_knobs.v) ? 1 : 2;
     smelt_status st = SMELT_OK;
     for (int i = 0; i < n && st == SMELT_OK; i++) {
-        st = tune_candidate_init(ctx, &c[i], te, s->vw, ks[i]);
+        st = tune_candidate_init(ctx, &c[i], te, &s->target->hw, ks[i]);
         if (st == SMELT_OK && c[i].result.status == TUNE_OK) st = tune_lower_candidate(ctx, t->bench, &c[i]);
     }
     tune_candidate *ptrs[2] = {&c[0], &c[1]};
@@ -711,7 +708,7 @@ smelt_status tune_session_measure_defaults(smelt_ctx *ctx, tune_session *s)
         if (t->failed) continue;
         tune_candidate c;
         sch_knobs none = {{0}};
-        SMELT_TRY(tune_candidate_init(ctx, &c, tune_bench_te(t->bench), s->vw, &none));
+        SMELT_TRY(tune_candidate_init(ctx, &c, tune_bench_te(t->bench), &s->target->hw, &none));
         smelt_status st = tune_lower_candidate(ctx, t->bench, &c);
         tune_candidate *p = &c;
         if (st == SMELT_OK) st = tune_build_candidates(ctx, t->bench, &p, 1, &s->o.measure);

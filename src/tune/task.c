@@ -107,7 +107,7 @@ typedef struct extract_state {
     smelt_ctx *ctx;
     tune_task_list *list;
     int model, n_units;
-    int vector_width;
+    const smelt_hw *hw;
     const char *target_key;
     smelt_status status;
 } extract_state;
@@ -154,16 +154,16 @@ static void on_unit(void *user, int unit, const te_graph *te)
     t->unit = unit;
     t->weight = 1;
     t->flops = tune_te_flops(te);
-    x->status = sch_default_space(x->ctx, te, x->vector_width, &t->space);
+    x->status = sch_default_space(x->ctx, te, x->hw, &t->space);
     t->space_size = tune_space_size(&t->space);
     tune_te_summary(te, t->space.rule, t->summary, sizeof t->summary);
 }
 
-smelt_status tune_extract_tasks(smelt_ctx *ctx, const gr_graph *g, int model, int vector_width,
+smelt_status tune_extract_tasks(smelt_ctx *ctx, const gr_graph *g, int model, const smelt_hw *hw,
                                 const char *target_key, tune_task_list *list)
 {
-    extract_state x = {ctx, list, model, lower_count_units(g), vector_width, target_key, SMELT_OK};
-    lower_options lo = {.vector_width = vector_width, .on_unit = on_unit, .on_unit_user = &x};
+    extract_state x = {ctx, list, model, lower_count_units(g), hw, target_key, SMELT_OK};
+    lower_options lo = {.hw = hw, .on_unit = on_unit, .on_unit_user = &x};
     lowered_program *lp = NULL;
     smelt_status s = lower_graph(ctx, g, &lo, &lp);
     lowered_program_free(lp);

@@ -46,7 +46,7 @@ typedef struct tune_task_list {
 
 /* Add the tasks of g (optimised, static shapes) to list: a new workload
  * becomes a task, a known one gains weight. */
-smelt_status tune_extract_tasks(smelt_ctx *ctx, const gr_graph *g, int model, int vector_width,
+smelt_status tune_extract_tasks(smelt_ctx *ctx, const gr_graph *g, int model, const smelt_hw *hw,
                                 const char *target_key, tune_task_list *list);
 double tune_te_flops(const te_graph *te);
 void tune_te_summary(const te_graph *te, const char *rule, char *out, size_t cap);
@@ -105,7 +105,7 @@ void tune_candidate_fini(tune_candidate *c);
 /* The schedule text of te's default rules with these knobs; NULL text and
  * TUNE_INVALID_SCHEDULE in c->result when they do not make a schedule. */
 smelt_status tune_candidate_init(smelt_ctx *ctx, tune_candidate *c, const te_graph *te,
-                                 int vector_width, const sch_knobs *knobs);
+                                 const smelt_hw *hw, const sch_knobs *knobs);
 /* Lower the bench's unit with c's schedule. */
 smelt_status tune_lower_candidate(smelt_ctx *ctx, tune_bench *b, tune_candidate *c);
 /* Build the lowered candidates (up to jobs compilers at once); a failed
@@ -117,7 +117,6 @@ smelt_status tune_measure(smelt_ctx *ctx, tune_bench *b, tune_candidate *c,
                           const tune_measure_options *o);
 /* The unit's te graph (owned by the bench). */
 const te_graph *tune_bench_te(const tune_bench *b);
-int tune_bench_vector_width(const tune_bench *b);
 
 /* ---- records ------------------------------------------------------------------- */
 typedef struct tune_record {

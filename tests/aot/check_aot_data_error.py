@@ -16,7 +16,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     exe = os.path.join(work, "aot_run")
     sources = [os.path.join(pkg, f) for f in ("model.c", "smelt_rt_pool.c", "smelt_rt_model.c")]
-    subprocess.run(["cc", "-std=c99", "-O2", "-Wall", "-Werror", "-I", pkg, "-o", exe,
+    subprocess.run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", pkg, "-o", exe,
                     os.path.join(here, "aot_run.c")] + sources + ["-lpthread", "-lm"], check=True)
     failed = 0
     for value, want_ok in ((3, False), (1, True), (-1, True)):

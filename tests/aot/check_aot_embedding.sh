@@ -21,7 +21,7 @@ done
 (cd "$pkg" && make -B -n | grep -q -- "-march=native") && fail "the default build uses -march=native"
 (cd "$pkg" && make -B -n ARCH=native | grep -q -- "-march=native") || fail "ARCH=native lacks -march=native"
 (cd "$pkg" && make -s lib >/dev/null 2>&1 && test -f libmodel.a) || fail "make lib"
-cc -std=c99 -O2 -Wall -Werror -I "$pkg" -o "$tmp/static_main" "$here/static_main.c" \
+cc -std=c99 -O2 -Wall -Wextra -Werror -I "$pkg" -o "$tmp/static_main" "$here/static_main.c" \
     -L "$pkg" -lmodel -lpthread -lm || fail "building static_main against libmodel.a"
 "$tmp/static_main" "$pkg/weights.bin" || fail "static_main"
 # a model whose generated code needs a workspace (Softmax over 32000: its
@@ -33,7 +33,7 @@ if [ -n "${4:-}" ]; then
     [ "${arena:-0}" -ge 128000 ] || fail "MODEL_ARENA_BYTES ($arena) lacks the 128000-byte workspace"
     : > "$ws/empty.bin"
     (cd "$ws" && make -s lib >/dev/null 2>&1) &&
-        cc -std=c99 -O2 -Wall -Werror -I "$ws" -o "$tmp/ws_main" "$here/static_main.c" \
+        cc -std=c99 -O2 -Wall -Wextra -Werror -I "$ws" -o "$tmp/ws_main" "$here/static_main.c" \
             -L "$ws" -lmodel -lpthread -lm &&
         "$tmp/ws_main" "$ws/empty.bin" >/dev/null || fail "static_main on the workspace model"
 fi
@@ -50,7 +50,7 @@ grep -q "cnn_create" "$tmp/two/cnn/model.h" && grep -q "CNN_ARENA_BYTES" "$tmp/t
     fail "cnn/model.h lacks the prefixed names"
 grep -q "smelt_rt_model_from_info_file(&smelt_module_info" "$tmp/two/cnn/model.c" ||
     fail "model.c renamed a runtime function"
-cc -std=c99 -O2 -Wall -Werror -I "$tmp/two" -I "$tmp/two/cnn" -o "$tmp/two_models" "$here/two_models.c" \
+cc -std=c99 -O2 -Wall -Wextra -Werror -I "$tmp/two" -I "$tmp/two/cnn" -o "$tmp/two_models" "$here/two_models.c" \
     "$tmp/two/cnn/model.c" "$tmp/two/att/model.c" "$tmp/two/cnn/smelt_rt_pool.c" \
     "$tmp/two/cnn/smelt_rt_model.c" -lpthread -lm || fail "linking two prefixed packages"
 "$tmp/two_models" "$tmp/two/cnn/weights.bin" "$tmp/two/att/weights.bin" || fail "two_models"

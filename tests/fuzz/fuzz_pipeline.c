@@ -101,8 +101,7 @@ static void lower_and_emit(smelt_ctx *ctx, smelt_model *m, const cg_target *t, i
         fuzz_check_failed(ctx);
         return;
     }
-    lower_options lo = {.vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32)};
-    if (lo.vector_width < 1) lo.vector_width = 1;
+    lower_options lo = {.hw = &t->hw};
     lowered_program *lp = NULL;
     if (lower_graph(ctx, m->graph, &lo, &lp) != SMELT_OK) {
         fuzz_check_failed(ctx);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/smelt_internal.h"
+#include "codegen/target.h"
 #include "fuzz_util.h"
 #include "tune/tune.h"
 
@@ -60,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     any_record a = {&db, db.n < MAX_RECORDS_USED ? db.n : MAX_RECORDS_USED, 0};
     sch_source src = {"fuzz", next_schedule, &a};
-    lower_options lo = {.vector_width = 16, .schedules = &src};
+    lower_options lo = {.hw = &cg_target_find("avx512")->hw, .schedules = &src};
     lowered_program *lp = NULL;
     if (lower_graph(ctx, m->graph, &lo, &lp) != SMELT_OK) fuzz_check_failed(ctx);
     if (lp) {

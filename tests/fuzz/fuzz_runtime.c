@@ -19,6 +19,7 @@
 
 #include "api/smelt_internal.h"
 #include "codegen/codegen.h"
+#include "codegen/target.h"
 #include "fuzz_util.h"
 #include "lower/program.h"
 #include "smelt_rt.h"
@@ -79,7 +80,7 @@ static compiled build_tiny_cnn(void)
     smelt_model *m = smelt_model_load(ctx, SMELT_TINY_CNN_PATH);
     if (!m) die(ctx, "loading " SMELT_TINY_CNN_PATH);
     const cg_target *t = cg_target_find("generic");
-    lower_options lo = {.vector_width = 1};
+    lower_options lo = {.hw = &cg_target_find("generic")->hw};
     if (lower_graph(ctx, m->graph, &lo, &c.lp) != SMELT_OK) die(ctx, "lowering");
     smelt_strbuf src;
     smelt_strbuf_init(&src);

@@ -22,6 +22,7 @@
 #include "ops/op.h"
 #include "test_util.h"
 #include "tir/interp.h"
+#include "test_hw.h"
 
 #define OPT_MAX_IO 16
 #define OPT_MAX_CASE_IN 6
@@ -658,7 +659,7 @@ static inline smelt_status opt_knob_schedule(smelt_ctx *ctx, const te_graph *te,
                                              sch_schedule *s)
 {
     sch_knob_space sp;
-    SMELT_TRY(sch_default_space(ctx, te, 8, &sp));
+    SMELT_TRY(sch_default_space(ctx, te, test_hw(8), &sp));
     uint64_t r = seed * 0x9E3779B97F4A7C15ull | 1;
     sch_knobs k;
     for (int i = 0; i < SCH_KNOB_COUNT_; i++) {
@@ -669,10 +670,10 @@ static inline smelt_status opt_knob_schedule(smelt_ctx *ctx, const te_graph *te,
         k.v[i] = n ? sp.values[i][r % (uint64_t)n] : 0;
     }
     smelt_ctx local = {.status = SMELT_OK};
-    if (sch_default_knobs(&local, te, 8, &k, s) == SMELT_OK) return SMELT_OK;
+    if (sch_default_knobs(&local, te, test_hw(8), &k, s) == SMELT_OK) return SMELT_OK;
     if (local.status != SMELT_ERR_ARG) return smelt_errf(ctx, local.status, "%s", local.message);
     s->n = 0;
-    return sch_default(ctx, te, 8, s);
+    return sch_default(ctx, te, test_hw(8), s);
 }
 
 /* The node's tensor expressions (run-time inputs as placeholders, as
@@ -695,7 +696,7 @@ static inline smelt_status opt_run_lowered(opt_node *t, uint64_t seed, sch_sched
     SMELT_TRY(op_get(node->op)->def->infer(t->ctx, node, t->in, t->te));
     te_graph *te = NULL;
     SMELT_TRY(te_from_node(t->ctx, node, tin, t->te, &te));
-    smelt_status r = seed == 0              ? sch_default(t->ctx, te, 8, s)
+    smelt_status r = seed == 0              ? sch_default(t->ctx, te, test_hw(8), s)
                      : seed & OPT_KNOB_SEED ? opt_knob_schedule(t->ctx, te, seed, s)
                                             : sch_random(t->ctx, te, seed, 10, s);
     if (r == SMELT_OK) r = opt_run_schedule(t, te, s);

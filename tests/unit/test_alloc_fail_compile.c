@@ -100,8 +100,7 @@ static smelt_status compile_to_c(smelt_ctx *ctx, const unsigned char *bytes, siz
     if (!m) return smelt_ctx_status(ctx);
     smelt_status s = smelt_model_optimize(ctx, m, NULL);
     lowered_program *lp = NULL;
-    lower_options lo = {.vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32)};
-    if (lo.vector_width < 1) lo.vector_width = 1;
+    lower_options lo = {.hw = &t->hw};
     if (s == SMELT_OK) s = lower_graph(ctx, m->graph, &lo, &lp);
     smelt_strbuf c;
     smelt_strbuf_init(&c);

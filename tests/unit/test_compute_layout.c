@@ -21,6 +21,7 @@
 #include "passes/pass_util.h"
 #include "test_util.h"
 #include "tir/interp.h"
+#include "test_hw.h"
 
 #define RANDOM_SCHEDULES 6
 
@@ -341,7 +342,7 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
     CHECK(te_from_node(ctx, f.node, tp, &out_type, &te) == SMELT_OK);
     /* every value of every knob of the conv rule (the tuner's space), one at a time */
     sch_knob_space sp;
-    CHECK(!te || sch_default_space(ctx, te, 16, &sp) == SMELT_OK);
+    CHECK(!te || sch_default_space(ctx, te, test_hw(16), &sp) == SMELT_OK);
     for (int kn = 0; te && kn < SCH_KNOB_COUNT_; kn++)
         for (int v = 0; v < sp.n_values[kn]; v++) {
             sch_knobs knobs = {{0}};
@@ -351,7 +352,7 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
             char what[128];
             snprintf(what, sizeof what, "ConvNCHWc case %d, knob %s = %lld", ci,
                      sch_knob_name((sch_knob)kn), (long long)knobs.v[kn]);
-            smelt_status st = sch_default_knobs(ctx, te, 16, &knobs, &s);
+            smelt_status st = sch_default_knobs(ctx, te, test_hw(16), &knobs, &s);
             bool too_big = st == SMELT_ERR_ARG && strstr(smelt_ctx_message(ctx), "accumulators");
             if (st != SMELT_OK && !too_big) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
             CHECK(st == SMELT_OK || too_big); /* a tile past the register file is refused */
@@ -365,7 +366,7 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
         char what[96];
         snprintf(what, sizeof what, "ConvNCHWc case %d, %s schedule %d", ci,
                  k < 2 ? "default" : "random", k);
-        smelt_status st = k < 2 ? sch_default(ctx, te, k == 0 ? 16 : 8, &s)
+        smelt_status st = k < 2 ? sch_default(ctx, te, test_hw(k == 0 ? 16 : 8), &s)
                                 : sch_random(ctx, te, (uint64_t)(ci * 100 + k), 10, &s);
         CHECK(st == SMELT_OK);
         CHECK(st == SMELT_OK && run_lowered(te, &s, in, f.node->n_inputs, d, what));
@@ -675,7 +676,7 @@ static void lt_check_schedules(const lt_case *c, const lt_data *d, int ci)
     CHECK(te_from_group(ctx, (const gr_node *const *)nodes, n_nodes, escapes_graph, NULL, &te,
                         &io) == SMELT_OK);
     sch_knob_space sp;
-    CHECK(te && sch_default_space(ctx, te, 16, &sp) == SMELT_OK);
+    CHECK(te && sch_default_space(ctx, te, test_hw(16), &sp) == SMELT_OK);
     /* the transposing rule takes every fused form but both sides at once */
     if (te && strcmp(sp.rule, c->fused == LT_BOTH ? "generic" : "layout"))
         fprintf(stderr, "LayoutTransform case %d: rule %s\n", ci, sp.rule);
@@ -689,7 +690,7 @@ static void lt_check_schedules(const lt_case *c, const lt_data *d, int ci)
             char what[128];
             snprintf(what, sizeof what, "LayoutTransform case %d, knob %s = %lld", ci,
                      sch_knob_name((sch_knob)kn), (long long)knobs.v[kn]);
-            CHECK(sch_default_knobs(ctx, te, 16, &knobs, &s) == SMELT_OK);
+            CHECK(sch_default_knobs(ctx, te, test_hw(16), &knobs, &s) == SMELT_OK);
             CHECK(lt_run_lowered(te, &s, d, what));
             sch_schedule_fini(&s);
         }
@@ -699,7 +700,7 @@ static void lt_check_schedules(const lt_case *c, const lt_data *d, int ci)
         char what[96];
         snprintf(what, sizeof what, "LayoutTransform case %d, %s schedule %d", ci,
                  k < 2 ? "default" : "random", k);
-        smelt_status st = k < 2 ? sch_default(ctx, te, k == 0 ? 16 : 8, &s)
+        smelt_status st = k < 2 ? sch_default(ctx, te, test_hw(k == 0 ? 16 : 8), &s)
                                 : sch_random(ctx, te, (uint64_t)(ci * 100 + k), 10, &s);
         CHECK(st == SMELT_OK);
         if (k < 2) CHECK(schedule_has_kernel(&s) == (c->fused != LT_BOTH));

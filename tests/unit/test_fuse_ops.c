@@ -9,6 +9,7 @@
 #include "sched/sched.h"
 #include "te/te.h"
 #include "test_util.h"
+#include "test_hw.h"
 
 typedef struct builder {
     smelt_ctx *ctx;
@@ -118,7 +119,7 @@ static void builder_fini(builder *b)
 static int count_funcs(builder *b)
 {
     lowered_program *lp = NULL;
-    lower_options lo = {.vector_width = 8};
+    lower_options lo = {.hw = test_hw(8)};
     if (lower_graph(b->ctx, b->g, &lo, &lp) != SMELT_OK) {
         fprintf(stderr, "lower: %s\n", smelt_ctx_message(b->ctx));
         return -1;
@@ -159,7 +160,7 @@ static void test_conv_epilogue(void)
     CHECK(io->n_in == 4 && io->n_out == 1 && io->out[0] == y);
     sch_schedule s;
     sch_schedule_init(&s);
-    CHECK(te && sch_default(b.ctx, te, 8, &s) == SMELT_OK);
+    CHECK(te && sch_default(b.ctx, te, test_hw(8), &s) == SMELT_OK);
     smelt_strbuf sb;
     smelt_strbuf_init(&sb);
     sch_schedule_print(&s, &sb);

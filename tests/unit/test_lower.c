@@ -10,6 +10,7 @@
 #include "ops/op.h"
 #include "test_util.h"
 #include "tir/interp.h"
+#include "test_hw.h"
 
 typedef te_graph *(*graph_fn)(smelt_ctx *ctx);
 
@@ -236,7 +237,7 @@ static void run_graph(const char *name, graph_fn make, const char *const *fixed,
     char what[128];
     sch_schedule s;
     sch_schedule_init(&s);
-    CHECK(sch_default(ctx, g, 8, &s) == SMELT_OK);
+    CHECK(sch_default(ctx, g, test_hw(8), &s) == SMELT_OK);
     snprintf(what, sizeof what, "%s default", name);
     CHECK(check_schedule(ctx, g, &s, inputs, want, what));
     sch_schedule_fini(&s);

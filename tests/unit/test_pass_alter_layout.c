@@ -3,16 +3,17 @@
  * unoptimised graph's outputs (tg_check), plus details of the rewrite. */
 #include "ops/layout.h"
 #include "passes/pass_graphs.h"
+#include "test_hw.h"
 
 static smelt_status alter16(smelt_ctx *ctx, gr_graph *g)
 {
-    g->vector_lanes = 16;
+    g->hw = *test_hw(16);
     return pass_alter_layout(ctx, g);
 }
 
 static smelt_status alter8(smelt_ctx *ctx, gr_graph *g)
 {
-    g->vector_lanes = 8;
+    g->hw = *test_hw(8);
     return pass_alter_layout(ctx, g);
 }
 

@@ -4,16 +4,17 @@
 #include "ops/linalg.h"
 #include "passes/pass_graphs.h"
 #include "sched/sched.h"
+#include "test_hw.h"
 
 static smelt_status pack16(smelt_ctx *ctx, gr_graph *g)
 {
-    g->vector_lanes = 16;
+    g->hw = *test_hw(16);
     return pass_pack_weights(ctx, g);
 }
 
 static smelt_status pack8(smelt_ctx *ctx, gr_graph *g)
 {
-    g->vector_lanes = 8;
+    g->hw = *test_hw(8);
     return pass_pack_weights(ctx, g);
 }
 
@@ -148,7 +149,7 @@ static void check_layout(tg_builder build, smelt_status (*pass)(smelt_ctx *, gr_
     if (orig && p) {
         const gr_value *b = orig->inputs[1];
         int64_t k = b->dims[trans ? 1 : 0], n = b->dims[trans ? 0 : 1];
-        int64_t nb = sch_matmul_panel_width(m, n, k, lanes);
+        int64_t nb = sch_matmul_panel_width(m, n, k, test_hw(lanes));
         CHECK(nb > 0 && nb % lanes == 0);
         CHECK(panels_hold(p->inputs[1], b, trans, nb));
     }

@@ -21,6 +21,7 @@
 #include "sched/sched.h"
 #include "te/te.h"
 #include "test_util.h"
+#include "test_hw.h"
 
 static smelt_ctx *g_ctx;
 
@@ -144,7 +145,7 @@ static void compile_size(int depth, size_t *c_bytes, size_t *peak)
 {
     smelt_model *m = chain_model(depth);
     const cg_target *t = cg_target_find("avx2");
-    lower_options lo = {.vector_width = cg_target_lanes(t, SMELT_DT_FLOAT32)};
+    lower_options lo = {.hw = &t->hw};
     lowered_program *lp = NULL;
     smelt_strbuf c;
     smelt_strbuf_init(&c);
@@ -204,7 +205,7 @@ static void test_schedules(void)
     /* the default: some stages inlined, some materialised; it replays */
     sch_schedule d;
     sch_schedule_init(&d);
-    s = sch_default(g_ctx, te, 8, &d);
+    s = sch_default(g_ctx, te, test_hw(8), &d);
     int inlines = 0, computes = 0;
     for (int i = 0; i < d.n; i++) inlines += d.steps[i].kind == SCH_COMPUTE_INLINE;
     for (int i = 0; i < te->tensors.len; i++) computes += ((te_tensor *)te->tensors.items[i])->kind == TE_COMPUTE;

@@ -19,6 +19,7 @@
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 #include "sched/sched.h"
+#include "test_hw.h"
 
 #define RANDOM_SCHEDULES 4
 
@@ -53,7 +54,7 @@ static smelt_status run_default(opt_node *t, int vw)
     SMELT_TRY(te_from_node(t->ctx, node, tin, t->te, &te));
     sch_schedule s;
     sch_schedule_init(&s);
-    smelt_status r = sch_default(t->ctx, te, vw, &s);
+    smelt_status r = sch_default(t->ctx, te, test_hw(vw), &s);
     if (r == SMELT_OK) r = opt_run_schedule(t, te, &s);
     sch_schedule_fini(&s);
     te_graph_free(te);
@@ -373,12 +374,12 @@ static void test_graphs(void)
  * at most the vectors a tile holds, 0 where nothing is vectorised. */
 static void test_panel_width(void)
 {
-    CHECK(sch_matmul_panel_width(128, 3072, 768, 16) % 16 == 0);
-    CHECK(sch_matmul_panel_width(128, 3072, 768, 16) >= 32);
-    CHECK(sch_matmul_panel_width(128, 3072, 768, 8) % 8 == 0);
-    CHECK(sch_matmul_panel_width(1, 1000, 2048, 16) > 0);
-    CHECK(sch_matmul_panel_width(16, 3, 64, 16) == 0);
-    CHECK(sch_matmul_panel_width(16, 64, 64, 1) == 0);
+    CHECK(sch_matmul_panel_width(128, 3072, 768, test_hw(16)) % 16 == 0);
+    CHECK(sch_matmul_panel_width(128, 3072, 768, test_hw(16)) >= 32);
+    CHECK(sch_matmul_panel_width(128, 3072, 768, test_hw(8)) % 8 == 0);
+    CHECK(sch_matmul_panel_width(1, 1000, 2048, test_hw(16)) > 0);
+    CHECK(sch_matmul_panel_width(16, 3, 64, test_hw(16)) == 0);
+    CHECK(sch_matmul_panel_width(16, 64, 64, test_hw(1)) == 0);
 }
 
 int main(void)

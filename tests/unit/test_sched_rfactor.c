@@ -17,6 +17,7 @@
 #include "sched/sched.h"
 #include "te/te.h"
 #include "test_util.h"
+#include "test_hw.h"
 
 static smelt_ctx *g_ctx;
 
@@ -179,8 +180,8 @@ static bool same_schedule(const te_graph *te, const sch_knobs *a, const sch_knob
     smelt_strbuf ta, tb;
     smelt_strbuf_init(&ta);
     smelt_strbuf_init(&tb);
-    bool ok = sch_default_knobs(g_ctx, te, 16, a, &sa) == SMELT_OK &&
-              sch_default_knobs(g_ctx, te, 16, b, &sb) == SMELT_OK;
+    bool ok = sch_default_knobs(g_ctx, te, test_hw(16), a, &sa) == SMELT_OK &&
+              sch_default_knobs(g_ctx, te, test_hw(16), b, &sb) == SMELT_OK;
     sch_schedule_print(&sa, &ta);
     sch_schedule_print(&sb, &tb);
     ok = ok && strcmp(smelt_strbuf_cstr(&ta), smelt_strbuf_cstr(&tb)) == 0;
@@ -206,7 +207,7 @@ static void test_softmax_schedules(void)
     if (s == SMELT_OK) {
         sch_schedule d;
         sch_schedule_init(&d);
-        CHECK(sch_default(g_ctx, te, 16, &d) == SMELT_OK);
+        CHECK(sch_default(g_ctx, te, test_hw(16), &d) == SMELT_OK);
         CHECK(count_factored(&d) == 2);
         /* each exponential computed once: exp(x - max) is not inlined into
          * both the sum and the output */
@@ -221,12 +222,12 @@ static void test_softmax_schedules(void)
         sch_schedule_fini(&d);
 
         sch_schedule_init(&d); /* without vectors there is nothing to factor */
-        CHECK(sch_default(g_ctx, te, 1, &d) == SMELT_OK);
+        CHECK(sch_default(g_ctx, te, test_hw(1), &d) == SMELT_OK);
         CHECK(count_steps(&d, SCH_RFACTOR) == 0);
         sch_schedule_fini(&d);
 
         sch_knob_space sp;
-        CHECK(sch_default_space(g_ctx, te, 16, &sp) == SMELT_OK);
+        CHECK(sch_default_space(g_ctx, te, test_hw(16), &sp) == SMELT_OK);
         CHECK(knob_offers(&sp, SCH_KNOB_ORDER, 1) && knob_offers(&sp, SCH_KNOB_ORDER, 3));
         CHECK(knob_offers(&sp, SCH_KNOB_UNROLL, 3));
 
@@ -236,11 +237,11 @@ static void test_softmax_schedules(void)
         two.v[SCH_KNOB_ORDER] = 3;
         two.v[SCH_KNOB_UNROLL] = 3;
         sch_schedule_init(&d);
-        CHECK(sch_default_knobs(g_ctx, te, 16, &off, &d) == SMELT_OK);
+        CHECK(sch_default_knobs(g_ctx, te, test_hw(16), &off, &d) == SMELT_OK);
         CHECK(count_factored(&d) == 1); /* the main stage's only */
         sch_schedule_fini(&d);
         sch_schedule_init(&d);
-        CHECK(sch_default_knobs(g_ctx, te, 16, &two, &d) == SMELT_OK);
+        CHECK(sch_default_knobs(g_ctx, te, test_hw(16), &two, &d) == SMELT_OK);
         bool wide = false;
         for (int i = 0; i < d.n; i++)
             wide |= d.steps[i].kind == SCH_RFACTOR && d.steps[i].factor == 32;

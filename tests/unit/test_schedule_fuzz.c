@@ -17,6 +17,7 @@
 #include "ops/op.h"
 #include "test_util.h"
 #include "tir/interp.h"
+#include "test_hw.h"
 
 #define NODE_DIR "/usr/include/onnx/backend/test/data/node/"
 #define SCHEDULES_PER_FAMILY 200
@@ -198,7 +199,7 @@ static void fuzz_family(const family_case *fc)
         for (int k = 0; ready && k <= share; k++) {
             sch_schedule s;
             sch_schedule_init(&s);
-            bool ok = k == 0 ? sch_default(ctx, nc.te, 8, &s) == SMELT_OK
+            bool ok = k == 0 ? sch_default(ctx, nc.te, test_hw(8), &s) == SMELT_OK
                              : sch_random(ctx, nc.te, (uint64_t)(t * 1000 + k), 10, &s) == SMELT_OK;
             char what[160];
             snprintf(what, sizeof what, "%s/%s %s %d", fc->family, fc->tests[t],

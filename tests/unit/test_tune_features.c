@@ -15,6 +15,7 @@
 #include "lower/lower.h"
 #include "test_util.h"
 #include "tune/features.h"
+#include "test_hw.h"
 
 static float lg2(double x) { return (float)log2(1.0 + x); }
 
@@ -109,7 +110,7 @@ static bool features_of(graph_fn make, const char *text, float *out)
     te_graph *g = make(ctx);
     sch_schedule s;
     sch_schedule_init(&s);
-    smelt_status r = text ? sch_schedule_parse(ctx, text, &s) : sch_default(ctx, g, 16, &s);
+    smelt_status r = text ? sch_schedule_parse(ctx, text, &s) : sch_default(ctx, g, test_hw(16), &s);
     if (r == SMELT_OK) r = lower_extract(ctx, g, &s, out);
     if (r != SMELT_OK) fprintf(stderr, "schedule %s: %s\n", text ? text : "(default)", smelt_ctx_message(ctx));
     sch_schedule_fini(&s);
@@ -126,7 +127,7 @@ static char *default_text(graph_fn make)
     sch_schedule s;
     sch_schedule_init(&s);
     char *text = NULL;
-    if (sch_default(ctx, g, 16, &s) == SMELT_OK) {
+    if (sch_default(ctx, g, test_hw(16), &s) == SMELT_OK) {
         smelt_strbuf sb;
         smelt_strbuf_init(&sb);
         sch_schedule_print(&s, &sb);
@@ -505,7 +506,7 @@ static void test_alloc_failures(void)
     ir_builder b;
     ir_builder_init(&b, &ar);
     ir_func *f = NULL;
-    CHECK(sch_default(ctx, g, 16, &s) == SMELT_OK && sch_state_build(ctx, g, &s, &st) == SMELT_OK &&
+    CHECK(sch_default(ctx, g, test_hw(16), &s) == SMELT_OK && sch_state_build(ctx, g, &s, &st) == SMELT_OK &&
           lower_func(ctx, st, &b, "f", &f) == SMELT_OK);
     float want[TUNE_FEATURE_COUNT], x[TUNE_FEATURE_COUNT];
     CHECK(f && tune_features_extract(ctx, f, want) == SMELT_OK);

@@ -32,6 +32,7 @@
 #include "te/te.h"
 #include "tune/tune.h"
 #include "test_util.h"
+#include "test_hw.h"
 
 static smelt_ctx *g_ctx;
 
@@ -215,7 +216,7 @@ static void check_case(const wcase *c, int m, const char *records)
 
 typedef struct unit_grab {
     const char *target_key;
-    int vw;
+    const smelt_hw *hw;
     FILE *records; /* a winograd record per unit it applies to */
     int written, spaces_with_algo;
 } unit_grab;
@@ -226,12 +227,12 @@ static void grab_unit(void *user, int unit, const te_graph *te)
     unit_grab *u = user;
     if (!sch_winograd_candidate(te)) return;
     sch_knob_space sp;
-    CHECK(sch_default_space(g_ctx, te, u->vw, &sp) == SMELT_OK);
+    CHECK(sch_default_space(g_ctx, te, u->hw, &sp) == SMELT_OK);
     u->spaces_with_algo += sp.n_values[SCH_KNOB_ALGO] == 3;
     tune_candidate cand;
     sch_knobs k = {{0}};
     k.v[SCH_KNOB_ALGO] = 4;
-    CHECK(tune_candidate_init(g_ctx, &cand, te, u->vw, &k) == SMELT_OK);
+    CHECK(tune_candidate_init(g_ctx, &cand, te, u->hw, &k) == SMELT_OK);
     CHECK(cand.schedule && strncmp(cand.schedule, "winograd ", 9) == 0);
     tune_record r = {.status = TUNE_OK, .ms = 1.0, .verified = true};
     sch_workload_key(te, u->target_key, r.task);
@@ -272,11 +273,11 @@ static void test_records_round_trip(void)
     char path[] = "/tmp/smelt_wino_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
-    unit_grab u = {.target_key = key, .vw = cg_target_lanes(host, SMELT_DT_FLOAT32),
+    unit_grab u = {.target_key = key, .hw = &host->hw,
                    .records = fd >= 0 ? fdopen(fd, "w") : NULL};
     CHECK(u.records != NULL);
     lowered_program *lp = NULL;
-    lower_options lo = {.vector_width = u.vw, .on_unit = grab_unit, .on_unit_user = &u};
+    lower_options lo = {.hw = u.hw, .on_unit = grab_unit, .on_unit_user = &u};
     CHECK(smelt_model_optimize(g_ctx, wm.m, NULL) == SMELT_OK);
     if (u.records) CHECK(lower_graph(g_ctx, wm.m->graph, &lo, &lp) == SMELT_OK);
     lowered_program_free(lp);
@@ -318,7 +319,7 @@ static void test_knob_refused(void)
     k.v[SCH_KNOB_ALGO] = 4;
     sch_schedule s;
     sch_schedule_init(&s);
-    CHECK(sch_default_knobs(g_ctx, te, 8, &k, &s) == SMELT_ERR_ARG);
+    CHECK(sch_default_knobs(g_ctx, te, test_hw(8), &k, &s) == SMELT_ERR_ARG);
     smelt_ctx_clear(g_ctx);
     sch_schedule_fini(&s);
     /* a winograd step on a stage that is no conv */
