@@ -25,6 +25,8 @@ cc -std=c99 -Wall -Werror $extra -o "$tmp/app_shared" "$src/tests/install/outsid
 cc -std=c99 -Wall -Werror $extra -o "$tmp/app_static" "$src/tests/install/outside.c" \
     $(pkg-config --cflags --libs smelt-static) || fail "building against smelt-static.pc"
 ldd "$tmp/app_shared" | grep -q "libsmelt.so" || fail "app_shared does not load libsmelt.so"
+readelf -d "$tmp/prefix/lib/libsmelt.so" | grep -q "SONAME.*\[libsmelt\.so\.0\]" ||
+    fail "libsmelt.so has no SONAME libsmelt.so.0"
 ldd "$tmp/app_static" | grep -q "libsmelt.so" && fail "app_static loads libsmelt.so"
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/app_shared" "$model" >"$tmp/shared.out" ||
     fail "app_shared: $(cat "$tmp/shared.out")"
