@@ -6,14 +6,18 @@
  *   per direction d:
  *     Wt = W[d]^T, Rt = R[d]^T               (contiguous B panels)
  *     XW = bias + X Wt                        one product over all T*N rows
- *     S[d, 0] = initial state
+ *     h, c = initial state                    (buffers of their own)
  *     for s in 0..T-1 (serial):
  *       G[b] = XW[row(b, step)] + Rb          (0 past the sequence's end)
- *       G += S[d, s].h Rt                     the recurrent product
- *       per b, j: the gates and state update  (fused: lets, no buffers)
- *         -> S[d, s+1]                        (copied past the end)
+ *       G += h Rt                             the recurrent product
+ *       per b inside its sequence, per j (vectorised): the gates and the
+ *         state update, fused (no gate buffers) -> c, h, S[d, s] = h
+ *       per b past its end: S[d, s] = h       (the state stays)
+ *     LSTM: S[d, T] = c
  *
- * writing the state history S [D, T+1, states, N, H]; the products are
+ * writing the history S [D, T (+1 for LSTM), N, H] of h.  In the fused
+ * loop every buffer is read and written at one index (the vectoriser's
+ * rule), so h and c have their own buffers apart from S; the products are
  * smelt.gemm_f32 calls for float32 (plain loops for other types).  Y, Y_h
  * and Y_c are te computes gathering from S.  Compile time and code size do
  * not depend on T (one loop), memory is O(T) (XW and S). */
@@ -93,7 +97,7 @@ static ir_expr *act_expr(ir_builder *b, const rnn_act *a, ir_expr *x)
 typedef struct rnn_build {
     const rnn_te *r;
     ir_builder *b;
-    ir_buffer *S, *wt, *rt, *xw, *gates, *rh;
+    ir_buffer *S, *wt, *rt, *xw, *gates, *rh, *cur_h, *cur_c;
     ir_expr *d;        /* the direction (a constant: each has its own loops) */
     const rnn_act *act; /* its activations */
     ir_var *s;         /* the step */
@@ -168,30 +172,36 @@ static ir_stmt *input_projection(rnn_build *rb)
     return ir_seq2(b, init, gemm(b, &ga));
 }
 
-/* Flat offset of S[d, step, state, 0, 0]. */
-static ir_expr *s_offset(rnn_build *rb, ir_expr *step, int state)
+/* The current state at (bv, jv): h (state 0) or LSTM's c (state 1). */
+static ir_expr *cur_load(rnn_build *rb, int state)
 {
     ir_builder *b = rb->b;
-    const rnn_dims *rd = &rb->r->rd;
-    ir_expr *e = ir_add(b, ir_mul(b, rb->d, ii(b, rd->steps + 1)), step);
-    e = ir_add(b, ir_mul(b, e, ii(b, rb->r->states)), ii(b, state));
-    return ir_mul(b, e, ii(b, rd->batch * rd->hidden));
+    return load(b, state ? rb->cur_c : rb->cur_h, 2, iv(b, rb->bv), iv(b, rb->jv), NULL, NULL, NULL);
 }
 
-static ir_expr *s_load(rnn_build *rb, ir_expr *step, int state)
+static ir_stmt *cur_store(rnn_build *rb, int state, ir_expr *v)
 {
     ir_builder *b = rb->b;
-    return load(b, rb->S, 5, rb->d, step, ii(b, state), iv(b, rb->bv), iv(b, rb->jv));
+    ir_expr *ci[2] = {iv(b, rb->bv), iv(b, rb->jv)};
+    return store(b, state ? rb->cur_c : rb->cur_h, 2, ci, v);
 }
 
-static ir_stmt *s_store(rnn_build *rb, ir_expr *step, int state, ir_expr *v)
+/* S[d, step, bv, jv] = v. */
+static ir_stmt *history_store(rnn_build *rb, ir_expr *step, ir_expr *v)
 {
     ir_builder *b = rb->b;
-    ir_expr *idx[5] = {rb->d, step, ii(b, state), iv(b, rb->bv), iv(b, rb->jv)};
-    return store(b, rb->S, 5, idx, v);
+    ir_expr *si[4] = {rb->d, step, iv(b, rb->bv), iv(b, rb->jv)};
+    return store(b, rb->S, 4, si, v);
 }
 
-/* S[d, 0] = initial_h / initial_c (or 0). */
+/* A loop over the hidden units, vectorised (codegen peels the tail). */
+static ir_stmt *units_loop(rnn_build *rb, ir_stmt *body)
+{
+    ir_builder *b = rb->b;
+    return ir_for(b, rb->jv, ii(b, 0), ii(b, rb->r->rd.hidden), IR_FOR_VECTORIZED, body);
+}
+
+/* cur = initial_h / initial_c (or 0). */
 static ir_stmt *initial_state(rnn_build *rb)
 {
     ir_builder *b = rb->b;
@@ -202,9 +212,9 @@ static ir_stmt *initial_state(rnn_build *rb)
         ir_expr *v = fc(b, rb->r->dt, 0.0);
         if (t && rb->r->a->layout) v = load(b, t->buf, 3, iv(b, rb->bv), rb->d, iv(b, rb->jv), NULL, NULL);
         else if (t) v = load(b, t->buf, 3, rb->d, iv(b, rb->bv), iv(b, rb->jv), NULL, NULL);
-        items[st] = s_store(rb, ii(b, 0), st, v);
+        items[st] = units_loop(rb, cur_store(rb, st, v));
     }
-    return loop(b, rb->bv, rd->batch, loop(b, rb->jv, rd->hidden, ir_seq(b, 2, items)));
+    return loop(b, rb->bv, rd->batch, ir_seq(b, 2, items));
 }
 
 /* The clipped gate pre-activation. */
@@ -224,90 +234,91 @@ static ir_expr *gate(rnn_build *rb, int k)
     return load(b, rb->gates, 2, iv(b, rb->bv), col, NULL, NULL, NULL);
 }
 
-/* A chain of lets: vars[i] = vals[i] around body, innermost last. */
-static ir_stmt *lets(ir_builder *b, int n, ir_var *const *vars, ir_expr *const *vals, ir_stmt *body)
-{
-    for (int i = n - 1; i >= 0; i--) body = ir_let(b, vars[i], vals[i], body);
-    return body;
-}
-
-static ir_expr *peephole(rnn_build *rb, int k)
+/* x + P[d, k*H + j] * c, or x without peepholes. */
+static ir_expr *peephole(rnn_build *rb, int k, ir_expr *x, ir_expr *c)
 {
     const te_tensor *p = rb->r->in[IN_P];
     ir_builder *b = rb->b;
-    if (!p) return fc(b, rb->r->dt, 0.0);
+    if (!p) return x;
     ir_expr *col = ir_add(b, ii(b, k * rb->r->rd.hidden), iv(b, rb->jv));
-    return load(b, p->buf, 2, rb->d, col, NULL, NULL, NULL);
+    return ir_add(b, x, ir_mul(b, load(b, p->buf, 2, rb->d, col, NULL, NULL, NULL), c));
 }
 
-/* LSTM (gates i o f c; peepholes i o f): C' = f C + i g(c), H' = o h(C'). */
-static ir_stmt *lstm_update(rnn_build *rb, const rnn_act *act, ir_expr *next)
+/* LSTM (gates i o f c; peepholes i o f): C' = f C + i g(c), H' = o h(C').
+ * Values that read the state are expressions, not lets (codegen keeps a
+ * let that loads a buffer the loop stores, and the loop scalar); each
+ * statement's repeats are computed once (the vector emitter's CSE), and
+ * H' reloads C' from where it was just stored. */
+static ir_stmt *lstm_update(rnn_build *rb, const rnn_act *act)
 {
     ir_builder *b = rb->b;
     smelt_dtype dt = rb->r->dt;
-    ir_var *v[6];
-    static const char *const names[6] = {"cp", "ig", "fg", "cg", "cn", "og"};
-    for (int i = 0; i < 6; i++) v[i] = ir_var_new(b, names[i], dt);
-    ir_expr *cp = iv(b, v[0]), *ig = iv(b, v[1]), *cn = iv(b, v[4]);
+    ir_expr *cp = cur_load(rb, 1);
+    ir_expr *ig = act_expr(b, &act[0], clip(rb, peephole(rb, 0, gate(rb, 0), cp)));
     ir_expr *fg = rb->r->a->input_forget
                       ? ir_sub(b, fc(b, dt, 1.0), ig)
-                      : act_expr(b, &act[0], clip(rb, ir_add(b, gate(rb, 2), ir_mul(b, peephole(rb, 2), cp))));
-    ir_expr *vals[6] = {
-        s_load(rb, iv(b, rb->s), 1),
-        act_expr(b, &act[0], clip(rb, ir_add(b, gate(rb, 0), ir_mul(b, peephole(rb, 0), cp)))),
-        fg,
-        act_expr(b, &act[1], clip(rb, gate(rb, 3))),
-        ir_add(b, ir_mul(b, iv(b, v[2]), cp), ir_mul(b, ig, iv(b, v[3]))),
-        act_expr(b, &act[0], clip(rb, ir_add(b, gate(rb, 1), ir_mul(b, peephole(rb, 1), cn)))),
-    };
-    ir_expr *h = ir_mul(b, iv(b, v[5]), act_expr(b, &act[2], cn));
-    return lets(b, 6, v, vals, ir_seq2(b, s_store(rb, next, 1, cn), s_store(rb, next, 0, h)));
+                      : act_expr(b, &act[0], clip(rb, peephole(rb, 2, gate(rb, 2), cp)));
+    ir_var *cg = ir_var_new(b, "cg", dt); /* reads no state: a let */
+    ir_expr *cn = ir_add(b, ir_mul(b, fg, cp), ir_mul(b, ig, iv(b, cg)));
+    ir_stmt *c_upd = ir_let(b, cg, act_expr(b, &act[1], clip(rb, gate(rb, 3))), cur_store(rb, 1, cn));
+    ir_expr *c_new = cur_load(rb, 1);
+    ir_expr *og = act_expr(b, &act[0], clip(rb, peephole(rb, 1, gate(rb, 1), c_new)));
+    ir_stmt *h_upd = cur_store(rb, 0, ir_mul(b, og, act_expr(b, &act[2], c_new)));
+    ir_stmt *items[3] = {c_upd, h_upd, history_store(rb, iv(b, rb->s), cur_load(rb, 0))};
+    return ir_seq(b, 3, items);
 }
 
 /* GRU (gates z r h): H' = (1 - z) h~ + z H. */
-static ir_stmt *gru_update(rnn_build *rb, const rnn_act *act, ir_expr *next)
+static ir_stmt *gru_update(rnn_build *rb, const rnn_act *act)
 {
     ir_builder *b = rb->b;
     smelt_dtype dt = rb->r->dt;
     const op_rnn_attrs *a = rb->r->a;
-    ir_var *v[4];
-    static const char *const names[4] = {"hp", "zg", "rg", "hc"};
-    for (int i = 0; i < 4; i++) v[i] = ir_var_new(b, names[i], dt);
     ir_expr *cand; /* linear_before_reset: x Wh + Wbh + r (H Rh + Rbh); else the gate holds it */
     if (a->linear_before_reset) {
         ir_expr *col = ir_add(b, ii(b, 2 * rb->r->rd.hidden), iv(b, rb->jv));
         ir_expr *xh = load(b, rb->xw, 2, rb->row, col, NULL, NULL, NULL);
-        cand = ir_add(b, xh, ir_mul(b, iv(b, v[2]), gate(rb, 2)));
+        cand = ir_add(b, xh, ir_mul(b, act_expr(b, &act[0], clip(rb, gate(rb, 1))), gate(rb, 2)));
     } else {
         cand = gate(rb, 2);
     }
-    ir_expr *vals[4] = {
-        s_load(rb, iv(b, rb->s), 0),
-        act_expr(b, &act[0], clip(rb, gate(rb, 0))),
-        act_expr(b, &act[0], clip(rb, gate(rb, 1))),
-        act_expr(b, &act[1], clip(rb, cand)),
-    };
-    ir_expr *z = iv(b, v[1]);
-    ir_expr *h = ir_add(b, ir_mul(b, ir_sub(b, fc(b, dt, 1.0), z), iv(b, v[3])), ir_mul(b, z, iv(b, v[0])));
-    return lets(b, 4, v, vals, s_store(rb, next, 0, h));
+    ir_var *z = ir_var_new(b, "zg", dt), *hc = ir_var_new(b, "hc", dt); /* read no state: lets */
+    ir_expr *h = ir_add(b, ir_mul(b, ir_sub(b, fc(b, dt, 1.0), iv(b, z)), iv(b, hc)),
+                        ir_mul(b, iv(b, z), cur_load(rb, 0)));
+    ir_stmt *upd = ir_seq2(b, cur_store(rb, 0, h), history_store(rb, iv(b, rb->s), cur_load(rb, 0)));
+    return ir_let(b, z, act_expr(b, &act[0], clip(rb, gate(rb, 0))),
+                  ir_let(b, hc, act_expr(b, &act[1], clip(rb, cand)), upd));
 }
 
-/* Per (b, j): the state update inside the sequence, a copy past its end. */
+/* Per b: inside its sequence the fused state update over j, past its end
+ * the state copied into the history. */
 static ir_stmt *fused_update(rnn_build *rb)
 {
     ir_builder *b = rb->b;
     const rnn_te *r = rb->r;
     const rnn_act *act = rb->act;
-    ir_expr *next = ir_add(b, iv(b, rb->s), ii(b, 1));
     ir_stmt *upd;
-    if (r->a->cell == RNN_CELL_LSTM) upd = lstm_update(rb, act, next);
-    else if (r->a->cell == RNN_CELL_GRU) upd = gru_update(rb, act, next);
-    else upd = s_store(rb, next, 0, act_expr(b, &act[0], clip(rb, gate(rb, 0))));
-    ir_stmt *copy = NULL;
-    for (int st = 0; st < r->states; st++)
-        copy = ir_seq2(b, copy, s_store(rb, next, st, s_load(rb, iv(b, rb->s), st)));
-    ir_stmt *body = ir_if(b, ir_binary(b, IR_LT, iv(b, rb->s), rb->len), upd, copy);
-    return loop(b, rb->bv, r->rd.batch, loop(b, rb->jv, r->rd.hidden, body));
+    if (r->a->cell == RNN_CELL_LSTM) {
+        upd = lstm_update(rb, act);
+    } else if (r->a->cell == RNN_CELL_GRU) {
+        upd = gru_update(rb, act);
+    } else {
+        ir_stmt *h = cur_store(rb, 0, act_expr(b, &act[0], clip(rb, gate(rb, 0))));
+        upd = ir_seq2(b, h, history_store(rb, iv(b, rb->s), cur_load(rb, 0)));
+    }
+    ir_stmt *copy = history_store(rb, iv(b, rb->s), cur_load(rb, 0));
+    ir_stmt *body = ir_if(b, ir_binary(b, IR_LT, iv(b, rb->s), rb->len), units_loop(rb, upd),
+                          units_loop(rb, copy));
+    return loop(b, rb->bv, r->rd.batch, body);
+}
+
+/* LSTM: S[d, T] = the final cell state. */
+static ir_stmt *final_cell(rnn_build *rb)
+{
+    ir_builder *b = rb->b;
+    if (rb->r->a->cell != RNN_CELL_LSTM) return NULL;
+    ir_stmt *st = history_store(rb, ii(b, rb->r->rd.steps), cur_load(rb, 1));
+    return loop(b, rb->bv, rb->r->rd.batch, units_loop(rb, st));
 }
 
 /* G[b, g] = XW[row, g] + Rb[g] inside the sequence, else 0; GRU's
@@ -325,7 +336,8 @@ static ir_stmt *gates_init(rnn_build *rb)
         v = ir_select(b, ir_binary(b, IR_LT, iv(b, g), ii(b, 2 * h)), v, rb_g);
     v = ir_select(b, ir_binary(b, IR_LT, iv(b, rb->s), rb->len), v, fc(b, r->dt, 0.0));
     ir_expr *idx[2] = {iv(b, rb->bv), iv(b, g)};
-    return loop(b, rb->bv, r->rd.batch, loop(b, g, gh, store(b, rb->gates, 2, idx, v)));
+    return loop(b, rb->bv, r->rd.batch, ir_for(b, g, ii(b, 0), ii(b, gh), IR_FOR_VECTORIZED,
+                                               store(b, rb->gates, 2, idx, v)));
 }
 
 /* GRU without linear_before_reset: rh = r o H, then G_h += rh Rh^T. */
@@ -337,7 +349,7 @@ static ir_stmt *gru_reset_product(rnn_build *rb)
     ir_expr *rg = act_expr(b, &rb->act[0], clip(rb, gate(rb, 1)));
     ir_expr *idx[2] = {iv(b, rb->bv), iv(b, rb->jv)};
     ir_stmt *fill = loop(b, rb->bv, r->rd.batch,
-                         loop(b, rb->jv, h, store(b, rb->rh, 2, idx, ir_mul(b, rg, s_load(rb, iv(b, rb->s), 0)))));
+                         units_loop(rb, store(b, rb->rh, 2, idx, ir_mul(b, rg, cur_load(rb, 0)))));
     gemm_args ga = {.c = rb->gates, .a = rb->rh, .bm = rb->rt, .c_off = ii(b, 2 * h),
                     .a_off = ii(b, 0), .b_off = ii(b, 2 * h), .m = r->rd.batch, .n = h, .k = h,
                     .ldc = gh, .lda = h, .ldb = gh};
@@ -351,8 +363,9 @@ static ir_stmt *time_step(rnn_build *rb)
     int64_t h = r->rd.hidden, gh = r->rd.gates * h;
     bool reset_first = r->a->cell == RNN_CELL_GRU && !r->a->linear_before_reset;
     gemm_args ga = {.c = rb->gates, .a = rb->S, .bm = rb->rt, .c_off = ii(b, 0),
-                    .a_off = s_offset(rb, iv(b, rb->s), 0), .b_off = ii(b, 0), .m = r->rd.batch,
+                    .a_off = ii(b, 0), .b_off = ii(b, 0), .m = r->rd.batch,
                     .n = reset_first ? 2 * h : gh, .k = h, .ldc = gh, .lda = h, .ldb = gh};
+    ga.a = rb->cur_h;
     ir_stmt *items[4] = {gates_init(rb), gemm(b, &ga), reset_first ? gru_reset_product(rb) : NULL,
                          fused_update(rb)};
     return loop(b, rb->s, r->rd.steps, ir_seq(b, 4, items));
@@ -394,9 +407,9 @@ static ir_stmt *build_direction(rnn_build rb, int dir)
     rb.jv = ir_var_new(b, "hu", SMELT_DT_INT64);
     bool reverse = r->a->reverse || dir == 1;
     step_exprs(&rb, ir_const_int(b, SMELT_DT_BOOL, reverse));
-    ir_stmt *items[5] = {transpose(&rb, rb.wt, r->in[IN_W]), transpose(&rb, rb.rt, r->in[IN_R]),
-                         input_projection(&rb), initial_state(&rb), time_step(&rb)};
-    return ir_seq(b, 5, items);
+    ir_stmt *items[6] = {transpose(&rb, rb.wt, r->in[IN_W]), transpose(&rb, rb.rt, r->in[IN_R]),
+                         input_projection(&rb), initial_state(&rb), time_step(&rb), final_cell(&rb)};
+    return ir_seq(b, 6, items);
 }
 
 static ir_stmt *build_recurrence(te_graph *g, ir_buffer *out, void *user)
@@ -411,10 +424,12 @@ static ir_stmt *build_recurrence(te_graph *g, ir_buffer *out, void *user)
     rb.xw = temp(b, "rnn_xw", r->dt, rd->steps * rd->batch, gh);
     rb.gates = temp(b, "rnn_gates", r->dt, rd->batch, gh);
     rb.rh = temp(b, "rnn_rh", r->dt, rd->batch, rd->hidden);
+    rb.cur_h = temp(b, "rnn_h", r->dt, rd->batch, rd->hidden);
+    rb.cur_c = temp(b, "rnn_c", r->dt, rd->batch, rd->hidden);
     ir_stmt *body = NULL;
     for (int dir = 0; dir < rd->dirs; dir++) body = ir_seq2(b, body, build_direction(rb, dir));
-    ir_buffer *temps[5] = {rb.wt, rb.rt, rb.xw, rb.gates, rb.rh};
-    for (int i = 4; i >= 0; i--) body = ir_allocate(b, temps[i], body);
+    ir_buffer *temps[7] = {rb.wt, rb.rt, rb.xw, rb.gates, rb.rh, rb.cur_h, rb.cur_c};
+    for (int i = 6; i >= 0; i--) body = ir_allocate(b, temps[i], body);
     return b->failed ? NULL : body;
 }
 
@@ -441,7 +456,8 @@ static ir_expr *is_reverse(ir_builder *b, const rnn_te *r, ir_expr *d)
     return ir_binary(b, IR_EQ, d, ii(b, 1));
 }
 
-/* Y[t, d, b, j] (layout 1: [b, t, d, j]) = S[d, step of t, 0, b, j] inside the sequence. */
+/* Y[t, d, b, j] (layout 1: [b, t, d, j]) = S[d, step of t, b, j] inside the sequence
+ * (reverse: time t is step len - 1 - t). */
 static ir_expr *y_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const gather_te *gt = user;
@@ -449,19 +465,20 @@ static ir_expr *y_body(te_graph *g, ir_expr *const *idx, void *user)
     bool l1 = gt->r->a->layout;
     ir_expr *t = idx[l1 ? 1 : 0], *d = idx[l1 ? 2 : 1], *bv = idx[l1 ? 0 : 2], *j = idx[3];
     ir_expr *len = len_of(g, gt->r, bv);
-    ir_expr *step = ir_select(b, is_reverse(b, gt->r, d), ir_sub(b, len, t), ir_add(b, t, ii(b, 1)));
-    ir_expr *si[5] = {d, step, ii(b, 0), bv, j};
+    ir_expr *step = ir_select(b, is_reverse(b, gt->r, d), ir_sub(b, ir_sub(b, len, ii(b, 1)), t), t);
+    ir_expr *si[4] = {d, step, bv, j};
     return ir_select(b, ir_binary(b, IR_LT, t, len), te_read(g, gt->S, si), fc(b, gt->r->dt, 0.0));
 }
 
-/* Y_h / Y_c [d, b, j] (layout 1: [b, d, j]) = S[d, T, state, b, j]: the
- * state stays put past a sequence's end. */
+/* Y_h [d, b, j] (layout 1: [b, d, j]) = S[d, T-1, b, j] (the state stays
+ * put past a sequence's end), Y_c = S[d, T, b, j]. */
 static ir_expr *state_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const gather_te *gt = user;
     ir_builder *b = &g->b;
     bool l1 = gt->r->a->layout;
-    ir_expr *si[5] = {idx[l1 ? 1 : 0], ii(b, gt->r->rd.steps), ii(b, gt->state), idx[l1 ? 0 : 1], idx[2]};
+    int64_t step = gt->state ? gt->r->rd.steps : gt->r->rd.steps - 1;
+    ir_expr *si[4] = {idx[l1 ? 1 : 0], ii(b, step), idx[l1 ? 0 : 1], idx[2]};
     return te_read(g, gt->S, si);
 }
 
@@ -532,8 +549,11 @@ smelt_status rnn_compute(op_compute_args *a)
             return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED, "empty tensors (a zero dim) are not "
                            "compiled for %s", n->op_type);
     SMELT_TRY(lens_check(a, r));
-    int64_t sdims[5] = {r->rd.dirs, r->rd.steps + 1, r->states, r->rd.batch, r->rd.hidden};
-    te_tensor *S = te_extern_stage(a->te, "state", r->dt, 5, sdims, n_in, inputs, build_recurrence, r,
+    if (r->rd.steps == 0 || r->rd.batch == 0)
+        return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED, "empty sequences or batches are not "
+                       "compiled for %s", n->op_type);
+    int64_t sdims[4] = {r->rd.dirs, r->rd.steps + r->states - 1, r->rd.batch, r->rd.hidden};
+    te_tensor *S = te_extern_stage(a->te, "state", r->dt, 4, sdims, n_in, inputs, build_recurrence, r,
                                    "recurrence");
     if (!S) return fail(a);
     static const char *const names[3] = {"y", "y_h", "y_c"};
