@@ -4,7 +4,7 @@
  * result), so the op builds one extern stage (te.h) whose statement is
  *
  *   per direction d:
- *     Wt = W[d]^T, Rt = R[d]^T               (contiguous B panels)
+ *     Wt = W[d]^T, Rt = R[d]^T               (contiguous B panels; smelt.transpose_f32)
  *     XW = bias + X Wt                        one product over all T*N rows
  *     h, c = initial state                    (buffers of their own)
  *     for s in 0..T-1 (serial):
@@ -139,14 +139,22 @@ static ir_stmt *gemm(ir_builder *b, const gemm_args *g)
     return ir_call_stmt(b, "smelt.gemm_f32", 11, args);
 }
 
-/* dst[k, g] = src[d, g, k]: W[d] or R[d] transposed. */
+/* dst[k, g] = src[d, g, k]: W[d] or R[d] transposed; float32 through the
+ * smelt.transpose_f32 micro-kernel (tiles transposed in registers). */
 static ir_stmt *transpose(rnn_build *rb, ir_buffer *dst, const te_tensor *src)
 {
     ir_builder *b = rb->b;
+    int64_t rows = dst->shape[0], cols = dst->shape[1]; /* k, g */
+    if (dst->dtype == SMELT_DT_FLOAT32) { /* dst[k*cols + g] = src[d*cols*rows + k + g*rows] */
+        ir_expr *off = ir_mul(b, rb->d, ii(b, rows * cols));
+        ir_call_arg args[6] = {{dst, ii(b, 0)}, {src->buf, off}, {NULL, ii(b, rows)},
+                               {NULL, ii(b, cols)}, {NULL, ii(b, cols)}, {NULL, ii(b, rows)}};
+        return ir_call_stmt(b, "smelt.transpose_f32", 6, args);
+    }
     ir_var *k = ir_var_new(b, "tk", SMELT_DT_INT64), *g = ir_var_new(b, "tg", SMELT_DT_INT64);
     ir_expr *idx[2] = {iv(b, k), iv(b, g)};
     ir_expr *v = load(b, src->buf, 3, rb->d, iv(b, g), iv(b, k), NULL, NULL);
-    return loop(b, k, dst->shape[0], loop(b, g, dst->shape[1], store(b, dst, 2, idx, v)));
+    return loop(b, k, rows, loop(b, g, cols, store(b, dst, 2, idx, v)));
 }
 
 /* B[d, off + g], or 0 without B. */
