@@ -32,6 +32,9 @@ typedef struct rnn_te {
     const te_tensor *in[IN_P + 1];
     int64_t states;
     smelt_dtype dt;
+    /* W and R of all directions transposed at compile time ([D, K, G*H],
+     * te constants) when they are float32 graph constants, else NULL */
+    const te_tensor *w_t, *r_t;
 } rnn_te;
 
 /* ---- small builders ---- */
@@ -98,6 +101,7 @@ typedef struct rnn_build {
     const rnn_te *r;
     ir_builder *b;
     ir_buffer *S, *wt, *rt, *xw, *gates, *rh, *cur_h, *cur_c;
+    ir_expr *wt_off, *rt_off; /* this direction's panel in wt / rt */
     ir_expr *d;        /* the direction (a constant: each has its own loops) */
     const rnn_act *act; /* its activations */
     ir_var *s;         /* the step */
@@ -175,7 +179,7 @@ static ir_stmt *input_projection(rnn_build *rb)
     ir_expr *idx[2] = {iv(b, i), iv(b, g)};
     ir_stmt *init = loop(b, i, rows, loop(b, g, gh, store(b, rb->xw, 2, idx, bias(rb, 0, iv(b, g)))));
     gemm_args ga = {.c = rb->xw, .a = (ir_buffer *)rb->r->in[IN_X]->buf, .bm = rb->wt,
-                    .c_off = ii(b, 0), .a_off = ii(b, 0), .b_off = ii(b, 0),
+                    .c_off = ii(b, 0), .a_off = ii(b, 0), .b_off = rb->wt_off,
                     .m = rows, .n = gh, .k = rd->input, .ldc = gh, .lda = rd->input, .ldb = gh};
     return ir_seq2(b, init, gemm(b, &ga));
 }
@@ -359,7 +363,7 @@ static ir_stmt *gru_reset_product(rnn_build *rb)
     ir_stmt *fill = loop(b, rb->bv, r->rd.batch,
                          units_loop(rb, store(b, rb->rh, 2, idx, ir_mul(b, rg, cur_load(rb, 0)))));
     gemm_args ga = {.c = rb->gates, .a = rb->rh, .bm = rb->rt, .c_off = ii(b, 2 * h),
-                    .a_off = ii(b, 0), .b_off = ii(b, 2 * h), .m = r->rd.batch, .n = h, .k = h,
+                    .a_off = ii(b, 0), .b_off = ir_add(b, rb->rt_off, ii(b, 2 * h)), .m = r->rd.batch, .n = h, .k = h,
                     .ldc = gh, .lda = h, .ldb = gh};
     return ir_seq2(b, fill, gemm(b, &ga));
 }
@@ -370,10 +374,9 @@ static ir_stmt *time_step(rnn_build *rb)
     const rnn_te *r = rb->r;
     int64_t h = r->rd.hidden, gh = r->rd.gates * h;
     bool reset_first = r->a->cell == RNN_CELL_GRU && !r->a->linear_before_reset;
-    gemm_args ga = {.c = rb->gates, .a = rb->S, .bm = rb->rt, .c_off = ii(b, 0),
-                    .a_off = ii(b, 0), .b_off = ii(b, 0), .m = r->rd.batch,
+    gemm_args ga = {.c = rb->gates, .a = rb->cur_h, .bm = rb->rt, .c_off = ii(b, 0),
+                    .a_off = ii(b, 0), .b_off = rb->rt_off, .m = r->rd.batch,
                     .n = reset_first ? 2 * h : gh, .k = h, .ldc = gh, .lda = h, .ldb = gh};
-    ga.a = rb->cur_h;
     ir_stmt *items[4] = {gates_init(rb), gemm(b, &ga), reset_first ? gru_reset_product(rb) : NULL,
                          fused_update(rb)};
     return loop(b, rb->s, r->rd.steps, ir_seq(b, 4, items));
@@ -415,7 +418,20 @@ static ir_stmt *build_direction(rnn_build rb, int dir)
     rb.jv = ir_var_new(b, "hu", SMELT_DT_INT64);
     bool reverse = r->a->reverse || dir == 1;
     step_exprs(&rb, ir_const_int(b, SMELT_DT_BOOL, reverse));
-    ir_stmt *items[6] = {transpose(&rb, rb.wt, r->in[IN_W]), transpose(&rb, rb.rt, r->in[IN_R]),
+    ir_stmt *w_t = NULL, *r_t = NULL;
+    if (r->w_t) {
+        rb.wt = r->w_t->buf;
+        rb.wt_off = ii(b, dir * r->rd.input * r->rd.gates * r->rd.hidden);
+    } else {
+        w_t = transpose(&rb, rb.wt, r->in[IN_W]);
+    }
+    if (r->r_t) {
+        rb.rt = r->r_t->buf;
+        rb.rt_off = ii(b, dir * r->rd.hidden * r->rd.gates * r->rd.hidden);
+    } else {
+        r_t = transpose(&rb, rb.rt, r->in[IN_R]);
+    }
+    ir_stmt *items[6] = {w_t, r_t,
                          input_projection(&rb), initial_state(&rb), time_step(&rb), final_cell(&rb)};
     return ir_seq(b, 6, items);
 }
@@ -426,7 +442,7 @@ static ir_stmt *build_recurrence(te_graph *g, ir_buffer *out, void *user)
     ir_builder *b = &g->b;
     const rnn_dims *rd = &r->rd;
     int64_t gh = rd->gates * rd->hidden;
-    rnn_build rb = {.r = r, .b = b, .S = out};
+    rnn_build rb = {.r = r, .b = b, .S = out, .wt_off = ii(b, 0), .rt_off = ii(b, 0)};
     rb.wt = temp(b, "rnn_wt", r->dt, rd->input, gh);
     rb.rt = temp(b, "rnn_rt", r->dt, rd->hidden, gh);
     rb.xw = temp(b, "rnn_xw", r->dt, rd->steps * rd->batch, gh);
@@ -436,8 +452,10 @@ static ir_stmt *build_recurrence(te_graph *g, ir_buffer *out, void *user)
     rb.cur_c = temp(b, "rnn_c", r->dt, rd->batch, rd->hidden);
     ir_stmt *body = NULL;
     for (int dir = 0; dir < rd->dirs; dir++) body = ir_seq2(b, body, build_direction(rb, dir));
-    ir_buffer *temps[7] = {rb.wt, rb.rt, rb.xw, rb.gates, rb.rh, rb.cur_h, rb.cur_c};
-    for (int i = 6; i >= 0; i--) body = ir_allocate(b, temps[i], body);
+    ir_buffer *temps[7] = {r->w_t ? NULL : rb.wt, r->r_t ? NULL : rb.rt, rb.xw, rb.gates, rb.rh,
+                           rb.cur_h, rb.cur_c};
+    for (int i = 6; i >= 0; i--)
+        if (temps[i]) body = ir_allocate(b, temps[i], body);
     return b->failed ? NULL : body;
 }
 
@@ -525,6 +543,26 @@ static smelt_status fail(op_compute_args *a)
     return s != SMELT_OK ? s : smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
 }
 
+/* w[d, g, k] as a te constant wt[d, k, g] (compile-time transpose). */
+static const te_tensor *transposed_const(op_compute_args *a, const smelt_tensor *w, const char *name)
+{
+    int64_t D = w->dims[0], G = w->dims[1], K = w->dims[2], shape[3] = {D, K, G};
+    te_tensor *t = te_placeholder(a->te, name, SMELT_DT_FLOAT32, 3, shape);
+    te_const *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
+    float *data = smelt_calloc((size_t)(D * K * G) + 1, sizeof *data);
+    if (!t || !c || !data || !smelt_ptrvec_push(&a->te->consts, c)) {
+        smelt_free(data);
+        return NULL;
+    }
+    t->buf->kind = IR_BUF_CONST;
+    const float *src = w->data;
+    for (int64_t d = 0; d < D; d++)
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t k = 0; k < K; k++) data[(d * K + k) * G + g] = src[(d * G + g) * K + k];
+    *c = (te_const){.t = t, .data = data, .numel = D * K * G};
+    return t;
+}
+
 static void dims_of(const op_rnn_attrs *at, const te_tensor *const *in, rnn_dims *rd)
 {
     const int64_t *x = in[IN_X]->buf->shape;
@@ -543,7 +581,7 @@ smelt_status rnn_compute(op_compute_args *a)
     if (!r) return fail(a);
     memset(r, 0, sizeof *r);
     r->a = n->op_attrs;
-    te_tensor *inputs[IN_P + 1];
+    te_tensor *inputs[IN_P + 3];
     int n_in = 0;
     for (int i = 0; i <= IN_P && i < n->n_inputs; i++) {
         r->in[i] = n->inputs[i] ? a->in[i] : NULL;
@@ -557,6 +595,14 @@ smelt_status rnn_compute(op_compute_args *a)
             return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED, "empty tensors (a zero dim) are not "
                            "compiled for %s", n->op_type);
     SMELT_TRY(lens_check(a, r));
+    if (r->dt == SMELT_DT_FLOAT32 && a->in_const[IN_W]) {
+        if (!(r->w_t = transposed_const(a, a->in_const[IN_W], "w_t"))) return fail(a);
+        inputs[n_in++] = (te_tensor *)r->w_t;
+    }
+    if (r->dt == SMELT_DT_FLOAT32 && a->in_const[IN_R]) {
+        if (!(r->r_t = transposed_const(a, a->in_const[IN_R], "r_t"))) return fail(a);
+        inputs[n_in++] = (te_tensor *)r->r_t;
+    }
     if (r->rd.steps == 0 || r->rd.batch == 0)
         return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED, "empty sequences or batches are not "
                        "compiled for %s", n->op_type);

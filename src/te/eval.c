@@ -395,6 +395,14 @@ static smelt_status eval_extern(ev_ctx *ec, const te_tensor *t)
 smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data)
 {
     ev_ctx ec = {ctx, g, data, false};
+    for (int i = 0; i < g->consts.len; i++) { /* placeholders whose contents g holds */
+        const te_const *c = g->consts.items[i];
+        smelt_tensor *d = &data[c->t->index];
+        d->dtype = c->t->buf->dtype;
+        d->rank = c->t->buf->rank;
+        for (int k = 0; k < d->rank; k++) d->dims[k] = c->t->buf->shape[k];
+        d->data = c->data; /* not the caller's to free: placeholders are not */
+    }
     for (int i = 0; i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind == TE_PLACEHOLDER) continue;

@@ -132,7 +132,8 @@ ir_expr *te_reduce_identity_in(ir_builder *b, ir_reduce_op op, smelt_dtype dt);
 /* Interpret every compute of g (testing oracle for compute definitions); a
  * failed check is an SMELT_ERR_RUNTIME error with the site's message.
  * data has one entry per te tensor (te_tensor.index): placeholders' entries
- * filled by the caller; computes' entries are allocated here (the caller
+ * filled by the caller (te constants' here, pointing at their contents);
+ * computes' entries are allocated here (the caller
  * frees .data with smelt_free, also on error). */
 smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data);
 

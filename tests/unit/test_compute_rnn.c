@@ -5,7 +5,8 @@
  * the default schedule, random schedules and random knobs (the gathers of
  * Y, Y_h, Y_c take them; the extern takes none).  Covers what the ONNX
  * node tests and conformance/rnn_cases leave out: sequence lengths of 0
- * and lengths given as constants, float64 and float16, the plain-loop
+ * and lengths given as constants, constant W/R (transposed at compile
+ * time into te constants), float64 and float16, the plain-loop
  * products of other types, GRU's reset product with peepholes absent,
  * out-of-range lengths (the check stage), and schedule steps on the
  * extern stage (refused, naming the stage). */
@@ -49,6 +50,14 @@ static const opt_case k_cases[] = {
       AI("hidden_size", H)}},
     {"lstm float64 (plain-loop products), only Y_c", OP_LSTM, 22, "--y", 3, 0,
      {X(F64, 3, T, N, I), X(F64, 3, 1, 4 * H, I), X(F64, 3, 1, 4 * H, H)}, {{0}}},
+    {"lstm constant W and R (transposed at compile time), bidirectional", OP_LSTM, 22, "yyy", 4, 1,
+     {X(F32, 3, T, N, I), {.dt = F32, .rank = 3, .dims = {2, 4 * H, I}, .constant = true},
+      {.dt = F32, .rank = 3, .dims = {2, 4 * H, H}, .constant = true}, X(F32, 2, 2, 8 * H)},
+     {AS("direction", "bidirectional")}},
+    {"gru constant R only, reset before the product, reverse", OP_GRU, 22, "yy", 3, 1,
+     {X(F32, 3, T, N, I), X(F32, 3, 1, 3 * H, I),
+      {.dt = F32, .rank = 3, .dims = {1, 3 * H, H}, .constant = true}},
+     {AS("direction", "reverse")}},
     {"gru reverse, reset before the product, lengths", OP_GRU, 22, "yy", 6, 2,
      {X(F32, 3, T, N, I), X(F32, 3, 1, 3 * H, I), X(F32, 3, 1, 3 * H, H), X(F32, 2, 1, 6 * H),
       LENS_R(2, 4, 0), X(F32, 3, 1, N, H)},
