@@ -5,7 +5,7 @@
  *
  *   per direction d:
  *     Wt = W[d]^T, Rt = R[d]^T               (contiguous B panels; smelt.transpose_f32)
- *     XW = bias + X Wt                        one product over all T*N rows
+ *     XW = bias + X Wt                        products over blocks of the T*N rows, in parallel
  *     h, c = initial state                    (buffers of their own)
  *     for s in 0..T-1 (serial):
  *       G[b] = XW[row(b, step)] + Rb          (0 past the sequence's end)
@@ -116,6 +116,7 @@ typedef struct gemm_args {
     ir_buffer *c, *a, *bm;
     ir_expr *c_off, *a_off, *b_off;
     int64_t m, n, k, ldc, lda, ldb;
+    ir_expr *m_expr; /* float32: M as an expression (a block's rows), else m */
 } gemm_args;
 
 static ir_stmt *gemm_loops(ir_builder *b, const gemm_args *g)
@@ -136,7 +137,7 @@ static ir_stmt *gemm(ir_builder *b, const gemm_args *g)
     if (g->c->dtype != SMELT_DT_FLOAT32) return gemm_loops(b, g);
     ir_call_arg args[11] = {
         {g->c, g->c_off}, {g->a, g->a_off}, {g->bm, g->b_off},
-        {NULL, ii(b, g->m)}, {NULL, ii(b, g->n)}, {NULL, ii(b, g->k)},
+        {NULL, g->m_expr ? g->m_expr : ii(b, g->m)}, {NULL, ii(b, g->n)}, {NULL, ii(b, g->k)},
         {NULL, ii(b, g->ldc)}, {NULL, ii(b, g->lda)}, {NULL, ii(b, 1)},
         {NULL, ii(b, g->ldb)}, {NULL, ii(b, 1)},
     };
@@ -169,19 +170,32 @@ static ir_expr *bias(rnn_build *rb, int64_t off, ir_expr *g)
     return load(rb->b, bt->buf, 2, rb->d, ir_add(rb->b, ii(rb->b, off), g), NULL, NULL, NULL);
 }
 
-/* XW = Wb + X Wt over all T*N rows (in X's own row order). */
+/* Rows of the input projection per parallel task. */
+#define RNN_PROJ_ROWS 32
+
+/* XW = Wb + X Wt over all T*N rows (in X's own row order); float32 in
+ * parallel blocks of RNN_PROJ_ROWS rows (each bias rows + one product). */
 static ir_stmt *input_projection(rnn_build *rb)
 {
     ir_builder *b = rb->b;
     const rnn_dims *rd = &rb->r->rd;
     int64_t rows = rd->steps * rd->batch, gh = rd->gates * rd->hidden;
+    int64_t blocks = (rows + RNN_PROJ_ROWS - 1) / RNN_PROJ_ROWS;
+    bool par = rb->r->dt == SMELT_DT_FLOAT32 && blocks >= 2;
+    ir_var *blk = ir_var_new(b, "pb", SMELT_DT_INT64);
+    ir_expr *r0 = par ? ir_mul(b, iv(b, blk), ii(b, RNN_PROJ_ROWS)) : ii(b, 0);
+    ir_expr *m = par ? ir_binary(b, IR_MIN, ii(b, RNN_PROJ_ROWS), ir_sub(b, ii(b, rows), r0)) : ii(b, rows);
     ir_var *i = ir_var_new(b, "xr", SMELT_DT_INT64), *g = ir_var_new(b, "xg", SMELT_DT_INT64);
-    ir_expr *idx[2] = {iv(b, i), iv(b, g)};
-    ir_stmt *init = loop(b, i, rows, loop(b, g, gh, store(b, rb->xw, 2, idx, bias(rb, 0, iv(b, g)))));
+    ir_expr *idx[2] = {ir_add(b, r0, iv(b, i)), iv(b, g)};
+    ir_stmt *bias_rows = ir_for(b, i, ii(b, 0), m, IR_FOR_SERIAL,
+                                ir_for(b, g, ii(b, 0), ii(b, gh), IR_FOR_VECTORIZED,
+                                       store(b, rb->xw, 2, idx, bias(rb, 0, iv(b, g)))));
     gemm_args ga = {.c = rb->xw, .a = (ir_buffer *)rb->r->in[IN_X]->buf, .bm = rb->wt,
-                    .c_off = ii(b, 0), .a_off = ii(b, 0), .b_off = rb->wt_off,
-                    .m = rows, .n = gh, .k = rd->input, .ldc = gh, .lda = rd->input, .ldb = gh};
-    return ir_seq2(b, init, gemm(b, &ga));
+                    .c_off = ir_mul(b, r0, ii(b, gh)), .a_off = ir_mul(b, r0, ii(b, rd->input)),
+                    .b_off = rb->wt_off, .m = rows, .n = gh, .k = rd->input, .ldc = gh,
+                    .lda = rd->input, .ldb = gh, .m_expr = par ? m : NULL};
+    ir_stmt *body = ir_seq2(b, bias_rows, gemm(b, &ga));
+    return par ? ir_for(b, blk, ii(b, 0), ii(b, blocks), IR_FOR_PARALLEL, body) : body;
 }
 
 /* The current state at (bv, jv): h (state 0) or LSTM's c (state 1). */

@@ -6,7 +6,7 @@
  * Y, Y_h, Y_c take them; the extern takes none).  Covers what the ONNX
  * node tests and conformance/rnn_cases leave out: sequence lengths of 0
  * and lengths given as constants, constant W/R (transposed at compile
- * time into te constants), float64 and float16, the plain-loop
+ * time into te constants), the input projection in parallel row blocks, float64 and float16, the plain-loop
  * products of other types, GRU's reset product with peepholes absent,
  * out-of-range lengths (the check stage), and schedule steps on the
  * extern stage (refused, naming the stage). */
@@ -58,6 +58,10 @@ static const opt_case k_cases[] = {
      {X(F32, 3, T, N, I), X(F32, 3, 1, 3 * H, I),
       {.dt = F32, .rank = 3, .dims = {1, 3 * H, H}, .constant = true}},
      {AS("direction", "reverse")}},
+    {"lstm 70 projection rows: parallel blocks of 32, the last of 6", OP_LSTM, 22, "yyy", 5, 0,
+     {X(F32, 3, 10, 7, I), X(F32, 3, 1, 4 * H, I), X(F32, 3, 1, 4 * H, H), X(F32, 2, 1, 8 * H),
+      LENS_R(10, 3, 0, 7, 9, 10, 1)},
+     {{0}}},
     {"gru reverse, reset before the product, lengths", OP_GRU, 22, "yy", 6, 2,
      {X(F32, 3, T, N, I), X(F32, 3, 1, 3 * H, I), X(F32, 3, 1, 3 * H, H), X(F32, 2, 1, 6 * H),
       LENS_R(2, 4, 0), X(F32, 3, 1, N, H)},
