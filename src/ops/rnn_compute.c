@@ -577,6 +577,13 @@ static const te_tensor *transposed_const(op_compute_args *a, const smelt_tensor 
     return t;
 }
 
+/* The products (2 flops per multiply-add) and about 8 per gate element. */
+static double recurrence_flops(const rnn_dims *rd)
+{
+    double gh = (double)(rd->gates * rd->hidden), rows = (double)(rd->steps * rd->batch);
+    return (double)rd->dirs * rows * gh * (2.0 * (double)(rd->input + rd->hidden) + 8.0);
+}
+
 static void dims_of(const op_rnn_attrs *at, const te_tensor *const *in, rnn_dims *rd)
 {
     const int64_t *x = in[IN_X]->buf->shape;
@@ -622,7 +629,7 @@ smelt_status rnn_compute(op_compute_args *a)
                        "compiled for %s", n->op_type);
     int64_t sdims[4] = {r->rd.dirs, r->rd.steps + r->states - 1, r->rd.batch, r->rd.hidden};
     te_tensor *S = te_extern_stage(a->te, "state", r->dt, 4, sdims, n_in, inputs, build_recurrence, r,
-                                   "recurrence");
+                                   "recurrence", recurrence_flops(&r->rd));
     if (!S) return fail(a);
     static const char *const names[3] = {"y", "y_h", "y_c"};
     for (int o = 0; o < n->n_outputs; o++) {

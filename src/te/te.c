@@ -116,7 +116,7 @@ te_tensor *te_check_compute(te_graph *g, const char *name, int rank, const int64
 
 te_tensor *te_extern_stage(te_graph *g, const char *name, smelt_dtype dt, int rank,
                            const int64_t *shape, int n_inputs, te_tensor *const *inputs,
-                           te_extern_fn build, void *user, const char *tag)
+                           te_extern_fn build, void *user, const char *tag, double flops)
 {
     for (int i = 0; i < n_inputs; i++)
         if (!inputs[i] || inputs[i]->kind != TE_PLACEHOLDER) {
@@ -134,6 +134,7 @@ te_tensor *te_extern_stage(te_graph *g, const char *name, smelt_dtype dt, int ra
     for (int i = 0; i < n_inputs; i++) in[i] = inputs[i];
     e->n_inputs = n_inputs;
     e->inputs = in;
+    e->flops = flops;
     e->body = build(g, t->buf, user);
     if (!e->body || g->b.failed) {
         if (smelt_ctx_status(g->ctx) == SMELT_OK)

@@ -29,6 +29,7 @@ typedef struct te_extern {
     ir_stmt *body;
     int n_inputs;
     const struct te_tensor **inputs;
+    double flops; /* the op's estimate of its arithmetic (the tuner's task sizes) */
 } te_extern;
 
 /* A run-time check on data (an index in range, a divisor not zero).  Its
@@ -105,11 +106,11 @@ te_tensor *te_check_compute(te_graph *g, const char *name, int rank, const int64
 
 /* An extern stage (see te_extern) over placeholders `inputs`: build
  * returns the statement writing `out` (the new tensor's buffer), NULL after
- * an error it reported (or on allocation failure). */
+ * an error it reported (or on allocation failure); flops: its arithmetic. */
 typedef ir_stmt *(*te_extern_fn)(te_graph *g, ir_buffer *out, void *user);
 te_tensor *te_extern_stage(te_graph *g, const char *name, smelt_dtype dt, int rank,
                            const int64_t *shape, int n_inputs, te_tensor *const *inputs,
-                           te_extern_fn build, void *user, const char *tag);
+                           te_extern_fn build, void *user, const char *tag, double flops);
 
 /* A new reduce axis [0, extent) for use in te_reduce inside a body. */
 ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent);
