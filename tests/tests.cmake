@@ -67,13 +67,27 @@ foreach(mode reference compiled)
   set_tests_properties(conformance/attr_cases_${mode} PROPERTIES FIXTURES_REQUIRED attr_cases)
 endforeach()
 
+# ---- RNN/GRU/LSTM cases beyond the ONNX node tests, expected values from ONNX Runtime ----
+set(SMELT_RNN_CASES_DIR ${CMAKE_BINARY_DIR}/tests/rnn_cases)
+if(SMELT_PYTHON)
+  add_test(NAME conformance/rnn_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_rnn_cases.py
+            --out ${SMELT_RNN_CASES_DIR})
+  set_tests_properties(conformance/rnn_cases_generate PROPERTIES FIXTURES_SETUP rnn_cases)
+  foreach(mode reference compiled)
+    add_test(NAME conformance/rnn_cases_${mode}
+      COMMAND smelt_cli check --${mode} ${SMELT_RNN_CASES_DIR})
+    set_tests_properties(conformance/rnn_cases_${mode} PROPERTIES FIXTURES_REQUIRED rnn_cases)
+  endforeach()
+endif()
+
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
 set(SMELT_MODEL_DIR ${CMAKE_BINARY_DIR}/models)
 add_test(NAME models/generate
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/gen_models.py --out ${SMELT_MODEL_DIR})
 set_tests_properties(models/generate PROPERTIES FIXTURES_SETUP torch_models TIMEOUT 900)
 set(SMELT_TEST_MODELS resnet50 resnet18 mobilenet_v2 mobilenet_v3_small efficientnet_b0
-    densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like)
+    densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like lstm_lm gru_lm)
 foreach(m ${SMELT_TEST_MODELS})
   add_test(NAME models/${m}_reference
     COMMAND smelt_cli check --reference --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})

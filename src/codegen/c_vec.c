@@ -259,14 +259,34 @@ static vec_verdict analyse(cg_emitter *e, const ir_stmt *body, const ir_var *v, 
     return verdict;
 }
 
+/* Whether s stores into a buffer that e loads. */
+static bool stores_into_read(const ir_stmt *s, const ir_expr *e)
+{
+    if (!s) return false;
+    switch (s->kind) {
+    case IR_STMT_STORE: return ir_expr_reads(e, s->store.buf);
+    case IR_STMT_SEQ:
+        for (int i = 0; i < s->seq.n; i++)
+            if (stores_into_read(s->seq.items[i], e)) return true;
+        return false;
+    case IR_STMT_LET: return stores_into_read(s->let.body, e);
+    case IR_STMT_IF: return stores_into_read(s->if_.then_, e) || stores_into_read(s->if_.else_, e);
+    case IR_STMT_FOR: return stores_into_read(s->for_.body, e);
+    case IR_STMT_ALLOCATE: return stores_into_read(s->alloc.body, e);
+    default: return true; /* calls write through pointers */
+    }
+}
+
 /* Inline lets whose value depends on v, so stride analysis sees through
- * them (the scalar fallback keeps the original body). */
+ * them (the scalar fallback keeps the original body).  Not one whose value
+ * loads a buffer its body stores: the copy would load after the store and
+ * read the new value (the let stays, so the loop is emitted scalar). */
 static ir_stmt *inline_lets(cg_emitter *e, ir_stmt *s, const ir_var *v)
 {
     if (!s) return NULL;
     switch (s->kind) {
     case IR_STMT_LET: {
-        if (ir_expr_uses_var(s->let.value, v)) {
+        if (ir_expr_uses_var(s->let.value, v) && !stores_into_read(s->let.body, s->let.value)) {
             ir_subst sub = {s->let.var, s->let.value};
             ir_stmt *body = ir_stmt_substitute(&e->b, s->let.body, &sub, 1);
             return inline_lets(e, body, v);

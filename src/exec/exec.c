@@ -129,7 +129,7 @@ static smelt_status te_node_outputs(smelt_ctx *ctx, const gr_node *node,
         data[t->index].data = NULL;
     }
     for (int i = 0; data && i < g->tensors.len; i++)
-        if (((te_tensor *)g->tensors.items[i])->kind == TE_COMPUTE) smelt_free(data[i].data);
+        if (((te_tensor *)g->tensors.items[i])->kind != TE_PLACEHOLDER) smelt_free(data[i].data);
     smelt_free(data);
     te_graph_free(g);
     if (s != SMELT_OK) free_outputs(out, node->n_outputs);

@@ -630,6 +630,10 @@ static smelt_status check_attach_points(nest_ctx *nc, int si)
 
 static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt **out)
 {
+    if (nc->st->stages[si].ext) { /* its op's statement, at root (schedules refuse steps) */
+        *out = nc->st->stages[si].ext->body;
+        return SMELT_OK;
+    }
     const sch_stage *sg = &nc->st->stages[si];
     ir_builder *b = nc->b;
     SMELT_TRY(check_attach_points(nc, si));

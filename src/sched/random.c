@@ -124,7 +124,7 @@ smelt_status sch_random(smelt_ctx *ctx, const te_graph *te, uint64_t seed, int n
     smelt_status s = SMELT_OK;
     for (int k = 0; k < n_steps && s == SMELT_OK; k++) {
         int si = rng_below(&rng, st->n_stages);
-        if (st->stages[si].is_placeholder) continue;
+        if (st->stages[si].is_placeholder || st->stages[si].ext) continue;
         sch_step step;
         const char *names[SCH_MAX_STEP_ITERS];
         propose_step(st, si, &rng, &step, names);

@@ -155,6 +155,7 @@ typedef struct sch_stage {
     bool is_placeholder;
     bool is_output;        /* a te_graph output: storage is a function parameter */
     const te_check *check; /* a check stage: no storage, never inlined or attached */
+    const te_extern *ext;  /* an extern stage: no iters, takes no steps (te.h) */
     bool inlined;
     int attach_stage;      /* -1: computed at root */
     int attach_iter;

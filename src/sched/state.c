@@ -122,6 +122,17 @@ static void stage_set_body(sch_state *st, sch_stage *sg, ir_expr *body)
     }
 }
 
+/* An extern stage: no body, no iters; it reads its inputs. */
+static smelt_status init_extern(sch_state *st, sch_stage *sg, const te_extern *e)
+{
+    sg->ext = e;
+    sg->reads = smelt_arena_alloc(&st->arena, sizeof *sg->reads * (size_t)(e->n_inputs + 1));
+    if (!sg->reads) return smelt_errf(st->te->ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < e->n_inputs; i++) sg->reads[i] = e->inputs[i]->buf;
+    sg->n_reads = e->n_inputs;
+    return SMELT_OK;
+}
+
 static smelt_status init_stage(smelt_ctx *ctx, sch_state *st, sch_stage *sg, const te_tensor *t)
 {
     memset(sg, 0, sizeof *sg);
@@ -136,6 +147,7 @@ static smelt_status init_stage(smelt_ctx *ctx, sch_state *st, sch_stage *sg, con
     for (int i = 0; i < st->te->outputs.len; i++)
         if (st->te->outputs.items[i] == t) sg->is_output = true;
     if (sg->is_placeholder) return SMELT_OK;
+    if (t->ext) return init_extern(st, sg, t->ext);
     stage_set_body(st, sg, t->body);
     return init_iters(ctx, st, sg);
 }
@@ -400,6 +412,7 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
     if (sg->is_placeholder || sg->is_output || sg->inlined || sg->check)
         return step_err(ctx, step, "only intermediate, non-inlined computes can be computed at a "
                                    "loop%s", NULL);
+    if (c->ext) return step_err(ctx, step, "'%s' is an extern stage: it has no loops", step->target);
     if (c->is_placeholder || c->inlined || !sch_stage_reads(c, sg->buf))
         return step_err(ctx, step, "'%s' does not read this stage", step->target);
     const int *readers;
@@ -687,6 +700,9 @@ static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *st
     if (si < 0) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule: no stage named '%s'", step->stage);
     sch_stage *sg = &st->stages[si];
     if (sg->is_placeholder) return step_err(ctx, step, "placeholders have no loops%s", NULL);
+    if (sg->ext)
+        return step_err(ctx, step, "an extern stage (a loop-IR statement of its op) takes no "
+                                   "steps%s", NULL);
     if (step->kind == SCH_WINOGRAD) return step_err(ctx, step, "winograd must be the first step%s", NULL);
     SMELT_TRY(check_arity(ctx, step));
     SMELT_TRY(check_after_tensorize(ctx, step, sg));

@@ -10,6 +10,7 @@
 
 #include "ops/op.h"
 #include "te/te.h"
+#include "tir/interp.h"
 
 typedef struct ev_val {
     double f;
@@ -373,9 +374,35 @@ static smelt_status eval_check(ev_ctx *ec, const te_tensor *t)
     return ec->failed ? smelt_ctx_status(ec->ctx) : SMELT_OK;
 }
 
+/* An extern stage's statement through the tir interpreter, over the
+ * inputs' and the output's data. */
+static smelt_status eval_extern(ev_ctx *ec, const te_tensor *t)
+{
+    tir_interp it;
+    tir_interp_init(&it, ec->ctx);
+    smelt_status s = SMELT_OK;
+    for (int i = 0; s == SMELT_OK && i < t->ext->n_inputs; i++) {
+        const te_tensor *in = t->ext->inputs[i];
+        s = tir_interp_bind_buffer(&it, in->buf, ec->data[in->index].data, op_numel(&ec->data[in->index]));
+    }
+    smelt_tensor *out = &ec->data[t->index];
+    if (s == SMELT_OK) s = tir_interp_bind_buffer(&it, t->buf, out->data, op_numel(out));
+    if (s == SMELT_OK) s = tir_interp_run(&it, t->ext->body);
+    tir_interp_fini(&it);
+    return s;
+}
+
 smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data)
 {
     ev_ctx ec = {ctx, g, data, false};
+    for (int i = 0; i < g->consts.len; i++) { /* placeholders whose contents g holds */
+        const te_const *c = g->consts.items[i];
+        smelt_tensor *d = &data[c->t->index];
+        d->dtype = c->t->buf->dtype;
+        d->rank = c->t->buf->rank;
+        for (int k = 0; k < d->rank; k++) d->dims[k] = c->t->buf->shape[k];
+        d->data = c->data; /* not the caller's to free: placeholders are not */
+    }
     for (int i = 0; i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind == TE_PLACEHOLDER) continue;
@@ -386,7 +413,8 @@ smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data
         int64_t numel = op_numel(out);
         out->data = smelt_calloc(numel ? (size_t)numel : 1, smelt_dtype_size(out->dtype));
         if (!out->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-        SMELT_TRY(t->check ? eval_check(&ec, t) : eval_compute(&ec, t));
+        if (t->ext) SMELT_TRY(eval_extern(&ec, t));
+        else SMELT_TRY(t->check ? eval_check(&ec, t) : eval_compute(&ec, t));
     }
     return SMELT_OK;
 }

@@ -114,6 +114,38 @@ te_tensor *te_check_compute(te_graph *g, const char *name, int rank, const int64
     return t;
 }
 
+te_tensor *te_extern_stage(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                           const int64_t *shape, int n_inputs, te_tensor *const *inputs,
+                           te_extern_fn build, void *user, const char *tag, double flops)
+{
+    for (int i = 0; i < n_inputs; i++)
+        if (!inputs[i] || inputs[i]->kind != TE_PLACEHOLDER) {
+            smelt_errf(g->ctx, SMELT_ERR_INTERNAL, "te: extern stage '%s' reads a tensor that is "
+                       "not a placeholder", name);
+            return NULL;
+        }
+    te_extern *e = smelt_arena_alloc(&g->arena, sizeof *e);
+    const te_tensor **in = smelt_arena_alloc(&g->arena, sizeof *in * (size_t)(n_inputs + 1));
+    te_tensor *t = e && in ? tensor_new(g, name, dt, rank, shape, TE_EXTERN) : NULL;
+    if (!t) {
+        if (smelt_ctx_status(g->ctx) == SMELT_OK) smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n_inputs; i++) in[i] = inputs[i];
+    e->n_inputs = n_inputs;
+    e->inputs = in;
+    e->flops = flops;
+    e->body = build(g, t->buf, user);
+    if (!e->body || g->b.failed) {
+        if (smelt_ctx_status(g->ctx) == SMELT_OK)
+            smelt_errf(g->ctx, SMELT_ERR_NOMEM, "te: building extern stage '%s' failed", name);
+        return NULL;
+    }
+    t->ext = e;
+    t->tag = tag ? tag : "extern";
+    return t;
+}
+
 ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent)
 {
     ir_axis a = {ir_var_new(&g->b, name, SMELT_DT_INT64), extent};
@@ -198,7 +230,8 @@ void te_graph_print(const te_graph *g, smelt_strbuf *out)
 {
     for (int i = 0; i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
-        smelt_strbuf_printf(out, "%s %s: %s[", t->kind == TE_PLACEHOLDER ? "placeholder" : "compute",
+        static const char *const kinds[] = {"placeholder", "compute", "extern"};
+        smelt_strbuf_printf(out, "%s %s: %s[", kinds[t->kind],
                             t->buf->name, smelt_dtype_name(t->buf->dtype));
         for (int d = 0; d < t->buf->rank; d++)
             smelt_strbuf_printf(out, "%s%lld", d ? "," : "", (long long)t->buf->shape[d]);
@@ -214,6 +247,14 @@ void te_graph_print(const te_graph *g, smelt_strbuf *out)
                 ir_expr_print(t->check->ok, out);
             }
             smelt_strbuf_printf(out, "  # %s", t->tag);
+        }
+        if (t->ext) { /* the statement is the definition (and part of the workload key) */
+            smelt_strbuf_printf(out, " reads");
+            for (int k = 0; k < t->ext->n_inputs; k++)
+                smelt_strbuf_printf(out, " %s", t->ext->inputs[k]->buf->name);
+            smelt_strbuf_printf(out, "  # %s\n", t->tag);
+            ir_stmt_print(t->ext->body, 1, out);
+            continue;
         }
         smelt_strbuf_append(out, "\n");
     }

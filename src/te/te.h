@@ -15,7 +15,22 @@
 
 #include "tir/ir.h"
 
-typedef enum te_kind { TE_PLACEHOLDER, TE_COMPUTE } te_kind;
+typedef enum te_kind { TE_PLACEHOLDER, TE_COMPUTE, TE_EXTERN } te_kind;
+
+/* An extern stage (TVM's te.extern): a tensor written by a loop-IR
+ * statement its op builds, for what a compute cannot say: a recurrence
+ * (RNN/GRU/LSTM, ops/rnn_compute.c), a sequential loop whose steps read the
+ * previous step's results.  The statement writes every element of the
+ * tensor's buffer, reads only `inputs` (placeholders) and buffers it
+ * allocates itself, and may call micro-kernels with flat indices.  Schedules
+ * take it as it is: it accepts no steps, is never inlined and nothing is
+ * computed at it; lowering places it like a stage at root. */
+typedef struct te_extern {
+    ir_stmt *body;
+    int n_inputs;
+    const struct te_tensor **inputs;
+    double flops; /* the op's estimate of its arithmetic (the tuner's task sizes) */
+} te_extern;
 
 /* A run-time check on data (an index in range, a divisor not zero).  Its
  * compute's body gives an INT64 value per point of the checked domain; the
@@ -60,6 +75,7 @@ typedef struct te_tensor {
     int index;      /* position in te_graph.tensors */
     const te_check *check; /* a check stage (tag "check"), else NULL */
     const te_conv2d_info *conv2d; /* a conv stage Winograd may replace, else NULL */
+    const te_extern *ext; /* TE_EXTERN: its statement, else NULL */
 } te_tensor;
 
 typedef struct te_graph {
@@ -88,6 +104,14 @@ te_tensor *te_check_compute(te_graph *g, const char *name, int rank, const int64
                             te_body_fn body, void *user, ir_var *value, ir_expr *ok,
                             const ir_check_site *site);
 
+/* An extern stage (see te_extern) over placeholders `inputs`: build
+ * returns the statement writing `out` (the new tensor's buffer), NULL after
+ * an error it reported (or on allocation failure); flops: its arithmetic. */
+typedef ir_stmt *(*te_extern_fn)(te_graph *g, ir_buffer *out, void *user);
+te_tensor *te_extern_stage(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                           const int64_t *shape, int n_inputs, te_tensor *const *inputs,
+                           te_extern_fn build, void *user, const char *tag, double flops);
+
 /* A new reduce axis [0, extent) for use in te_reduce inside a body. */
 ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent);
 ir_expr *te_reduce(te_graph *g, ir_reduce_op op, ir_expr *src, int n, const ir_axis *axes);
@@ -109,7 +133,8 @@ ir_expr *te_reduce_identity_in(ir_builder *b, ir_reduce_op op, smelt_dtype dt);
 /* Interpret every compute of g (testing oracle for compute definitions); a
  * failed check is an SMELT_ERR_RUNTIME error with the site's message.
  * data has one entry per te tensor (te_tensor.index): placeholders' entries
- * filled by the caller; computes' entries are allocated here (the caller
+ * filled by the caller (te constants' here, pointing at their contents);
+ * computes' entries are allocated here (the caller
  * frees .data with smelt_free, also on error). */
 smelt_status te_eval_graph(smelt_ctx *ctx, const te_graph *g, smelt_tensor *data);
 

@@ -45,6 +45,7 @@ double tune_te_flops(const te_graph *te)
     double flops = 0;
     for (int i = 0; i < te->tensors.len; i++) {
         const te_tensor *t = te->tensors.items[i];
+        if (t->ext) flops += t->ext->flops;
         if (t->kind != TE_COMPUTE) continue;
         double n = 1;
         for (int d = 0; d < t->n_axes; d++) n *= (double)t->axes[d].extent;
@@ -58,9 +59,12 @@ double tune_te_flops(const te_graph *te)
     return flops;
 }
 
-/* The stage the rules tile (the first reduction, else the first output). */
+/* The stage that does the work: an extern stage, else the one the rules
+ * tile (the first reduction, else the first output). */
 static const te_tensor *main_tensor(const te_graph *te)
 {
+    for (int i = 0; i < te->tensors.len; i++)
+        if (((const te_tensor *)te->tensors.items[i])->ext) return te->tensors.items[i];
     for (int i = 0; i < te->tensors.len; i++) {
         const te_tensor *t = te->tensors.items[i];
         if (t->kind == TE_COMPUTE && t->body && t->body->kind == IR_REDUCE) return t;
@@ -76,8 +80,8 @@ void tune_te_summary(const te_graph *te, const char *rule, char *out, size_t cap
     smelt_strbuf_printf(&sb, "%s", rule);
     if (t) {
         smelt_strbuf_printf(&sb, " %s %s[", t->tag, smelt_dtype_name(t->buf->dtype));
-        for (int d = 0; d < t->n_axes; d++)
-            smelt_strbuf_printf(&sb, "%s%lld", d ? "," : "", (long long)t->axes[d].extent);
+        for (int d = 0; d < t->buf->rank; d++) /* an extern stage has no axes */
+            smelt_strbuf_printf(&sb, "%s%lld", d ? "," : "", (long long)t->buf->shape[d]);
         smelt_strbuf_append(&sb, "]");
         if (t->body && t->body->kind == IR_REDUCE) {
             smelt_strbuf_append(&sb, " sum[");

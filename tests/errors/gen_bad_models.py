@@ -332,6 +332,60 @@ def _(d):
     write(d, m)
 
 
+# ---- recurrent ops (issue #14): refused attributes and shapes ------------------
+
+def recurrent_model(op, name, dirs=1, hidden=4, w_rows=None, **attrs):
+    """X [3, 2, 5] through one RNN/GRU/LSTM with constant W and R."""
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    rows = w_rows if w_rows is not None else gates * hidden
+    w = numpy_helper.from_array(np.ones((dirs, rows, 5), np.float32), "W")
+    r = numpy_helper.from_array(np.ones((dirs, gates * hidden, hidden), np.float32), "R")
+    node = helper.make_node(op, ["x", "W", "R"], ["y"], name=name, hidden_size=hidden, **attrs)
+    return model([node], [vi("x", [3, 2, 5])], [vi("y", None)], inits=[w, r], opset=14)
+
+
+@case("lstm_unknown_activation", "compile", "unsupported",
+      "node 'lstm1' (LSTM): attribute 'activations': 'Gelu' is not an activation smelt implements")
+def _(d):
+    write(d, recurrent_model("LSTM", "lstm1", activations=["Sigmoid", "Tanh", "Gelu"]))
+
+
+@case("gru_activation_count", "compile", "attribute error",
+      "node 'gru1' (GRU): attribute 'activations' has 1 names; GRU with 1 direction(s) takes 2")
+def _(d):
+    write(d, recurrent_model("GRU", "gru1", activations=["Sigmoid"]))
+
+
+@case("rnn_extra_activation_alpha", "compile", "attribute error",
+      "node 'rnn1' (RNN): attribute 'activation_alpha' has 2 values; the activations take 1")
+def _(d):
+    write(d, recurrent_model("RNN", "rnn1", activations=["LeakyRelu"], activation_alpha=[0.1, 0.2]))
+
+
+@case("rnn_bad_direction", "compile", "attribute error",
+      "node 'rnn1' (RNN): attribute 'direction' is 'backward'")
+def _(d):
+    write(d, recurrent_model("RNN", "rnn1", direction="backward"))
+
+
+@case("lstm_clip_zero", "compile", "attribute error",
+      "node 'lstm1' (LSTM): attribute 'clip' is 0; expected > 0")
+def _(d):
+    write(d, recurrent_model("LSTM", "lstm1", clip=0.0))
+
+
+@case("lstm_w_rows", "compile", "shape error",
+      "node 'lstm1' (LSTM): input 'W' has dim 1 = 12; expected 16")
+def _(d):
+    write(d, recurrent_model("LSTM", "lstm1", w_rows=12))
+
+
+@case("gru_directions", "compile", "shape error",
+      "node 'gru1' (GRU): input 'W' has dim 0 = 1; expected 2")
+def _(d):
+    write(d, recurrent_model("GRU", "gru1", direction="bidirectional"))
+
+
 # ---- versioned import (issue #14): nothing unknown is ignored ----------------
 
 @case("unknown_attribute", "compile", "unsupported",

@@ -361,6 +361,35 @@ class GPT2Like(nn.Module):
         return torch.matmul(x, self.wte.weight.t())  # tied LM head
 
 
+class RecurrentLM(nn.Module):
+    """Word-level language model: embedding -> 2-layer LSTM or GRU -> linear.
+    Input int64 ids [N, S]; outputs logits [N, S, vocab] and the final hidden
+    state of each layer (LSTM also the final cell state), so Y, Y_h and Y_c
+    of the exported LSTM/GRU nodes are all checked."""
+
+    def __init__(self, cell, vocab, emb, hidden, layers):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, emb)
+        rnn = nn.LSTM if cell == "lstm" else nn.GRU
+        self.rnn = rnn(emb, hidden, num_layers=layers, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        y, state = self.rnn(self.embed(ids))
+        logits = self.head(y)
+        return (logits,) + (state if isinstance(state, tuple) else (state,))
+
+
+def _recurrent_lm(cell, vocab, emb, hidden, layers, batch, seq):
+    def build(seed, gen):
+        torch.manual_seed(seed)
+        model = RecurrentLM(cell, vocab, emb, hidden, layers)
+        ids = torch.randint(0, vocab, (batch, seq), generator=gen, dtype=torch.int64)
+        outs = ["logits", "h_n"] + (["c_n"] if cell == "lstm" else [])
+        return model, (ids,), ["input_ids"], outs
+    return build
+
+
 # --------------------------------------------------------------------------
 # Model table
 # --------------------------------------------------------------------------
@@ -419,6 +448,10 @@ MODELS = collections.OrderedDict([
                               ffn=256, seq=16, n_pad=3), 13, True)),
     ("gpt2_tiny_like", (_gpt2(vocab=1000, max_pos=64, hidden=64, heads=4, layers=2,
                               seq=16), 17, True)),
+    ("lstm_lm", (_recurrent_lm("lstm", vocab=1000, emb=64, hidden=128, layers=2, batch=2,
+                               seq=24), 14, True)),
+    ("gru_lm", (_recurrent_lm("gru", vocab=1000, emb=64, hidden=128, layers=2, batch=2,
+                              seq=24), 14, True)),
     ("bert_base_like", (_bert(vocab=30522, max_pos=512, hidden=768, heads=12, layers=12,
                               ffn=3072, seq=128, n_pad=16), 13, False)),
 ])

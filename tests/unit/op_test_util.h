@@ -25,7 +25,7 @@
 #include "test_hw.h"
 
 #define OPT_MAX_IO 16
-#define OPT_MAX_CASE_IN 6
+#define OPT_MAX_CASE_IN 8
 #define OPT_MAX_CASE_ATTRS 6
 #define OPT_SHOWN_MISMATCHES 5
 
@@ -604,8 +604,10 @@ static inline smelt_status opt_run_te(opt_node *t)
 
 /* ---- the lowered path: schedule, loop IR, tir interpreter ---- */
 
-/* f's parameters: the present inputs' data (t->in), then fresh outputs in t->te. */
-static inline smelt_status opt_bind_lowered(opt_node *t, tir_interp *it, const ir_func *f)
+/* f's parameters: the present inputs' data (t->in), te constants' contents
+ * (the compute's compile-time tensors), then fresh outputs in t->te. */
+static inline smelt_status opt_bind_lowered(opt_node *t, tir_interp *it, const ir_func *f,
+                                            const te_graph *te)
 {
     const gr_node *node = t->node;
     for (int p = 0, in_k = 0, out_k = 0; p < f->n_params; p++) {
@@ -613,7 +615,10 @@ static inline smelt_status opt_bind_lowered(opt_node *t, tir_interp *it, const i
         int64_t n = 1;
         for (int d = 0; d < buf->rank; d++) n *= buf->shape[d];
         void *data;
-        if (buf->kind == IR_BUF_OUTPUT) {
+        const te_const *c = te_const_of(te, buf);
+        if (c) {
+            data = c->data;
+        } else if (buf->kind == IR_BUF_OUTPUT) {
             while (out_k < node->n_outputs && !node->outputs[out_k]) out_k++;
             smelt_tensor *o = &t->te[out_k++];
             data = o->data = smelt_calloc(n ? (size_t)n : 1, smelt_dtype_size(o->dtype));
@@ -640,7 +645,7 @@ static inline smelt_status opt_run_schedule(opt_node *t, const te_graph *te,
     tir_interp_init(&it, t->ctx);
     smelt_status r = sch_state_build(t->ctx, te, s, &st);
     if (r == SMELT_OK) r = lower_func(t->ctx, st, &b, "f", &f);
-    if (r == SMELT_OK) r = opt_bind_lowered(t, &it, f);
+    if (r == SMELT_OK) r = opt_bind_lowered(t, &it, f, te);
     if (r == SMELT_OK) r = tir_interp_run(&it, f->body);
     tir_interp_fini(&it);
     smelt_arena_fini(&arena);

@@ -373,7 +373,8 @@ static bool is_flag(const char *name)
         "allowzero",     "detect_negative",      "detect_positive",   "transA",
         "transB",        "ceil_mode",            "count_include_pad", "storage_order",
         "exclude_outside", "antialias",          "fmod",              "saturate",
-        "training_mode", "is_test",              "spatial",           "broadcast"};
+        "training_mode", "is_test",              "spatial",           "broadcast",
+        "input_forget",  "linear_before_reset",  "output_sequence",   "layout"};
     for (size_t i = 0; i < SMELT_ARRAY_LEN(flags); i++)
         if (strcmp(name, flags[i]) == 0) return true;
     return false;
