@@ -67,6 +67,21 @@ foreach(mode reference compiled)
   set_tests_properties(conformance/attr_cases_${mode} PROPERTIES FIXTURES_REQUIRED attr_cases)
 endforeach()
 
+# ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
+# values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
+if(SMELT_PYTHON)
+  set(SMELT_QUANT_CASES_DIR ${CMAKE_BINARY_DIR}/tests/quant_cases)
+  add_test(NAME conformance/quant_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_quant_cases.py
+            --out ${SMELT_QUANT_CASES_DIR})
+  set_tests_properties(conformance/quant_cases_generate PROPERTIES FIXTURES_SETUP quant_cases)
+  foreach(mode reference compiled)
+    add_test(NAME conformance/quant_cases_${mode}
+      COMMAND smelt_cli check --${mode} ${SMELT_QUANT_CASES_DIR})
+    set_tests_properties(conformance/quant_cases_${mode} PROPERTIES FIXTURES_REQUIRED quant_cases)
+  endforeach()
+endif()
+
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
 set(SMELT_MODEL_DIR ${CMAKE_BINARY_DIR}/models)
 add_test(NAME models/generate
