@@ -24,7 +24,7 @@
 #include "tir/interp.h"
 
 #define OPT_MAX_IO 16
-#define OPT_MAX_CASE_IN 6
+#define OPT_MAX_CASE_IN 9 /* QLinearConv */
 #define OPT_MAX_CASE_ATTRS 6
 #define OPT_SHOWN_MISMATCHES 5
 
