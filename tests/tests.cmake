@@ -82,6 +82,22 @@ if(SMELT_PYTHON)
   endforeach()
 endif()
 
+# ---- Models quantized by onnxruntime.quantization (issue #10), checked against
+# ONNX Runtime's outputs within the tolerance tolerance.txt gives and explains ----
+if(SMELT_PYTHON)
+  set(SMELT_QUANT_MODEL_DIR ${CMAKE_BINARY_DIR}/models_quant)
+  add_test(NAME models/quant_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/gen_quant_models.py
+            --out ${SMELT_QUANT_MODEL_DIR})
+  set_tests_properties(models/quant_generate PROPERTIES FIXTURES_SETUP quant_models TIMEOUT 300)
+  foreach(mode reference compiled)
+    add_test(NAME models/quant_${mode}
+      COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/check_quant_models.py
+              $<TARGET_FILE:smelt_cli> --${mode} ${SMELT_QUANT_MODEL_DIR} qdq_cnn dynamic_mlp)
+    set_tests_properties(models/quant_${mode} PROPERTIES FIXTURES_REQUIRED quant_models)
+  endforeach()
+endif()
+
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
 set(SMELT_MODEL_DIR ${CMAKE_BINARY_DIR}/models)
 add_test(NAME models/generate
