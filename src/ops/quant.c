@@ -28,6 +28,7 @@
 #include "ops/conv.h"
 #include "ops/linalg.h"
 #include "ops/op.h"
+#include "ops/quant.h"
 #include "te/te.h"
 
 extern const op_def op_def_CONV, op_def_MATMUL;
@@ -75,12 +76,7 @@ static float round_to(smelt_dtype dt, float v)
 
 /* ---- attributes ------------------------------------------------------------------ */
 
-typedef struct quant_attrs {
-    int64_t axis;             /* per-axis and blocked: the quantized axis */
-    int64_t block_size;       /* 0: per tensor or per axis */
-    smelt_dtype output_dtype; /* UNDEFINED: from the zero point / the scale */
-    smelt_dtype precision;    /* QuantizeLinear's division; UNDEFINED: default */
-} quant_attrs;
+typedef op_quant_attrs quant_attrs;
 
 /* saturate only concerns the float8 outputs smelt refuses: it cannot change
  * what smelt computes, but 0/1 is still checked. */
@@ -468,6 +464,8 @@ const op_def op_def_DEQUANTIZE_LINEAR = {
     .import = dequantize_import,
     .infer = dequantize_infer,
     .eval = dequantize_eval,
+    /* constant weights stay quantized until passes/fuse_qdq.c has seen them */
+    .flags = OP_FLAG_FOLD_LATE,
     .min_inputs = 2,
     .max_inputs = 3,
     .min_outputs = 1,
