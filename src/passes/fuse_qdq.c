@@ -131,7 +131,8 @@ static smelt_status rewrite_conv(smelt_ctx *ctx, gr_graph *g, gr_node *conv, gr_
     return SMELT_OK;
 }
 
-static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int *uses)
+static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int *uses,
+                             bool *fused)
 {
     gr_value *y = q->inputs[0];
     gr_node *conv = pu_producer(y, OP_CONV);
@@ -144,6 +145,7 @@ static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int 
     const gr_value *bd = input(conv, 2);
     const gr_node *b_dq = bd ? bias_dq(bd, x_dq, w_dq, w_dq->inputs[0]->dims[0]) : NULL;
     if (bd && !b_dq) return SMELT_OK;
+    *fused = true;
     return rewrite_conv(ctx, g, conv, q, x_dq, w_dq, b_dq);
 }
 
@@ -152,11 +154,13 @@ smelt_status pass_fuse_qdq(smelt_ctx *ctx, gr_graph *g)
     int *uses = pu_use_counts(g);
     if (!uses) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_status s = SMELT_OK;
+    bool fused = false;
     int n_nodes = g->nodes.len; /* the nodes this pass adds are not candidates */
     for (int i = 0; s == SMELT_OK && i < n_nodes; i++) {
         gr_node *n = g->nodes.items[i];
-        if (n->op == OP_QUANTIZE_LINEAR) s = try_fuse(ctx, g, n, uses);
+        if (n->op == OP_QUANTIZE_LINEAR) s = try_fuse(ctx, g, n, uses, &fused);
     }
     smelt_free(uses);
-    return s == SMELT_OK ? pu_finish(ctx, g) : s;
+    /* sweeping only after a rewrite leaves other dead nodes to eliminate_dead */
+    return s == SMELT_OK && fused ? pu_finish(ctx, g) : s;
 }
