@@ -1,11 +1,15 @@
-/* The QDQ form of a quantized convolution, as onnxruntime.quantization's
- * quantize_static writes it, becomes one integer convolution:
+/* The QDQ form of a quantized convolution or matrix product, as
+ * onnxruntime.quantization's quantize_static writes it, becomes one integer
+ * operator:
  *
  *   DequantizeLinear(x_q, xs, xz) ----------------.
  *   DequantizeLinear(w_q, ws, wz)  (constant) ----+-> Conv -> QuantizeLinear(ys, yz) -> y_q
  *   DequantizeLinear(b_q, xs*ws)   (optional) ----'
  *
  *   => QLinearConv(x_q, xs, xz, w_q, ws, wz, ys, yz, b_q) -> y_q
+ *
+ * and likewise DequantizeLinear(a_q) @ DequantizeLinear(w_q [K, N] const,
+ * per tensor or per column) -> QuantizeLinear => QLinearMatMul.
  *
  * QLinearConv accumulates (x_q - xz) * (w_q - wz) in int32, adds the int32
  * bias and requantizes in its epilogue (ops/quant.c), so the int8 weights
@@ -131,14 +135,51 @@ static smelt_status rewrite_conv(smelt_ctx *ctx, gr_graph *g, gr_node *conv, gr_
     return SMELT_OK;
 }
 
+/* B's DequantizeLinear of a MatMul: constant 8-bit [K, N] weights, scales
+ * per tensor or per column (axis 1). */
+static const gr_node *matmul_weight_dq(const gr_value *wd)
+{
+    const gr_node *dq = plain_qdq(wd, OP_DEQUANTIZE_LINEAR);
+    if (!dq || wd->dtype != SMELT_DT_FLOAT32 || wd->rank != 2) return NULL;
+    const gr_value *w = dq->inputs[0], *s = dq->inputs[1], *zp = input(dq, 2);
+    const op_quant_attrs *a = dq->op_attrs;
+    bool ok = is_const(w) && int8_dtype(w->dtype) && is_const(s) && s->dtype == SMELT_DT_FLOAT32 &&
+              per_channel_shape(s, w->dims[1]) && is_const(zp) && zp->dtype == w->dtype &&
+              zp->rank == s->rank && gr_value_numel(zp) == gr_value_numel(s) &&
+              (gr_value_numel(s) == 1 || a->axis == 1 || a->axis == -1);
+    return ok ? dq : NULL;
+}
+
+/* DequantizeLinear(a_q) @ DequantizeLinear(w_q) -> QuantizeLinear
+ * => QLinearMatMul(a_q, as, az, w_q, ws, wz, ys, yz). */
+static smelt_status try_fuse_matmul(smelt_ctx *ctx, gr_graph *g, gr_node *mm, gr_node *q,
+                                    bool *fused)
+{
+    const gr_node *a_dq = activation_dq(mm->inputs[0]);
+    const gr_node *w_dq = matmul_weight_dq(mm->inputs[1]);
+    if (!a_dq || !w_dq) return SMELT_OK;
+    gr_value *ins[8] = {a_dq->inputs[0], a_dq->inputs[1], a_dq->inputs[2], w_dq->inputs[0],
+                        w_dq->inputs[1], w_dq->inputs[2], q->inputs[1],    q->inputs[2]};
+    gr_node *qm = pu_node_new(ctx, g, mm->name, OP_QLINEAR_MATMUL, ins, 8, 1);
+    if (!qm) return smelt_ctx_status(ctx);
+    SMELT_TRY(pu_node_import(ctx, g, qm));
+    pu_take_output(qm, 0, q->outputs[0]);
+    pu_detach(q);
+    *fused = true;
+    return SMELT_OK;
+}
+
 static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int *uses,
                              bool *fused)
 {
     gr_value *y = q->inputs[0];
-    gr_node *conv = pu_producer(y, OP_CONV);
-    if (!conv || y->is_output || uses[y->id] != 1 || y->dtype != SMELT_DT_FLOAT32 ||
+    if (!y || y->is_output || uses[y->id] != 1 || y->dtype != SMELT_DT_FLOAT32 ||
         !output_q_ok(q) || !q->outputs[0])
         return SMELT_OK;
+    gr_node *mm = pu_producer(y, OP_MATMUL);
+    if (mm) return try_fuse_matmul(ctx, g, mm, q, fused);
+    gr_node *conv = pu_producer(y, OP_CONV);
+    if (!conv) return SMELT_OK;
     const gr_node *x_dq = activation_dq(conv->inputs[0]);
     const gr_node *w_dq = weight_dq(conv->inputs[1]);
     if (!x_dq || !w_dq) return SMELT_OK;

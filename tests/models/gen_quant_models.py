@@ -4,17 +4,24 @@ from ONNX Runtime's outputs for the same quantized model, in the ONNX
 backend-test layout (<name>/model.onnx, <name>/test_data_set_0/*.pb), plus
 <name>/tolerance.txt: "ATOL RTOL", what check_quant_models.py gives
 `smelt check`:
-  qdq_cnn      ATOL = the output's quantization scale (the scale of the
+  qdq_cnn, qdq_mlp  ATOL = the output's quantization scale (the scale of the
                DequantizeLinear producing it), RTOL 0: one quantization step.
-               smelt computes the QDQ graph as its ops define it (float conv
-               between Dequantize and Quantize); ONNX Runtime fuses it into
-               int8 kernels whose float32 requantization may round a value
-               that lies on a rounding boundary to the neighbouring step.
+               smelt's fuse_qdq runs a quantized conv / matmul as an integer
+               one with the requantization in its epilogue, which may round
+               a value lying on a rounding boundary of the output to the
+               neighbouring step.
   dynamic_mlp  ATOL = RTOL = 1e-4: the output is float32 (every quantization
                inside is dynamic, from the data), the integer products are
                exact, and only the float32 roundings of scales, softmax and
                additions differ.
-Both models are quantized with reduce_range=True (7-bit weights), as
+The expected outputs are ONNX Runtime's with its graph optimizations off
+(ORT_DISABLE_ALL): each op as ONNX defines it.  Its default session fuses QDQ
+groups into int8 kernels that requantize intermediate tensors with their own
+float32 rounding, and one intermediate step that flips grows through the
+following layers: on qdq_mlp its default and its op-by-op outputs differ by
+two output steps (the generator prints that gap per model), so its fused
+outputs would test ONNX Runtime's rounding, not smelt.
+The models are quantized with reduce_range=True (7-bit weights), as
 onnxruntime recommends for CPUs without VNNI: ONNX Runtime's u8 x s8 kernels
 on AVX2 sum pairs of products in saturating 16 bits (vpmaddubsw), so with
 8-bit weights its outputs depart from the ONNX semantics (by 5 output steps
@@ -27,6 +34,8 @@ op) runs agree exactly.
                with random weights, then quantize_static (QDQ format, per-
                channel int8 weights, uint8 activations) calibrated by a
                CalibrationDataReader over random inputs (min/max).
+  qdq_mlp      the attention + MLP block below, quantized by quantize_static as
+               qdq_cnn is.
   dynamic_mlp  an attention-like block (q/k/v projections, softmax(q k^T)
                v, output projection, a GELU-free 2-layer MLP with a residual),
                fp32 with random weights, then quantize_dynamic (MatMulInteger
@@ -132,9 +141,14 @@ def write_test(out, name, model_path, x, atol, rtol):
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     model = onnx.load(model_path)
     onnx.save(model, os.path.join(d, "model.onnx"))
-    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
     inp = sess.get_inputs()[0].name
     outs = sess.run(None, {inp: x})
+    fused = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    gap = max(float(np.abs(a - b).max()) for a, b in zip(outs, fused.run(None, {inp: x})))
+    print("gen_quant_models: %s: ONNX Runtime op by op vs its fused kernels: %.6g" % (name, gap))
     with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb") as f:
         f.write(numpy_helper.from_array(x, inp).SerializeToString())
     for i, (o, a) in enumerate(zip(sess.get_outputs(), outs)):
@@ -167,12 +181,18 @@ def main():
                         weight_type=QuantType.QInt8, reduce_range=True)
         write_test(args.out, "qdq_cnn", q, RNG.standard_normal((2, 3, 20, 20)).astype(np.float32),
                    output_scale(q), 0.0)
-        fp32, q = os.path.join(tmp, "mlp.onnx"), os.path.join(tmp, "mlp_q.onnx")
+        fp32, q = os.path.join(tmp, "mlp.onnx"), os.path.join(tmp, "mlp_qdq.onnx")
         onnx.save(mlp_fp32(), fp32)
+        quantize_static(fp32, q, RandomReader("x", (2, 6, 32), 8), quant_format=QuantFormat.QDQ,
+                        per_channel=True, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8, reduce_range=True)
+        write_test(args.out, "qdq_mlp", q, RNG.standard_normal((2, 6, 32)).astype(np.float32),
+                   output_scale(q), 0.0)
+        q = os.path.join(tmp, "mlp_q.onnx")
         quantize_dynamic(fp32, q, weight_type=QuantType.QInt8, reduce_range=True)
         write_test(args.out, "dynamic_mlp", q, RNG.standard_normal((2, 6, 32)).astype(np.float32),
                    1e-4, 1e-4)
-    print("gen_quant_models: wrote qdq_cnn and dynamic_mlp to %s" % args.out)
+    print("gen_quant_models: wrote qdq_cnn, qdq_mlp and dynamic_mlp to %s" % args.out)
 
 
 if __name__ == "__main__":

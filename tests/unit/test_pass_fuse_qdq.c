@@ -1,4 +1,5 @@
-/* fuse_qdq: DequantizeLinear -> Conv -> QuantizeLinear as QLinearConv.  Each
+/* fuse_qdq: DequantizeLinear -> Conv -> QuantizeLinear as QLinearConv, and
+ * DequantizeLinear -> MatMul -> QuantizeLinear as QLinearMatMul.  Each
  * graph is run by the reference executor before and after the pass; the
  * float outputs (a final DequantizeLinear) may differ by one quantization
  * step of the output (Y_SCALE): the float convolution and the integer one
@@ -79,6 +80,30 @@ static void qdq_conv(gr_graph *g)
     tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
 }
 
+/* x -> Q -> DQ -> MatMul(DQ(w [8, 5], per column)) -> Q -> DQ -> y */
+static void qdq_matmul(gr_graph *g)
+{
+    int64_t xd[3] = {2, 3, 8}, wd[2] = {8, 5}, nd[1] = {5};
+    uint8_t zp = 131;
+    int8_t w_data[40], wz[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < 40; i++) w_data[i] = (int8_t)((i * 71) % 255 - 127);
+    float ws[5] = {0.01f, 0.003f, 0.02f, 0.008f, 0.015f};
+    gr_value *x = tg_input(g, "x", 3, xd);
+    gr_value *xz = typed_const(g, "xz", SMELT_DT_UINT8, 0, NULL, &zp);
+    gr_value *xs = scalar_f32(g, "xs", X_SCALE);
+    gr_value *xdq = qdq(g, OP_DEQUANTIZE_LINEAR, "x_dq",
+                        qdq(g, OP_QUANTIZE_LINEAR, "x_q", x, xs, xz, 1), xs, xz, 1);
+    gr_value *w = typed_const(g, "w", SMELT_DT_INT8, 2, wd, w_data);
+    gr_value *wdq = qdq(g, OP_DEQUANTIZE_LINEAR, "w_dq", w,
+                        typed_const(g, "ws", SMELT_DT_FLOAT32, 1, nd, ws),
+                        typed_const(g, "wz", SMELT_DT_INT8, 1, nd, wz), 1);
+    gr_value *in[2] = {xdq, wdq};
+    gr_value *y = tg_op(g, OP_MATMUL, "mm", 2, in);
+    gr_value *ys = scalar_f32(g, "ys", Y_SCALE);
+    gr_value *yq = qdq(g, OP_QUANTIZE_LINEAR, "y_q", y, ys, xz, 1);
+    tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
+}
+
 static void check(const char *title, qconv_spec spec, const char *want_ops)
 {
     g_spec = spec;
@@ -102,5 +127,7 @@ int main(void)
     check("Conv result also an output: stays",
           (qconv_spec){.act = SMELT_DT_UINT8, .bias_scale_skew = 1, .conv_is_output = true},
           "QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear,DequantizeLinear");
+    tg_check_within("MatMul, per-column weights", qdq_matmul, pass_fuse_qdq,
+                    "QuantizeLinear,QLinearMatMul,DequantizeLinear", Y_SCALE * 1.0001);
     TEST_MAIN_END();
 }
