@@ -523,7 +523,8 @@ static ir_expr *dynamic_extreme(te_graph *g, const te_tensor *x, ir_reduce_op op
 {
     ir_axis axes[SMELT_MAX_RANK];
     ir_expr *xi[SMELT_MAX_RANK];
-    static const char *const names[SMELT_MAX_RANK] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"};
+    static const char *const names[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"};
+    _Static_assert(SMELT_ARRAY_LEN(names) == SMELT_MAX_RANK, "one reduce axis name per dim");
     for (int d = 0; d < x->n_axes; d++) {
         axes[d] = te_reduce_axis(g, names[d], x->buf->shape[d]);
         xi[d] = ir_var_ref(&g->b, axes[d].var);
