@@ -194,9 +194,10 @@ static smelt_status qparam_map_of(smelt_ctx *ctx, const gr_node *node, const sme
     int64_t n = x->dims[m->axis];
     if (s->rank != 1 || (n >= 0 && s->dims[0] >= 0 && s->dims[0] != n))
         return op_errf(ctx, node, SMELT_ERR_SHAPE,
-                       "per-axis scale '%s' must be 1-D with %lld elements (dim %d of x '%s'); "
-                       "it has rank %d",
-                       input_name(node, 1), (long long)n, m->axis, input_name(node, 0), s->rank);
+                       "per-axis scale '%s' has rank %d and %lld elements; expected 1-D with "
+                       "%lld (dim %d of x '%s')",
+                       input_name(node, 1), s->rank, (long long)(s->rank ? s->dims[0] : 1),
+                       (long long)n, m->axis, input_name(node, 0));
     return SMELT_OK;
 }
 

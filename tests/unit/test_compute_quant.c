@@ -166,7 +166,7 @@ static void test_refusals(void)
     opt_init(&f, NULL, OP_QUANTIZE_LINEAR, 13, 3, 1);
     CHECK(opt_import(&f) == SMELT_OK);
     expect_error(&f, opt_infer(&f, (smelt_tensor[]){x, s, z}, 3), SMELT_ERR_SHAPE,
-                 "per-axis scale 'in1' must be 1-D with 3 elements", "(QuantizeLinear)");
+                 "per-axis scale 'in1' has rank 1 and 4 elements; expected 1-D with 3", "(QuantizeLinear)");
     opt_fini(&f);
 
     opt_init(&f, NULL, OP_QUANTIZE_LINEAR, 21, 3, 1);
