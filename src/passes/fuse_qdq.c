@@ -9,7 +9,9 @@
  *   => QLinearConv(x_q, xs, xz, w_q, ws, wz, ys, yz, b_q) -> y_q
  *
  * and likewise DequantizeLinear(a_q) @ DequantizeLinear(w_q [K, N] const,
- * per tensor or per column) -> QuantizeLinear => QLinearMatMul.
+ * per tensor or per column) -> QuantizeLinear => QLinearMatMul, and
+ * DequantizeLinear -> MaxPool -> QuantizeLinear with the same parameters =>
+ * MaxPool on the 8-bit tensor.
  *
  * QLinearConv accumulates (x_q - xz) * (w_q - wz) in int32, adds the int32
  * bias and requantizes in its epilogue (ops/quant.c), so the int8 weights
@@ -169,6 +171,37 @@ static smelt_status try_fuse_matmul(smelt_ctx *ctx, gr_graph *g, gr_node *mm, gr
     return SMELT_OK;
 }
 
+/* v1 and v2 are constants holding one and the same value. */
+static bool same_scalar(const gr_value *v1, const gr_value *v2)
+{
+    double a, b;
+    return v1->dtype == v2->dtype && pu_const_scalar(v1, &a) && pu_const_scalar(v2, &b) && a == b;
+}
+
+/* QuantizeLinear(MaxPool(DequantizeLinear(x_q))) with the same scale (> 0)
+ * and zero point => MaxPool(x_q): the maximum commutes with the increasing
+ * dequantization and Quantize(Dequantize(v)) is v, so the activations stay
+ * 8-bit between a quantized conv and the next (exact). */
+static smelt_status try_int8_maxpool(smelt_ctx *ctx, gr_graph *g, gr_node *mp, gr_node *q,
+                                     bool *fused)
+{
+    const gr_node *dq = activation_dq(mp->inputs[0]);
+    double scale;
+    if (!dq || (mp->n_outputs > 1 && mp->outputs[1])) return SMELT_OK; /* no Indices */
+    if (!pu_const_scalar(dq->inputs[1], &scale) || !(scale > 0) ||
+        !same_scalar(dq->inputs[1], q->inputs[1]) || !same_scalar(dq->inputs[2], q->inputs[2]))
+        return SMELT_OK;
+    gr_node *pool = pu_node_new(ctx, g, mp->name, OP_MAX_POOL, &dq->inputs[0], 1, 1);
+    if (!pool) return smelt_ctx_status(ctx);
+    pool->n_attrs = mp->n_attrs; /* the same window */
+    pool->attrs = mp->attrs;
+    SMELT_TRY(pu_node_import(ctx, g, pool));
+    pu_take_output(pool, 0, q->outputs[0]);
+    pu_detach(q);
+    *fused = true;
+    return SMELT_OK;
+}
+
 static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int *uses,
                              bool *fused)
 {
@@ -176,6 +209,8 @@ static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int 
     if (!y || y->is_output || uses[y->id] != 1 || y->dtype != SMELT_DT_FLOAT32 ||
         !output_q_ok(q) || !q->outputs[0])
         return SMELT_OK;
+    gr_node *mp = pu_producer(y, OP_MAX_POOL);
+    if (mp) return try_int8_maxpool(ctx, g, mp, q, fused);
     gr_node *mm = pu_producer(y, OP_MATMUL);
     if (mm) return try_fuse_matmul(ctx, g, mm, q, fused);
     gr_node *conv = pu_producer(y, OP_CONV);

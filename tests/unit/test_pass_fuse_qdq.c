@@ -1,5 +1,6 @@
 /* fuse_qdq: DequantizeLinear -> Conv -> QuantizeLinear as QLinearConv, and
- * DequantizeLinear -> MatMul -> QuantizeLinear as QLinearMatMul.  Each
+ * DequantizeLinear -> MatMul -> QuantizeLinear as QLinearMatMul, MaxPool
+ * between equal Dequantize/Quantize parameters on the 8-bit tensor (exact).  Each
  * graph is run by the reference executor before and after the pass; the
  * float outputs (a final DequantizeLinear) may differ by one quantization
  * step of the output (Y_SCALE): the float convolution and the integer one
@@ -104,6 +105,27 @@ static void qdq_matmul(gr_graph *g)
     tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
 }
 
+static float g_pool_out_scale;
+
+/* x -> Q -> DQ -> MaxPool -> Q(g_pool_out_scale) -> DQ -> y */
+static void qdq_maxpool(gr_graph *g)
+{
+    int64_t xd[4] = {1, 2, 5, 5};
+    int8_t zp = -3;
+    gr_value *x = tg_input(g, "x", 4, xd);
+    gr_value *xz = typed_const(g, "xz", SMELT_DT_INT8, 0, NULL, &zp);
+    gr_value *xs = scalar_f32(g, "xs", X_SCALE);
+    gr_value *xdq = qdq(g, OP_DEQUANTIZE_LINEAR, "x_dq",
+                        qdq(g, OP_QUANTIZE_LINEAR, "x_q", x, xs, xz, 1), xs, xz, 1);
+    gr_node *mp = tg_node_attrs(g, OP_MAX_POOL, "pool", 1, &xdq);
+    int64_t k[2] = {3, 3}, st[2] = {2, 2};
+    pu_attr_ints(tg_ctx, g, mp, "kernel_shape", k, 2);
+    pu_attr_ints(tg_ctx, g, mp, "strides", st, 2);
+    gr_value *ys = scalar_f32(g, "ys", g_pool_out_scale);
+    gr_value *yq = qdq(g, OP_QUANTIZE_LINEAR, "y_q", tg_import(g, mp), ys, xz, 1);
+    tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
+}
+
 static void check(const char *title, qconv_spec spec, const char *want_ops)
 {
     g_spec = spec;
@@ -129,5 +151,11 @@ int main(void)
           "QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear,DequantizeLinear");
     tg_check_within("MatMul, per-column weights", qdq_matmul, pass_fuse_qdq,
                     "QuantizeLinear,QLinearMatMul,DequantizeLinear", Y_SCALE * 1.0001);
+    g_pool_out_scale = X_SCALE; /* the same parameters: exact */
+    tg_check_within("MaxPool between equal Q/DQ parameters runs on int8", qdq_maxpool,
+                    pass_fuse_qdq, "QuantizeLinear,MaxPool,DequantizeLinear", 0);
+    g_pool_out_scale = 2 * X_SCALE;
+    tg_check_within("MaxPool requantized to another scale: stays", qdq_maxpool, pass_fuse_qdq,
+                    "QuantizeLinear,DequantizeLinear,MaxPool,QuantizeLinear,DequantizeLinear", 0);
     TEST_MAIN_END();
 }
