@@ -96,6 +96,11 @@ if(SMELT_PYTHON)
               $<TARGET_FILE:smelt_cli> --${mode} ${SMELT_QUANT_MODEL_DIR} qdq_cnn qdq_mlp dynamic_mlp)
     set_tests_properties(models/quant_${mode} PROPERTIES FIXTURES_REQUIRED quant_models)
   endforeach()
+  # every allocation of the QDQ CNN's compile (fuse_qdq, the integer ops) refused in turn
+  add_test(NAME unit/test_alloc_fail_compile_qdq
+    COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)
+  set_tests_properties(unit/test_alloc_fail_compile_qdq PROPERTIES
+    FIXTURES_REQUIRED quant_models TIMEOUT 600)
 endif()
 
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
