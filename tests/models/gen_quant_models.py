@@ -10,6 +10,9 @@ backend-test layout (<name>/model.onnx, <name>/test_data_set_0/*.pb), plus
                one with the requantization in its epilogue, which may round
                a value lying on a rounding boundary of the output to the
                neighbouring step.
+  qop_cnn      ATOL = RTOL = 1e-5: QLinearConv is computed as ONNX defines it
+               (the same integers), the float32 ops after it may round
+               differently.
   dynamic_mlp  ATOL = RTOL = 1e-4: the output is float32 (every quantization
                inside is dynamic, from the data), the integer products are
                exact, and only the float32 roundings of scales, softmax and
@@ -34,6 +37,9 @@ op) runs agree exactly.
                with random weights, then quantize_static (QDQ format, per-
                channel int8 weights, uint8 activations) calibrated by a
                CalibrationDataReader over random inputs (min/max).
+  qop_cnn      the same CNN quantized by quantize_static in the QOperator
+               format (QLinearConv nodes, MaxPool on uint8; Add, the pool and
+               the Gemm stay float).
   qdq_mlp      the attention + MLP block below, quantized by quantize_static as
                qdq_cnn is.
   dynamic_mlp  an attention-like block (q/k/v projections, softmax(q k^T)
@@ -181,6 +187,14 @@ def main():
                         weight_type=QuantType.QInt8, reduce_range=True)
         write_test(args.out, "qdq_cnn", q, RNG.standard_normal((2, 3, 20, 20)).astype(np.float32),
                    output_scale(q), 0.0)
+        q = os.path.join(tmp, "cnn_qop.onnx")
+        quantize_static(fp32, q, RandomReader("x", (2, 3, 20, 20), 8),
+                        quant_format=QuantFormat.QOperator, per_channel=True,
+                        op_types_to_quantize=["Conv", "MaxPool", "MatMul"],
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        reduce_range=True)
+        write_test(args.out, "qop_cnn", q, RNG.standard_normal((2, 3, 20, 20)).astype(np.float32),
+                   1e-5, 1e-5)
         fp32, q = os.path.join(tmp, "mlp.onnx"), os.path.join(tmp, "mlp_qdq.onnx")
         onnx.save(mlp_fp32(), fp32)
         quantize_static(fp32, q, RandomReader("x", (2, 6, 32), 8), quant_format=QuantFormat.QDQ,
@@ -192,7 +206,7 @@ def main():
         quantize_dynamic(fp32, q, weight_type=QuantType.QInt8, reduce_range=True)
         write_test(args.out, "dynamic_mlp", q, RNG.standard_normal((2, 6, 32)).astype(np.float32),
                    1e-4, 1e-4)
-    print("gen_quant_models: wrote qdq_cnn, qdq_mlp and dynamic_mlp to %s" % args.out)
+    print("gen_quant_models: wrote qdq_cnn, qop_cnn, qdq_mlp and dynamic_mlp to %s" % args.out)
 
 
 if __name__ == "__main__":
