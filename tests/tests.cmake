@@ -93,7 +93,7 @@ if(SMELT_PYTHON)
   foreach(mode reference compiled)
     add_test(NAME models/quant_${mode}
       COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/check_quant_models.py
-              $<TARGET_FILE:smelt_cli> --${mode} ${SMELT_QUANT_MODEL_DIR} qdq_cnn qop_cnn qdq_mlp dynamic_mlp)
+              $<TARGET_FILE:smelt_cli> --${mode} ${SMELT_QUANT_MODEL_DIR} qdq_cnn qop_cnn qdq_conv_relu qdq_mlp dynamic_mlp)
     set_tests_properties(models/quant_${mode} PROPERTIES FIXTURES_REQUIRED quant_models)
   endforeach()
   # every allocation of the QDQ CNN's compile (fuse_qdq, the integer ops) refused in turn

@@ -11,7 +11,9 @@
  * and likewise DequantizeLinear(a_q) @ DequantizeLinear(w_q [K, N] const,
  * per tensor or per column) -> QuantizeLinear => QLinearMatMul, and
  * DequantizeLinear -> MaxPool -> QuantizeLinear with the same parameters =>
- * MaxPool on the 8-bit tensor.
+ * MaxPool on the 8-bit tensor.  A Relu between the Conv (MatMul) and the
+ * QuantizeLinear becomes an integer Max with the output zero point, which
+ * fuse_ops puts into the integer op's epilogue (exact).
  *
  * QLinearConv accumulates (x_q - xz) * (w_q - wz) in int32, adds the int32
  * bias and requantizes in its epilogue (ops/quant.c), so the int8 weights
@@ -121,8 +123,30 @@ static bool output_q_ok(const gr_node *q)
            gr_value_numel(zp) == 1 && int8_dtype(zp->dtype);
 }
 
+/* The integer node's result becomes q's output value; with a Relu between
+ * them, Max(result, y_zero_point) does: Quantize is non-decreasing and maps
+ * 0 to the zero point, so Quantize(Relu(v)) = Max(Quantize(v), zp). */
+static smelt_status place_output(smelt_ctx *ctx, gr_graph *g, gr_node *anchor, gr_node *q,
+                                 bool relu)
+{
+    if (relu) {
+        gr_value *t = anchor->outputs[0], *y = q->outputs[0];
+        t->dtype = y->dtype; /* fresh: typed here, as infer_shapes would */
+        t->rank = y->rank;
+        memcpy(t->dims, y->dims, sizeof(int64_t) * (size_t)y->rank);
+        gr_value *ins[2] = {t, q->inputs[2]};
+        anchor = pu_node_new(ctx, g, q->name, OP_MAX, ins, 2, 1);
+        if (!anchor) return smelt_ctx_status(ctx);
+        SMELT_TRY(pu_node_import(ctx, g, anchor));
+    }
+    pu_take_output(anchor, 0, q->outputs[0]);
+    pu_detach(q);
+    return SMELT_OK;
+}
+
 static smelt_status rewrite_conv(smelt_ctx *ctx, gr_graph *g, gr_node *conv, gr_node *q,
-                                 const gr_node *x_dq, const gr_node *w_dq, const gr_node *b_dq)
+                                 bool relu, const gr_node *x_dq, const gr_node *w_dq,
+                                 const gr_node *b_dq)
 {
     gr_value *ins[9] = {x_dq->inputs[0], x_dq->inputs[1], x_dq->inputs[2],
                         w_dq->inputs[0], w_dq->inputs[1], w_dq->inputs[2],
@@ -132,9 +156,7 @@ static smelt_status rewrite_conv(smelt_ctx *ctx, gr_graph *g, gr_node *conv, gr_
     qc->n_attrs = conv->n_attrs; /* Conv's attributes are QLinearConv's */
     qc->attrs = conv->attrs;
     SMELT_TRY(pu_node_import(ctx, g, qc));
-    pu_take_output(qc, 0, q->outputs[0]);
-    pu_detach(q);
-    return SMELT_OK;
+    return place_output(ctx, g, qc, q, relu);
 }
 
 /* B's DequantizeLinear of a MatMul: constant 8-bit [K, N] weights, scales
@@ -155,7 +177,7 @@ static const gr_node *matmul_weight_dq(const gr_value *wd)
 /* DequantizeLinear(a_q) @ DequantizeLinear(w_q) -> QuantizeLinear
  * => QLinearMatMul(a_q, as, az, w_q, ws, wz, ys, yz). */
 static smelt_status try_fuse_matmul(smelt_ctx *ctx, gr_graph *g, gr_node *mm, gr_node *q,
-                                    bool *fused)
+                                    bool relu, bool *fused)
 {
     const gr_node *a_dq = activation_dq(mm->inputs[0]);
     const gr_node *w_dq = matmul_weight_dq(mm->inputs[1]);
@@ -165,10 +187,8 @@ static smelt_status try_fuse_matmul(smelt_ctx *ctx, gr_graph *g, gr_node *mm, gr
     gr_node *qm = pu_node_new(ctx, g, mm->name, OP_QLINEAR_MATMUL, ins, 8, 1);
     if (!qm) return smelt_ctx_status(ctx);
     SMELT_TRY(pu_node_import(ctx, g, qm));
-    pu_take_output(qm, 0, q->outputs[0]);
-    pu_detach(q);
     *fused = true;
-    return SMELT_OK;
+    return place_output(ctx, g, qm, q, relu);
 }
 
 /* v1 and v2 are constants holding one and the same value. */
@@ -211,8 +231,13 @@ static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int 
         return SMELT_OK;
     gr_node *mp = pu_producer(y, OP_MAX_POOL);
     if (mp) return try_int8_maxpool(ctx, g, mp, q, fused);
+    gr_node *relu = pu_producer(y, OP_RELU);
+    if (relu) { /* the anchor's result must reach the Relu only */
+        y = relu->inputs[0];
+        if (y->is_output || uses[y->id] != 1 || y->dtype != SMELT_DT_FLOAT32) return SMELT_OK;
+    }
     gr_node *mm = pu_producer(y, OP_MATMUL);
-    if (mm) return try_fuse_matmul(ctx, g, mm, q, fused);
+    if (mm) return try_fuse_matmul(ctx, g, mm, q, relu != NULL, fused);
     gr_node *conv = pu_producer(y, OP_CONV);
     if (!conv) return SMELT_OK;
     const gr_node *x_dq = activation_dq(conv->inputs[0]);
@@ -222,7 +247,7 @@ static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int 
     const gr_node *b_dq = bd ? bias_dq(bd, x_dq, w_dq, w_dq->inputs[0]->dims[0]) : NULL;
     if (bd && !b_dq) return SMELT_OK;
     *fused = true;
-    return rewrite_conv(ctx, g, conv, q, x_dq, w_dq, b_dq);
+    return rewrite_conv(ctx, g, conv, q, relu != NULL, x_dq, w_dq, b_dq);
 }
 
 smelt_status pass_fuse_qdq(smelt_ctx *ctx, gr_graph *g)

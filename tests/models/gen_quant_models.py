@@ -4,7 +4,7 @@ from ONNX Runtime's outputs for the same quantized model, in the ONNX
 backend-test layout (<name>/model.onnx, <name>/test_data_set_0/*.pb), plus
 <name>/tolerance.txt: "ATOL RTOL", what check_quant_models.py gives
 `smelt check`:
-  qdq_cnn, qdq_mlp  ATOL = the output's quantization scale (the scale of the
+  qdq_cnn, qdq_conv_relu, qdq_mlp  ATOL = the output's quantization scale (the scale of the
                DequantizeLinear producing it), RTOL 0: one quantization step.
                smelt's fuse_qdq runs a quantized conv / matmul as an integer
                one with the requantization in its epilogue, which may round
@@ -40,6 +40,8 @@ op) runs agree exactly.
   qop_cnn      the same CNN quantized by quantize_static in the QOperator
                format (QLinearConv nodes, MaxPool on uint8; Add, the pool and
                the Gemm stay float).
+  qdq_conv_relu  a QDQ conv with a Relu before its QuantizeLinear, written by
+               hand (fuse_qdq's integer Max).
   qdq_mlp      the attention + MLP block below, quantized by quantize_static as
                qdq_cnn is.
   dynamic_mlp  an attention-like block (q/k/v projections, softmax(q k^T)
@@ -131,6 +133,32 @@ def mlp_fp32(seq=6, d=32):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def qdq_conv_relu():
+    """A QDQ conv + Relu written by hand (quantize_static drops a Relu whose
+    output is quantized; other tools keep it): x -> Q -> DQ -> Conv(DQ(w int8
+    per channel), DQ(b int32)) -> Relu -> Q -> DQ -> y."""
+    c = lambda name, a: numpy_helper.from_array(a, name)
+    xs, ws = np.float32(0.02), (RNG.random(8) * 0.01 + 0.002).astype(np.float32)
+    inits = [c("xs", np.array(xs)), c("xz", np.array(128, np.uint8)),
+             c("w", RNG.integers(-64, 64, (8, 3, 3, 3)).astype(np.int8)), c("ws", ws),
+             c("wz", np.zeros(8, np.int8)), c("b", RNG.integers(-2000, 2000, 8).astype(np.int32)),
+             c("bs", (xs * ws).astype(np.float32)), c("ys", np.array(0.03, np.float32)),
+             c("yz", np.array(10, np.uint8))]
+    n = helper.make_node
+    nodes = [n("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             n("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             n("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+             n("DequantizeLinear", ["b", "bs"], ["bd"], axis=0),
+             n("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]),
+             n("Relu", ["c"], ["r"]),
+             n("QuantizeLinear", ["r", "ys", "yz"], ["rq"]),
+             n("DequantizeLinear", ["rq", "ys", "yz"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "qdq_conv_relu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 9, 9])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 class RandomReader(CalibrationDataReader):
     """Calibration batches of random inputs (not the test input)."""
 
@@ -195,6 +223,10 @@ def main():
                         reduce_range=True)
         write_test(args.out, "qop_cnn", q, RNG.standard_normal((2, 3, 20, 20)).astype(np.float32),
                    1e-5, 1e-5)
+        q = os.path.join(tmp, "conv_relu.onnx")
+        onnx.save(qdq_conv_relu(), q)
+        write_test(args.out, "qdq_conv_relu", q, RNG.standard_normal((1, 3, 9, 9)).astype(np.float32),
+                   output_scale(q), 0.0)
         fp32, q = os.path.join(tmp, "mlp.onnx"), os.path.join(tmp, "mlp_qdq.onnx")
         onnx.save(mlp_fp32(), fp32)
         quantize_static(fp32, q, RandomReader("x", (2, 6, 32), 8), quant_format=QuantFormat.QDQ,
@@ -206,7 +238,8 @@ def main():
         quantize_dynamic(fp32, q, weight_type=QuantType.QInt8, reduce_range=True)
         write_test(args.out, "dynamic_mlp", q, RNG.standard_normal((2, 6, 32)).astype(np.float32),
                    1e-4, 1e-4)
-    print("gen_quant_models: wrote qdq_cnn, qop_cnn, qdq_mlp and dynamic_mlp to %s" % args.out)
+    print("gen_quant_models: wrote qdq_cnn, qop_cnn, qdq_conv_relu, qdq_mlp and dynamic_mlp to %s"
+          % args.out)
 
 
 if __name__ == "__main__":

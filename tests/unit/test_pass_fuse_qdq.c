@@ -38,6 +38,7 @@ typedef struct qconv_spec {
     bool bias;             /* an int32 bias in accumulator units */
     float bias_scale_skew; /* != 1: the bias scale is not xs * ws */
     bool conv_is_output;   /* the Conv's result is also a graph output */
+    bool relu;             /* a Relu between the Conv and the QuantizeLinear */
 } qconv_spec;
 
 static qconv_spec g_spec;
@@ -76,6 +77,7 @@ static void qdq_conv(gr_graph *g)
     pu_attr_ints(tg_ctx, g, c, "pads", pads, 4);
     gr_value *y = tg_import(g, c);
     if (sp->conv_is_output) tg_output(g, y);
+    if (sp->relu) y = tg_op(g, OP_RELU, "relu", 1, &y);
     gr_value *ys = scalar_f32(g, "ys", Y_SCALE);
     gr_value *yq = qdq(g, OP_QUANTIZE_LINEAR, "y_q", y, ys, xz, 1);
     tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
@@ -143,6 +145,12 @@ int main(void)
     check("s8, per-tensor weights, no bias",
           (qconv_spec){.act = SMELT_DT_INT8, .bias_scale_skew = 1},
           "QuantizeLinear,QLinearConv,DequantizeLinear");
+    check("Relu before the QuantizeLinear: Max with the zero point",
+          (qconv_spec){.act = SMELT_DT_UINT8, .per_channel = true, .bias = true, .bias_scale_skew = 1,
+                       .relu = true},
+          "QuantizeLinear,QLinearConv,Max,DequantizeLinear");
+    check("s8 with Relu", (qconv_spec){.act = SMELT_DT_INT8, .bias_scale_skew = 1, .relu = true},
+          "QuantizeLinear,QLinearConv,Max,DequantizeLinear");
     check("bias scale is not xs * ws: stays",
           (qconv_spec){.act = SMELT_DT_UINT8, .per_channel = true, .bias = true, .bias_scale_skew = 1.5f},
           UNFUSED);
