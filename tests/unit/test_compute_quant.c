@@ -237,5 +237,6 @@ int main(void)
     opt_check_cases(&k_suite, k_product_cases, SMELT_ARRAY_LEN(k_product_cases));
     opt_check_cases(&k_suite, k_conv_cases, SMELT_ARRAY_LEN(k_conv_cases));
     test_refusals();
+    opt_check_family_defined("quant");
     TEST_MAIN_END();
 }
