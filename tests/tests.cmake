@@ -81,6 +81,42 @@ if(SMELT_PYTHON)
   endforeach()
 endif()
 
+# ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
+# values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
+if(SMELT_PYTHON)
+  set(SMELT_QUANT_CASES_DIR ${CMAKE_BINARY_DIR}/tests/quant_cases)
+  add_test(NAME conformance/quant_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_quant_cases.py
+            --out ${SMELT_QUANT_CASES_DIR})
+  set_tests_properties(conformance/quant_cases_generate PROPERTIES FIXTURES_SETUP quant_cases)
+  foreach(mode reference compiled)
+    add_test(NAME conformance/quant_cases_${mode}
+      COMMAND smelt_cli check --${mode} ${SMELT_QUANT_CASES_DIR})
+    set_tests_properties(conformance/quant_cases_${mode} PROPERTIES FIXTURES_REQUIRED quant_cases)
+  endforeach()
+endif()
+
+# ---- Models quantized by onnxruntime.quantization (issue #10), checked against
+# ONNX Runtime's outputs within the tolerance tolerance.txt gives and explains ----
+if(SMELT_PYTHON)
+  set(SMELT_QUANT_MODEL_DIR ${CMAKE_BINARY_DIR}/models_quant)
+  add_test(NAME models/quant_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/gen_quant_models.py
+            --out ${SMELT_QUANT_MODEL_DIR})
+  set_tests_properties(models/quant_generate PROPERTIES FIXTURES_SETUP quant_models TIMEOUT 300)
+  foreach(mode reference compiled)
+    add_test(NAME models/quant_${mode}
+      COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/check_quant_models.py
+              $<TARGET_FILE:smelt_cli> --${mode} ${SMELT_QUANT_MODEL_DIR} qdq_cnn qop_cnn qdq_conv_relu qdq_mlp dynamic_mlp)
+    set_tests_properties(models/quant_${mode} PROPERTIES FIXTURES_REQUIRED quant_models)
+  endforeach()
+  # every allocation of the QDQ CNN's compile (fuse_qdq, the integer ops) refused in turn
+  add_test(NAME unit/test_alloc_fail_compile_qdq
+    COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)
+  set_tests_properties(unit/test_alloc_fail_compile_qdq PROPERTIES
+    FIXTURES_REQUIRED quant_models TIMEOUT 600)
+endif()
+
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
 set(SMELT_MODEL_DIR ${CMAKE_BINARY_DIR}/models)
 add_test(NAME models/generate

@@ -801,7 +801,7 @@ static ir_expr *conv_sum(te_graph *g, const conv_def *d, ir_expr *cond, ir_expr 
 {
     ir_builder *b = &g->b;
     ir_expr *xv = ir_cast(b, d->acc_dt, te_read(g, d->x, xi));
-    if (cond) xv = ir_select(b, cond, xv, ir_const_float(b, d->acc_dt, 0.0));
+    if (cond) xv = ir_select(b, cond, xv, te_reduce_identity(g, IR_REDUCE_SUM, d->acc_dt));
     ir_expr *wv = ir_cast(b, d->acc_dt, te_read(g, d->w, wi));
     return te_reduce(g, IR_REDUCE_SUM, ir_mul(b, xv, wv), n_axes, axes);
 }
@@ -878,21 +878,32 @@ static ir_expr *conv_epilogue_body(te_graph *g, ir_expr *const *idx, void *user)
     return ir_cast(b, d->x->buf->dtype, v);
 }
 
+te_tensor *op_conv_te_sum(op_compute_args *a, const te_tensor *x, const te_tensor *w,
+                          smelt_dtype acc_dt, const char *name)
+{
+    const smelt_tensor *y = &a->out_type[0];
+    conv_def *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
+    if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory"), NULL;
+    memset(d, 0, sizeof *d);
+    d->x = x;
+    d->w = w;
+    d->acc_dt = acc_dt;
+    smelt_tensor xt = op_conv_te_type(x), wt = op_conv_te_type(w);
+    if (op_conv_resolve(a->ctx, a->node, &xt, &wt, &d->cs) != SMELT_OK) return NULL;
+    return te_compute(a->te, name, acc_dt, y->rank, y->dims,
+                      d->cs.transpose ? conv_transpose_body : conv_forward_body, d, "conv");
+}
+
 static smelt_status conv_compute(op_compute_args *a)
 {
     const smelt_tensor *y = &a->out_type[0];
     conv_def *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
     if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
     d->x = a->in[0];
-    d->w = a->in[1];
     d->bias = a->node->n_inputs > 2 ? a->in[2] : NULL;
     d->acc_dt = op_conv_acc_dtype(y->dtype);
-    smelt_tensor xt = op_conv_te_type(d->x), wt = op_conv_te_type(d->w);
-    SMELT_TRY(op_conv_resolve(a->ctx, a->node, &xt, &wt, &d->cs));
     bool epilogue = d->bias || d->acc_dt != y->dtype;
-    te_tensor *sum = te_compute(a->te, epilogue ? "conv" : "y", d->acc_dt, y->rank, y->dims,
-                                d->cs.transpose ? conv_transpose_body : conv_forward_body, d,
-                                "conv");
+    te_tensor *sum = op_conv_te_sum(a, a->in[0], a->in[1], d->acc_dt, epilogue ? "conv" : "y");
     if (sum && epilogue) {
         d->sum = sum;
         sum = te_compute(a->te, "y", y->dtype, y->rank, y->dims, conv_epilogue_body, d,

@@ -118,6 +118,13 @@ smelt_tensor op_conv_te_type(const te_tensor *t);
 
 /* The dtype arithmetic runs in: float32 for float16/bfloat16 (rounding once
  * at the end rather than after every operation), else dt itself. */
+/* The reduce stage `name` of a forward (or transposed, by the node's op)
+ * convolution of te tensors x and w in acc_dt over the node's attributes and
+ * a->out_type[0]'s shape: sum(select(in window, x, 0) * w), both cast to
+ * acc_dt (the integer convolutions pass zero-point-shifted int32 stages).
+ * NULL on error (in a->ctx). */
+te_tensor *op_conv_te_sum(op_compute_args *a, const te_tensor *x, const te_tensor *w,
+                          smelt_dtype acc_dt, const char *name);
 smelt_dtype op_conv_acc_dtype(smelt_dtype dt);
 
 /* One reduce axis per spatial dim with the given extents, named (last dim

@@ -386,6 +386,24 @@ static ir_expr *matmul_body(te_graph *g, ir_expr *const *idx, void *user)
     return te_reduce(g, IR_REDUCE_SUM, prod, 1, &k);
 }
 
+smelt_status op_matmul_shape(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *a,
+                             const smelt_tensor *b, smelt_tensor *out)
+{
+    matmul_shape s;
+    return matmul_shape_of(ctx, node, a, b, &s, out);
+}
+
+te_tensor *op_matmul_te_sum(op_compute_args *a, const te_tensor *x, const te_tensor *w,
+                            smelt_dtype acc_dt, const char *name)
+{
+    const smelt_tensor *ot = &a->out_type[0];
+    matmul_te *m = smelt_arena_alloc(&a->te->arena, sizeof *m);
+    if (!m) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory"), NULL;
+    *m = (matmul_te){x, w, ot->rank - (x->n_axes >= 2) - (w->n_axes >= 2), ot->rank,
+                     x->buf->shape[x->n_axes - 1], acc_dt};
+    return te_compute(a->te, name, acc_dt, ot->rank, ot->dims, matmul_body, m, "matmul");
+}
+
 static smelt_status matmul_compute(op_compute_args *a)
 {
     const te_tensor *x = a->in[0], *w = a->in[1];

@@ -5,6 +5,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/op.h"
+#include "te/te.h"
+
+/* MatMul's output shape (numpy matmul: batch dims broadcast, 1-D operands
+ * promoted and the added dim dropped); out->dtype = a's. */
+smelt_status op_matmul_shape(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *a,
+                             const smelt_tensor *b, smelt_tensor *out);
+/* The reduce stage `name` (tag "matmul") of x @ w in acc_dt, shaped as
+ * a->out_type[0]; the integer products pass zero-point-shifted stages.
+ * NULL on error (in a->ctx). */
+te_tensor *op_matmul_te_sum(op_compute_args *a, const te_tensor *x, const te_tensor *w,
+                            smelt_dtype acc_dt, const char *name);
+
 /* Gemm: Y = alpha * A' * B' + beta * C, with A' = transpose(A) if trans_a
  * (likewise B'), and the optional C broadcast unidirectionally to (M, N). */
 typedef struct op_gemm_attrs {

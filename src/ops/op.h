@@ -48,6 +48,10 @@ enum {
     OP_FLAG_SHAPE_ONLY = 1 << 0, /* eval reads only input shapes (Shape, Size) */
     OP_FLAG_NO_FOLD = 1 << 1,    /* never constant-fold (e.g. huge outputs) */
     OP_FLAG_INTERNAL = 1 << 2,   /* made by passes only; the importer refuses it */
+    /* not folded during shape inference, only by fold_constants (-O1), so
+     * the passes before it see the node (DequantizeLinear of constant
+     * weights: passes/fuse_qdq.c) */
+    OP_FLAG_FOLD_LATE = 1 << 3,
 };
 
 /* Compiled path: the op's arithmetic as tensor expressions (see op_compute). */

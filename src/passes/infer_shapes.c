@@ -118,7 +118,8 @@ static smelt_status infer_with(smelt_ctx *ctx, gr_graph *g, gr_node *n, smelt_te
     if (s != SMELT_OK) return smelt_ctx_forward(ctx, &local);
     SMELT_TRY(set_output_types(ctx, g, n, out));
     bool shape_only = d->flags & OP_FLAG_SHAPE_ONLY;
-    if (!(d->flags & OP_FLAG_NO_FOLD) && inputs_known(n, shape_only) && outputs_small(n))
+    if (!(d->flags & (OP_FLAG_NO_FOLD | OP_FLAG_FOLD_LATE)) && inputs_known(n, shape_only) &&
+        outputs_small(n))
         return fold_node(ctx, g, n, in, out, folded);
     return SMELT_OK;
 }

@@ -308,6 +308,12 @@ static gr_value *const_new(smelt_ctx *ctx, gr_graph *g, const char *hint, smelt_
     return gr_graph_add_constant(ctx, g, hint, t);
 }
 
+gr_value *pu_const(smelt_ctx *ctx, gr_graph *g, const char *hint, smelt_dtype dt, int rank,
+                   const int64_t *dims, const void *data)
+{
+    return const_new(ctx, g, hint, dt, rank, dims, data);
+}
+
 gr_value *pu_const_f32(smelt_ctx *ctx, gr_graph *g, const char *hint, int rank,
                        const int64_t *dims, const float *data)
 {

@@ -45,7 +45,9 @@ smelt_status pu_attr_ints(smelt_ctx *ctx, gr_graph *g, gr_node *n, const char *n
                           const int64_t *v, int count);
 smelt_status pu_node_import(smelt_ctx *ctx, gr_graph *g, gr_node *n);
 
-/* New constant float32/int64 tensor values. */
+/* New constant tensor values: any dtype (data holds its elements), float32, int64. */
+gr_value *pu_const(smelt_ctx *ctx, gr_graph *g, const char *hint, smelt_dtype dt, int rank,
+                   const int64_t *dims, const void *data);
 gr_value *pu_const_f32(smelt_ctx *ctx, gr_graph *g, const char *hint, int rank,
                        const int64_t *dims, const float *data);
 gr_value *pu_const_i64(smelt_ctx *ctx, gr_graph *g, const char *hint, int rank,

@@ -17,6 +17,11 @@ smelt_status pass_infer_shapes(smelt_ctx *ctx, gr_graph *g);
  * Concats along the same axis (split_args.c). */
 smelt_status pass_split_args(smelt_ctx *ctx, gr_graph *g);
 
+/* DequantizeLinear -> Conv -> QuantizeLinear with constant 8-bit weights
+ * as one QLinearConv (int32 accumulation, requantization in its epilogue);
+ * before fold_constants, which would fold the weights' DequantizeLinear. */
+smelt_status pass_fuse_qdq(smelt_ctx *ctx, gr_graph *g);
+
 /* Evaluate nodes whose inputs are all constants with the reference kernels,
  * unless the result would be bigger than max(64 KiB, the inputs' bytes). */
 smelt_status pass_fold_constants(smelt_ctx *ctx, gr_graph *g);

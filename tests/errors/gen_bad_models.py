@@ -227,6 +227,40 @@ def _(d):
                    [vi("x", [1, 3, 8])], [vi("y", None)], inits=[w]))
 
 
+@case("quantize_int4_output", "compile", "unsupported",
+      "node 'q1' (QuantizeLinear): attribute 'output_dtype' is 22",
+      "float8, int4, int2 and float4 types are not supported")
+def _(d):
+    s = numpy_helper.from_array(np.array(0.5, np.float32), "s")
+    write(d, model([helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q1",
+                                     output_dtype=22)],
+                   [vi("x", [4])], [vi("y", None)], inits=[s], opset=21))
+
+
+@case("dequantize_axis_scale_length", "compile", "shape error",
+      "node 'dq1' (DequantizeLinear): per-axis scale 's' has rank 1 and 4 elements; expected 1-D with 3")
+def _(d):
+    s = numpy_helper.from_array(np.ones(4, np.float32), "s")
+    z = numpy_helper.from_array(np.zeros(4, np.uint8), "z")
+    write(d, model([helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], name="dq1",
+                                     axis=1)],
+                   [vi("x", [2, 3], TensorProto.UINT8)], [vi("y", None)], inits=[s, z]))
+
+
+@case("qlinearconv_bias_type", "compile", "shape error",
+      "node 'qc1' (QLinearConv): input B 'b' must be int32 1-D with one value per output channel")
+def _(d):
+    c = lambda n, a: numpy_helper.from_array(a, n)
+    inits = [c("xs", np.array(0.1, np.float32)), c("xz", np.array(0, np.uint8)),
+             c("w", np.ones((2, 1, 3, 3), np.int8)), c("ws", np.array(0.1, np.float32)),
+             c("wz", np.array(0, np.int8)), c("ys", np.array(0.2, np.float32)),
+             c("yz", np.array(0, np.uint8)), c("b", np.ones(2, np.float32))]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                            ["y"], name="qc1")
+    write(d, model([node], [vi("x", [1, 1, 5, 5], TensorProto.UINT8)], [vi("y", None)],
+                   inits=inits))
+
+
 @case("wrong_input_count", "compile", "invalid model",
       "node 'add1' (Add): has 1 inputs, expected 2")
 def _(d):

@@ -25,7 +25,7 @@
 #include "test_hw.h"
 
 #define OPT_MAX_IO 16
-#define OPT_MAX_CASE_IN 8
+#define OPT_MAX_CASE_IN 9 /* QLinearConv */
 #define OPT_MAX_CASE_ATTRS 6
 #define OPT_SHOWN_MISMATCHES 5
 

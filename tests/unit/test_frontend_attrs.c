@@ -252,7 +252,9 @@ static void pack_model(const model *m, packed *out)
 {
     const op_def *d = m->info->def;
     int n_in = model_inputs(m), n_out = d->min_outputs > 0 ? d->min_outputs : 1;
-    static char *in_names[] = {"x0", "x1", "x2", "x3", "x4"}, *out_names[] = {"y0", "y1", "y2"};
+    /* up to QLinearConv's and QLinearMatMul's 8 required inputs */
+    static char *in_names[] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"},
+                *out_names[] = {"y0", "y1", "y2"};
     Onnx__AttributeProto *attr_ptrs[MAX_ATTRS];
     for (int i = 0; i < m->n_attrs; i++) attr_ptrs[i] = (Onnx__AttributeProto *)&m->attrs[i];
 
@@ -269,8 +271,8 @@ static void pack_model(const model *m, packed *out)
     Onnx__TypeProto type = ONNX__TYPE_PROTO__INIT;
     type.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     type.tensor_type = &tt;
-    Onnx__ValueInfoProto ins[5], outs[3];
-    Onnx__ValueInfoProto *in_ptrs[5], *out_ptrs[3];
+    Onnx__ValueInfoProto ins[SMELT_ARRAY_LEN(in_names)], outs[SMELT_ARRAY_LEN(out_names)];
+    Onnx__ValueInfoProto *in_ptrs[SMELT_ARRAY_LEN(in_names)], *out_ptrs[SMELT_ARRAY_LEN(out_names)];
     for (int i = 0; i < n_in; i++) {
         onnx__value_info_proto__init(&ins[i]);
         ins[i].name = in_names[i], ins[i].type = &type;

@@ -42,6 +42,8 @@ static const family_case cases[] = {
                "test_expand_dim_changed"}},
     {"data", {"test_slice", "test_gather_1", "test_depthtospace_example"}},
     {"resize", {"test_resize_upsample_scales_linear"}},
+    {"quant", {"test_qlinearconv", "test_qlinearmatmul_3D", "test_dynamicquantizelinear",
+               "test_quantizelinear_axis"}},
 };
 
 typedef struct node_case {

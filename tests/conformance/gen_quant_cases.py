@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Node tests for the quantization ops (issue #10) that the ONNX node tests
+leave out, in the ONNX backend-test layout (<case>/model.onnx,
+<case>/test_data_set_0/*.pb): rounding ties and saturation of every integer
+type, float16 scales, int32 inputs, output_dtype and precision, blocks with
+a remainder, per-channel convolutions with strides, padding, dilations and
+groups, per-column matrix products, constant weights.
+
+Expected outputs come from onnx's reference implementation
+(onnx.reference.ReferenceEvaluator, numpy), except where it departs from the
+spec: its numpy broadcasting does not implement MatMulInteger's per-row zero
+point (a 1-D a_zero_point of M values), and its cast of rint(x / scale) to
+int32 wraps values beyond int32 instead of saturating them; those expected
+values are written out in numpy below.  Run by ctest (conformance/quant_cases_*) with the pyenv python3
+(onnx 1.23.2 from scripts/setup.sh).
+"""
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+RNG = np.random.default_rng(20260510)
+
+
+def write_case(out, name, opset, node, inputs, consts=(), expected=None):
+    """inputs: list of (name, array); those named in consts become
+    initializers.  Outputs come from the reference evaluator unless given."""
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    vi = lambda n, a: helper.make_tensor_value_info(
+        n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+    feeds = [(n, a) for n, a in inputs if n not in consts]
+    inits = [numpy_helper.from_array(a, n) for n, a in inputs if n in consts]
+    outs = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in node.output]
+    graph = helper.make_graph([node], name, [vi(n, a) for n, a in feeds], outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    if expected is None:
+        expected = ReferenceEvaluator(model).run(None, dict(feeds))
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for i, (n, a) in enumerate(feeds):
+        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+    for i, (n, a) in enumerate(zip(node.output, expected)):
+        with open(os.path.join(d, "test_data_set_0", "output_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(a), n).SerializeToString())
+
+
+def ints(dtype, shape, lo=None, hi=None):
+    info = np.iinfo(dtype)
+    lo = info.min if lo is None else lo
+    hi = info.max if hi is None else hi
+    return RNG.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+
+
+def floats(shape, scale=1.0, dtype=np.float32):
+    return (RNG.standard_normal(shape) * scale).astype(dtype)
+
+
+def node(op, inputs, outputs=("y",), **attrs):
+    return helper.make_node(op, list(inputs), list(outputs), **attrs)
+
+
+TIES = np.array([-1e10, -300.5, -130.5, -2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 3.5, 126.5,
+                 127.5, 128.5, 254.5, 255.5, 32767.5, 65535.5, 1e10], np.float32)
+
+
+def quantize_cases(out):
+    for dt in (np.uint8, np.int8, np.uint16, np.int16):
+        name = "quant_quantize_ties_saturate_%s" % np.dtype(dt).name
+        # in float64: the reference's cast to int32 wraps +-1e10 instead of saturating
+        want = np.clip(np.rint(TIES.astype(np.float64)) + 3, np.iinfo(dt).min, np.iinfo(dt).max)
+        write_case(out, name, 21, node("QuantizeLinear", ["x", "s", "z"]),
+                   [("x", TIES), ("s", np.array(1.0, np.float32)), ("z", np.array(3, dt))],
+                   expected=[want.astype(dt)])
+    x = floats((2, 3, 4), 20.0, np.float16)
+    write_case(out, "quant_quantize_axis_f16_scale", 21,
+               node("QuantizeLinear", ["x", "s", "z"], axis=1),
+               [("x", x), ("s", np.array([0.25, 0.1, 0.3], np.float16)),
+                ("z", np.array([-3, 0, 5], np.int8))])
+    write_case(out, "quant_quantize_int32_x", 21, node("QuantizeLinear", ["x", "s", "z"]),
+               [("x", ints(np.int32, (7,), -100000, 100000)), ("s", np.array(3.3, np.float32)),
+                ("z", np.array(-7, np.int16))])
+    write_case(out, "quant_quantize_output_dtype_int8", 21,
+               node("QuantizeLinear", ["x", "s"], output_dtype=TensorProto.INT8),
+               [("x", floats((3, 5), 40.0)), ("s", np.array(0.5, np.float32))])
+    write_case(out, "quant_quantize_precision_f16", 23,
+               node("QuantizeLinear", ["x", "s", "z"], precision=TensorProto.FLOAT16),
+               [("x", floats((4, 6), 30.0)), ("s", np.array(0.37, np.float32)),
+                ("z", np.array(128, np.uint8))])
+    write_case(out, "quant_quantize_blocked_remainder", 21,
+               node("QuantizeLinear", ["x", "s", "z"], axis=0, block_size=2),
+               [("x", floats((5, 4), 10.0)), ("s", floats((3, 4), 0.05) ** 2 + 0.01),
+                ("z", ints(np.uint8, (3, 4)))])
+    write_case(out, "quant_quantize_axis_const", 21,
+               node("QuantizeLinear", ["x", "s", "z"], axis=-1),
+               [("x", floats((3, 4), 5.0)), ("s", np.array([0.1, 0.2, 0.05, 0.3], np.float32)),
+                ("z", np.array([0, -10, 10, 127], np.int8))], consts=("s", "z"))
+
+
+def dequantize_cases(out):
+    write_case(out, "quant_dequantize_int32", 21, node("DequantizeLinear", ["x", "s", "z"]),
+               [("x", ints(np.int32, (9,), -(1 << 23), 1 << 23)),
+                ("s", np.array(0.0123, np.float32)), ("z", np.array(-1000, np.int32))])
+    write_case(out, "quant_dequantize_axis_f16", 21,
+               node("DequantizeLinear", ["x", "s", "z"], axis=0),
+               [("x", ints(np.uint8, (3, 5))), ("s", np.array([0.01, 0.5, 3.0], np.float16)),
+                ("z", np.array([0, 128, 255], np.uint8))])
+    write_case(out, "quant_dequantize_output_dtype_f16", 23,
+               node("DequantizeLinear", ["x", "s"], output_dtype=TensorProto.FLOAT16),
+               [("x", ints(np.int16, (4, 3))), ("s", np.array(0.0007, np.float32))])
+    write_case(out, "quant_dequantize_blocked_remainder", 21,
+               node("DequantizeLinear", ["x", "s", "z"], axis=1, block_size=3),
+               [("x", ints(np.int8, (2, 7))), ("s", floats((2, 3), 0.1) ** 2 + 0.01),
+                ("z", ints(np.int8, (2, 3), -5, 5))])
+
+
+def integer_product_cases(out):
+    a = ints(np.uint8, (2, 3, 4))
+    b = ints(np.int8, (4, 5))
+    azp = ints(np.uint8, (2, 3, 1))
+    bzp = ints(np.int8, (5,))
+    write_case(out, "quant_matmulinteger_zero_points", 10,
+               node("MatMulInteger", ["a", "b", "azp", "bzp"]),
+               [("a", a), ("b", b), ("azp", azp), ("bzp", bzp)])
+    # spec: a 1-D a_zero_point of a 2-D A holds one value per row
+    a2, b2 = ints(np.int8, (3, 6)), ints(np.uint8, (6, 4))
+    azp2, bzp2 = ints(np.int8, (3,)), ints(np.uint8, (4,))
+    want = (a2.astype(np.int32) - azp2[:, None]) @ (b2.astype(np.int32) - bzp2)
+    write_case(out, "quant_matmulinteger_per_row", 10,
+               node("MatMulInteger", ["a", "b", "azp", "bzp"]),
+               [("a", a2), ("b", b2), ("azp", azp2), ("bzp", bzp2)],
+               expected=[want.astype(np.int32)])
+    write_case(out, "quant_matmulinteger_const_b", 10, node("MatMulInteger", ["a", "b", "azp", "bzp"]),
+               [("a", ints(np.uint8, (5, 16))), ("b", ints(np.int8, (16, 7))),
+                ("azp", np.array(131, np.uint8)), ("bzp", ints(np.int8, (7,), -3, 3))],
+               consts=("b", "bzp"))
+    write_case(out, "quant_qlinearmatmul_per_column", 21,
+               node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]),
+               [("a", ints(np.int8, (2, 3, 8))), ("as", np.array(0.02, np.float32)),
+                ("az", np.array(3, np.int8)), ("b", ints(np.int8, (8, 5))),
+                ("bs", np.array([0.01, 0.02, 0.005, 0.03, 0.015], np.float32)),
+                ("bz", np.array([0, 1, -2, 0, 5], np.int8)), ("ys", np.array(0.05, np.float32)),
+                ("yz", np.array(120, np.uint8))])
+
+
+def conv_cases(out):
+    x = ints(np.uint8, (2, 4, 7, 6))
+    w = ints(np.int8, (6, 2, 3, 3), -20, 20)
+    write_case(out, "quant_convinteger_per_channel_group", 10,
+               node("ConvInteger", ["x", "w", "xz", "wz"], group=2, strides=[2, 1],
+                    pads=[1, 0, 1, 2]),
+               [("x", x), ("w", w), ("xz", np.array(100, np.uint8)), ("wz", ints(np.int8, (6,), -3, 3))])
+    xq = ints(np.int8, (1, 3, 9, 8))
+    wq = ints(np.int8, (4, 3, 3, 2), -30, 30)
+    inputs = [("x", xq), ("xs", np.array(0.04, np.float32)), ("xz", np.array(-5, np.int8)),
+              ("w", wq), ("ws", np.array([0.01, 0.003, 0.02, 0.008], np.float32)),
+              ("wz", np.zeros(4, np.int8)), ("ys", np.array(0.11, np.float32)),
+              ("yz", np.array(-10, np.int8)), ("b", ints(np.int32, (4,), -3000, 3000))]
+    qconv = lambda **kw: node("QLinearConv", [n for n, _ in inputs], **kw)
+    write_case(out, "quant_qlinearconv_per_channel_bias", 10,
+               qconv(dilations=[2, 1], pads=[1, 1, 1, 1]), inputs)
+    write_case(out, "quant_qlinearconv_const_weights", 10, qconv(strides=[2, 2]), inputs,
+               consts=("w", "ws", "wz", "b", "xs", "xz", "ys", "yz"))
+    write_case(out, "quant_qlinearconv_same_upper", 10,
+               node("QLinearConv", [n for n, _ in inputs[:8]], auto_pad="SAME_UPPER"),
+               inputs[:8])
+
+
+def dynamic_cases(out):
+    write_case(out, "quant_dynamicquantizelinear_random", 11,
+               node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
+               [("x", floats((3, 5, 7), 4.0) + 1.0)])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    for cases in (quantize_cases, dequantize_cases, integer_product_cases, conv_cases,
+                  dynamic_cases):
+        cases(args.out)
+    print("gen_quant_cases: wrote the quantization node tests to %s" % args.out)
+
+
+if __name__ == "__main__":
+    main()
