@@ -7,13 +7,17 @@ ROUNDS rounds (order reversed every other round) and prints the minimum and
 the median of the per-round medians.
 
   python3 bench/ab_bench.py MODEL --rounds 8 OLD/build/smelt build/smelt
+
+A variant may carry options of its own, quoted as one argument, e.g.
+"build/smelt --schedule s.txt" against "build/smelt".
 """
-import argparse, re, statistics, subprocess, sys
+import argparse, re, shlex, statistics, subprocess, sys
 
 
 def bench(smelt, model, repeat, threads):
-    p = subprocess.run([smelt, "bench", model, "--repeat", str(repeat), "--threads", str(threads)],
-                       capture_output=True, text=True)
+    binary, *extra = shlex.split(smelt)
+    p = subprocess.run([binary, "bench", model, "--repeat", str(repeat), "--threads", str(threads)]
+                       + extra, capture_output=True, text=True)
     m = re.search(r"median ([0-9.]+) ms", p.stdout)
     if p.returncode != 0 or not m:
         sys.exit("%s bench %s failed: %s" % (smelt, model, (p.stderr or p.stdout).strip()))
@@ -23,7 +27,7 @@ def bench(smelt, model, repeat, threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
-    ap.add_argument("smelt", nargs="+", help="smelt binaries to compare")
+    ap.add_argument("smelt", nargs="+", help="smelt binaries (with options) to compare")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=10, help="timed runs per `smelt bench`")
     ap.add_argument("--threads", type=int, default=2)
