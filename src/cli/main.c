@@ -43,11 +43,13 @@ static const cli_command commands[] = {
      "  tune MODEL... -o RECORDS.jsonl [--trials N] [--minutes M] [--random] [--target T]\n"
      "       [--threads N] [--batch N] [--early-stop N] [--jobs N] [--seed N]\n"
      "       [--min-ms MS] [--timeout S] [--plot FILE.svg] [--quiet]\n"
-     "  tune MODEL... --list-tasks | --show-space\n"
+     "  tune MODEL... --list-tasks [--knobs KEY=V,V,...]... | --show-space\n"
      "      search schedules for the models' functions on this machine; every\n"
      "      measurement is appended to RECORDS (a rerun resumes); use the result\n"
      "      with --records RECORDS.jsonl; under mpirun -np N (N > 1) rank 0 searches\n"
-     "      and records, the other ranks measure (smelt built with MPI)\n"},
+     "      and records, the other ranks measure (smelt built with MPI);\n"
+     "      --list-tasks --knobs KEY=V,... also measures the task whose key starts\n"
+     "      with KEY at those knob values (--show-space's order; 0: the rule's)\n"},
     {"records", cli_records,
      "  records show FILE... | best FILE... -o OUT | merge FILE... -o OUT\n"
      "      list tuning records per task; keep the best per task; concatenate\n"},

@@ -13,6 +13,12 @@ typedef struct tune_cli {
     const char *models[64];
     int n_models;
     bool list_tasks, show_space;
+    /* --knobs KEY=V,...: with --list-tasks, also measure these points */
+    struct tune_try {
+        const char *key; /* a prefix of a task key */
+        sch_knobs knobs;
+    } tries[1200];
+    int n_tries;
     tune_options t;
     smelt_options compile;
     /* loaded */
@@ -22,6 +28,26 @@ typedef struct tune_cli {
 } tune_cli;
 
 struct tune_mpi; /* cli/tune_mpi.h, when built with MPI */
+
+/* KEY=V,V,... (at most SCH_KNOB_COUNT_ values, the rest 0) */
+static bool parse_try(const char *v, struct tune_try *t)
+{
+    const char *eq = strchr(v, '=');
+    memset(t, 0, sizeof *t);
+    if (!eq || eq == v) return false;
+    t->key = v;
+    const char *p = eq + 1;
+    for (int k = 0; k < SCH_KNOB_COUNT_; k++) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        if (end == p || n < 0 || n > 1000000) return false;
+        t->knobs.v[k] = n;
+        if (*end == '\0') return true;
+        if (*end != ',') return false;
+        p = end + 1;
+    }
+    return false;
+}
 
 static int parse(int argc, char **argv, tune_cli *c)
 {
@@ -43,6 +69,12 @@ static int parse(int argc, char **argv, tune_cli *c)
             if (!(c->t.records_path = v)) return 2;
         } else if (cli_opt(argc, argv, &i, "--target", &v)) {
             if (!(c->t.target = c->compile.target = v)) return 2;
+        } else if (cli_opt(argc, argv, &i, "--knobs", &v)) {
+            if (!v) return 2;
+            if (c->n_tries == (int)SMELT_ARRAY_LEN(c->tries) || !parse_try(v, &c->tries[c->n_tries++]))
+                return fprintf(stderr, "smelt tune: --knobs wants KEY=V,V,... (a task key prefix "
+                               "and at most %d knob values, as --show-space orders them; at "
+                               "most %d)\n", SCH_KNOB_COUNT_, (int)SMELT_ARRAY_LEN(c->tries)), 2;
         } else if (cli_opt(argc, argv, &i, "--plot", &v)) {
             if (!(c->t.plot_path = v)) return 2;
         } else if (cli_opt(argc, argv, &i, "--trials", &v)) {
@@ -93,16 +125,39 @@ static int parse(int argc, char **argv, tune_cli *c)
     return 0;
 }
 
-static void list_tasks(const tune_session *s)
+/* The --knobs points of task i, measured: one row each under the task's. */
+static smelt_status list_tries(smelt_ctx *ctx, tune_cli *c, int i)
+{
+    const tune_task *t = tune_session_task(c->s, i);
+    double base = tune_session_default_ms(c->s, i);
+    for (int k = 0; k < c->n_tries; k++) {
+        const struct tune_try *tr = &c->tries[k];
+        if (strncmp(t->key, tr->key, (size_t)(strchr(tr->key, '=') - tr->key)) != 0) continue;
+        double ms;
+        smelt_ctx local = {.status = SMELT_OK}; /* a point the rule refuses is not fatal */
+        if (tune_session_measure_knobs(&local, c->s, i, &tr->knobs, &ms) != SMELT_OK) {
+            if (local.status == SMELT_ERR_NOMEM) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+            printf("       knobs %-31s invalid: %s\n", strchr(tr->key, '=') + 1, local.message);
+            continue;
+        }
+        printf("       knobs %-31s %11.4f %9.2f  %.2fx default\n", strchr(tr->key, '=') + 1, ms,
+               ms > 0 ? t->flops / (ms * 1e6) : 0.0, ms > 0 ? base / ms : 0.0);
+    }
+    return SMELT_OK;
+}
+
+static smelt_status list_tasks(smelt_ctx *ctx, tune_cli *c)
 {
     printf("%-4s %-8s %6s %12s %11s %9s  %s\n", "task", "key", "weight", "MFLOP", "default ms",
            "GFLOP/s", "workload");
-    for (int i = 0; i < tune_session_num_tasks(s); i++) {
-        const tune_task *t = tune_session_task(s, i);
-        double ms = tune_session_default_ms(s, i);
+    for (int i = 0; i < tune_session_num_tasks(c->s); i++) {
+        const tune_task *t = tune_session_task(c->s, i);
+        double ms = tune_session_default_ms(c->s, i);
         printf("%-4d %.8s %6d %12.3f %11.4f %9.2f  %s\n", i + 1, t->key, t->weight, t->flops / 1e6,
                ms, ms > 0 ? t->flops / (ms * 1e6) : 0.0, t->summary);
+        SMELT_TRY(list_tries(ctx, c, i));
     }
+    return SMELT_OK;
 }
 
 static void show_space(const tune_session *s)
@@ -158,7 +213,7 @@ static int tune_main(tune_cli *c, smelt_ctx *ctx, struct tune_mpi *mpi)
     if (c->show_space) show_space(s);
     if (c->list_tasks) {
         if (tune_session_measure_defaults(ctx, s) != SMELT_OK) return cli_fail(ctx);
-        list_tasks(s);
+        if (list_tasks(ctx, c) != SMELT_OK) return cli_fail(ctx);
     }
     if (c->list_tasks || c->show_space) return 0;
     if (!c->t.quiet)

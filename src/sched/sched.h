@@ -216,7 +216,8 @@ typedef enum sch_knob {
     SCH_KNOB_ORDER,    /* conv: 1 channels outside the kernel taps, 2 taps outside,
                         * 3 (blocked inputs) kernel width inside the lanes;
                         * matmul: 1 column panels outside, 2 row blocks outside */
-    SCH_KNOB_PARALLEL, /* 1: no parallel loop; conv: 2 n.co, 3 n.co.oh, 4 oh alone;
+    SCH_KNOB_PARALLEL, /* 1: no parallel loop; conv: 2 n.co, 3 n.co.oh, 4 oh alone,
+                        * 5 n.oh with the channel tiles inside the column tiles;
                         * matmul: 1 + leading loops fused; generic: 2 all leading data
                         * axes fused, k > 2 only the first k - 2 */
     SCH_KNOB_UNROLL,   /* conv: 1 kernel-width loop rolled, 2 unrolled;
@@ -225,6 +226,8 @@ typedef enum sch_knob {
     SCH_KNOB_ALGO,     /* NCHWc 3x3 stride-1 conv: 1 direct, M in {2, 4} Winograd
                         * F(M x M, 3 x 3) (then tile_a/order/parallel apply to its GEMM
                         * stage as for a matrix product, the other knobs must be 0) */
+    SCH_KNOB_TILE_K,   /* NCHWc conv: input-channel blocks per reduction batch, the
+                        * accumulation held over whole output rows between batches */
     SCH_KNOB_COUNT_
 } sch_knob;
 

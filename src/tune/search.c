@@ -700,23 +700,29 @@ static smelt_status open_records(smelt_ctx *ctx, tune_session *s)
     return SMELT_OK;
 }
 
+smelt_status tune_session_measure_knobs(smelt_ctx *ctx, tune_session *s, int task,
+                                       const sch_knobs *knobs, double *ms)
+{
+    *ms = 0;
+    SMELT_TRY(ensure_bench(ctx, s, task));
+    task_state *t = &s->st[task];
+    if (t->failed) return SMELT_OK;
+    tune_candidate c;
+    SMELT_TRY(tune_candidate_init(ctx, &c, tune_bench_te(t->bench), &s->target->hw, knobs));
+    smelt_status st = tune_lower_candidate(ctx, t->bench, &c);
+    tune_candidate *p = &c;
+    if (st == SMELT_OK) st = tune_build_candidates(ctx, t->bench, &p, 1, &s->o.measure);
+    if (st == SMELT_OK) st = tune_measure(ctx, t->bench, &c, &s->o.measure);
+    if (st == SMELT_OK && c.result.status == TUNE_OK) *ms = c.result.ms;
+    tune_candidate_fini(&c);
+    return st;
+}
+
 smelt_status tune_session_measure_defaults(smelt_ctx *ctx, tune_session *s)
 {
-    for (int i = 0; i < s->tasks.n; i++) {
-        SMELT_TRY(ensure_bench(ctx, s, i));
-        task_state *t = &s->st[i];
-        if (t->failed) continue;
-        tune_candidate c;
-        sch_knobs none = {{0}};
-        SMELT_TRY(tune_candidate_init(ctx, &c, tune_bench_te(t->bench), &s->target->hw, &none));
-        smelt_status st = tune_lower_candidate(ctx, t->bench, &c);
-        tune_candidate *p = &c;
-        if (st == SMELT_OK) st = tune_build_candidates(ctx, t->bench, &p, 1, &s->o.measure);
-        if (st == SMELT_OK) st = tune_measure(ctx, t->bench, &c, &s->o.measure);
-        if (st == SMELT_OK && c.result.status == TUNE_OK) t->default_ms = c.result.ms;
-        tune_candidate_fini(&c);
-        SMELT_TRY(st);
-    }
+    sch_knobs none = {{0}};
+    for (int i = 0; i < s->tasks.n; i++)
+        SMELT_TRY(tune_session_measure_knobs(ctx, s, i, &none, &s->st[i].default_ms));
     return SMELT_OK;
 }
 

@@ -203,6 +203,8 @@ static const conv_case k_convs[] = {
     {1, 24, 11, 11, 24, {3, 3}, 2, {1, 1, 1, 1}, 1, true, true, 8, 8},
     /* depthwise 3x3 dilated by 2 */
     {1, 16, 9, 12, 16, {3, 3}, 1, {2, 2, 2, 2}, 2, true, false, 16, 16},
+    /* 1x1 on blocks of 8, 14 rows, width 17: AVX2's pixels-outer nest, column tail */
+    {1, 32, 14, 17, 48, {1, 1}, 1, {0, 0, 0, 0}, 1, false, true, 8, 8},
 };
 
 typedef struct conv_data {
@@ -324,6 +326,35 @@ static bool run_lowered(te_graph *te, const sch_schedule *s, const smelt_tensor 
     return ok;
 }
 
+/* Reduction batches (tile_k) with the nests and tiles they combine with:
+ * pixels outer, oh alone parallel, two channel blocks and two rows. */
+static void check_nchwc_batches(te_graph *te, const sch_knob_space *sp,
+                                const smelt_tensor *const *in, int n_in, const conv_data *d, int ci)
+{
+    static const int64_t combos[][SCH_KNOB_COUNT_] = {
+        {0, 0, 0, 5}, {0, 0, 0, 4}, {0, 2, 0, 2, 0, 2}, {4, 2, 0, 5, 0, 2}, {0, 0, 2, 5}};
+    for (int v = 0; te && v < sp->n_values[SCH_KNOB_TILE_K]; v++)
+        for (size_t c = 0; c < SMELT_ARRAY_LEN(combos); c++)
+            for (int lanes = 8; lanes <= 16; lanes += 8) {
+                sch_knobs knobs = {{0}};
+                memcpy(knobs.v, combos[c], sizeof knobs.v);
+                knobs.v[SCH_KNOB_TILE_K] = sp->values[SCH_KNOB_TILE_K][v];
+                sch_schedule s;
+                sch_schedule_init(&s);
+                char what[128];
+                snprintf(what, sizeof what, "ConvNCHWc case %d, tile_k %lld, combination %zu, %d lanes",
+                         ci, (long long)knobs.v[SCH_KNOB_TILE_K], c, lanes);
+                smelt_status st = sch_default_knobs(ctx, te, test_hw(lanes), &knobs, &s);
+                /* a tile past the register file is refused */
+                bool refused = st == SMELT_ERR_ARG && strstr(smelt_ctx_message(ctx), "accumulators");
+                if (st != SMELT_OK && !refused) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
+                CHECK(st == SMELT_OK || refused);
+                CHECK(st != SMELT_OK || run_lowered(te, &s, in, n_in, d, what));
+                smelt_ctx_clear(ctx);
+                sch_schedule_fini(&s);
+            }
+}
+
 static void check_schedules(const conv_case *c, const conv_data *d, int ci)
 {
     node_fix f;
@@ -360,6 +391,7 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
             smelt_ctx_clear(ctx);
             sch_schedule_fini(&s);
         }
+    check_nchwc_batches(te, &sp, in, f.node->n_inputs, d, ci);
     for (int k = 0; te && k < 2 + RANDOM_SCHEDULES; k++) {
         sch_schedule s;
         sch_schedule_init(&s);
