@@ -333,7 +333,8 @@ static void check_nchwc_batches(te_graph *te, const sch_knob_space *sp,
 {
     static const int64_t combos[][SCH_KNOB_COUNT_] = {
         {0, 0, 0, 5}, {0, 0, 0, 4}, {0, 2, 0, 2, 0, 2}, {4, 2, 0, 5, 0, 2}, {0, 0, 2, 5}};
-    for (int v = 0; te && v < sp->n_values[SCH_KNOB_TILE_K]; v++)
+    int n = sp->n_values[SCH_KNOB_TILE_K];
+    for (int v = 0; te && v < n; v += n > 2 ? n - 1 : 1) /* the smallest and largest batch */
         for (size_t c = 0; c < SMELT_ARRAY_LEN(combos); c++)
             for (int lanes = 8; lanes <= 16; lanes += 8) {
                 sch_knobs knobs = {{0}};
