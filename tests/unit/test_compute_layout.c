@@ -203,6 +203,8 @@ static const conv_case k_convs[] = {
     {1, 24, 11, 11, 24, {3, 3}, 2, {1, 1, 1, 1}, 1, true, true, 8, 8},
     /* depthwise 3x3 dilated by 2 */
     {1, 16, 9, 12, 16, {3, 3}, 1, {2, 2, 2, 2}, 2, true, false, 16, 16},
+    /* a 7x7 stride-2 stem on plain input, 4 output blocks of 8: AVX2's 2 x 4 tile */
+    {1, 3, 12, 13, 32, {7, 7}, 2, {3, 3, 3, 3}, 1, false, true, 1, 8},
     /* 1x1 on blocks of 8, 14 rows, width 17: AVX2's pixels-outer nest, column tail */
     {1, 32, 14, 17, 48, {1, 1}, 1, {0, 0, 0, 0}, 1, false, true, 8, 8},
 };
