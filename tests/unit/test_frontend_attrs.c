@@ -213,6 +213,7 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "scales") == 0) set_floats(m, n, scales, 4);
     else if (strcmp(n, "shape") == 0) set_ints(m, n, k1, 1);
     else if (strcmp(n, "num_groups") == 0) set_int(m, n, 1);
+    else if (strcmp(n, "direction") == 0) set_string(m, n, "LEFT");
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
@@ -425,6 +426,8 @@ static const bad_value k_bad_values[] = {
     {"Attention", "left_window_size", 25, -2, NULL},
     {"Attention", "q_num_heads", 24, 0, NULL},
     {"RotaryEmbedding", "rotary_embedding_dim", 23, -1, NULL},
+    {"BitShift", "direction", 28, 0, "left"},
+    {"SoftmaxCrossEntropyLoss", "reduction", 13, 0, "Mean"},
 };
 
 static void test_bad_values(void)
