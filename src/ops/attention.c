@@ -784,6 +784,22 @@ static ir_expr *qk_out_body(te_graph *g, ir_expr *const *idx, void *user)
     }
 }
 
+/* The static types of the node's first n inputs (in[i] NULL when omitted),
+ * for the shape checks infer does. */
+static void input_types(const op_compute_args *a, int n, smelt_tensor *types,
+                        const smelt_tensor **in)
+{
+    memset(types, 0, sizeof *types * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        in[i] = NULL;
+        if (i >= a->node->n_inputs || !a->in[i]) continue;
+        types[i].dtype = a->in[i]->buf->dtype;
+        types[i].rank = a->in[i]->n_axes;
+        memcpy(types[i].dims, a->in[i]->buf->shape, sizeof(int64_t) * (size_t)types[i].rank);
+        in[i] = &types[i];
+    }
+}
+
 static bool output_wanted(const gr_node *n, int i)
 {
     return i < n->n_outputs && n->outputs[i];
@@ -845,15 +861,9 @@ static smelt_status attention_compute(op_compute_args *a)
     if (!s) return op_errf(a->ctx, n, SMELT_ERR_NOMEM, "out of memory");
     memset(s, 0, sizeof *s);
     s->a = n->op_attrs;
-    smelt_tensor types[7] = {0};
-    const smelt_tensor *in[7] = {0};
-    for (int i = 0; i < n->n_inputs && i < 7; i++) {
-        if (!a->in[i]) continue;
-        types[i].dtype = a->in[i]->buf->dtype;
-        types[i].rank = a->in[i]->n_axes;
-        memcpy(types[i].dims, a->in[i]->buf->shape, sizeof(int64_t) * (size_t)types[i].rank);
-        in[i] = &types[i];
-    }
+    smelt_tensor types[7];
+    const smelt_tensor *in[7];
+    input_types(a, 7, types, in);
     SMELT_TRY(attention_dims(a->ctx, n, in, &s->d));
     s->q = a->in[IN_Q], s->k = a->in[IN_K], s->v = a->in[IN_V];
     s->mask = n->n_inputs > IN_MASK ? a->in[IN_MASK] : NULL;
@@ -1147,15 +1157,9 @@ static smelt_status rope_compute(op_compute_args *a)
     rope_te *r = smelt_arena_alloc(&a->te->arena, sizeof *r);
     if (!r) return op_errf(a->ctx, n, SMELT_ERR_NOMEM, "out of memory");
     memset(r, 0, sizeof *r);
-    smelt_tensor types[4] = {0};
-    const smelt_tensor *in[4] = {0};
-    for (int i = 0; i < n->n_inputs && i < 4; i++) {
-        if (!a->in[i]) continue;
-        types[i].dtype = a->in[i]->buf->dtype;
-        types[i].rank = a->in[i]->n_axes;
-        memcpy(types[i].dims, a->in[i]->buf->shape, sizeof(int64_t) * (size_t)types[i].rank);
-        in[i] = &types[i];
-    }
+    smelt_tensor types[4];
+    const smelt_tensor *in[4];
+    input_types(a, 4, types, in);
     r->a = n->op_attrs;
     SMELT_TRY(rope_dims_of(a->ctx, n, in, &r->d));
     r->x = a->in[ROPE_X], r->cos = a->in[ROPE_COS], r->sin = a->in[ROPE_SIN];
