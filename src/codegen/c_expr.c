@@ -575,6 +575,36 @@ static void emit_minmax(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_
     smelt_strbuf_append(out, ")");
 }
 
+/* Bitwise ops on the operands widened to 64 bits (signed ones sign-extended),
+ * the result cast back to the dtype (its low bits). */
+static void emit_bitwise(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_strbuf *out)
+{
+    bool u = cg_dtype_is_unsigned_int(x->dtype);
+    if (!cg_dtype_is_signed_int(x->dtype) && !u) {
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: bitwise %s of %s", ir_kind_name(x->kind),
+                smelt_dtype_name(x->dtype));
+        return;
+    }
+    const char *wide = u ? "uint64_t" : "int64_t";
+    if (x->kind == IR_SHL || x->kind == IR_SHR) {
+        e->helpers[CG_H_SHIFT] = true;
+        const char *fn = x->kind == IR_SHL ? "smelt_shl" : u ? "smelt_shr_u" : "smelt_shr_i";
+        smelt_strbuf_printf(out, "((%s)%s((%s)(%s)", cg_value_type(x->dtype), fn,
+                            x->kind == IR_SHL ? "uint64_t" : wide, wide);
+        cg_expr(e, x->bin.a, ctx, out);
+        smelt_strbuf_printf(out, ", (uint64_t)(%s)", wide);
+        cg_expr(e, x->bin.b, ctx, out);
+        smelt_strbuf_append(out, "))");
+        return;
+    }
+    const char *op = x->kind == IR_BITAND ? "&" : x->kind == IR_BITOR ? "|" : "^";
+    smelt_strbuf_printf(out, "((%s)((%s)", cg_value_type(x->dtype), wide);
+    cg_expr(e, x->bin.a, ctx, out);
+    smelt_strbuf_printf(out, " %s (%s)", op, wide);
+    cg_expr(e, x->bin.b, ctx, out);
+    smelt_strbuf_append(out, "))");
+}
+
 static void emit_compare(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_strbuf *out)
 {
     /* Comparisons of int64 are almost always index guards: index context. */
@@ -612,6 +642,11 @@ static void emit_arith(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_s
         return;
     case IR_MIN:
     case IR_MAX: emit_minmax(e, x, ctx, out); return;
+    case IR_BITAND:
+    case IR_BITOR:
+    case IR_BITXOR:
+    case IR_SHL:
+    case IR_SHR: emit_bitwise(e, x, ctx, out); return;
     default: emit_compare(e, x, ctx, out); return;
     }
 }

@@ -95,6 +95,11 @@ static const helper_text helpers[] = {
      "    return (uint64_t)x;\n}\n\n"},
     {CG_H_ABS_I64, CG_H_COUNT_,
      "static inline int64_t smelt_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }\n\n"},
+    {CG_H_SHIFT, CG_H_COUNT_,
+     "/* Shifts by any count (ONNX BitShift): past the width, 0 or the sign. */\n"
+     "static inline uint64_t smelt_shl(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a << n; }\n"
+     "static inline uint64_t smelt_shr_u(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a >> n; }\n"
+     "static inline int64_t smelt_shr_i(int64_t a, uint64_t n) { return a >> (n > 63 ? 63 : n); }\n\n"},
     {CG_H_F16, CG_H_COUNT_,
      "/* IEEE half precision <-> float, rounding to nearest even. */\n"
      "static inline float smelt_f16_to_f32(uint16_t h)\n{\n"

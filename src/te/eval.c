@@ -11,6 +11,7 @@
 #include "ops/op.h"
 #include "te/te.h"
 #include "tir/interp.h"
+#include "tir/scalar.h"
 
 typedef struct ev_val {
     double f;
@@ -91,6 +92,15 @@ static ev_val eval_arith(ev_ctx *ec, const ir_expr *e, ev_val a, ev_val b)
     case IR_MUL: return mk(dt, a.f * b.f, (int64_t)(ua * ub));
     case IR_MIN: return fl ? mk(dt, a.f < b.f ? a.f : b.f, 0) : mk(dt, 0, a.i < b.i ? a.i : b.i);
     case IR_MAX: return fl ? mk(dt, a.f > b.f ? a.f : b.f, 0) : mk(dt, 0, a.i > b.i ? a.i : b.i);
+    case IR_BITAND:
+    case IR_BITOR:
+    case IR_BITXOR:
+    case IR_SHL:
+    case IR_SHR: {
+        int64_t r = 0;
+        tir_fold_int(e->kind, dt, a.i, b.i, &r); /* never fails for these kinds */
+        return mk(dt, 0, r);
+    }
     default: break;
     }
     if (fl) {

@@ -570,6 +570,8 @@ const char *ir_kind_name(ir_kind k)
         [IR_ADD] = "+",           [IR_SUB] = "-",             [IR_MUL] = "*",
         [IR_DIV] = "/",           [IR_MOD] = "%",             [IR_FLOORDIV] = "floordiv",
         [IR_FLOORMOD] = "floormod", [IR_MIN] = "min",         [IR_MAX] = "max",
+        [IR_BITAND] = "&",        [IR_BITOR] = "|",           [IR_BITXOR] = "^",
+        [IR_SHL] = "<<",          [IR_SHR] = ">>",
         [IR_EQ] = "==",           [IR_NE] = "!=",             [IR_LT] = "<",
         [IR_LE] = "<=",           [IR_GT] = ">",              [IR_GE] = ">=",
         [IR_AND] = "&&",          [IR_OR] = "||",             [IR_NOT] = "!",

@@ -57,6 +57,16 @@ typedef enum ir_kind {
     IR_FLOORMOD, /* integer remainder with the sign of the divisor */
     IR_MIN,
     IR_MAX,
+    /* bitwise, integer dtypes only (two's complement bits of the dtype).
+     * Shifts take the count from the second operand read as uint64 (so a
+     * negative signed count is huge); a count >= the width gives 0, or -1
+     * for a right shift of a negative signed value (ONNX BitShift-28);
+     * right shifts of signed values are arithmetic. */
+    IR_BITAND,
+    IR_BITOR,
+    IR_BITXOR,
+    IR_SHL,
+    IR_SHR,
     /* comparisons and logic: result dtype BOOL */
     IR_EQ,
     IR_NE,

@@ -119,6 +119,14 @@ static bool fold_int_div(ir_kind k, smelt_dtype dt, int64_t a, int64_t b, int64_
     return true;
 }
 
+/* a >> count (see IR_SHR); a canonical value of dt (signed ones sign-extended,
+ * so a count >= the width and < 64 already fills with the sign) */
+int64_t tir_shr_int(smelt_dtype dt, int64_t a, uint64_t count)
+{
+    if (tir_dtype_is_unsigned(dt)) return count >= 64 ? 0 : tir_wrap_int(dt, (uint64_t)a >> count);
+    return a >> (count > 63 ? 63 : count); /* arithmetic on the targets smelt supports */
+}
+
 bool tir_fold_int(ir_kind k, smelt_dtype dt, int64_t a, int64_t b, int64_t *out)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
@@ -133,6 +141,11 @@ bool tir_fold_int(ir_kind k, smelt_dtype dt, int64_t a, int64_t b, int64_t *out)
     case IR_FLOORMOD: return fold_int_div(k, dt, a, b, out);
     case IR_MIN: *out = c <= 0 ? a : b; return true;
     case IR_MAX: *out = c >= 0 ? a : b; return true;
+    case IR_BITAND: *out = tir_wrap_int(dt, ua & ub); return true;
+    case IR_BITOR: *out = tir_wrap_int(dt, ua | ub); return true;
+    case IR_BITXOR: *out = tir_wrap_int(dt, ua ^ ub); return true;
+    case IR_SHL: *out = tir_wrap_int(dt, ub >= 64 ? 0 : ua << ub); return true;
+    case IR_SHR: *out = tir_shr_int(dt, a, ub); return true;
     case IR_EQ: *out = c == 0; return true;
     case IR_NE: *out = c != 0; return true;
     case IR_LT: *out = c < 0; return true;

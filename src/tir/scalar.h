@@ -29,6 +29,8 @@ double tir_round_float(smelt_dtype dt, double v);
 /* Fold an integer binary op (arithmetic, comparison or logic) in dtype dt.
  * Returns false for division or modulo by zero. */
 bool tir_fold_int(ir_kind k, smelt_dtype dt, int64_t a, int64_t b, int64_t *out);
+/* IR_SHR of a canonical value of dt by count (>= 64: everything shifted out). */
+int64_t tir_shr_int(smelt_dtype dt, int64_t a, uint64_t count);
 
 /* Fold a float binary op exactly as IEEE arithmetic in dtype dt would.
  * Comparisons write 0/1.  Returns false where the result is not certain to

@@ -692,6 +692,11 @@ static ir_expr *simp_expr(simp *s, ir_expr *e)
     case IR_FLOORMOD: return simp_div(s, e);
     case IR_MIN:
     case IR_MAX: return simp_minmax(s, e);
+    case IR_BITAND:
+    case IR_BITOR:
+    case IR_BITXOR:
+    case IR_SHL:
+    case IR_SHR: return simp_arith(s, e); /* folds constants only */
     case IR_AND:
     case IR_OR: return simp_logic(s, e);
     case IR_NOT: return simp_not(s, e);

@@ -269,7 +269,7 @@ static void logic_ops(ft_walk *w, const ir_expr *e, ft_ops *o)
 static void expr_ops(ft_walk *w, const ir_expr *e, ft_ops *o)
 {
     if (!e || w->status != SMELT_OK) return;
-    if (e->kind >= IR_ADD && e->kind <= IR_MAX) return arith_ops(w, e, o);
+    if (e->kind >= IR_ADD && e->kind <= IR_SHR) return arith_ops(w, e, o);
     if (e->kind >= IR_EQ && e->kind <= IR_NOT) return logic_ops(w, e, o);
     switch (e->kind) {
     case IR_SELECT:

@@ -13,7 +13,9 @@ with exit status 0 while mode was ignored.
 Values the ONNX node tests leave out, for ops added later: hardmax_nan_ties
 (the first maximum wins a tie, a NaN is the maximum as in numpy's argmax),
 mod28_float_signed_zero (Mod-28's fmod=0 on floats, numpy's mod, was
-refused before).
+refused before), bitshift28_* (every count of BitShift-28's definition:
+negative and past the width, signed types; expected values from Python's
+integers) and bitwise_*_edges (the extreme values of each width).
 """
 import argparse
 import os
@@ -38,10 +40,11 @@ def space_to_depth(x, b, mode):
 
 
 def write_case(out, name, opset, node, inputs, outputs):
-    """inputs and outputs: lists of (name, float32 array)."""
+    """inputs and outputs: lists of (name, numpy array)."""
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
-    vi = lambda n, a: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
+    vi = lambda n, a: helper.make_tensor_value_info(
+        n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], list(a.shape))
     graph = helper.make_graph([node], name, [vi(n, a) for n, a in inputs],
                               [vi(n, a) for n, a in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -70,6 +73,52 @@ def hardmax(x, axis):
     return y
 
 
+def shift_value(x, n, left, bits, signed):
+    """BitShift-28: a count < 0 or >= the width leaves only the sign fill."""
+    if n < 0 or n >= bits:
+        return -1 if (not left and signed and x < 0) else 0
+    if not left:
+        return x >> n  # Python's >> is arithmetic on negative ints
+    r = (x << n) & ((1 << bits) - 1)
+    return r - (1 << bits) if signed and r >= 1 << (bits - 1) else r
+
+
+def bitshift_cases(out):
+    for dt in (np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64):
+        info = np.iinfo(dt)
+        bits, signed = info.bits, info.min < 0
+        xs = [0, 1, 5, info.max, info.max // 3]
+        if signed:
+            xs += [-1, -7, info.min, info.min + 1]
+        ns = [0, 1, 3, bits - 1, bits, bits + 1, 63, 64, 100]
+        if signed:
+            ns += [-1, -64, info.min]
+        else:
+            ns += [info.max]
+        x = np.array(xs, dt).reshape(-1, 1)
+        n = np.array(ns, dt).reshape(1, -1)
+        for left in (True, False):
+            y = np.array([[shift_value(int(a), int(c), left, bits, signed) for c in ns] for a in xs], dt)
+            write_case(out, "bitshift28_%s_%s" % ("left" if left else "right", np.dtype(dt).name), 28,
+                       helper.make_node("BitShift", ["x", "n"], ["y"],
+                                        direction="LEFT" if left else "RIGHT"),
+                       [("x", x), ("n", n)], [("y", y)])
+
+
+def bitwise_cases(out):
+    for dt in (np.int8, np.uint16, np.int32, np.uint64):
+        info = np.iinfo(dt)
+        a = np.array([0, 1, info.max, info.min, info.max // 5, 12345 % (int(info.max) + 1)], dt)
+        b = a[::-1].copy()
+        name = np.dtype(dt).name
+        for op, f in (("And", np.bitwise_and), ("Or", np.bitwise_or), ("Xor", np.bitwise_xor)):
+            write_case(out, "bitwise_%s_edges_%s" % (op.lower(), name), 18,
+                       helper.make_node("Bitwise" + op, ["a", "b"], ["y"]),
+                       [("a", a), ("b", b)], [("y", f(a, b))])
+        write_case(out, "bitwise_not_edges_%s" % name, 18, helper.make_node("BitwiseNot", ["a"], ["y"]),
+                   [("a", a)], [("y", np.invert(a))])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -91,6 +140,8 @@ def main():
     write_case(out, "mod28_float_signed_zero", 28,
                helper.make_node("Mod", ["a", "b"], ["y"], fmod=0),
                [("a", a), ("b", b)], [("y", np.mod(a, b))])
+    bitshift_cases(out)
+    bitwise_cases(out)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # Data the reference refuses (an index out of range) fails the compiled path
 # too, with the reference's message, on 1 and 2 threads; in-range and
 # negative (wrapping) indices still run; an int32 Div by zero or of the
-# minimum value by -1 fails the compiled C like the reference.  Usage: check_data_errors.sh SMELT MODELS_DIR
+# minimum value by -1 fails the compiled C like the reference; so do RotaryEmbedding
+# position_ids outside the caches.  Usage: check_data_errors.sh SMELT MODELS_DIR
 set -u
 smelt=$1
 model=$2/small/gather_chain.onnx
@@ -25,6 +26,17 @@ for name, a, b in (("overflow", [7, -2**31, 5], [2, -1, -1]), ("zero", [7, 1, 5]
     for n, v in (("a", a), ("b", b)):
         open(f"{sys.argv[1]}/{name}_{n}.pb", "wb").write(
             h.from_array(np.array(v, dtype=np.int32), n).SerializeToString())
+g = oh.make_graph([oh.make_node("RotaryEmbedding", ["x", "c", "s", "p"], ["y"], name="rope0")], "rope",
+                  [oh.make_tensor_value_info("x", T.FLOAT, [1, 2, 2, 4]),
+                   oh.make_tensor_value_info("c", T.FLOAT, [3, 2]),
+                   oh.make_tensor_value_info("s", T.FLOAT, [3, 2]),
+                   oh.make_tensor_value_info("p", T.INT64, [1, 2])],
+                  [oh.make_tensor_value_info("y", T.FLOAT, [1, 2, 2, 4])])
+onnx.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 23)]), f"{sys.argv[1]}/rope.onnx")
+for n, v in (("x", np.ones((1, 2, 2, 4), np.float32)), ("c", np.ones((3, 2), np.float32)),
+             ("s", np.zeros((3, 2), np.float32)), ("bad_p", np.array([[0, 7]], np.int64)),
+             ("neg_p", np.array([[-1, 0]], np.int64)), ("good_p", np.array([[2, 0]], np.int64))):
+    open(f"{sys.argv[1]}/rope_{n}.pb", "wb").write(h.from_array(v, n.split("_")[-1]).SerializeToString())
 PY
 fail=0
 "$smelt" run "$model" --input "$tmp/bad.pb" --reference >/dev/null 2>"$tmp/ref.txt" && { echo "reference accepted bad indices"; fail=1; }
@@ -52,5 +64,22 @@ for case in "overflow:integer division overflow" "zero:integer division by zero"
     done
 done
 "$smelt" run "$div" --input "a=$tmp/fine_a.pb" --input "b=$tmp/fine_b.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled Div failed on legal values:"; cat "$tmp/ok.txt"; fail=1; }
+# RotaryEmbedding's position_ids index the caches: out of range (no wrapping) is refused
+rope=$tmp/rope.onnx
+for case in "bad:index 7 at position 1" "neg:index -1 at position 0"; do
+    name=${case%%:*}
+    want="node 'rope0' (RotaryEmbedding): ${case#*:} is out of range for axis 0 of size 3"
+    for mode in --reference --compiled; do
+        flag=$([ "$mode" = --reference ] && echo --reference)
+        # shellcheck disable=SC2086
+        if "$smelt" run "$rope" --input "x=$tmp/rope_x.pb" --input "c=$tmp/rope_c.pb" --input "s=$tmp/rope_s.pb" \
+            --input "p=$tmp/rope_${name}_p.pb" $flag >/dev/null 2>"$tmp/rope.txt"; then
+            echo "RotaryEmbedding $name positions accepted ($mode)"; fail=1
+        fi
+        grep -q "$want" "$tmp/rope.txt" || { echo "RotaryEmbedding $name message ($mode):"; cat "$tmp/rope.txt"; fail=1; }
+    done
+done
+"$smelt" run "$rope" --input "x=$tmp/rope_x.pb" --input "c=$tmp/rope_c.pb" --input "s=$tmp/rope_s.pb" \
+    --input "p=$tmp/rope_good_p.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled RotaryEmbedding failed on legal positions:"; cat "$tmp/ok.txt"; fail=1; }
 [ $fail -eq 0 ] && echo "data errors: ok"
 exit $fail

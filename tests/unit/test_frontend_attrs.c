@@ -213,6 +213,7 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "scales") == 0) set_floats(m, n, scales, 4);
     else if (strcmp(n, "shape") == 0) set_ints(m, n, k1, 1);
     else if (strcmp(n, "num_groups") == 0) set_int(m, n, 1);
+    else if (strcmp(n, "direction") == 0) set_string(m, n, "LEFT");
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
@@ -376,7 +377,8 @@ static bool is_flag(const char *name)
         "transB",        "ceil_mode",            "count_include_pad", "storage_order",
         "exclude_outside", "antialias",          "fmod",              "saturate",
         "training_mode", "is_test",              "spatial",           "broadcast",
-        "input_forget",  "linear_before_reset",  "output_sequence",   "layout"};
+        "input_forget",  "linear_before_reset",  "output_sequence",   "layout",
+        "is_causal",     "interleaved"};
     for (size_t i = 0; i < SMELT_ARRAY_LEN(flags); i++)
         if (strcmp(name, flags[i]) == 0) return true;
     return false;
@@ -419,6 +421,13 @@ static const bad_value k_bad_values[] = {
     {"DepthToSpace", "mode", 13, 0, "dcr"},
     {"SpaceToDepth", "mode", 28, 0, "crd"},
     {"SpaceToDepth", "blocksize", 28, 0, NULL},
+    {"Attention", "qk_matmul_output_mode", 23, 4, NULL},
+    {"Attention", "softmax_precision", 23, SMELT_DT_INT32, NULL},
+    {"Attention", "left_window_size", 25, -2, NULL},
+    {"Attention", "q_num_heads", 24, 0, NULL},
+    {"RotaryEmbedding", "rotary_embedding_dim", 23, -1, NULL},
+    {"BitShift", "direction", 28, 0, "left"},
+    {"SoftmaxCrossEntropyLoss", "reduction", 13, 0, "Mean"},
 };
 
 static void test_bad_values(void)
