@@ -58,7 +58,7 @@ static const char *const bad_lines[] = {
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"ms\":-1}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"ms\":1e999}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2]}",
-    "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2,3,4,5,6,7,8]}",
+    "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2,3,4,5,6,7,8,9]}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"status\":\"great\"}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\\q\"}",
     "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\"} x",
@@ -90,6 +90,23 @@ static void malformed(void)
         else CHECK(c2.status == SMELT_ERR_PARSE);
     }
     smelt_strbuf_fini(&sb);
+}
+
+/* records written before algo (6 knobs) and tile_k (7) was added: the rest 0 */
+static void older_knob_counts(void)
+{
+    static const char *const lines[] = {
+        "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2,3,4,5,6]}",
+        "{\"v\":1,\"task\":\"0123456789abcdef0123456789abcdef\",\"target\":\"t\",\"schedule\":\"s\",\"knobs\":[1,2,3,4,5,6,7]}",
+    };
+    for (int i = 0; i < 2; i++) {
+        smelt_ctx ctx = {.status = SMELT_OK};
+        tune_record r;
+        CHECK(tune_record_parse(&ctx, lines[i], strlen(lines[i]), &r) == SMELT_OK);
+        if (ctx.status != SMELT_OK) continue;
+        for (int k = 0; k < SCH_KNOB_COUNT_; k++) CHECK(r.knobs[k] == (k < 6 + i ? k + 1 : 0));
+        tune_record_fini(&r);
+    }
 }
 
 static void loading(void)
@@ -131,6 +148,7 @@ int main(void)
 {
     round_trip();
     malformed();
+    older_knob_counts();
     loading();
     TEST_MAIN_END();
 }
