@@ -55,45 +55,29 @@ if(SMELT_PYTHON)
   endforeach()
 endif()
 
+# Generated node-test folders: conformance/NAME_cases_generate writes them
+# (PYTHON SCRIPT --out DIR), then smelt check runs them on the reference
+# kernels and compiled.
+function(smelt_generated_cases name python script)
+  set(dir ${CMAKE_BINARY_DIR}/tests/${name}_cases)
+  add_test(NAME conformance/${name}_cases_generate
+    COMMAND ${python} ${CMAKE_SOURCE_DIR}/tests/conformance/${script} --out ${dir})
+  set_tests_properties(conformance/${name}_cases_generate PROPERTIES FIXTURES_SETUP ${name}_cases)
+  foreach(mode reference compiled)
+    add_test(NAME conformance/${name}_cases_${mode} COMMAND smelt_cli check --${mode} ${dir})
+    set_tests_properties(conformance/${name}_cases_${mode} PROPERTIES FIXTURES_REQUIRED ${name}_cases)
+  endforeach()
+endfunction()
+
 # ---- Attribute regressions (issue #14): node tests with expected values from numpy ----
-set(SMELT_ATTR_CASES_DIR ${CMAKE_BINARY_DIR}/tests/attr_cases)
-add_test(NAME conformance/attr_cases_generate
-  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/conformance/gen_attr_cases.py
-          --out ${SMELT_ATTR_CASES_DIR})
-set_tests_properties(conformance/attr_cases_generate PROPERTIES FIXTURES_SETUP attr_cases)
-foreach(mode reference compiled)
-  add_test(NAME conformance/attr_cases_${mode}
-    COMMAND smelt_cli check --${mode} ${SMELT_ATTR_CASES_DIR})
-  set_tests_properties(conformance/attr_cases_${mode} PROPERTIES FIXTURES_REQUIRED attr_cases)
-endforeach()
+smelt_generated_cases(attr /usr/bin/python3 gen_attr_cases.py)
 
-# ---- RNN/GRU/LSTM cases beyond the ONNX node tests, expected values from ONNX Runtime ----
-set(SMELT_RNN_CASES_DIR ${CMAKE_BINARY_DIR}/tests/rnn_cases)
 if(SMELT_PYTHON)
-  add_test(NAME conformance/rnn_cases_generate
-    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_rnn_cases.py
-            --out ${SMELT_RNN_CASES_DIR})
-  set_tests_properties(conformance/rnn_cases_generate PROPERTIES FIXTURES_SETUP rnn_cases)
-  foreach(mode reference compiled)
-    add_test(NAME conformance/rnn_cases_${mode}
-      COMMAND smelt_cli check --${mode} ${SMELT_RNN_CASES_DIR})
-    set_tests_properties(conformance/rnn_cases_${mode} PROPERTIES FIXTURES_REQUIRED rnn_cases)
-  endforeach()
-endif()
-
-# ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
-# values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
-if(SMELT_PYTHON)
-  set(SMELT_QUANT_CASES_DIR ${CMAKE_BINARY_DIR}/tests/quant_cases)
-  add_test(NAME conformance/quant_cases_generate
-    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_quant_cases.py
-            --out ${SMELT_QUANT_CASES_DIR})
-  set_tests_properties(conformance/quant_cases_generate PROPERTIES FIXTURES_SETUP quant_cases)
-  foreach(mode reference compiled)
-    add_test(NAME conformance/quant_cases_${mode}
-      COMMAND smelt_cli check --${mode} ${SMELT_QUANT_CASES_DIR})
-    set_tests_properties(conformance/quant_cases_${mode} PROPERTIES FIXTURES_REQUIRED quant_cases)
-  endforeach()
+  # ---- RNN/GRU/LSTM cases beyond the ONNX node tests, expected values from ONNX Runtime ----
+  smelt_generated_cases(rnn ${SMELT_PYTHON} gen_rnn_cases.py)
+  # ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
+  # values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
+  smelt_generated_cases(quant ${SMELT_PYTHON} gen_quant_cases.py)
 endif()
 
 # ---- Models quantized by onnxruntime.quantization (issue #10), checked against
