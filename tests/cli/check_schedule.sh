@@ -11,17 +11,7 @@ fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-expect() { # expect STATUS PATTERN -- command...
-    want=$1 pattern=$2
-    shift 3
-    "$@" >"$tmp/out" 2>&1
-    got=$?
-    if [ "$got" != "$want" ] || ! grep -q -- "$pattern" "$tmp/out"; then
-        echo "FAIL: '$*' -> status $got (want $want), output lacks '$pattern':"
-        sed 's/^/    /' "$tmp/out"
-        fails=$((fails + 1))
-    fi
-}
+. "$(dirname "$0")/expect.sh"
 
 # the second task's key, as --list-tasks prints it (8 hex digits)
 key=$("$smelt" tune "$model" --list-tasks | awk 'NR == 3 { print $2 }')
