@@ -127,6 +127,12 @@ foreach(level O0 O3)
   add_test(NAME models/tiny_cnn_${level}
     COMMAND smelt_cli check --compiled -${level} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 endforeach()
+# The generated C built in 4 parts compiled at once, then linked,
+# in a cache of its own so that no earlier build of the same source is reused
+set(SMELT_PARTS_CACHE ${CMAKE_BINARY_DIR}/tests/parts_cache)
+add_test(NAME models/tiny_cnn_parts
+  COMMAND sh -c "rm -rf '${SMELT_PARTS_CACHE}' && SMELT_CC_PARTS=4 SMELT_CACHE_DIR='${SMELT_PARTS_CACHE}' \"$0\" check --compiled --rtol 1e-3 --atol 1e-4 '${CMAKE_SOURCE_DIR}/models/tiny_cnn'"
+          $<TARGET_FILE:smelt_cli>)
 foreach(mode reference compiled)
   add_test(NAME models/tiny_cnn_${mode}
     COMMAND smelt_cli check --${mode} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)

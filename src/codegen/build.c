@@ -419,10 +419,32 @@ static smelt_status compile_failed(smelt_ctx *ctx, build_job *j, const char *src
     return s;
 }
 
-/* Run the compiler on src_tmp writing out_tmp; then move out_tmp to lib. */
-static smelt_status run_compiler(smelt_ctx *ctx, build_job *j, const char *src_tmp, const char *out_tmp,
-                                 const char *lib)
+static smelt_status compile_parts(smelt_ctx *ctx, build_job *j, int parts, const char *src_tmp,
+                                  const char *out_tmp);
+
+/* Keep the source next to the library, for debugging. */
+static void keep_source(build_job *j, const char *src_tmp)
 {
+    char name[80];
+    snprintf(name, sizeof name, "%s.c", j->key);
+    char *csrc = path_join(j->cache, name);
+    if (csrc) rename(src_tmp, csrc);
+    smelt_free(csrc);
+}
+
+/* Run the compiler on src_tmp writing out_tmp (in parts when parts > 1);
+ * then move out_tmp to lib. */
+static smelt_status run_compiler(smelt_ctx *ctx, build_job *j, int parts, const char *src_tmp,
+                                 const char *out_tmp, const char *lib)
+{
+    if (parts > 1) {
+        smelt_status s = compile_parts(ctx, j, parts, src_tmp, out_tmp);
+        if (s == SMELT_OK && rename(out_tmp, lib) != 0)
+            s = smelt_errf(ctx, SMELT_ERR_IO, "cannot move the built library to '%s': %s", lib,
+                           strerror(errno));
+        if (s == SMELT_OK) keep_source(j, src_tmp);
+        return s;
+    }
     int base = j->argc;
     add_arg(j, "-o");
     add_arg(j, out_tmp);
@@ -441,14 +463,108 @@ static smelt_status run_compiler(smelt_ctx *ctx, build_job *j, const char *src_t
         s = compile_failed(ctx, j, src_tmp, err, &r);
     } else if (rename(out_tmp, lib) != 0) {
         s = smelt_errf(ctx, SMELT_ERR_IO, "cannot move the built library to '%s': %s", lib, strerror(errno));
-    } else { /* keep the source next to the library, for debugging */
-        char name[80];
-        snprintf(name, sizeof name, "%s.c", j->key);
-        char *csrc = path_join(j->cache, name);
-        if (csrc) rename(src_tmp, csrc);
-        smelt_free(csrc);
+    } else {
+        keep_source(j, src_tmp);
     }
     smelt_strbuf_fini(&r.output);
+    return s;
+}
+
+/* ---- builds in parts: one compiler per part at once, then one link ----
+ * (c_emit.c: -DSMELT_PARTS=N -DSMELT_PART=k keeps part k's functions) */
+
+#define PART_BYTES_MIN (256 << 10) /* generated C per part, at least */
+#define PARTS_MAX 8
+
+/* SMELT_CC_PARTS=N forces N parts (tests, experiments). */
+static int build_parts(size_t source_bytes)
+{
+    const char *forced = getenv("SMELT_CC_PARTS");
+    if (forced && *forced) {
+        long n = strtol(forced, NULL, 10);
+        return n < 1 ? 1 : n > PARTS_MAX ? PARTS_MAX : (int)n;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t parts = source_bytes / PART_BYTES_MIN;
+    if (cpus > 0 && parts > (size_t)cpus) parts = (size_t)cpus;
+    if (parts > PARTS_MAX) parts = PARTS_MAX;
+    return parts < 1 ? 1 : (int)parts;
+}
+
+typedef struct part_job {
+    const char *argv[CC_MAX_ARGS + 64];
+    char defs[2][32];
+    char *obj;
+    proc_result r;
+    int err;
+} part_job;
+
+static void *run_part(void *arg)
+{
+    part_job *p = arg;
+    p->err = run_process((char *const *)p->argv, &p->r);
+    return NULL;
+}
+
+/* Part k's command: the job's compiler and flags but -shared, then -c. */
+static void part_argv(const build_job *j, part_job *p, int parts, int k, const char *src)
+{
+    int n = 0;
+    for (int i = 0; i < j->argc; i++)
+        if (strcmp(j->argv[i], "-shared") != 0) p->argv[n++] = j->argv[i];
+    snprintf(p->defs[0], sizeof p->defs[0], "-DSMELT_PARTS=%d", parts);
+    snprintf(p->defs[1], sizeof p->defs[1], "-DSMELT_PART=%d", k);
+    const char *tail[] = {p->defs[0], p->defs[1], "-c", "-o", p->obj, "-x", "c", src};
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(tail); i++) p->argv[n++] = tail[i];
+    p->argv[n] = NULL;
+}
+
+/* Compile src_tmp's parts at once, then link them into out_tmp. */
+static smelt_status compile_parts(smelt_ctx *ctx, build_job *j, int parts, const char *src_tmp,
+                                  const char *out_tmp)
+{
+    part_job *p = smelt_calloc((size_t)parts, sizeof *p);
+    pthread_t *th = smelt_calloc((size_t)parts, sizeof *th);
+    bool *started = smelt_calloc((size_t)parts, sizeof *started);
+    smelt_status s = p && th && started ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < parts && s == SMELT_OK; k++) {
+        int fd = make_temp(j->cache, &p[k].obj);
+        if (fd < 0) s = smelt_errf(ctx, SMELT_ERR_IO, "cannot create a file in '%s': %s", j->cache,
+                                   strerror(errno));
+        else close(fd);
+    }
+    for (int k = 0; k < parts && s == SMELT_OK; k++) {
+        part_argv(j, &p[k], parts, k, src_tmp);
+        started[k] = pthread_create(&th[k], NULL, run_part, &p[k]) == 0;
+        if (!started[k]) run_part(&p[k]); /* no thread: this one in turn */
+    }
+    for (int k = 0; s == SMELT_OK && k < parts; k++)
+        if (started[k]) pthread_join(th[k], NULL);
+    for (int k = 0; s == SMELT_OK && k < parts; k++)
+        if (p[k].err || p[k].r.exit_code != 0) s = compile_failed(ctx, j, src_tmp, p[k].err, &p[k].r);
+    if (s == SMELT_OK) { /* the link: compiler words, -shared, the objects */
+        const char *argv[CC_MAX_ARGS + PARTS_MAX + 8];
+        int n = 0;
+        for (int i = 0; i < j->cc.argc; i++) argv[n++] = j->cc.argv[i];
+        argv[n++] = "-shared";
+        argv[n++] = "-o";
+        argv[n++] = out_tmp;
+        for (int k = 0; k < parts; k++) argv[n++] = p[k].obj;
+        argv[n++] = "-lm";
+        argv[n] = NULL;
+        proc_result r;
+        int err = run_process((char *const *)argv, &r);
+        if (err || r.exit_code != 0) s = compile_failed(ctx, j, src_tmp, err, &r);
+        smelt_strbuf_fini(&r.output);
+    }
+    for (int k = 0; p && k < parts; k++) {
+        if (p[k].obj) unlink(p[k].obj);
+        smelt_free(p[k].obj);
+        smelt_strbuf_fini(&p[k].r.output);
+    }
+    smelt_free(p);
+    smelt_free(th);
+    smelt_free(started);
     return s;
 }
 
@@ -466,7 +582,7 @@ static smelt_status compile_into_cache(smelt_ctx *ctx, build_job *j, const char 
         s = smelt_errf(ctx, SMELT_ERR_IO, "cannot write the generated source into '%s': %s", j->cache,
                        strerror(errno));
     else
-        s = run_compiler(ctx, j, src_tmp, out_tmp, lib);
+        s = run_compiler(ctx, j, build_parts(strlen(source)), src_tmp, out_tmp, lib);
     if (src_tmp) unlink(src_tmp); /* no-ops when renamed */
     if (out_tmp) unlink(out_tmp);
     smelt_free(src_tmp);

@@ -2,10 +2,17 @@
  *
  * Layout of the output (see tests/golden/ for an example):
  *   prelude      includes, pragma macros, vector types, helper functions
- *   per function outlined parallel tasks, then `static int f_<i>(pool, params)`
+ *   per function outlined parallel tasks, then `SMELT_FN int f_<i>(pool, params)`,
+ *                inside `#if SMELT_IN_PART(i)`
  *   run entry    calls the functions in program order, each argument computed
  *                from its slot (input, output, weight or arena offset)
  *   module info  the exported smelt_module_info with the io descriptions
+ *
+ * A build in parts (build.c, several compilers at once) compiles the file
+ * once per part with -DSMELT_PARTS=N -DSMELT_PART=k: part k keeps the
+ * functions whose index is k mod N (then hidden, not static), part 0 also
+ * the run entry and the module info, which see all functions through
+ * prototypes.  Without SMELT_PARTS (AOT packages) it is one plain unit.
  *
  * Identifiers are always ours (f_0, p1, v2, t3); model text appears only as
  * escaped string literals and neutralised comments (c_escape.c).
@@ -922,7 +929,7 @@ static void reset_function_state(cg_emitter *e, int index)
 
 static void emit_signature(cg_emitter *e, const ir_func *f, smelt_strbuf *out)
 {
-    smelt_strbuf_printf(out, "static int f_%d(smelt_rt_pool *pool", e->func_index);
+    smelt_strbuf_printf(out, "SMELT_FN int f_%d(smelt_rt_pool *pool", e->func_index);
     if (e->has_checks) smelt_strbuf_append(out, ", smelt_rt_run_error *rterr_");
     if (e->ws_peak > 0) smelt_strbuf_append(out, ", unsigned char *ws_");
     for (int i = 0; i < f->n_params; i++) {
@@ -971,6 +978,7 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     e->func_ws[index] = e->ws_peak;
     if (e->ws_peak > e->max_ws) e->max_ws = e->ws_peak;
 
+    smelt_strbuf_printf(out, "#if SMELT_IN_PART(%d)\n", index);
     smelt_strbuf_appendn(out, e->tasks.data ? e->tasks.data : "", e->tasks.len);
     smelt_strbuf_printf(out, "/* f_%d: ", index);
     cg_append_comment_text(out, f->name, 80);
@@ -981,6 +989,8 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     if (!e->use_restrict) smelt_strbuf_append(out, "\n * (no restrict: a call passes aliasing buffers)");
     smelt_strbuf_append(out, " */\n");
     emit_signature(e, f, out);
+    emit_signature(e, f, &e->protos);
+    smelt_strbuf_append(&e->protos, ";\n");
     smelt_strbuf_append(out, "\n{\n");
     if (e->needs_err) smelt_strbuf_append(out, "    int err_ = 0;\n");
     if (!e->uses_pool) smelt_strbuf_append(out, "    (void)pool;\n");
@@ -989,7 +999,8 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     for (int i = 0; i < f->n_params && i < e->n_bufs; i++)
         if (e->bufs[i].is_param && !e->bufs[i].used) smelt_strbuf_printf(out, "    (void)%s;\n", e->bufs[i].name);
     smelt_strbuf_appendn(out, body.data ? body.data : "", body.len);
-    smelt_strbuf_append(out, e->needs_err ? "    return err_;\n}\n\n" : "    return 0;\n}\n\n");
+    smelt_strbuf_append(out, e->needs_err ? "    return err_;\n}\n" : "    return 0;\n}\n");
+    smelt_strbuf_append(out, "#endif\n\n");
     cg_sb_done(e, &body);
 }
 
@@ -1214,6 +1225,27 @@ static bool check_program(cg_emitter *e)
     return true;
 }
 
+/* Builds in parts (see the top of this file). */
+static const char k_parts_macros[] =
+    "/* Built in parts: -DSMELT_PARTS=N -DSMELT_PART=k keeps the functions of\n"
+    " * part k (index mod N) and, in part 0, the run entry and module info. */\n"
+    "#ifdef SMELT_PARTS\n"
+    "#define SMELT_FN __attribute__((visibility(\"hidden\")))\n"
+    "#define SMELT_IN_PART(i) ((i) % SMELT_PARTS == SMELT_PART)\n"
+    "#else\n"
+    "#define SMELT_FN static\n"
+    "#define SMELT_IN_PART(i) 1\n"
+    "#endif\n\n";
+
+/* Before the run entry: the functions' prototypes (parts only) and the
+ * guard that keeps what follows in part 0. */
+static void emit_part_heads(cg_emitter *e, smelt_strbuf *out)
+{
+    smelt_strbuf_append(out, "#ifdef SMELT_PARTS\n");
+    smelt_strbuf_appendn(out, e->protos.data ? e->protos.data : "", e->protos.len);
+    smelt_strbuf_append(out, "#endif\n#if SMELT_IN_PART(0)\n");
+}
+
 static bool is_called(const ir_program *p, const ir_func *f)
 {
     for (int c = 0; c < p->n_calls; c++)
@@ -1228,6 +1260,7 @@ static void emitter_fini(cg_emitter *e)
     smelt_free(e->bufs);
     smelt_ptrvec_fini(&e->sites);
     smelt_strbuf_fini(&e->tasks);
+    smelt_strbuf_fini(&e->protos);
     smelt_arena_fini(&e->arena);
 }
 
@@ -1246,6 +1279,7 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
     smelt_strbuf funcs, tail;
     smelt_strbuf_init(&funcs);
     smelt_strbuf_init(&tail);
+    smelt_strbuf_init(&e.protos);
     e.func_ws = p->n_funcs > 0 ? smelt_arena_alloc(&e.arena, sizeof(int64_t) * (size_t)p->n_funcs)
                                : NULL;
     if (p->n_funcs > 0 && !e.func_ws) cg_fail(&e, SMELT_ERR_NOMEM, "codegen: out of memory");
@@ -1257,16 +1291,19 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
             else /* an unused static function would be a warning */
                 smelt_strbuf_printf(&funcs, "/* f_%d is never called: not emitted */\n\n", i);
         }
+        emit_part_heads(&e, &tail);
         if (e.status == SMELT_OK) emit_run(&e, &tail);
         if (e.status == SMELT_OK) emit_module_info(&e, &tail);
+        smelt_strbuf_append(&tail, "#endif\n");
         if (e.status == SMELT_OK && opts && opts->arena_bytes_out)
             *opts->arena_bytes_out = module_arena_bytes(&e);
     }
     if (e.status == SMELT_OK) {
         cg_prelude(&e, out);
+        smelt_strbuf_append(out, k_parts_macros);
         smelt_strbuf_appendn(out, funcs.data ? funcs.data : "", funcs.len);
         smelt_strbuf_appendn(out, tail.data ? tail.data : "", tail.len);
-        if (out->failed || funcs.failed || tail.failed || e.tasks.failed || e.b.failed)
+        if (out->failed || funcs.failed || tail.failed || e.tasks.failed || e.protos.failed || e.b.failed)
             cg_fail(&e, SMELT_ERR_NOMEM, "codegen: out of memory");
     }
     smelt_status s = e.status;

@@ -89,6 +89,7 @@ typedef struct cg_emitter {
     int64_t *func_ws;    /* per function: its workspace (bytes), after emission */
     int64_t max_ws;      /* the largest over functions: added to the arena */
     smelt_strbuf tasks;  /* outlined parallel bodies of the current function */
+    smelt_strbuf protos; /* the functions' prototypes, for builds in parts */
     int n_tasks;
     bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */
     bool uses_pool;

@@ -44,6 +44,17 @@ static inline void smelt_par_(smelt_rt_pool *pool, int64_t n, smelt_rt_task_fn f
 
 static inline float smelt_max_f32(float a, float b) { return a > b ? a : b; }
 
+/* Built in parts: -DSMELT_PARTS=N -DSMELT_PART=k keeps the functions of
+ * part k (index mod N) and, in part 0, the run entry and module info. */
+#ifdef SMELT_PARTS
+#define SMELT_FN __attribute__((visibility("hidden")))
+#define SMELT_IN_PART(i) ((i) % SMELT_PARTS == SMELT_PART)
+#else
+#define SMELT_FN static
+#define SMELT_IN_PART(i) 1
+#endif
+
+#if SMELT_IN_PART(0)
 typedef struct f0_task0_t {
     float *p2;
     const float *p0;
@@ -68,7 +79,7 @@ static void f0_task0(void *arg_, int64_t begin_, int64_t end_)
 
 /* f_0: fused_axpy_rowmax
  * Mul + Add + ReduceMax */
-static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2, float *restrict p3)
+SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2, float *restrict p3)
 {
     {
         f0_task0_t cl_;
@@ -92,7 +103,12 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restr
     }
     return 0;
 }
+#endif
 
+#ifdef SMELT_PARTS
+SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2, float *restrict p3);
+#endif
+#if SMELT_IN_PART(0)
 static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
                       const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr)
 {
@@ -130,3 +146,4 @@ const smelt_rt_module_info smelt_module_info = {
     smelt_run_,
     0, NULL, /* error sites */
 };
+#endif

@@ -37,9 +37,20 @@ typedef float smelt_f32x4 __attribute__((vector_size(16)));
 typedef float smelt_f32x4u __attribute__((vector_size(16), aligned(4), may_alias));
 typedef int32_t smelt_i32x4 __attribute__((vector_size(16)));
 
+/* Built in parts: -DSMELT_PARTS=N -DSMELT_PART=k keeps the functions of
+ * part k (index mod N) and, in part 0, the run entry and module info. */
+#ifdef SMELT_PARTS
+#define SMELT_FN __attribute__((visibility("hidden")))
+#define SMELT_IN_PART(i) ((i) % SMELT_PARTS == SMELT_PART)
+#else
+#define SMELT_FN static
+#define SMELT_IN_PART(i) 1
+#endif
+
+#if SMELT_IN_PART(0)
 /* f_0: f0_add
  * Add_1 */
-static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2)
+SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2)
 {
     (void)pool;
     for (int64_t v0 = 0; v0 < 3; ++v0) { /* y.i0 */
@@ -61,7 +72,12 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restr
     }
     return 0;
 }
+#endif
 
+#ifdef SMELT_PARTS
+SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, const float *restrict p1, float *restrict p2);
+#endif
+#if SMELT_IN_PART(0)
 static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
                       const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr)
 {
@@ -98,3 +114,4 @@ const smelt_rt_module_info smelt_module_info = {
     smelt_run_,
     0, NULL, /* error sites */
 };
+#endif

@@ -98,9 +98,20 @@ static inline void smelt_vexp_f32x4(smelt_f32x4 *io)
 #endif
 }
 
+/* Built in parts: -DSMELT_PARTS=N -DSMELT_PART=k keeps the functions of
+ * part k (index mod N) and, in part 0, the run entry and module info. */
+#ifdef SMELT_PARTS
+#define SMELT_FN __attribute__((visibility("hidden")))
+#define SMELT_IN_PART(i) ((i) % SMELT_PARTS == SMELT_PART)
+#else
+#define SMELT_FN static
+#define SMELT_IN_PART(i) 1
+#endif
+
+#if SMELT_IN_PART(0)
 /* f_0: f0_softmax
  * Softmax_1 */
-static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1)
+SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1)
 {
     (void)pool;
     {
@@ -220,7 +231,12 @@ static int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1
     }
     return 0;
 }
+#endif
 
+#ifdef SMELT_PARTS
+SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict p1);
+#endif
+#if SMELT_IN_PART(0)
 static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
                       const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr)
 {
@@ -255,3 +271,4 @@ const smelt_rt_module_info smelt_module_info = {
     smelt_run_,
     0, NULL, /* error sites */
 };
+#endif
