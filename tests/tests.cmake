@@ -35,6 +35,10 @@ find_program(SMELT_PYTHON NAMES python3)
 set(SMELT_CURRENT_ONNX_DIR ${CMAKE_BINARY_DIR}/tests/current_onnx)
 set(SMELT_CURRENT_ONNX_XFAIL ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_current.txt)
 if(SMELT_PYTHON)
+  # include/smelt_lowbit.h's float8/float4 conversions against ml_dtypes and
+  # onnx.numpy_helper: every code, and sweeps with ties, subnormals, NaN, Inf
+  add_test(NAME unit/lowbit_vs_ml_dtypes
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/lowbit/check_lowbit.py ${CMAKE_SOURCE_DIR})
   add_test(NAME conformance/current_onnx_generate
     COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_current_onnx.py
             --out ${SMELT_CURRENT_ONNX_DIR} --shards 2 --expect-version 1.23.2)
@@ -93,6 +97,18 @@ if(SMELT_PYTHON)
     add_test(NAME conformance/quant_cases_${mode}
       COMMAND smelt_cli check --${mode} ${SMELT_QUANT_CASES_DIR})
     set_tests_properties(conformance/quant_cases_${mode} PROPERTIES FIXTURES_REQUIRED quant_cases)
+  endforeach()
+  # graphs with float8/float4/int4/int2 tensors: packed initializers, low-bit
+  # values between nodes and as outputs (include/smelt_lowbit.h)
+  set(SMELT_LOWBIT_CASES_DIR ${CMAKE_BINARY_DIR}/tests/lowbit_cases)
+  add_test(NAME conformance/lowbit_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_lowbit_cases.py
+            --out ${SMELT_LOWBIT_CASES_DIR})
+  set_tests_properties(conformance/lowbit_cases_generate PROPERTIES FIXTURES_SETUP lowbit_cases)
+  foreach(mode reference compiled)
+    add_test(NAME conformance/lowbit_cases_${mode}
+      COMMAND smelt_cli check --${mode} ${SMELT_LOWBIT_CASES_DIR})
+    set_tests_properties(conformance/lowbit_cases_${mode} PROPERTIES FIXTURES_REQUIRED lowbit_cases)
   endforeach()
 endif()
 
