@@ -329,6 +329,12 @@ static smelt_status import_cast(smelt_ctx *ctx, const gr_node *n, op_unary_attrs
     if (to == SMELT_DT_COMPLEX64 || to == SMELT_DT_COMPLEX128)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "casting to %s is not supported",
                        smelt_dtype_name((smelt_dtype)to));
+    /* ONNX's 6-bit floats (TensorProto.DataType 27, 28): real types smelt has
+     * no representation for, so a refusal, not a bad model */
+    if (to == 27 || to == 28)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'to' is %lld (%s): casting to this element type is not "
+                       "implemented", (long long)to, to == 27 ? "FLOAT6E2M3" : "FLOAT6E3M2");
     if (to <= SMELT_DT_UNDEFINED || to >= SMELT_DT_COUNT_)
         return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'to' is %lld, not a known dtype",
                        (long long)to);

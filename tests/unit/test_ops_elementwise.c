@@ -329,11 +329,16 @@ static void test_cast(void)
     CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 99");
     opt_fini(&h);
 
-    /* a type past ONNX's low-bit ones (17..26, which cast: test_cast_lowbit) */
+    /* ONNX's 6-bit floats: real types smelt lacks (17..26 cast: test_cast_lowbit) */
     opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
     opt_attr_int(&h, "to", 27);
+    CHECK(opt_run(&h, &x, 1) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 27 (FLOAT6E2M3): casting to this");
+    opt_fini(&h);
+    opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
+    opt_attr_int(&h, "to", 29);
     CHECK(opt_run(&h, &x, 1) == SMELT_ERR_ATTR);
-    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 27, not a known dtype");
+    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 29, not a known dtype");
     opt_fini(&h);
 
     opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
