@@ -78,6 +78,23 @@ typedef enum smelt_dtype {
     SMELT_DT_COMPLEX64 = 14,
     SMELT_DT_COMPLEX128 = 15,
     SMELT_DT_BFLOAT16 = 16,
+    /* Low-bit types (ONNX IR 9-11).  smelt_tensor data holds ONE ELEMENT PER
+     * BYTE for all of them: a float8/float4 element is its code (float4 in
+     * the low 4 bits, high bits 0), an int4/int2 element its value as int8_t
+     * (sign-extended), a uint4/uint2 element its value as uint8_t.  ONNX's
+     * packed storage (two 4-bit or four 2-bit elements a byte, first in the
+     * low bits) is used only in TensorProto data (initializers, .pb files);
+     * smelt_pack_lowbit/smelt_unpack_lowbit convert. */
+    SMELT_DT_FLOAT8E4M3FN = 17,
+    SMELT_DT_FLOAT8E4M3FNUZ = 18,
+    SMELT_DT_FLOAT8E5M2 = 19,
+    SMELT_DT_FLOAT8E5M2FNUZ = 20,
+    SMELT_DT_UINT4 = 21,
+    SMELT_DT_INT4 = 22,
+    SMELT_DT_FLOAT4E2M1 = 23,
+    SMELT_DT_FLOAT8E8M0 = 24,
+    SMELT_DT_UINT2 = 25,
+    SMELT_DT_INT2 = 26,
     SMELT_DT_COUNT_
 } smelt_dtype;
 
@@ -97,7 +114,16 @@ const char *smelt_ctx_op(const smelt_ctx *ctx);
 
 const char *smelt_status_name(smelt_status s);
 const char *smelt_dtype_name(smelt_dtype dt);
-size_t smelt_dtype_size(smelt_dtype dt);
+size_t smelt_dtype_size(smelt_dtype dt); /* bytes per element in smelt's buffers */
+/* Bits per element in ONNX's packed storage: 4 or 2 for the 4- and 2-bit
+ * types, 8 * smelt_dtype_size otherwise (0 for unsupported types). */
+int smelt_dtype_packed_bits(smelt_dtype dt);
+/* One byte per element <-> ONNX's packed layout of `count` elements of a
+ * 4- or 2-bit type (packed: ceil(count * bits / 8) bytes, unused high bits
+ * zero).  For other types both copy the bytes.  Unpacking sign-extends int4
+ * and int2.  Return the number of bytes written. */
+size_t smelt_pack_lowbit(smelt_dtype dt, const void *unpacked, int64_t count, void *packed);
+size_t smelt_unpack_lowbit(smelt_dtype dt, const void *packed, int64_t count, void *unpacked);
 
 /* A dense tensor.  `data` is owned by whoever created the tensor; tensors
  * returned by smelt are freed with smelt_tensor_free. */

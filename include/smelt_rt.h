@@ -86,7 +86,11 @@ typedef struct smelt_rt_run_error {
 
 typedef struct smelt_rt_io_info {
     const char *name;  /* the model's input/output name (C string literal, escaped) */
-    int dtype;         /* smelt_dtype / ONNX TensorProto.DataType value */
+    int dtype;         /* smelt_dtype / ONNX TensorProto.DataType value; the float8,
+                          float4 and 4/2-bit integer types (17..26) take ONE BYTE
+                          PER ELEMENT in the buffers (a float8/float4 code, an
+                          int4/int2 value sign-extended to int8_t), not ONNX's
+                          packed form: smelt_lowbit.h converts values */
     int rank;
     int64_t dims[8];
 } smelt_rt_io_info;

@@ -59,6 +59,9 @@ size_t smelt_rt_dtype_size(int dtype)
     case 2: case 3: case 9: return 1;   /* uint8, int8, bool */
     case 4: case 5: case 10: case 16: return 2; /* uint16, int16, float16, bfloat16 */
     case 7: case 11: case 13: return 8; /* int64, float64, uint64 */
+    /* float8, float4 and 4/2-bit integers: one element per byte (smelt_rt.h) */
+    case 17: case 18: case 19: case 20: case 21: case 22: case 23: case 24: case 25: case 26:
+        return 1;
     default: return 0;                  /* string, complex, unknown */
     }
 }
@@ -68,7 +71,10 @@ const char *smelt_rt_dtype_name(int dtype)
     static const char *const names[] = {"undefined", "float32", "uint8",  "int8",   "uint16",
                                         "int16",     "int32",   "int64",  "string", "bool",
                                         "float16",   "float64", "uint32", "uint64", "complex64",
-                                        "complex128", "bfloat16"};
+                                        "complex128", "bfloat16", "float8e4m3fn",
+                                        "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+                                        "uint4",    "int4",    "float4e2m1", "float8e8m0",
+                                        "uint2",    "int2"};
     if (dtype < 0 || dtype >= (int)(sizeof names / sizeof names[0])) return "?";
     return names[dtype];
 }

@@ -35,6 +35,10 @@ find_program(SMELT_PYTHON NAMES python3)
 set(SMELT_CURRENT_ONNX_DIR ${CMAKE_BINARY_DIR}/tests/current_onnx)
 set(SMELT_CURRENT_ONNX_XFAIL ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_current.txt)
 if(SMELT_PYTHON)
+  # include/smelt_lowbit.h's float8/float4 conversions against ml_dtypes and
+  # onnx.numpy_helper: every code, and sweeps with ties, subnormals, NaN, Inf
+  add_test(NAME unit/lowbit_vs_ml_dtypes
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/lowbit/check_lowbit.py ${CMAKE_SOURCE_DIR})
   add_test(NAME conformance/current_onnx_generate
     COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_current_onnx.py
             --out ${SMELT_CURRENT_ONNX_DIR} --shards 2 --expect-version 1.23.2)
@@ -78,6 +82,9 @@ if(SMELT_PYTHON)
   # ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
   # values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
   smelt_generated_cases(quant ${SMELT_PYTHON} gen_quant_cases.py)
+  # ---- graphs with float8/float4/int4/int2 tensors: packed initializers, low-bit
+  # values between nodes and as outputs (include/smelt_lowbit.h) ----
+  smelt_generated_cases(lowbit ${SMELT_PYTHON} gen_lowbit_cases.py)
 endif()
 
 # ---- Models quantized by onnxruntime.quantization (issue #10), checked against

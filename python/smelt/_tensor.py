@@ -11,7 +11,9 @@ _NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: 
           7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32,
           13: np.uint64}
 _SMELT = {np.dtype(v): k for k, v in _NUMPY.items()}
-_NAMES = {8: "string", 14: "complex64", 15: "complex128", 16: "bfloat16"}
+_NAMES = {8: "string", 14: "complex64", 15: "complex128", 16: "bfloat16",
+          17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
+          21: "uint4", 22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2"}
 
 
 def numpy_dtype(code):

@@ -96,12 +96,15 @@ smelt_check_result smelt_check_compare(const smelt_tensor *got, const smelt_tens
     int64_t n = smelt_tensor_numel(want), worst = -1, bad = 0;
     double worst_err = -1;
     bool exact = !op_dtype_is_float(want->dtype);
+    bool codes = smelt_dtype_is_lowbit_float(want->dtype); /* float8/float4: bit-exact */
     for (int64_t i = 0; i < n; i++) {
         double g = op_get_f64(got, i), w = op_get_f64(want, i);
-        bool ok = exact ? op_get_i64(got, i) == op_get_i64(want, i) : values_close(g, w, o);
+        bool ok = codes   ? ((const uint8_t *)got->data)[i] == ((const uint8_t *)want->data)[i]
+                  : exact ? op_get_i64(got, i) == op_get_i64(want, i)
+                          : values_close(g, w, o);
         if (ok) continue;
         bad++;
-        double err = isnan(g) || isnan(w) ? INFINITY : fabs(g - w);
+        double err = isnan(g) || isnan(w) || g == w ? INFINITY : fabs(g - w); /* g == w: -0/+0 */
         if (err > worst_err) {
             worst_err = err;
             worst = i;

@@ -528,7 +528,7 @@ smelt_te_expr *smelt_te_call(smelt_te_graph *g, const char *fn, int n,
 {
     if (!g || !fn) return NULL;
     int op = -1;
-    for (int i = 0; i < IR_CALL_COUNT_; i++)
+    for (int i = 0; i < IR_CALL_LB_DECODE; i++) /* the low-bit conversions are internal */
         if (!strcmp(ir_call_name((ir_call_op)i), fn)) op = i;
     if (op < 0) {
         smelt_errf(g->ctx, SMELT_ERR_ARG, "te: unknown function '%.64s'", fn);

@@ -123,6 +123,10 @@ uint64_t smelt_siphash(const uint64_t key[2], const void *data, size_t n);
 uint64_t smelt_hash_keyed(const void *data, size_t n);
 /* The same with the previous hash as seed, to hash several pieces in turn. */
 uint64_t smelt_hash_keyed_seed(const void *data, size_t n, uint64_t seed);
+/* ONNX's low-bit types (smelt.h; conversions in runtime/smelt_lowbit.h). */
+bool smelt_dtype_is_lowbit(smelt_dtype dt);
+bool smelt_dtype_is_lowbit_float(smelt_dtype dt); /* float8 and float4: codes */
+bool smelt_dtype_is_lowbit_int(smelt_dtype dt);   /* int4, uint4, int2, uint2 */
 float smelt_f16_to_f32(uint16_t h);
 uint16_t smelt_f32_to_f16(float f);
 float smelt_bf16_to_f32(uint16_t h);

@@ -82,7 +82,12 @@ const char *smelt_dtype_name(smelt_dtype dt)
         [SMELT_DT_FLOAT16] = "f16",         [SMELT_DT_FLOAT64] = "f64",
         [SMELT_DT_UINT32] = "u32",          [SMELT_DT_UINT64] = "u64",
         [SMELT_DT_COMPLEX64] = "c64",       [SMELT_DT_COMPLEX128] = "c128",
-        [SMELT_DT_BFLOAT16] = "bf16",
+        [SMELT_DT_BFLOAT16] = "bf16",       [SMELT_DT_FLOAT8E4M3FN] = "f8e4m3fn",
+        [SMELT_DT_FLOAT8E4M3FNUZ] = "f8e4m3fnuz", [SMELT_DT_FLOAT8E5M2] = "f8e5m2",
+        [SMELT_DT_FLOAT8E5M2FNUZ] = "f8e5m2fnuz", [SMELT_DT_UINT4] = "u4",
+        [SMELT_DT_INT4] = "i4",             [SMELT_DT_FLOAT4E2M1] = "f4e2m1",
+        [SMELT_DT_FLOAT8E8M0] = "f8e8m0",   [SMELT_DT_UINT2] = "u2",
+        [SMELT_DT_INT2] = "i2",
     };
     _Static_assert(SMELT_ARRAY_LEN(names) == SMELT_DT_COUNT_, "dtype names");
     return (unsigned)dt < SMELT_DT_COUNT_ ? names[dt] : "invalid";
@@ -94,6 +99,16 @@ size_t smelt_dtype_size(smelt_dtype dt)
     case SMELT_DT_BOOL:
     case SMELT_DT_UINT8:
     case SMELT_DT_INT8: return 1;
+    case SMELT_DT_FLOAT8E4M3FN:
+    case SMELT_DT_FLOAT8E4M3FNUZ:
+    case SMELT_DT_FLOAT8E5M2:
+    case SMELT_DT_FLOAT8E5M2FNUZ:
+    case SMELT_DT_UINT4:
+    case SMELT_DT_INT4:
+    case SMELT_DT_FLOAT4E2M1:
+    case SMELT_DT_FLOAT8E8M0:
+    case SMELT_DT_UINT2:
+    case SMELT_DT_INT2: return 1; /* one element per byte (smelt.h) */
     case SMELT_DT_UINT16:
     case SMELT_DT_INT16:
     case SMELT_DT_FLOAT16:
@@ -108,6 +123,74 @@ size_t smelt_dtype_size(smelt_dtype dt)
     case SMELT_DT_COMPLEX128: return 16;
     default: return 0; /* undefined, string */
     }
+}
+
+bool smelt_dtype_is_lowbit(smelt_dtype dt)
+{
+    return dt >= SMELT_DT_FLOAT8E4M3FN && dt <= SMELT_DT_INT2;
+}
+
+bool smelt_dtype_is_lowbit_float(smelt_dtype dt)
+{
+    return smelt_dtype_is_lowbit(dt) && !smelt_dtype_is_lowbit_int(dt);
+}
+
+bool smelt_dtype_is_lowbit_int(smelt_dtype dt)
+{
+    return dt == SMELT_DT_UINT4 || dt == SMELT_DT_INT4 || dt == SMELT_DT_UINT2 ||
+           dt == SMELT_DT_INT2;
+}
+
+int smelt_dtype_packed_bits(smelt_dtype dt)
+{
+    switch (dt) {
+    case SMELT_DT_UINT4:
+    case SMELT_DT_INT4:
+    case SMELT_DT_FLOAT4E2M1: return 4;
+    case SMELT_DT_UINT2:
+    case SMELT_DT_INT2: return 2;
+    default: return 8 * (int)smelt_dtype_size(dt);
+    }
+}
+
+static size_t packed_bytes(int bits, int64_t count)
+{
+    return (size_t)((count * bits + 7) / 8);
+}
+
+size_t smelt_pack_lowbit(smelt_dtype dt, const void *unpacked, int64_t count, void *packed)
+{
+    int bits = smelt_dtype_packed_bits(dt);
+    size_t n = packed_bytes(bits, count);
+    if (bits >= 8) {
+        if (n) memcpy(packed, unpacked, n);
+        return n;
+    }
+    const uint8_t *u = unpacked;
+    uint8_t *p = packed, mask = (uint8_t)((1u << bits) - 1);
+    memset(p, 0, n);
+    for (int64_t i = 0; i < count; i++)
+        p[i * bits / 8] |= (uint8_t)((u[i] & mask) << (i * bits % 8));
+    return n;
+}
+
+size_t smelt_unpack_lowbit(smelt_dtype dt, const void *packed, int64_t count, void *unpacked)
+{
+    int bits = smelt_dtype_packed_bits(dt);
+    if (bits >= 8) {
+        size_t n = packed_bytes(bits, count);
+        if (n) memcpy(unpacked, packed, n);
+        return n;
+    }
+    const uint8_t *p = packed;
+    uint8_t *u = unpacked;
+    bool is_signed = dt == SMELT_DT_INT4 || dt == SMELT_DT_INT2;
+    for (int64_t i = 0; i < count; i++) {
+        int v = (p[i * bits / 8] >> (i * bits % 8)) & ((1 << bits) - 1);
+        if (is_signed && v >= 1 << (bits - 1)) v -= 1 << bits;
+        u[i] = (uint8_t)v; /* int8_t's bits */
+    }
+    return (size_t)count;
 }
 
 float smelt_f16_to_f32(uint16_t h)

@@ -197,7 +197,7 @@ static const char *const main_text =
     "#define _POSIX_C_SOURCE 199309L /* clock_gettime */\n"
     "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
     "#include <string.h>\n#include <time.h>\n\n"
-    "#include \"model.h\"\n\n"
+    "#include \"model.h\"\n#include \"smelt_lowbit.h\"\n\n"
     "static uint32_t rng_state = 12345u;\n\n"
     "/* uniform in [-1, 1) */\n"
     "static float next_uniform(void)\n{\n"
@@ -234,7 +234,10 @@ static const char *const main_text =
     "        case 12: ((uint32_t *)data)[i] = (uint32_t)((r + 1) * 5); break;\n"
     "        case 7: ((int64_t *)data)[i] = (int64_t)(r * 5); break;\n"
     "        case 13: ((uint64_t *)data)[i] = (uint64_t)((r + 1) * 5); break;\n"
-    "        default: break;\n"
+    "        default: /* float8, float4, int4, int2: one byte per element */\n"
+    "            if (dtype >= 17 && dtype <= 26)\n"
+    "                ((uint8_t *)data)[i] = (uint8_t)smelt_lowbit_encode(dtype, r * 5, SMELT_LB_SATURATE);\n"
+    "            break;\n"
     "        }\n"
     "    }\n}\n\n"
     "static double element(const void *data, int dtype, size_t i)\n{\n"
@@ -251,7 +254,11 @@ static const char *const main_text =
     "    case 12: return ((const uint32_t *)data)[i];\n"
     "    case 7: return (double)((const int64_t *)data)[i];\n"
     "    case 13: return (double)((const uint64_t *)data)[i];\n"
-    "    default: return 0;\n"
+    "    case 22: case 26: return ((const int8_t *)data)[i];\n"
+    "    case 21: case 25: return ((const uint8_t *)data)[i];\n"
+    "    default:\n"
+    "        if (dtype >= 17 && dtype <= 24) return smelt_lowbit_decode(dtype, ((const uint8_t *)data)[i]);\n"
+    "        return 0;\n"
     "    }\n}\n\n"
     "static void print_stats(const smelt_rt_io_info *io, const void *data, size_t bytes)\n{\n"
     "    size_t n = bytes / smelt_rt_dtype_size(io->dtype), i, nan = 0;\n"
@@ -369,7 +376,8 @@ static void emit_makefile(const cg_target *t, smelt_strbuf *mk)
 
 static smelt_status write_runtime(smelt_ctx *ctx, const char *dir)
 {
-    static const char *const names[] = {"smelt_rt.h", "smelt_rt_pool.c", "smelt_rt_model.c"};
+    static const char *const names[] = {"smelt_rt.h", "smelt_lowbit.h", "smelt_rt_pool.c",
+                                        "smelt_rt_model.c"};
     for (size_t i = 0; i < SMELT_ARRAY_LEN(names); i++) {
         const cg_embedded_file *f = cg_runtime_file(names[i]);
         if (!f) return smelt_errf(ctx, SMELT_ERR_INTERNAL, "runtime file %s is not embedded", names[i]);

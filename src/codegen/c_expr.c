@@ -28,7 +28,9 @@ const char *cg_storage_type(smelt_dtype dt)
     case SMELT_DT_UINT32: return "uint32_t";
     case SMELT_DT_INT64: return "int64_t";
     case SMELT_DT_UINT64: return "uint64_t";
-    default: return NULL;
+    case SMELT_DT_INT4:
+    case SMELT_DT_INT2: return "int8_t";
+    default: return smelt_dtype_is_lowbit(dt) ? "uint8_t" : NULL; /* a code, or uint4/uint2 */
     }
 }
 
@@ -48,13 +50,13 @@ bool cg_dtype_is_float(smelt_dtype dt)
 bool cg_dtype_is_signed_int(smelt_dtype dt)
 {
     return dt == SMELT_DT_INT8 || dt == SMELT_DT_INT16 || dt == SMELT_DT_INT32 ||
-           dt == SMELT_DT_INT64;
+           dt == SMELT_DT_INT64 || dt == SMELT_DT_INT4 || dt == SMELT_DT_INT2;
 }
 
 bool cg_dtype_is_unsigned_int(smelt_dtype dt)
 {
     return dt == SMELT_DT_UINT8 || dt == SMELT_DT_UINT16 || dt == SMELT_DT_UINT32 ||
-           dt == SMELT_DT_UINT64;
+           dt == SMELT_DT_UINT64 || dt == SMELT_DT_UINT4 || dt == SMELT_DT_UINT2;
 }
 
 static bool is_half(smelt_dtype dt) { return dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16; }
@@ -245,6 +247,11 @@ static void emit_cast(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
 {
     smelt_dtype to = x->dtype, from = x->bin.a->dtype;
     const ir_expr *a = x->bin.a;
+    if (to != from && (smelt_dtype_is_lowbit_float(from) || smelt_dtype_is_lowbit(to))) {
+        cg_fail(e, SMELT_ERR_INTERNAL, "codegen: a plain cast %s -> %s (low-bit values convert "
+                "through lowbit_decode/encode)", smelt_dtype_name(from), smelt_dtype_name(to));
+        return;
+    }
     if (to == from) {
         cg_expr(e, a, CG_VALUE, out);
     } else if (to == SMELT_DT_BOOL) {
@@ -305,7 +312,39 @@ static const char *math_name(ir_call_op op)
     }
 }
 
-static int call_arity(ir_call_op op) { return op == IR_CALL_POW || op == IR_CALL_FMOD ? 2 : 1; }
+static int call_arity(ir_call_op op)
+{
+    return op == IR_CALL_POW || op == IR_CALL_FMOD || op == IR_CALL_LB_ENCODE ? 2 : 1;
+}
+
+/* The low-bit conversions of include/smelt_lowbit.h (embedded in the prelude). */
+static void emit_lowbit_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
+{
+    const ir_expr *a = x->call.args[0];
+    e->helpers[CG_H_LOWBIT] = true;
+    if (x->call.op == IR_CALL_LB_DECODE) {
+        smelt_strbuf_printf(out, "smelt_lowbit_decode(%d, (unsigned)(", (int)a->dtype);
+        cg_expr(e, a, CG_VALUE, out);
+        smelt_strbuf_append(out, "))");
+        return;
+    }
+    const ir_expr *mode = x->call.args[1];
+    if (mode->kind != IR_INT) {
+        cg_fail(e, SMELT_ERR_INTERNAL, "codegen: lowbit_encode with a non-constant mode");
+        return;
+    }
+    bool wrap = !cg_dtype_is_float(a->dtype) && smelt_dtype_is_lowbit_int(x->dtype);
+    smelt_strbuf_printf(out, "((%s)", cg_storage_type(x->dtype));
+    if (wrap)
+        smelt_strbuf_printf(out, "smelt_lb_wrap_int(%d, (int64_t)(", (int)x->dtype);
+    else
+        smelt_strbuf_printf(out, "smelt_lowbit_encode(%d, (double)(", (int)x->dtype);
+    cg_expr(e, a, CG_VALUE, out);
+    if (wrap)
+        smelt_strbuf_append(out, ")))");
+    else
+        smelt_strbuf_printf(out, "), %d))", (int)mode->i);
+}
 
 void cg_math_call_text(ir_call_op op, smelt_dtype dt, const char *a0, const char *a1,
                        smelt_strbuf *out)
@@ -402,6 +441,10 @@ static void emit_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
     if ((unsigned)op >= IR_CALL_COUNT_ || x->call.n != call_arity(op)) {
         cg_fail(e, SMELT_ERR_INTERNAL, "codegen: call %s with %d arguments",
                 (unsigned)op < IR_CALL_COUNT_ ? ir_call_name(op) : "?", x->call.n);
+        return;
+    }
+    if (op == IR_CALL_LB_DECODE || op == IR_CALL_LB_ENCODE) {
+        emit_lowbit_call(e, x, out);
         return;
     }
     smelt_dtype arg_dt = x->call.args[0]->dtype;

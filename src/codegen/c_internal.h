@@ -31,6 +31,7 @@ typedef enum cg_helper {
     CG_H_PARALLEL,
     CG_H_SETERR,
     CG_H_CHECK_FAIL,
+    CG_H_LOWBIT, /* include/smelt_lowbit.h, embedded */
     CG_H_COUNT_
 } cg_helper;
 

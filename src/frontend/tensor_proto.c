@@ -58,6 +58,30 @@ static smelt_status tensor_shape_from_proto(smelt_ctx *ctx, const Onnx__TensorPr
     return SMELT_OK;
 }
 
+/* Bytes of ONNX's packed form of `numel` elements of t's dtype. */
+static int64_t packed_nbytes(const smelt_tensor *t, int64_t numel)
+{
+    return (numel * smelt_dtype_packed_bits(t->dtype) + 7) / 8;
+}
+
+/* int32_data of a 4- or 2-bit type: one packed byte per value. */
+static smelt_status copy_packed_int32(smelt_ctx *ctx, const Onnx__TensorProto *tp,
+                                      const char *what, smelt_tensor *t, int64_t numel)
+{
+    int64_t need = packed_nbytes(t, numel);
+    if ((int64_t)tp->n_int32_data != need)
+        return smelt_errf(ctx, SMELT_ERR_MODEL,
+                          "%s: holds %zu packed values, its shape needs %lld (%d-bit %s)", what,
+                          tp->n_int32_data, (long long)need, smelt_dtype_packed_bits(t->dtype),
+                          smelt_dtype_name(t->dtype));
+    uint8_t *bytes = smelt_alloc(need ? (size_t)need : 1);
+    if (!bytes) return smelt_errf(ctx, SMELT_ERR_NOMEM, "%s: out of memory", what);
+    for (int64_t i = 0; i < need; i++) bytes[i] = (uint8_t)tp->int32_data[i];
+    smelt_unpack_lowbit(t->dtype, bytes, numel, t->data);
+    smelt_free(bytes);
+    return SMELT_OK;
+}
+
 /* Element count of the typed field that holds this dtype, and copy it out. */
 static smelt_status copy_typed_field(smelt_ctx *ctx, const Onnx__TensorProto *tp,
                                      const char *what, smelt_tensor *t, int64_t numel)
@@ -71,6 +95,7 @@ static smelt_status copy_typed_field(smelt_ctx *ctx, const Onnx__TensorProto *tp
     case SMELT_DT_UINT64: have = tp->n_uint64_data; break;
     default: have = tp->n_int32_data; break;
     }
+    if (smelt_dtype_packed_bits(t->dtype) < 8) return copy_packed_int32(ctx, tp, what, t, numel);
     if ((int64_t)have != numel)
         return smelt_errf(ctx, SMELT_ERR_MODEL, "%s: holds %zu values, its shape needs %lld",
                           what, have, (long long)numel);
@@ -87,7 +112,12 @@ static smelt_status copy_typed_field(smelt_ctx *ctx, const Onnx__TensorProto *tp
         case SMELT_DT_UINT16:
         case SMELT_DT_FLOAT16:
         case SMELT_DT_BFLOAT16: ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break;
-        case SMELT_DT_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i]; break;
+        case SMELT_DT_UINT8:
+        case SMELT_DT_FLOAT8E4M3FN:
+        case SMELT_DT_FLOAT8E4M3FNUZ:
+        case SMELT_DT_FLOAT8E5M2:
+        case SMELT_DT_FLOAT8E5M2FNUZ:
+        case SMELT_DT_FLOAT8E8M0: ((uint8_t *)t->data)[i] = (uint8_t)tp->int32_data[i]; break;
         case SMELT_DT_BOOL: ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0; break;
         default: return smelt_errf(ctx, SMELT_ERR_INTERNAL, "%s: dtype not handled", what);
         }
@@ -192,6 +222,19 @@ static smelt_status read_external(smelt_ctx *ctx, const Onnx__TensorProto *tp,
     return s;
 }
 
+/* External data of a 4- or 2-bit type was read packed into t->data. */
+static smelt_status unpack_in_place(smelt_ctx *ctx, const char *what, smelt_tensor *t,
+                                    int64_t numel)
+{
+    size_t n = (size_t)packed_nbytes(t, numel);
+    uint8_t *packed = smelt_alloc(n ? n : 1);
+    if (!packed) return smelt_errf(ctx, SMELT_ERR_NOMEM, "%s: out of memory", what);
+    memcpy(packed, t->data, n);
+    smelt_unpack_lowbit(t->dtype, packed, numel, t->data);
+    smelt_free(packed);
+    return SMELT_OK;
+}
+
 smelt_status onnx_tensor_from_proto(smelt_ctx *ctx, const Onnx__TensorProto *tp,
                                     const char *base_dir, const char *what, smelt_tensor **out)
 {
@@ -221,15 +264,17 @@ smelt_status onnx_tensor_from_proto(smelt_ctx *ctx, const Onnx__TensorProto *tp,
     if (s == SMELT_OK) {
         bool external = tp->has_data_location &&
                         tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        int64_t stored = packed_nbytes(t, numel); /* nbytes but for 4- and 2-bit types */
         if (external) {
-            s = read_external(ctx, tp, base_dir, what, t, (size_t)nbytes);
+            s = read_external(ctx, tp, base_dir, what, t, (size_t)stored);
+            if (s == SMELT_OK && stored != nbytes) s = unpack_in_place(ctx, what, t, numel);
         } else if (tp->has_raw_data) {
-            if (tp->raw_data.len != (size_t)nbytes)
+            if (tp->raw_data.len != (size_t)stored)
                 s = smelt_errf(ctx, SMELT_ERR_MODEL,
                                "%s: raw_data has %zu bytes, its shape needs %lld", what,
-                               tp->raw_data.len, (long long)nbytes);
+                               tp->raw_data.len, (long long)stored);
             else if (nbytes)
-                memcpy(t->data, tp->raw_data.data, (size_t)nbytes);
+                smelt_unpack_lowbit(t->dtype, tp->raw_data.data, numel, t->data);
         } else {
             s = copy_typed_field(ctx, tp, what, t, numel);
         }
@@ -278,13 +323,23 @@ smelt_status onnx_tensor_save_pb(smelt_ctx *ctx, const char *path, const smelt_t
     tp.data_type = (int32_t)t->dtype;
     tp.name = t->name;
     tp.has_raw_data = 1;
-    tp.raw_data.len = smelt_tensor_nbytes(t);
-    tp.raw_data.data = t->data;
+    int64_t numel = smelt_tensor_numel(t);
+    size_t raw_len = (size_t)packed_nbytes(t, numel); /* 4- and 2-bit types: packed */
+    uint8_t *raw = smelt_alloc(raw_len ? raw_len : 1);
+    if (!raw) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_pack_lowbit(t->dtype, t->data, numel, raw);
+    tp.raw_data.len = raw_len;
+    tp.raw_data.data = raw;
     size_t n = onnx__tensor_proto__get_packed_size(&tp);
     uint8_t *buf = smelt_alloc(n ? n : 1);
-    if (!buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    onnx__tensor_proto__pack(&tp, buf);
-    smelt_status s = smelt_write_file(ctx, path, buf, n);
+    smelt_status s = SMELT_OK;
+    if (!buf) {
+        s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    } else {
+        onnx__tensor_proto__pack(&tp, buf);
+        s = smelt_write_file(ctx, path, buf, n);
+    }
     smelt_free(buf);
+    smelt_free(raw);
     return s;
 }

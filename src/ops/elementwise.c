@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "ops/elementwise.h"
+#include "smelt_lowbit.h"
 #include "te/te.h"
 
 /* ---- dtype sets ---------------------------------------------------------- */
@@ -25,8 +26,12 @@ static const smelt_dtype k_signed_or_float[] = {FLOAT_TYPES, SIGNED_TYPES, SMELT
 static const smelt_dtype k_numeric[] = {FLOAT_TYPES, SIGNED_TYPES, UNSIGNED_TYPES,
                                         SMELT_DT_UNDEFINED};
 static const smelt_dtype k_bool[] = {SMELT_DT_BOOL, SMELT_DT_UNDEFINED};
-static const smelt_dtype k_castable[] = {FLOAT_TYPES, SIGNED_TYPES, UNSIGNED_TYPES,
-                                         SMELT_DT_BOOL, SMELT_DT_UNDEFINED};
+#define LOWBIT_TYPES                                                                        \
+    SMELT_DT_FLOAT8E4M3FN, SMELT_DT_FLOAT8E4M3FNUZ, SMELT_DT_FLOAT8E5M2,                      \
+        SMELT_DT_FLOAT8E5M2FNUZ, SMELT_DT_UINT4, SMELT_DT_INT4, SMELT_DT_FLOAT4E2M1,          \
+        SMELT_DT_FLOAT8E8M0, SMELT_DT_UINT2, SMELT_DT_INT2
+static const smelt_dtype k_castable[] = {FLOAT_TYPES,   SIGNED_TYPES,  UNSIGNED_TYPES,
+                                         SMELT_DT_BOOL, LOWBIT_TYPES, SMELT_DT_UNDEFINED};
 
 static bool dtype_is_unsigned(smelt_dtype dt)
 {
@@ -266,17 +271,23 @@ static smelt_status import_is_inf(smelt_ctx *ctx, const gr_node *n, op_unary_att
     return op_attr_bool(ctx, n, "detect_positive", true, &a->detect_pos);
 }
 
-/* saturate and round_mode (Cast-19, -24) only shape conversions to the
- * float8 types, which import_cast refuses: checked, otherwise no effect. */
-static smelt_status import_float8_options(smelt_ctx *ctx, const gr_node *n)
+/* saturate (Cast-19) shapes conversions to the float8 types, round_mode
+ * (Cast-24) those to E8M0; other targets ignore both, as ONNX says. */
+static smelt_status import_float8_options(smelt_ctx *ctx, const gr_node *n, op_unary_attrs *a)
 {
     bool saturate;
     const char *round;
     SMELT_TRY(op_attr_bool(ctx, n, "saturate", true, &saturate));
     SMELT_TRY(op_attr_string(ctx, n, "round_mode", "up", &round));
-    if (strcmp(round, "up") != 0 && strcmp(round, "down") != 0 && strcmp(round, "nearest") != 0)
+    int mode = saturate ? SMELT_LB_SATURATE : 0;
+    if (strcmp(round, "down") == 0)
+        mode |= SMELT_LB_ROUND_DOWN;
+    else if (strcmp(round, "nearest") == 0)
+        mode |= SMELT_LB_ROUND_NEAREST;
+    else if (strcmp(round, "up") != 0)
         return op_errf(ctx, n, SMELT_ERR_ATTR,
                        "attribute 'round_mode' is '%s', expected up, down or nearest", round);
+    a->lowbit_mode = mode;
     return SMELT_OK;
 }
 
@@ -289,6 +300,11 @@ static int dtype_from_name(const char *s)
         {"INT64", SMELT_DT_INT64},     {"STRING", SMELT_DT_STRING},   {"BOOL", SMELT_DT_BOOL},
         {"FLOAT16", SMELT_DT_FLOAT16}, {"DOUBLE", SMELT_DT_FLOAT64},  {"UINT32", SMELT_DT_UINT32},
         {"UINT64", SMELT_DT_UINT64},   {"BFLOAT16", SMELT_DT_BFLOAT16},
+        {"FLOAT8E4M3FN", SMELT_DT_FLOAT8E4M3FN}, {"FLOAT8E4M3FNUZ", SMELT_DT_FLOAT8E4M3FNUZ},
+        {"FLOAT8E5M2", SMELT_DT_FLOAT8E5M2}, {"FLOAT8E5M2FNUZ", SMELT_DT_FLOAT8E5M2FNUZ},
+        {"UINT4", SMELT_DT_UINT4},     {"INT4", SMELT_DT_INT4},
+        {"FLOAT4E2M1", SMELT_DT_FLOAT4E2M1}, {"FLOAT8E8M0", SMELT_DT_FLOAT8E8M0},
+        {"UINT2", SMELT_DT_UINT2},     {"INT2", SMELT_DT_INT2},
     };
     for (size_t i = 0; i < SMELT_ARRAY_LEN(names); i++)
         if (strcasecmp(s, names[i].name) == 0) return names[i].dt;
@@ -313,26 +329,24 @@ static smelt_status import_cast(smelt_ctx *ctx, const gr_node *n, op_unary_attrs
     if (to == SMELT_DT_COMPLEX64 || to == SMELT_DT_COMPLEX128)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "casting to %s is not supported",
                        smelt_dtype_name((smelt_dtype)to));
-    /* ONNX's newer element types (TensorProto.DataType 17..26): real types
-     * smelt has no representation for yet, so a refusal, not a bad model. */
-    static const char *const newer_types[] = {
-        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
-        "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
-    if (to >= 17 && to < 17 + (int64_t)(sizeof newer_types / sizeof *newer_types))
+    /* ONNX's 6-bit floats (TensorProto.DataType 27, 28): real types smelt has
+     * no representation for, so a refusal, not a bad model */
+    if (to == 27 || to == 28)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                        "attribute 'to' is %lld (%s): casting to this element type is not "
-                       "implemented", (long long)to, newer_types[to - 17]);
+                       "implemented", (long long)to, to == 27 ? "FLOAT6E2M3" : "FLOAT6E3M2");
     if (to <= SMELT_DT_UNDEFINED || to >= SMELT_DT_COUNT_)
         return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'to' is %lld, not a known dtype",
                        (long long)to);
     a->to = (smelt_dtype)to;
-    return import_float8_options(ctx, n);
+    return import_float8_options(ctx, n, a);
 }
 
 static smelt_status cast_like_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
 {
-    (void)g;
-    return import_float8_options(ctx, n);
+    op_unary_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    return import_float8_options(ctx, n, a);
 }
 
 /* Clip before opset 11 gives min/max as attributes: turn them into inputs. */
@@ -697,11 +711,16 @@ static void cast_f16_to_f32(const uint16_t *x, float *y, int64_t count)
     for (int64_t i = 0; i < count; i++) y[i] = smelt_f16_to_f32(x[i]);
 }
 
+static bool is_floatish(smelt_dtype dt)
+{
+    return op_dtype_is_float(dt) || smelt_dtype_is_lowbit_float(dt);
+}
+
 /* Float -> int saturates (NaN -> 0) instead of hitting UB; int -> int wraps
  * like a C conversion; anything -> bool is "!= 0". */
 static void cast_generic(const smelt_tensor *x, smelt_tensor *y, int64_t count)
 {
-    bool via_float = op_dtype_is_float(x->dtype) || op_dtype_is_float(y->dtype);
+    bool via_float = is_floatish(x->dtype) || op_dtype_is_float(y->dtype);
     for (int64_t i = 0; i < count; i++) {
         if (via_float)
             store_f64(y, i, op_get_f64(x, i));
@@ -710,11 +729,24 @@ static void cast_generic(const smelt_tensor *x, smelt_tensor *y, int64_t count)
     }
 }
 
+/* To a low-bit type: floats (and float8/float4 values) through the
+ * encoder with the node's saturate/round_mode, integers wrap or convert. */
+static void cast_to_lowbit(const smelt_tensor *x, smelt_tensor *y, int64_t count, int mode)
+{
+    bool wrap = !is_floatish(x->dtype) && smelt_dtype_is_lowbit_int(y->dtype);
+    uint8_t *out = y->data;
+    for (int64_t i = 0; i < count; i++) {
+        if (wrap) /* integer -> 4/2-bit integer: the low bits, like other narrowing */
+            out[i] = (uint8_t)smelt_lb_wrap_int((int)y->dtype, op_get_i64(x, i));
+        else /* through double (uint64 included) */
+            out[i] = (uint8_t)smelt_lowbit_encode((int)y->dtype, op_get_f64(x, i), mode);
+    }
+}
+
 static smelt_status cast_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
                               smelt_tensor *out)
 {
     (void)ctx;
-    (void)n;
     const smelt_tensor *x = in[0];
     smelt_tensor *y = &out[0];
     int64_t count = op_numel(x);
@@ -725,6 +757,8 @@ static smelt_status cast_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tens
         cast_f32_to_f16(x->data, y->data, count);
     else if (x->dtype == SMELT_DT_FLOAT16 && y->dtype == SMELT_DT_FLOAT32)
         cast_f16_to_f32(x->data, y->data, count);
+    else if (smelt_dtype_is_lowbit(y->dtype))
+        cast_to_lowbit(x, y, count, attrs_of(n)->lowbit_mode);
     else
         cast_generic(x, y, count);
     return SMELT_OK;
@@ -1143,9 +1177,42 @@ static ir_expr *identity_te(ir_builder *b, ir_expr *x, const op_unary_attrs *a)
     return x;
 }
 
+/* Low-bit values convert only through the lowbit calls: a float8/float4
+ * code is decoded to float32 first, a low-bit result encoded from the value
+ * (floats with the node's saturate/round_mode; integers of a 4/2-bit
+ * target wrap). */
+typedef struct cast_te {
+    const te_tensor *x;
+    smelt_dtype to;
+    int mode;
+} cast_te;
+
+static ir_expr *cast_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const cast_te *c = user;
+    ir_builder *b = &g->b;
+    ir_expr *x = te_read(g, c->x, idx);
+    if (!x || x->dtype == c->to) return x; /* the same type: the code unchanged (NaN payloads) */
+    if (smelt_dtype_is_lowbit_float(x->dtype))
+        x = ir_call(b, IR_CALL_LB_DECODE, SMELT_DT_FLOAT32, 1, &x);
+    if (!x) return NULL;
+    if (smelt_dtype_is_lowbit(c->to)) {
+        if (x->dtype == SMELT_DT_BOOL) x = ir_cast(b, SMELT_DT_INT32, x);
+        ir_expr *args[2] = {x, ir_const_int(b, SMELT_DT_INT32, c->mode)};
+        return ir_call(b, IR_CALL_LB_ENCODE, c->to, 2, args);
+    }
+    return convert(b, c->to, x);
+}
+
 static smelt_status cast_compute(op_compute_args *a)
 {
-    return unary_te_make(a, identity_te, a->in[0]->buf->dtype);
+    const te_tensor *x = a->in[0];
+    smelt_dtype to = a->out_type[0].dtype, from = x->buf->dtype;
+    if (!smelt_dtype_is_lowbit(to) && !smelt_dtype_is_lowbit(from))
+        return unary_te_make(a, identity_te, from);
+    cast_te c = {x, to, attrs_of(a->node)->lowbit_mode};
+    a->out[0] = te_compute(a->te, "y", to, x->n_axes, x->buf->shape, cast_body, &c, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 
 /* ---- op table ---------------------------------------------------------------------------- */

@@ -18,6 +18,7 @@ typedef struct op_unary_attrs {
     bool detect_neg;    /* IsInf */
     bool detect_pos;    /* IsInf */
     smelt_dtype to;     /* Cast */
+    int lowbit_mode;    /* Cast, CastLike: saturate and round_mode (SMELT_LB_*, smelt_lowbit.h) */
 } op_unary_attrs;
 
 /* Compiled path: x (a float expression) converted to the integer dtype `to`

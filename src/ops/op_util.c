@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ops/op.h"
+#include "smelt_lowbit.h"
 
 smelt_status op_errf(smelt_ctx *ctx, const gr_node *node, smelt_status code, const char *fmt,
                      ...)
@@ -292,7 +293,14 @@ double op_get_f64(const smelt_tensor *t, int64_t i)
     case SMELT_DT_UINT32: return ((const uint32_t *)d)[i];
     case SMELT_DT_UINT64: return (double)((const uint64_t *)d)[i];
     case SMELT_DT_BOOL: return ((const uint8_t *)d)[i] ? 1.0 : 0.0;
-    default: return 0.0;
+    case SMELT_DT_INT4:
+    case SMELT_DT_INT2: return ((const int8_t *)d)[i];
+    case SMELT_DT_UINT4:
+    case SMELT_DT_UINT2: return ((const uint8_t *)d)[i];
+    default:
+        if (smelt_dtype_is_lowbit_float(t->dtype))
+            return smelt_lowbit_decode((int)t->dtype, ((const uint8_t *)d)[i]);
+        return 0.0;
     }
 }
 
@@ -318,7 +326,12 @@ void op_set_f64(smelt_tensor *t, int64_t i, double v)
         ((uint64_t *)d)[i] = v != v || v <= 0 ? 0 : v >= 1.8446744073709552e19 ? UINT64_MAX
                                                                                 : (uint64_t)v;
         break;
-    default: op_set_i64(t, i, f64_to_i64_sat(v)); break;
+    default:
+        if (smelt_dtype_is_lowbit(t->dtype)) /* Cast's defaults: saturate, E8M0 rounds up */
+            ((uint8_t *)d)[i] = (uint8_t)smelt_lowbit_encode((int)t->dtype, v, SMELT_LB_SATURATE);
+        else
+            op_set_i64(t, i, f64_to_i64_sat(v));
+        break;
     }
 }
 
@@ -335,6 +348,10 @@ int64_t op_get_i64(const smelt_tensor *t, int64_t i)
     case SMELT_DT_UINT32: return ((const uint32_t *)d)[i];
     case SMELT_DT_UINT64: return (int64_t)((const uint64_t *)d)[i];
     case SMELT_DT_BOOL: return ((const uint8_t *)d)[i] != 0;
+    case SMELT_DT_INT4:
+    case SMELT_DT_INT2: return ((const int8_t *)d)[i];
+    case SMELT_DT_UINT4:
+    case SMELT_DT_UINT2: return ((const uint8_t *)d)[i];
     default: return f64_to_i64_sat(op_get_f64(t, i));
     }
 }
@@ -352,6 +369,10 @@ void op_set_i64(smelt_tensor *t, int64_t i, int64_t v)
     case SMELT_DT_UINT32: ((uint32_t *)d)[i] = (uint32_t)v; break;
     case SMELT_DT_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
     case SMELT_DT_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    case SMELT_DT_INT4:
+    case SMELT_DT_INT2: ((int8_t *)d)[i] = (int8_t)smelt_lb_wrap_int((int)t->dtype, v); break;
+    case SMELT_DT_UINT4:
+    case SMELT_DT_UINT2: ((uint8_t *)d)[i] = (uint8_t)smelt_lb_wrap_int((int)t->dtype, v); break;
     default: op_set_f64(t, i, (double)v); break;
     }
 }

@@ -20,8 +20,14 @@
  *
  * Scales and zero points are per tensor (rank 0, or one element), per axis
  * (1-D along `axis`) or blocked (block_size: x's shape with the axis divided
- * by the block, rounded up).  float8, int4, int2 and float4 types are refused
- * (smelt's dtypes do not include them). */
+ * by the block, rounded up).
+ *
+ * Low-bit types (include/smelt_lowbit.h): int4/uint4/int2/uint2 take the
+ * integer formula with their ranges.  float8 and float4 follow ONNX's float
+ * formula: quantize y = encode(x / scale + zp) (saturating unless saturate=0
+ * for float8; float4 always saturates), dequantize
+ * y = (decode(x) - decode(zp)) * scale in float32.  The compiled code
+ * converts with the same header's functions. */
 #include <math.h>
 #include <string.h>
 
@@ -29,16 +35,24 @@
 #include "ops/linalg.h"
 #include "ops/op.h"
 #include "ops/quant.h"
+#include "smelt_lowbit.h"
 #include "te/te.h"
 
 extern const op_def op_def_CONV, op_def_MATMUL;
 
 static const smelt_dtype k_scale_types[] = {SMELT_DT_FLOAT32, SMELT_DT_FLOAT16, SMELT_DT_BFLOAT16,
                                             SMELT_DT_UNDEFINED};
-static const smelt_dtype k_quant_types[] = {SMELT_DT_UINT8, SMELT_DT_INT8, SMELT_DT_UINT16,
-                                            SMELT_DT_INT16, SMELT_DT_UNDEFINED};
-static const smelt_dtype k_dequant_types[] = {SMELT_DT_UINT8, SMELT_DT_INT8,  SMELT_DT_UINT16,
-                                              SMELT_DT_INT16, SMELT_DT_INT32, SMELT_DT_UNDEFINED};
+#define LOWBIT_QUANT_TYPES                                                                   \
+    SMELT_DT_UINT4, SMELT_DT_INT4, SMELT_DT_UINT2, SMELT_DT_INT2, SMELT_DT_FLOAT8E4M3FN,       \
+        SMELT_DT_FLOAT8E4M3FNUZ, SMELT_DT_FLOAT8E5M2, SMELT_DT_FLOAT8E5M2FNUZ,                 \
+        SMELT_DT_FLOAT4E2M1
+static const smelt_dtype k_quant_types[] = {SMELT_DT_UINT8,     SMELT_DT_INT8, SMELT_DT_UINT16,
+                                            SMELT_DT_INT16,     LOWBIT_QUANT_TYPES,
+                                            SMELT_DT_UNDEFINED};
+static const smelt_dtype k_dequant_types[] = {SMELT_DT_UINT8,  SMELT_DT_INT8,
+                                              SMELT_DT_UINT16, SMELT_DT_INT16,
+                                              SMELT_DT_INT32,  LOWBIT_QUANT_TYPES,
+                                              SMELT_DT_UNDEFINED};
 static const smelt_dtype k_quant_in_types[] = {SMELT_DT_FLOAT32, SMELT_DT_FLOAT16, SMELT_DT_BFLOAT16,
                                                SMELT_DT_INT32, SMELT_DT_UNDEFINED};
 static const smelt_dtype k_int8_types[] = {SMELT_DT_UINT8, SMELT_DT_INT8, SMELT_DT_UNDEFINED};
@@ -55,6 +69,10 @@ static void quant_range(smelt_dtype dt, int64_t *lo, int64_t *hi)
     case SMELT_DT_INT8: *lo = INT8_MIN, *hi = INT8_MAX; return;
     case SMELT_DT_UINT16: *lo = 0, *hi = UINT16_MAX; return;
     case SMELT_DT_INT16: *lo = INT16_MIN, *hi = INT16_MAX; return;
+    case SMELT_DT_INT4: *lo = -8, *hi = 7; return;
+    case SMELT_DT_UINT4: *lo = 0, *hi = 15; return;
+    case SMELT_DT_INT2: *lo = -2, *hi = 1; return;
+    case SMELT_DT_UINT2: *lo = 0, *hi = 3; return;
     default: *lo = 0, *hi = UINT8_MAX; return;
     }
 }
@@ -78,8 +96,6 @@ static float round_to(smelt_dtype dt, float v)
 
 typedef op_quant_attrs quant_attrs;
 
-/* saturate only concerns the float8 outputs smelt refuses: it cannot change
- * what smelt computes, but 0/1 is still checked. */
 OP_ATTRS(QUANTIZE_LINEAR) = {{"axis", 13, 0},         {"saturate", 19, 0}, {"block_size", 21, 0},
                              {"output_dtype", 21, 0}, {"precision", 23, 0}, {NULL, 0, 0}};
 OP_ATTRS(DEQUANTIZE_LINEAR) = {{"axis", 13, 0}, {"block_size", 21, 0}, {"output_dtype", 23, 0},
@@ -98,8 +114,7 @@ static smelt_status dtype_attr(smelt_ctx *ctx, const gr_node *node, const char *
         return SMELT_OK;
     }
     return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                   "attribute '%s' is %lld; smelt implements %s (float8, int4, int2 and float4 "
-                   "types are not supported)",
+                   "attribute '%s' is %lld; smelt implements %s",
                    name, (long long)v, allowed_text);
 }
 
@@ -115,10 +130,11 @@ static smelt_status quant_attrs_import(smelt_ctx *ctx, gr_graph *g, gr_node *nod
     if (!quantize)
         return dtype_attr(ctx, node, "output_dtype", k_scale_types, "float, float16 and bfloat16",
                           &a->output_dtype);
-    bool saturate;
-    SMELT_TRY(op_attr_bool(ctx, node, "saturate", true, &saturate));
+    SMELT_TRY(op_attr_bool(ctx, node, "saturate", true, &a->saturate));
     SMELT_TRY(dtype_attr(ctx, node, "output_dtype", k_quant_types,
-                         "uint8, int8, uint16 and int16", &a->output_dtype));
+                         "uint8, int8, uint16, int16, uint4, int4, uint2, int2, float8e4m3fn, "
+                         "float8e4m3fnuz, float8e5m2, float8e5m2fnuz and float4e2m1",
+                         &a->output_dtype));
     return dtype_attr(ctx, node, "precision", k_scale_types, "float, float16 and bfloat16",
                       &a->precision);
 }
@@ -175,7 +191,9 @@ static smelt_status qparam_map_of(smelt_ctx *ctx, const gr_node *node, const sme
                                   const quant_attrs *a, qparam_map *m)
 {
     memset(m, 0, sizeof *m);
-    if (zp && (zp->rank != s->rank || memcmp(zp->dims, s->dims, sizeof(int64_t) * (size_t)s->rank)))
+    bool same = zp && zp->rank == s->rank &&
+                !memcmp(zp->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+    if (zp && !same && !(is_per_tensor(zp) && is_per_tensor(s))) /* [] and [1] both per tensor */
         return op_errf(ctx, node, SMELT_ERR_SHAPE,
                        "zero point '%s' and scale '%s' have different shapes", input_name(node, 2),
                        input_name(node, 1));
@@ -285,17 +303,31 @@ static double clamp_like_ir(double v, double lo, double hi)
     return v < hi ? v : hi;
 }
 
+static double quotient(const quantize_types *t, double x, double s);
+
 static double quantize_one(const quantize_types *t, double x, double s, double zp, int64_t lo,
                            int64_t hi)
 {
-    double q;
-    if (t->div == SMELT_DT_FLOAT64)
-        q = x / s;
-    else
-        q = round_to(t->div, round_to(t->div, (float)x) / round_to(t->div, (float)s));
-    double v = nearbyint(q) + zp;
+    double v = nearbyint(quotient(t, x, s)) + zp;
     if (t->wide == SMELT_DT_FLOAT32) v = (float)v;
     return clamp_like_ir(v, (double)lo, (double)hi);
+}
+
+/* The quotient in the division's type. */
+static double quotient(const quantize_types *t, double x, double s)
+{
+    if (t->div == SMELT_DT_FLOAT64) return x / s;
+    return round_to(t->div, round_to(t->div, (float)x) / round_to(t->div, (float)s));
+}
+
+/* float8/float4 output: encode(q + zp), the sum in the wide type (float32
+ * unless the division is in float64); the result is the code. */
+static int quantize_float_one(const quantize_types *t, double x, double s, const double *zp,
+                              int mode)
+{
+    double q = quotient(t, x, s);
+    if (zp) q = t->wide == SMELT_DT_FLOAT32 ? (double)((float)q + (float)*zp) : q + *zp;
+    return smelt_lowbit_encode((int)t->out, q, mode);
 }
 
 static smelt_status quantize_eval(smelt_ctx *ctx, const gr_node *node,
@@ -307,11 +339,19 @@ static smelt_status quantize_eval(smelt_ctx *ctx, const gr_node *node,
     SMELT_TRY(quantize_check(ctx, node, in, &m, &t));
     int64_t lo, hi, idx[SMELT_MAX_RANK] = {0}, n = op_numel(x);
     quant_range(t.out, &lo, &hi);
+    bool to_float = smelt_dtype_is_lowbit_float(t.out);
+    int mode = ((const quant_attrs *)node->op_attrs)->saturate ? SMELT_LB_SATURATE : 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t o = qparam_offset(&m, s, idx);
-        double z = zp ? (double)op_get_i64(zp, o) : 0.0;
-        op_set_i64(&out[0], i,
-                   (int64_t)quantize_one(&t, op_get_f64(x, i), op_get_f64(s, o), z, lo, hi));
+        if (to_float) {
+            double z = zp ? op_get_f64(zp, o) : 0.0;
+            ((uint8_t *)out[0].data)[i] = (uint8_t)quantize_float_one(
+                &t, op_get_f64(x, i), op_get_f64(s, o), zp ? &z : NULL, mode);
+        } else {
+            double z = zp ? (double)op_get_i64(zp, o) : 0.0;
+            op_set_i64(&out[0], i,
+                       (int64_t)quantize_one(&t, op_get_f64(x, i), op_get_f64(s, o), z, lo, hi));
+        }
         op_next_index(idx, x->dims, x->rank);
     }
     return SMELT_OK;
@@ -321,6 +361,7 @@ typedef struct quantize_te {
     const te_tensor *x, *s, *zp;
     qparam_map m;
     quantize_types t;
+    int mode; /* float8: SMELT_LB_SATURATE or 0 */
 } quantize_te;
 
 /* cast(clamp(float(rint(q)) + zp, lo, hi)) with q in the division's type. */
@@ -334,7 +375,23 @@ static ir_expr *saturate_round(te_graph *g, ir_expr *q, ir_expr *zp, smelt_dtype
     if (zp) v = ir_add(b, v, ir_cast(b, wide, zp));
     v = ir_binary(b, IR_MAX, v, ir_const_float(b, wide, (double)lo));
     v = ir_binary(b, IR_MIN, v, ir_const_float(b, wide, (double)hi));
-    return ir_cast(b, out, v);
+    if (!smelt_dtype_is_lowbit(out)) return ir_cast(b, out, v);
+    /* in range and integral already: the encoding is exact */
+    ir_expr *args[2] = {v, ir_const_int(b, SMELT_DT_INT32, SMELT_LB_SATURATE)};
+    return ir_call(b, IR_CALL_LB_ENCODE, out, 2, args);
+}
+
+/* encode(q + zp) for a float8/float4 output. */
+static ir_expr *encode_float(te_graph *g, ir_expr *q, ir_expr *zp, const quantize_te *d)
+{
+    ir_builder *b = &g->b;
+    ir_expr *v = ir_cast(b, d->t.wide, q);
+    if (zp) {
+        ir_expr *z = ir_call(b, IR_CALL_LB_DECODE, SMELT_DT_FLOAT32, 1, &zp);
+        v = ir_add(b, v, ir_cast(b, d->t.wide, z));
+    }
+    ir_expr *args[2] = {v, ir_const_int(b, SMELT_DT_INT32, d->mode)};
+    return ir_call(b, IR_CALL_LB_ENCODE, d->t.out, 2, args);
 }
 
 static ir_expr *quantize_body(te_graph *g, ir_expr *const *idx, void *user)
@@ -344,7 +401,9 @@ static ir_expr *quantize_body(te_graph *g, ir_expr *const *idx, void *user)
     ir_expr *x = ir_cast(b, d->t.div, te_read(g, d->x, idx));
     ir_expr *s = ir_cast(b, d->t.div, qparam_read(g, &d->m, d->s, idx));
     ir_expr *zp = d->zp ? qparam_read(g, &d->m, d->zp, idx) : NULL;
-    return saturate_round(g, ir_binary(b, IR_DIV, x, s), zp, d->t.wide, d->t.out);
+    ir_expr *q = ir_binary(b, IR_DIV, x, s);
+    if (smelt_dtype_is_lowbit_float(d->t.out)) return encode_float(g, q, zp, d);
+    return saturate_round(g, q, zp, d->t.wide, d->t.out);
 }
 
 static smelt_tensor te_type(const te_tensor *t) { return op_conv_te_type(t); }
@@ -358,6 +417,7 @@ static smelt_status quantize_compute(op_compute_args *a)
     for (int i = 0; i < 3 && i < a->node->n_inputs; i++)
         if (a->in[i]) types[i] = te_type(a->in[i]), in[i] = &types[i];
     SMELT_TRY(quantize_check(a->ctx, a->node, in, &d->m, &d->t));
+    d->mode = ((const quant_attrs *)a->node->op_attrs)->saturate ? SMELT_LB_SATURATE : 0;
     d->x = a->in[0];
     d->s = a->in[1];
     d->zp = in[2] ? a->in[2] : NULL;
@@ -417,8 +477,14 @@ static smelt_status dequantize_eval(smelt_ctx *ctx, const gr_node *node,
     int64_t idx[SMELT_MAX_RANK] = {0}, n = op_numel(x);
     for (int64_t i = 0; i < n; i++) {
         int64_t o = qparam_offset(&m, s, idx);
-        int64_t v = op_get_i64(x, i) - (zp ? op_get_i64(zp, o) : 0);
-        float y = (float)v * (float)op_get_f64(s, o);
+        float y;
+        if (smelt_dtype_is_lowbit_float(x->dtype)) { /* -0 - 0 stays -0, NaN stays NaN */
+            float v = (float)op_get_f64(x, i) - (zp ? (float)op_get_f64(zp, o) : 0.0f);
+            y = v * (float)op_get_f64(s, o);
+        } else {
+            int64_t v = op_get_i64(x, i) - (zp ? op_get_i64(zp, o) : 0);
+            y = (float)v * (float)op_get_f64(s, o);
+        }
         op_set_f64(&out[0], i, round_to(dt, y));
         op_next_index(idx, x->dims, x->rank);
     }
@@ -434,6 +500,15 @@ static ir_expr *dequantize_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const dequantize_te *d = user;
     ir_builder *b = &g->b;
+    if (smelt_dtype_is_lowbit_float(d->x->buf->dtype)) {
+        ir_expr *x = te_read(g, d->x, idx);
+        ir_expr *v = ir_call(b, IR_CALL_LB_DECODE, SMELT_DT_FLOAT32, 1, &x);
+        if (d->zp) {
+            ir_expr *z = qparam_read(g, &d->m, d->zp, idx);
+            v = ir_sub(b, v, ir_call(b, IR_CALL_LB_DECODE, SMELT_DT_FLOAT32, 1, &z));
+        }
+        return ir_mul(b, v, ir_cast(b, SMELT_DT_FLOAT32, qparam_read(g, &d->m, d->s, idx)));
+    }
     /* int32 x minus an int32 zero point needs 64 bits */
     smelt_dtype diff_dt = d->x->buf->dtype == SMELT_DT_INT32 ? SMELT_DT_INT64 : SMELT_DT_INT32;
     ir_expr *v = ir_cast(b, diff_dt, te_read(g, d->x, idx));

@@ -12,6 +12,7 @@ typedef struct op_quant_attrs {
     int64_t block_size;       /* 0: per tensor or per axis */
     smelt_dtype output_dtype; /* UNDEFINED: from the zero point / the scale */
     smelt_dtype precision;    /* QuantizeLinear's division; UNDEFINED: default */
+    bool saturate;            /* QuantizeLinear to a float8 type */
 } op_quant_attrs;
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ops/op.h"
+#include "smelt_lowbit.h"
 #include "te/te.h"
 #include "tir/interp.h"
 #include "tir/scalar.h"
@@ -43,7 +44,9 @@ static int64_t wrap_int(smelt_dtype dt, int64_t v)
     case SMELT_DT_UINT16: return (uint16_t)v;
     case SMELT_DT_UINT32: return (uint32_t)v;
     case SMELT_DT_BOOL: return v != 0;
-    default: return v;
+    default: /* a low-bit type: a 4/2-bit integer, or a float8/float4 code */
+        if (smelt_dtype_is_lowbit_int(dt)) return smelt_lb_wrap_int((int)dt, v);
+        return smelt_dtype_is_lowbit(dt) ? (uint8_t)v : v;
     }
 }
 
@@ -182,6 +185,11 @@ static ev_val eval_call(ev_ctx *ec, const ir_expr *e, ev_env *env)
     ev_val b = e->call.n > 1 ? eval(ec, e->call.args[1], env) : mk(SMELT_DT_FLOAT64, 0, 0);
     double x = e->call.n > 0 ? as_f(e->call.args[0], a) : 0;
     double y = e->call.n > 1 ? as_f(e->call.args[1], b) : 0;
+    if (e->call.op == IR_CALL_LB_DECODE)
+        return mk(e->dtype, tir_lowbit_decode(e->call.args[0]->dtype, a.i), 0);
+    if (e->call.op == IR_CALL_LB_ENCODE)
+        return mk(e->dtype, 0,
+                  tir_lowbit_encode(e->dtype, is_float(e->call.args[0]->dtype), a.f, a.i, (int)b.i));
     if (!is_float(e->dtype)) {
         if (e->call.op == IR_CALL_ABS) return mk(e->dtype, 0, a.i < 0 ? -a.i : a.i);
         double r = call_f(e->call.op, x, y);
@@ -223,6 +231,8 @@ static ev_val eval_load(ev_ctx *ec, const ir_expr *e, ev_env *env)
         off = off * t->buf->shape[d] + i;
     }
     const smelt_tensor *data = &ec->data[t->index];
+    if (smelt_dtype_is_lowbit_float(data->dtype)) /* the code, as the IR sees it */
+        return mk(e->dtype, 0, ((const uint8_t *)data->data)[off]);
     if (is_float(e->dtype)) return mk(e->dtype, op_get_f64(data, off), 0);
     return mk(e->dtype, 0, op_get_i64(data, off));
 }
@@ -337,7 +347,9 @@ static ev_val eval_reduce(ev_ctx *ec, const ir_expr *e, ev_env *env)
 
 static void store(smelt_tensor *t, int64_t off, const ir_expr *body, ev_val v)
 {
-    if (is_float(t->dtype)) {
+    if (smelt_dtype_is_lowbit_float(t->dtype)) {
+        ((uint8_t *)t->data)[off] = (uint8_t)v.i;
+    } else if (is_float(t->dtype)) {
         op_set_f64(t, off, is_float(body->dtype) ? v.f : (double)v.i);
     } else {
         op_set_i64(t, off, is_float(body->dtype) ? (int64_t)v.f : v.i);

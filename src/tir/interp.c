@@ -130,7 +130,11 @@ static tir_value read_elem(smelt_dtype dt, const void *data, int64_t i)
     case SMELT_DT_UINT32: return tir_value_int(dt, ((const uint32_t *)data)[i]);
     case SMELT_DT_INT32: return tir_value_int(dt, ((const int32_t *)data)[i]);
     case SMELT_DT_UINT64: return tir_value_int(dt, (int64_t)((const uint64_t *)data)[i]);
-    default: return tir_value_int(dt, ((const int64_t *)data)[i]);
+    case SMELT_DT_INT4:
+    case SMELT_DT_INT2: return tir_value_int(dt, ((const int8_t *)data)[i]);
+    default:
+        if (smelt_dtype_is_lowbit(dt)) return tir_value_int(dt, ((const uint8_t *)data)[i]);
+        return tir_value_int(dt, ((const int64_t *)data)[i]);
     }
 }
 
@@ -148,7 +152,12 @@ static void write_elem(tir_value v, void *data, int64_t i)
     case SMELT_DT_INT16: ((uint16_t *)data)[i] = (uint16_t)v.i; break;
     case SMELT_DT_UINT32:
     case SMELT_DT_INT32: ((uint32_t *)data)[i] = (uint32_t)v.i; break;
-    default: ((uint64_t *)data)[i] = (uint64_t)v.i; break;
+    default:
+        if (smelt_dtype_is_lowbit(v.dtype))
+            ((uint8_t *)data)[i] = (uint8_t)v.i;
+        else
+            ((uint64_t *)data)[i] = (uint64_t)v.i;
+        break;
     }
 }
 
@@ -301,6 +310,15 @@ static smelt_status eval_call(tir_interp *it, const ir_expr *e, tir_value *out)
     tir_value args[3] = {{0}, {0}, {0}};
     for (int i = 0; i < e->call.n; i++) SMELT_TRY(tir_interp_eval(it, e->call.args[i], &args[i]));
     if (e->call.n == 0) return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: call without args");
+    if (e->call.op == IR_CALL_LB_DECODE) {
+        *out = tir_value_float(e->dtype, tir_lowbit_decode(args[0].dtype, args[0].i));
+        return SMELT_OK;
+    }
+    if (e->call.op == IR_CALL_LB_ENCODE) {
+        bool f = tir_dtype_is_float(args[0].dtype);
+        *out = tir_value_int(e->dtype, tir_lowbit_encode(e->dtype, f, args[0].f, args[0].i, (int)args[1].i));
+        return SMELT_OK;
+    }
     if (!tir_dtype_is_float(args[0].dtype) && e->call.op == IR_CALL_ABS && tir_dtype_is_int(e->dtype)) {
         *out = tir_value_int(e->dtype, args[0].i < 0 ? (int64_t)(0 - (uint64_t)args[0].i) : args[0].i);
         return SMELT_OK;

@@ -112,6 +112,10 @@ typedef enum ir_call_op {
     IR_CALL_ASINH,
     IR_CALL_ACOSH,
     IR_CALL_ATANH,
+    /* ONNX's low-bit types (include/smelt_lowbit.h); internal to Cast and the
+     * quantization ops, never from the te API. */
+    IR_CALL_LB_DECODE, /* (code of a float8/float4 dtype) -> float32 */
+    IR_CALL_LB_ENCODE, /* (value, mode: int32 constant) -> the stored byte of the call's dtype */
     IR_CALL_COUNT_
 } ir_call_op;
 

@@ -1,6 +1,7 @@
 /* Scalar semantics of tir values (see scalar.h). */
 #include <math.h>
 
+#include "smelt_lowbit.h"
 #include "tir/scalar.h"
 
 bool tir_dtype_is_int(smelt_dtype dt) { return tir_dtype_bits(dt) > 0 && !tir_dtype_is_float(dt); }
@@ -14,7 +15,8 @@ bool tir_dtype_is_float(smelt_dtype dt)
 bool tir_dtype_is_unsigned(smelt_dtype dt)
 {
     return dt == SMELT_DT_UINT8 || dt == SMELT_DT_UINT16 || dt == SMELT_DT_UINT32 ||
-           dt == SMELT_DT_UINT64 || dt == SMELT_DT_BOOL;
+           dt == SMELT_DT_UINT64 || dt == SMELT_DT_BOOL ||
+           (smelt_dtype_is_lowbit(dt) && dt != SMELT_DT_INT4 && dt != SMELT_DT_INT2);
 }
 
 int tir_dtype_bits(smelt_dtype dt)
@@ -23,6 +25,16 @@ int tir_dtype_bits(smelt_dtype dt)
     case SMELT_DT_BOOL: return 1;
     case SMELT_DT_INT8:
     case SMELT_DT_UINT8: return 8;
+    case SMELT_DT_FLOAT8E4M3FN:
+    case SMELT_DT_FLOAT8E4M3FNUZ:
+    case SMELT_DT_FLOAT8E5M2:
+    case SMELT_DT_FLOAT8E5M2FNUZ:
+    case SMELT_DT_UINT4:
+    case SMELT_DT_INT4:
+    case SMELT_DT_FLOAT4E2M1:
+    case SMELT_DT_FLOAT8E8M0:
+    case SMELT_DT_UINT2:
+    case SMELT_DT_INT2: return 8; /* a byte: a float8/float4 code or a 4/2-bit integer */
     case SMELT_DT_INT16:
     case SMELT_DT_UINT16:
     case SMELT_DT_FLOAT16:
@@ -63,7 +75,11 @@ int64_t tir_wrap_int(smelt_dtype dt, uint64_t v)
     case SMELT_DT_UINT16: return (uint16_t)v;
     case SMELT_DT_INT32: return (int32_t)(uint32_t)v;
     case SMELT_DT_UINT32: return (uint32_t)v;
-    default: return (int64_t)v;
+    case SMELT_DT_INT4:
+    case SMELT_DT_UINT4:
+    case SMELT_DT_INT2:
+    case SMELT_DT_UINT2: return smelt_lb_wrap_int((int)dt, (int64_t)v);
+    default: return smelt_dtype_is_lowbit(dt) ? (uint8_t)v : (int64_t)v;
     }
 }
 
@@ -204,4 +220,15 @@ bool tir_fold_float(ir_kind k, smelt_dtype dt, double a, double b, double *out)
     if (dt != SMELT_DT_FLOAT32 && dt != SMELT_DT_FLOAT64) return false;
     if (k == IR_DIV && b == 0) return false;
     return fold_float_arith(k, dt, a, b, out);
+}
+
+int64_t tir_lowbit_encode(smelt_dtype to, bool arg_is_float, double f, int64_t i, int mode)
+{
+    if (!arg_is_float && smelt_dtype_is_lowbit_int(to)) return smelt_lb_wrap_int((int)to, i);
+    return smelt_lowbit_encode((int)to, arg_is_float ? f : (double)i, mode);
+}
+
+double tir_lowbit_decode(smelt_dtype from, int64_t code)
+{
+    return smelt_lowbit_decode((int)from, (unsigned)(code & 0xFF));
 }

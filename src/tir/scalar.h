@@ -25,6 +25,10 @@ int64_t tir_wrap_int(smelt_dtype dt, uint64_t v);
 
 /* Round a double to the precision of a float dtype (f16/bf16/f32/f64). */
 double tir_round_float(smelt_dtype dt, double v);
+/* IR_CALL_LB_ENCODE / DECODE (include/smelt_lowbit.h): an integer argument
+ * of a 4- or 2-bit target wraps, anything else converts through double. */
+int64_t tir_lowbit_encode(smelt_dtype to, bool arg_is_float, double f, int64_t i, int mode);
+double tir_lowbit_decode(smelt_dtype from, int64_t code);
 
 /* Fold an integer binary op (arithmetic, comparison or logic) in dtype dt.
  * Returns false for division or modulo by zero. */

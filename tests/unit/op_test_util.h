@@ -344,10 +344,13 @@ static inline bool opt_close(double got, double want, opt_tol tol)
 }
 
 /* Element i of t and want agree: integers and bool exactly (t must not be
- * a float tensor then), floats by opt_close. */
+ * a float tensor then), float8/float4 codes bit for bit, floats by opt_close. */
 static inline bool opt_same_element(const smelt_tensor *t, const smelt_tensor *want, int64_t i,
                                     opt_tol tol)
 {
+    if (smelt_dtype_is_lowbit_float(want->dtype))
+        return t->dtype == want->dtype &&
+               ((const uint8_t *)t->data)[i] == ((const uint8_t *)want->data)[i];
     if (!op_dtype_is_float(want->dtype))
         return !op_dtype_is_float(t->dtype) && op_get_i64(t, i) == op_get_i64(want, i);
     return opt_close(op_get_f64(t, i), op_get_f64(want, i), tol);

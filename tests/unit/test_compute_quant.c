@@ -19,6 +19,10 @@ static void fill(smelt_tensor *t, int64_t i, int kind, uint32_t *state)
     double u = (double)r / 4294967296.0;
     if (kind == FILL_SCALE)
         op_set_f64(t, i, 0.05 + 0.5 * u);
+    else if (smelt_dtype_is_lowbit_float(t->dtype)) /* any code: NaN, Inf, -0 too */
+        ((uint8_t *)t->data)[i] = (uint8_t)(r & (t->dtype == SMELT_DT_FLOAT4E2M1 ? 0x0F : 0xFF));
+    else if (smelt_dtype_is_lowbit_int(t->dtype)) /* the whole range: op_set_i64 wraps */
+        op_set_i64(t, i, (int64_t)(r % 16));
     else if (t->dtype == I8)
         op_set_i64(t, i, (int64_t)(r % 256) - 128);
     else if (t->dtype == U8)
@@ -58,6 +62,28 @@ static const opt_case k_quantize_cases[] = {
      {T(F32, 2, 3, 4), S(F32, 0, 0), T(U8, 0, 0)}, {OPT_AI("precision", F16)}},
     {"quantize constant per-axis params", OP_QUANTIZE_LINEAR, 13, "y", 3, 1,
      {T(F32, 3, 2, 3, 4), OPT_CONST1(F32, 0.1, 0.25, 0.5), OPT_CONST1(I8, -5, 0, 100)}, {AXIS(1)}},
+    /* ONNX's low-bit types: float8/float4 codes, 4- and 2-bit integers */
+    {"quantize e4m3fn saturate", OP_QUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(F32, 2, 4, 8), S(F32, 0, 0), T(SMELT_DT_FLOAT8E4M3FN, 1, 1)}, {{0}}},
+    {"quantize e4m3fn no saturate", OP_QUANTIZE_LINEAR, 21, "y", 3, 1,
+     {T(F32, 2, 4, 8), S(F32, 0, 0), T(SMELT_DT_FLOAT8E4M3FN, 0, 0)}, {OPT_AI("saturate", 0)}},
+    {"quantize e5m2 per axis no saturate", OP_QUANTIZE_LINEAR, 21, "y", 3, 2,
+     {T(F32, 2, 3, 8), S(F32, 1, 3), T(SMELT_DT_FLOAT8E5M2, 1, 3)},
+     {AXIS(0), OPT_AI("saturate", 0)}},
+    {"quantize output_dtype e4m3fnuz", OP_QUANTIZE_LINEAR, 21, "y", 2, 1,
+     {T(F32, 2, 3, 8), S(F32, 0, 0)}, {OPT_AI("output_dtype", SMELT_DT_FLOAT8E4M3FNUZ)}},
+    {"quantize e5m2fnuz f16", OP_QUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(F16, 2, 3, 8), S(F16, 0, 0), T(SMELT_DT_FLOAT8E5M2FNUZ, 0, 0)}, {{0}}},
+    {"quantize float4e2m1", OP_QUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(F32, 2, 3, 8), S(F32, 0, 0), T(SMELT_DT_FLOAT4E2M1, 0, 0)}, {{0}}},
+    {"quantize int4 per axis", OP_QUANTIZE_LINEAR, 21, "y", 3, 1,
+     {T(F32, 2, 3, 7), S(F32, 1, 3), T(SMELT_DT_INT4, 1, 3)}, {AXIS(0)}},
+    {"quantize uint4", OP_QUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(F32, 1, 9), S(F32, 0, 0), T(SMELT_DT_UINT4, 0, 0)}, {{0}}},
+    {"quantize int2 blocked", OP_QUANTIZE_LINEAR, 21, "y", 3, 2,
+     {T(F32, 2, 3, 6), S(F32, 2, 3, 2), T(SMELT_DT_INT2, 2, 3, 2)}, {AXIS(1), BLOCK(3)}},
+    {"quantize uint2 output_dtype", OP_QUANTIZE_LINEAR, 21, "y", 2, 1,
+     {T(F32, 1, 9), S(F32, 0, 0)}, {OPT_AI("output_dtype", SMELT_DT_UINT2)}},
 };
 
 static const opt_case k_dequantize_cases[] = {
@@ -77,6 +103,26 @@ static const opt_case k_dequantize_cases[] = {
      {T(U8, 2, 3, 4), S(BF16, 0, 0), T(U8, 0, 0)}, {{0}}},
     {"dequantize output_dtype f16", OP_DEQUANTIZE_LINEAR, 23, "y", 3, 1,
      {T(I8, 2, 3, 4), S(F32, 0, 0), T(I8, 0, 0)}, {OPT_AI("output_dtype", F16)}},
+    {"dequantize e4m3fn zero point", OP_DEQUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(SMELT_DT_FLOAT8E4M3FN, 2, 8, 8), S(F32, 0, 0), T(SMELT_DT_FLOAT8E4M3FN, 1, 1)}, {{0}}},
+    {"dequantize e4m3fnuz per axis", OP_DEQUANTIZE_LINEAR, 21, "y", 3, 1,
+     {T(SMELT_DT_FLOAT8E4M3FNUZ, 2, 4, 8), S(F32, 1, 4), T(SMELT_DT_FLOAT8E4M3FNUZ, 1, 4)},
+     {AXIS(0)}},
+    {"dequantize e5m2 f16 output", OP_DEQUANTIZE_LINEAR, 23, "y", 2, 1,
+     {T(SMELT_DT_FLOAT8E5M2, 2, 8, 8), S(F32, 0, 0)}, {OPT_AI("output_dtype", F16)}},
+    {"dequantize e5m2fnuz", OP_DEQUANTIZE_LINEAR, 21, "y", 2, 0,
+     {T(SMELT_DT_FLOAT8E5M2FNUZ, 2, 8, 8), S(F32, 0, 0)}, {{0}}},
+    {"dequantize float4e2m1", OP_DEQUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(SMELT_DT_FLOAT4E2M1, 1, 16), S(F32, 0, 0), T(SMELT_DT_FLOAT4E2M1, 0, 0)}, {{0}}},
+    {"dequantize int4 per axis", OP_DEQUANTIZE_LINEAR, 21, "y", 3, 1,
+     {T(SMELT_DT_INT4, 2, 3, 5), S(F32, 1, 3), T(SMELT_DT_INT4, 1, 3)}, {AXIS(0)}},
+    {"dequantize uint4 scalar zp [1]", OP_DEQUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(SMELT_DT_UINT4, 1, 7), S(F32, 0, 0), T(SMELT_DT_UINT4, 1, 1)}, {{0}}},
+    {"dequantize int2, uint2", OP_DEQUANTIZE_LINEAR, 21, "y", 3, 0,
+     {T(SMELT_DT_INT2, 1, 9), S(F32, 1, 1), T(SMELT_DT_INT2, 0, 0)}, {{0}}},
+    {"dequantize uint2 blocked", OP_DEQUANTIZE_LINEAR, 21, "y", 3, 2,
+     {T(SMELT_DT_UINT2, 2, 3, 6), S(F32, 2, 3, 2), T(SMELT_DT_UINT2, 2, 3, 2)},
+     {AXIS(1), BLOCK(3)}},
 };
 
 static const opt_case k_dynamic_cases[] = {
@@ -155,8 +201,8 @@ static void test_refusals(void)
 {
     opt_node f;
     opt_init(&f, NULL, OP_QUANTIZE_LINEAR, 21, 2, 1);
-    opt_attr_int(&f, "output_dtype", 22); /* int4 */
-    expect_error(&f, opt_import(&f), SMELT_ERR_UNSUPPORTED, "attribute 'output_dtype' is 22",
+    opt_attr_int(&f, "output_dtype", SMELT_DT_FLOAT8E8M0); /* a scale type, not quantized */
+    expect_error(&f, opt_import(&f), SMELT_ERR_UNSUPPORTED, "attribute 'output_dtype' is 24",
                  "(QuantizeLinear)");
     opt_fini(&f);
 

@@ -411,7 +411,8 @@ typedef struct bad_value {
 static const bad_value k_bad_values[] = {
     {"Resize", "antialias", 19, 1, NULL},
     {"Resize", "keep_aspect_ratio_policy", 19, 0, "not_larger"},
-    {"Cast", "to", 21, 22 /* INT4 */, NULL},
+    {"Cast", "to", 25, 27 /* FLOAT6E2M3 */, NULL},
+    {"QuantizeLinear", "output_dtype", 25, 24 /* FLOAT8E8M0: a scale type */, NULL},
     {"Cast", "to", 13, 999, NULL},
     {"LayerNormalization", "stash_type", 17, SMELT_DT_INT32, NULL},
     {"BatchNormalization", "is_test", 6, 0, NULL},

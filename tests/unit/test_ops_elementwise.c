@@ -329,19 +329,84 @@ static void test_cast(void)
     CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 99");
     opt_fini(&h);
 
-    /* ONNX's float8/int4/int2 types are real types smelt lacks: unsupported,
-     * not a bad attribute (the current onnx's test_cast_*_to_FLOAT8* failed) */
-    for (int64_t to = 17; to <= 26; to++) {
-        opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
-        opt_attr_int(&h, "to", to);
-        CHECK(opt_run(&h, &x, 1) == SMELT_ERR_UNSUPPORTED);
-        CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "is not implemented");
-        opt_fini(&h);
-    }
+    /* ONNX's 6-bit floats: real types smelt lacks (17..26 cast: test_cast_lowbit) */
     opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
-    opt_attr_int(&h, "to", 17);
+    opt_attr_int(&h, "to", 27);
     CHECK(opt_run(&h, &x, 1) == SMELT_ERR_UNSUPPORTED);
-    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 17 (FLOAT8E4M3FN)");
+    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 27 (FLOAT6E2M3): casting to this");
+    opt_fini(&h);
+    opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
+    opt_attr_int(&h, "to", 29);
+    CHECK(opt_run(&h, &x, 1) == SMELT_ERR_ATTR);
+    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'to' is 29, not a known dtype");
+    opt_fini(&h);
+
+    opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
+    opt_attr_int(&h, "to", SMELT_DT_FLOAT8E8M0);
+    opt_attr_string(&h, "round_mode", "odd");
+    CHECK(opt_run(&h, &x, 1) == SMELT_ERR_ATTR);
+    CHECK_STR_CONTAINS(smelt_ctx_message(h.ctx), "'round_mode' is 'odd'");
+    opt_fini(&h);
+}
+
+/* Cast's reference kernel to ONNX's low-bit types: spec values (the
+ * conversions themselves are checked against ml_dtypes by check_lowbit.py). */
+static uint8_t cast_one_code(smelt_dtype to, float v, int64_t saturate, const char *round)
+{
+    opt_node h;
+    smelt_tensor x = opt_vec(F32, 1, &v);
+    opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
+    opt_attr_int(&h, "to", to);
+    opt_attr_int(&h, "saturate", saturate);
+    if (round) opt_attr_string(&h, "round_mode", round);
+    CHECK(opt_run(&h, &x, 1) == SMELT_OK);
+    CHECK(h.out[0].dtype == to && h.out[0].rank == 1 && h.out[0].dims[0] == 1);
+    uint8_t code = *(const uint8_t *)h.out[0].data;
+    opt_fini(&h);
+    return code;
+}
+
+static void test_cast_lowbit(void)
+{
+    /* E4M3FN: 448 is the largest value; 464 is the tie with the NaN code */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, 464.0f, 0, NULL) == 0x7E);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, 470.0f, 0, NULL) == 0x7F);  /* NaN */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, 470.0f, 1, NULL) == 0x7E);  /* saturated */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, -INFINITY, 1, NULL) == 0xFE);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, -INFINITY, 0, NULL) == 0xFF);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, -0.0f, 1, NULL) == 0x80);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FNUZ, -0.0f, 1, NULL) == 0x00); /* no -0 */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FNUZ, NAN, 1, NULL) == 0x80);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E5M2, INFINITY, 0, NULL) == 0x7C);   /* Inf */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E5M2, 1e6f, 1, NULL) == 0x7B);       /* 57344 */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E5M2FNUZ, 1e6f, 0, NULL) == 0x80);   /* NaN */
+    /* subnormal ties to even: 2^-9 and 3 * 2^-10 in E4M3FN (unit 2^-9) */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, 0x1p-10f, 1, NULL) == 0x00);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E4M3FN, 0x3p-10f, 1, NULL) == 0x02);
+    /* float4 E2M1: +-6 at most, NaN -> +6 (ONNX's float4 spec) */
+    CHECK(cast_one_code(SMELT_DT_FLOAT4E2M1, 5.0f, 1, NULL) == 0x6);       /* tie 4|6 -> 4 */
+    CHECK(cast_one_code(SMELT_DT_FLOAT4E2M1, -100.0f, 0, NULL) == 0xF);
+    CHECK(cast_one_code(SMELT_DT_FLOAT4E2M1, NAN, 1, NULL) == 0x7);
+    /* E8M0: 3 = 1.5 * 2^1 -> 2^2 up, 2^1 down, 2^2 nearest */
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E8M0, 3.0f, 1, "up") == 129);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E8M0, 3.0f, 1, "down") == 128);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E8M0, 3.0f, 1, "nearest") == 129);
+    CHECK(cast_one_code(SMELT_DT_FLOAT8E8M0, INFINITY, 1, "up") == 0xFE);
+    /* 4- and 2-bit integers: truncation, then the low bits */
+    CHECK((int8_t)cast_one_code(SMELT_DT_INT4, 7.9f, 1, NULL) == 7);
+    CHECK((int8_t)cast_one_code(SMELT_DT_INT4, 9.0f, 1, NULL) == -7);
+    CHECK(cast_one_code(SMELT_DT_UINT4, -1.0f, 1, NULL) == 15);
+    CHECK((int8_t)cast_one_code(SMELT_DT_INT2, 2.0f, 1, NULL) == -2);
+    CHECK(cast_one_code(SMELT_DT_UINT2, 5.0f, 1, NULL) == 1);
+
+    /* uint64 past 2^63 is positive (it once went through int64) */
+    opt_node h;
+    uint64_t big = (uint64_t)1 << 63;
+    smelt_tensor x = opt_vec(U64, 1, &big);
+    opt_init(&h, &k_names, OP_CAST, 25, 1, 1);
+    opt_attr_int(&h, "to", SMELT_DT_FLOAT8E4M3FN);
+    CHECK(opt_run(&h, &x, 1) == SMELT_OK);
+    CHECK(*(const uint8_t *)h.out[0].data == 0x7E);
     opt_fini(&h);
 }
 
@@ -437,6 +502,7 @@ int main(void)
     test_integers();
     test_clip();
     test_cast();
+    test_cast_lowbit();
     test_logic_and_tests();
     test_shapes_and_errors();
     TEST_MAIN_END();
