@@ -69,7 +69,14 @@ dups=$(grep -v '"verified":true' "$tmp/k.jsonl" | sed 's/.*"task":"\([0-9a-f]*\)
 "$smelt" tune "$model" --list-tasks >"$tmp/list" 2>&1 || fail "--list-tasks failed"
 [ "$(grep -c '^[0-9]' "$tmp/list")" -eq 6 ] || { fail "--list-tasks: not 6 tasks"; cat "$tmp/list"; }
 "$smelt" tune "$model" --show-space | grep -q "rule conv_nchwc" || fail "--show-space: no knobs"
-for bad in "--trials 0" "--trials abc" "--minutes -1" "--threads x"; do
+# --knobs: the conv task timed at a point of its space, a point the rule refuses
+# reported as invalid (not fatal), a malformed point a usage error
+conv=$(awk '/conv_nchwc/ { print $2; exit }' "$tmp/list")
+"$smelt" tune "$model" --list-tasks --min-ms 1 --knobs "$conv=0,0,0,1" --knobs "$conv=0,0,0,99" \
+    >"$tmp/kn" 2>&1 || { fail "--knobs failed"; cat "$tmp/kn"; }
+grep -q "knobs 0,0,0,1 .*x default" "$tmp/kn" || { fail "--knobs: no timed point"; cat "$tmp/kn"; }
+grep -q "knobs 0,0,0,99 *invalid: .*parallel" "$tmp/kn" || { fail "--knobs: bad value not reported"; cat "$tmp/kn"; }
+for bad in "--trials 0" "--trials abc" "--minutes -1" "--threads x" "--knobs 12" "--knobs k=1,x"; do
     # shellcheck disable=SC2086
     "$smelt" tune "$model" -o "$tmp/x.jsonl" $bad >"$tmp/out" 2>&1
     [ $? -eq 2 ] || fail "tune $bad: not a usage error"
