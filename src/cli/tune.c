@@ -133,13 +133,18 @@ static smelt_status list_tries(smelt_ctx *ctx, tune_cli *c, int i)
     for (int k = 0; k < c->n_tries; k++) {
         const struct tune_try *tr = &c->tries[k];
         if (strncmp(t->key, tr->key, (size_t)(strchr(tr->key, '=') - tr->key)) != 0) continue;
-        double ms;
+        tune_result r;
         smelt_ctx local = {.status = SMELT_OK}; /* a point the rule refuses is not fatal */
-        if (tune_session_measure_knobs(&local, c->s, i, &tr->knobs, &ms) != SMELT_OK) {
+        if (tune_session_measure_knobs(&local, c->s, i, &tr->knobs, &r) != SMELT_OK) {
             if (local.status == SMELT_ERR_NOMEM) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-            printf("       knobs %-31s invalid: %s\n", strchr(tr->key, '=') + 1, local.message);
+            r.status = TUNE_BUILD_ERROR;
+        }
+        if (r.status != TUNE_OK) {
+            printf("       knobs %-31s invalid: %s\n", strchr(tr->key, '=') + 1,
+                   r.reason[0] ? r.reason : local.message);
             continue;
         }
+        double ms = r.ms;
         printf("       knobs %-31s %11.4f %9.2f  %.2fx default\n", strchr(tr->key, '=') + 1, ms,
                ms > 0 ? t->flops / (ms * 1e6) : 0.0, ms > 0 ? base / ms : 0.0);
     }

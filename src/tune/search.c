@@ -701,19 +701,27 @@ static smelt_status open_records(smelt_ctx *ctx, tune_session *s)
 }
 
 smelt_status tune_session_measure_knobs(smelt_ctx *ctx, tune_session *s, int task,
-                                       const sch_knobs *knobs, double *ms)
+                                       const sch_knobs *knobs, tune_result *out)
 {
-    *ms = 0;
+    memset(out, 0, sizeof *out);
+    out->status = TUNE_BUILD_ERROR;
     SMELT_TRY(ensure_bench(ctx, s, task));
     task_state *t = &s->st[task];
-    if (t->failed) return SMELT_OK;
+    if (t->failed) {
+        snprintf(out->reason, sizeof out->reason, "the task cannot be measured");
+        return SMELT_OK;
+    }
     tune_candidate c;
     SMELT_TRY(tune_candidate_init(ctx, &c, tune_bench_te(t->bench), &s->target->hw, knobs));
-    smelt_status st = tune_lower_candidate(ctx, t->bench, &c);
+    /* each step only while the candidate is still valid: a refused point
+     * keeps the reason of the step that refused it */
+    smelt_status st = SMELT_OK;
     tune_candidate *p = &c;
-    if (st == SMELT_OK) st = tune_build_candidates(ctx, t->bench, &p, 1, &s->o.measure);
-    if (st == SMELT_OK) st = tune_measure(ctx, t->bench, &c, &s->o.measure);
-    if (st == SMELT_OK && c.result.status == TUNE_OK) *ms = c.result.ms;
+    if (c.result.status == TUNE_OK) st = tune_lower_candidate(ctx, t->bench, &c);
+    if (st == SMELT_OK && c.result.status == TUNE_OK)
+        st = tune_build_candidates(ctx, t->bench, &p, 1, &s->o.measure);
+    if (st == SMELT_OK && c.result.status == TUNE_OK) st = tune_measure(ctx, t->bench, &c, &s->o.measure);
+    if (st == SMELT_OK) *out = c.result;
     tune_candidate_fini(&c);
     return st;
 }
@@ -721,8 +729,11 @@ smelt_status tune_session_measure_knobs(smelt_ctx *ctx, tune_session *s, int tas
 smelt_status tune_session_measure_defaults(smelt_ctx *ctx, tune_session *s)
 {
     sch_knobs none = {{0}};
-    for (int i = 0; i < s->tasks.n; i++)
-        SMELT_TRY(tune_session_measure_knobs(ctx, s, i, &none, &s->st[i].default_ms));
+    for (int i = 0; i < s->tasks.n; i++) {
+        tune_result r;
+        SMELT_TRY(tune_session_measure_knobs(ctx, s, i, &none, &r));
+        if (r.status == TUNE_OK) s->st[i].default_ms = r.ms;
+    }
     return SMELT_OK;
 }
 

@@ -221,10 +221,10 @@ const char *tune_session_target_key(const tune_session *s);
 smelt_status tune_session_bench(smelt_ctx *ctx, tune_session *s, int i, tune_bench **out);
 /* Measure the default schedule of every task (--list-tasks). */
 smelt_status tune_session_measure_defaults(smelt_ctx *ctx, tune_session *s);
-/* Measure task's schedule under knobs (*ms 0 when it cannot be built or
- * failed: --list-tasks --knobs). */
+/* Measure task's schedule under knobs (--list-tasks --knobs): *out's status
+ * and reason say when it could not be built or failed. */
 smelt_status tune_session_measure_knobs(smelt_ctx *ctx, tune_session *s, int task,
-                                       const sch_knobs *knobs, double *ms);
+                                       const sch_knobs *knobs, tune_result *out);
 double tune_session_default_ms(const tune_session *s, int task);
 /* Tune until every task used its trials or stopped improving, or the time
  * is up, appending every measurement to the records file. */
