@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build a libFuzzer harness with clang and run it.  See docs/fuzzing.md.
 #
-#   [FUZZ_HARNESS=onnx_import|pipeline|runtime|records] tests/fuzz/run_fuzz.sh [SECONDS] [libFuzzer flags...]
+#   [FUZZ_HARNESS=onnx_import|pipeline|runtime|records|differential|schedule] tests/fuzz/run_fuzz.sh [SECONDS] [libFuzzer flags...]
 #
 # Builds build-fuzz/ (clang, -DSMELT_FUZZ=ON), copies the harness's seed
 # corpus and crash regressions into build-fuzz/fuzz/work_<harness> (the
