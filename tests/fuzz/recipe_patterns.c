@@ -114,15 +114,18 @@ static void at_strs(pb *n, const char *name, const char *const *v, int count)
 
 /* ---- constants ---- */
 
+/* x is an integer for the integer types, maybe out of their range (a zero
+ * point of the wrong type): it wraps, as a cast from int64 does. */
 static void put_element(pb *raw, int dtype, double x)
 {
+    int64_t i = isfinite(x) ? (int64_t)x : 0;
     switch (dtype) {
     case DT_FLOAT: { float f = (float)x; pb_raw(raw, &f, 4); break; }
     case DT_DOUBLE: pb_raw(raw, &x, 8); break;
-    case DT_INT64: { int64_t v = (int64_t)x; pb_raw(raw, &v, 8); break; }
-    case DT_INT32: { int32_t v = (int32_t)x; pb_raw(raw, &v, 4); break; }
-    case DT_INT8: { int8_t v = (int8_t)x; pb_raw(raw, &v, 1); break; }
-    default: { uint8_t v = (uint8_t)x; pb_raw(raw, &v, 1); break; }
+    case DT_INT64: pb_raw(raw, &i, 8); break;
+    case DT_INT32: { int32_t v = (int32_t)i; pb_raw(raw, &v, 4); break; }
+    case DT_INT8: { int8_t v = (int8_t)i; pb_raw(raw, &v, 1); break; }
+    default: { uint8_t v = (uint8_t)i; pb_raw(raw, &v, 1); break; }
     }
 }
 
