@@ -114,11 +114,11 @@ static void at_strs(pb *n, const char *name, const char *const *v, int count)
 
 /* ---- constants ---- */
 
-/* x is an integer for the integer types, maybe out of their range (a zero
+/* For the integer types x is an integer, maybe out of their range (a zero
  * point of the wrong type): it wraps, as a cast from int64 does. */
 static void put_element(pb *raw, int dtype, double x)
 {
-    int64_t i = isfinite(x) ? (int64_t)x : 0;
+    int64_t i = x > -0x1p62 && x < 0x1p62 ? (int64_t)x : 0; /* NaN: 0 */
     switch (dtype) {
     case DT_FLOAT: { float f = (float)x; pb_raw(raw, &f, 4); break; }
     case DT_DOUBLE: pb_raw(raw, &x, 8); break;
