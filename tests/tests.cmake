@@ -279,6 +279,11 @@ add_test(NAME fuzz/pipeline_models_replay
   COMMAND fuzz_pipeline_replay ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/pipeline_models)
 set_tests_properties(fuzz/pipeline_models_replay PROPERTIES
   ENVIRONMENT "SMELT_FUZZ_MODEL_INPUT=1" TIMEOUT 300)
+# Differential mismatches kept likewise as models: reference vs compiled.
+add_test(NAME fuzz/differential_models_replay
+  COMMAND fuzz_differential_replay ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/differential_models)
+set_tests_properties(fuzz/differential_models_replay PROPERTIES
+  ENVIRONMENT "SMELT_FUZZ_MODEL_INPUT=1" TIMEOUT 300)
 
 # ---- Transformer patterns: decomposed LayerNorm / GELU recognised, and each
 # LayerNormalization, Gelu and Softmax one generated function (--stats --json);
