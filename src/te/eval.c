@@ -174,6 +174,9 @@ static ev_val eval_call(ev_ctx *ec, const ir_expr *e, ev_env *env)
     double y = e->call.n > 1 ? as_f(e->call.args[1], b) : 0;
     if (!is_float(e->dtype)) {
         if (e->call.op == IR_CALL_ABS) return mk(e->dtype, 0, a.i < 0 ? -a.i : a.i);
+        if (e->call.op == IR_CALL_POW && !is_float(e->call.args[0]->dtype) &&
+            !is_float(e->call.args[1]->dtype))
+            return mk(e->dtype, 0, (int64_t)ir_ipow_u64((uint64_t)a.i, (uint64_t)b.i));
         double r = call_f(e->call.op, x, y);
         return mk(e->dtype, 0, r != r ? 0 : (int64_t)r);
     }
