@@ -211,6 +211,8 @@ foreach(h ${SMELT_FUZZ_HARNESSES})
     set(dict)
     if(h STREQUAL onnx_import)
       set(dict -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/onnx.dict)
+    elseif(h STREQUAL schedule OR h STREQUAL records)
+      set(dict -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/schedule.dict)
     endif()
     # mutates a scratch copy: the checked-in corpus only changes by hand
     set(scratch ${CMAKE_BINARY_DIR}/fuzz/scratch_${h})
