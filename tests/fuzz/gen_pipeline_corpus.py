@@ -231,6 +231,10 @@ def pattern_seeds():
     out["bad_lstm_hidden_size"] = p([2], "recurrent", [2, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1], flaw=6)
     out["bad_qlinear_conv_length"] = p([2], "qlinear_conv", [0, 1, 1, 1, 0, 0] + [0] * 12 + [1] * 5, flaw=2)
     out["bad_qdq_axis"] = p([2, 3], "qdq", [0, 1, 1], flaw=3)
+    # the generator's own conversions (UBSan found both): a 1e30 scale, and int8 zero
+    # points written as uint8
+    out["bad_qdq_huge_scale"] = p([2, 3], "qdq", [0, 1, 1, 5, 1, 1], flaw=0)
+    out["bad_qdq_zero_point_dtype"] = p([2, 3], "qdq", [0, 1, 1, 3, 1, 1], flaw=1)
     return out
 
 
