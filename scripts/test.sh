@@ -11,7 +11,7 @@ bash scripts/build.sh
 build/smelt check models/tiny_cnn
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DSMELT_FUZZ=ON \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx_import fuzz_pipeline fuzz_runtime fuzz_records fuzz_differential
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx_import fuzz_pipeline fuzz_runtime fuzz_records fuzz_differential fuzz_schedule
 (cd build-fuzz && ctest --output-on-failure -R '^fuzz/.*_brief$')
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_SANITIZE=ON >/dev/null
 cmake --build build-test -j"$(nproc)"

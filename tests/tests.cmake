@@ -188,9 +188,10 @@ set_tests_properties(unit/test_frontend_fuzz PROPERTIES TIMEOUT 300)
 #                lowered on the tiny CNN
 #   differential a byte recipe -> generated model -> reference vs compiled
 #                (host -O2, generic -O0): outputs must match
-set(SMELT_FUZZ_HARNESSES onnx_import pipeline runtime records differential)
-set(SMELT_FUZZ_SRCS_pipeline tests/fuzz/recipe_model.c)
-set(SMELT_FUZZ_SRCS_differential tests/fuzz/recipe_model.c)
+#   schedule     a --schedule file's text -> parsed -> applied to the tiny CNN
+set(SMELT_FUZZ_HARNESSES onnx_import pipeline runtime records differential schedule)
+set(SMELT_FUZZ_SRCS_pipeline tests/fuzz/recipe_model.c tests/fuzz/recipe_patterns.c)
+set(SMELT_FUZZ_SRCS_differential tests/fuzz/recipe_model.c tests/fuzz/recipe_patterns.c)
 foreach(h ${SMELT_FUZZ_HARNESSES})
   set(dirs ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${h} ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/${h})
   add_executable(fuzz_${h}_replay tests/fuzz/fuzz_${h}.c ${SMELT_FUZZ_SRCS_${h}} tests/fuzz/replay_main.c)
@@ -207,6 +208,8 @@ foreach(h ${SMELT_FUZZ_HARNESSES})
     set(dict)
     if(h STREQUAL onnx_import)
       set(dict -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/onnx.dict)
+    elseif(h STREQUAL schedule OR h STREQUAL records)
+      set(dict -dict=${CMAKE_SOURCE_DIR}/tests/fuzz/schedule.dict)
     endif()
     # mutates a scratch copy: the checked-in corpus only changes by hand
     set(scratch ${CMAKE_BINARY_DIR}/fuzz/scratch_${h})
@@ -221,8 +224,8 @@ foreach(h ${SMELT_FUZZ_HARNESSES})
   endif()
 endforeach()
 # the runtime harness builds its module through the compile cache at startup;
-# the records harness lowers the tiny CNN
-foreach(h runtime records)
+# the records and schedule harnesses lower the tiny CNN
+foreach(h runtime records schedule)
   target_compile_definitions(fuzz_${h}_replay PRIVATE
     SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")
   if(SMELT_FUZZ)
@@ -274,6 +277,11 @@ add_test(NAME cli/schedule_file
 add_test(NAME fuzz/pipeline_models_replay
   COMMAND fuzz_pipeline_replay ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/pipeline_models)
 set_tests_properties(fuzz/pipeline_models_replay PROPERTIES
+  ENVIRONMENT "SMELT_FUZZ_MODEL_INPUT=1" TIMEOUT 300)
+# Differential mismatches kept likewise as models: reference vs compiled.
+add_test(NAME fuzz/differential_models_replay
+  COMMAND fuzz_differential_replay ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/differential_models)
+set_tests_properties(fuzz/differential_models_replay PROPERTIES
   ENVIRONMENT "SMELT_FUZZ_MODEL_INPUT=1" TIMEOUT 300)
 
 # ---- Transformer patterns: decomposed LayerNorm / GELU recognised, and each

@@ -386,8 +386,8 @@ static void emit_float_call(cg_emitter *e, const ir_expr *x, smelt_dtype arg_dt,
     if (x->call.n > 1) cg_sb_done(e, &a1);
 }
 
-/* Integer arguments: abs exactly, isnan/isinf are false, the rest through
- * double and back (saturating). */
+/* Integer arguments: abs and pow (wrapped) exactly, isnan/isinf are false,
+ * the rest through double and back (saturating). */
 static void emit_int_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
 {
     ir_call_op op = x->call.op;
@@ -404,6 +404,15 @@ static void emit_int_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
     }
     if (op == IR_CALL_FLOOR || op == IR_CALL_CEIL || op == IR_CALL_ROUND) {
         cg_expr(e, x->call.args[0], CG_VALUE, out); /* already integral */
+        return;
+    }
+    if (op == IR_CALL_POW) {
+        e->helpers[CG_H_IPOW_U64] = true;
+        smelt_strbuf_printf(out, "((%s)smelt_ipow_u64((uint64_t)(", cg_value_type(x->dtype));
+        cg_expr(e, x->call.args[0], CG_VALUE, out);
+        smelt_strbuf_append(out, "), (uint64_t)(");
+        cg_expr(e, x->call.args[1], CG_VALUE, out);
+        smelt_strbuf_append(out, ")))");
         return;
     }
     smelt_strbuf a0, a1;

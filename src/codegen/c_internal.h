@@ -22,6 +22,7 @@ typedef enum cg_helper {
     CG_H_F2U64, /* saturating float -> uint64 */
     CG_H_ABS_I64,
     CG_H_SHIFT, /* IR_SHL / IR_SHR with counts past the width */
+    CG_H_IPOW_U64,
     CG_H_F16,
     CG_H_BF16,
     CG_H_F64_ODD, /* double -> float rounding to odd (no double rounding to half) */

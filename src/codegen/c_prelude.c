@@ -101,6 +101,13 @@ static const helper_text helpers[] = {
      "static inline uint64_t smelt_shl(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a << n; }\n"
      "static inline uint64_t smelt_shr_u(uint64_t a, uint64_t n) { return n >= 64 ? 0 : a >> n; }\n"
      "static inline int64_t smelt_shr_i(int64_t a, uint64_t n) { return a >> (n > 63 ? 63 : n); }\n\n"},
+    {CG_H_IPOW_U64, CG_H_COUNT_,
+     "/* Integer pow: the power modulo 2^64 (ir_ipow_u64). */\n"
+     "static inline uint64_t smelt_ipow_u64(uint64_t b, uint64_t e)\n{\n"
+     "    uint64_t r = 1;\n"
+     "    for (; e; e >>= 1, b *= b)\n"
+     "        if (e & 1) r *= b;\n"
+     "    return r;\n}\n\n"},
     {CG_H_F16, CG_H_COUNT_,
      "/* IEEE half precision <-> float, rounding to nearest even. */\n"
      "static inline float smelt_f16_to_f32(uint16_t h)\n{\n"

@@ -155,19 +155,6 @@ static bool logic_op(bin_kind k, bool a, bool b)
     return k == BIN_AND ? a && b : k == BIN_OR ? a || b : a != b;
 }
 
-/* Exponentiation by squaring modulo 2^64: truncated to the dtype later,
- * this is the wrapped integer power. */
-static uint64_t uint_pow(uint64_t base, uint64_t e)
-{
-    uint64_t r = 1;
-    while (e) {
-        if (e & 1) r *= base;
-        base *= base;
-        e >>= 1;
-    }
-    return r;
-}
-
 /* Errors found inside the row loops; reported once the loop is done. */
 static const char *const k_err_div_zero = "integer division by zero";
 static const char *const k_err_div_overflow =
@@ -445,7 +432,7 @@ static void row_pow(void *job, const bc_row *r)
             int64_t e = op_get_i64(j->b, ib);
             if (unsigned_exp || e >= 0) {
                 op_set_i64(j->out, io,
-                           (int64_t)uint_pow((uint64_t)op_get_i64(j->a, ia), (uint64_t)e));
+                           (int64_t)ir_ipow_u64((uint64_t)op_get_i64(j->a, ia), (uint64_t)e));
                 continue;
             }
         }
@@ -1003,20 +990,39 @@ static ir_expr *variadic_body(te_graph *g, ir_expr *const *idx, void *user)
     return ir_cast(b, bt->out, acc);
 }
 
-/* Pow: same-dtype floats compute in that dtype; otherwise pow over double,
- * converted to the base's dtype (integers saturate, like the reference; an
- * integer power is exact while it fits in double's 53 bits). */
+/* pow over double, converted to the output dtype (integers saturate, as
+ * the reference stores a double). */
+static ir_expr *pow_double(ir_builder *b, smelt_dtype out, ir_expr *base, ir_expr *exp)
+{
+    ir_expr *args[2] = {ir_cast(b, SMELT_DT_FLOAT64, base), ir_cast(b, SMELT_DT_FLOAT64, exp)};
+    ir_expr *p = ir_call(b, IR_CALL_POW, SMELT_DT_FLOAT64, 2, args);
+    return op_dtype_is_float(out) ? ir_cast(b, out, p) : op_float_to_int_expr(b, out, p);
+}
+
+/* Integer base and exponent, as the reference (row_pow): a non-negative
+ * exponent gives the wrapped power (numpy's, and ONNX's reference), a
+ * negative one the saturated double result. */
+static ir_expr *pow_integer(ir_builder *b, smelt_dtype out, ir_expr *base, ir_expr *exp)
+{
+    ir_expr *args[2] = {ir_cast(b, SMELT_DT_UINT64, base), ir_cast(b, SMELT_DT_UINT64, exp)};
+    ir_expr *wrapped = ir_cast(b, out, ir_call(b, IR_CALL_POW, SMELT_DT_UINT64, 2, args));
+    if (dtype_is_unsigned(exp->dtype)) return wrapped;
+    ir_expr *zero = ir_const_int(b, exp->dtype, 0);
+    return ir_select(b, ir_binary(b, IR_GE, exp, zero), wrapped, pow_double(b, out, base, exp));
+}
+
+/* Pow: same-dtype floats compute in that dtype, integers as pow_integer,
+ * mixed dtypes through double. */
 static ir_expr *pow_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const bin_te *bt = user;
     ir_builder *b = &g->b;
     ir_expr *args[2] = {read_work(g, bt, 0, idx), read_work(g, bt, 1, idx)};
     if (!args[0] || !args[1]) return b->failed = true, NULL;
-    if (args[0]->dtype != args[1]->dtype || !op_dtype_is_float(args[0]->dtype))
-        for (int k = 0; k < 2; k++) args[k] = ir_cast(b, SMELT_DT_FLOAT64, args[k]);
-    ir_expr *p = ir_call(b, IR_CALL_POW, args[0]->dtype, 2, args);
-    if (!op_dtype_is_float(bt->out)) return op_float_to_int_expr(b, bt->out, p);
-    return ir_cast(b, bt->out, p);
+    bool int_base = !op_dtype_is_float(args[0]->dtype), int_exp = !op_dtype_is_float(args[1]->dtype);
+    if (int_base && int_exp) return pow_integer(b, bt->out, args[0], args[1]);
+    if (args[0]->dtype != args[1]->dtype || int_base) return pow_double(b, bt->out, args[0], args[1]);
+    return ir_cast(b, bt->out, ir_call(b, IR_CALL_POW, args[0]->dtype, 2, args));
 }
 
 static ir_expr *where_body(te_graph *g, ir_expr *const *idx, void *user)

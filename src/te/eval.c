@@ -192,6 +192,9 @@ static ev_val eval_call(ev_ctx *ec, const ir_expr *e, ev_env *env)
                   tir_lowbit_encode(e->dtype, is_float(e->call.args[0]->dtype), a.f, a.i, (int)b.i));
     if (!is_float(e->dtype)) {
         if (e->call.op == IR_CALL_ABS) return mk(e->dtype, 0, a.i < 0 ? -a.i : a.i);
+        if (e->call.op == IR_CALL_POW && !is_float(e->call.args[0]->dtype) &&
+            !is_float(e->call.args[1]->dtype))
+            return mk(e->dtype, 0, (int64_t)ir_ipow_u64((uint64_t)a.i, (uint64_t)b.i));
         double r = call_f(e->call.op, x, y);
         return mk(e->dtype, 0, r != r ? 0 : (int64_t)r);
     }

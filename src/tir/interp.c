@@ -323,6 +323,11 @@ static smelt_status eval_call(tir_interp *it, const ir_expr *e, tir_value *out)
         *out = tir_value_int(e->dtype, args[0].i < 0 ? (int64_t)(0 - (uint64_t)args[0].i) : args[0].i);
         return SMELT_OK;
     }
+    if (e->call.op == IR_CALL_POW && tir_dtype_is_int(e->dtype) && !tir_dtype_is_float(args[0].dtype) &&
+        !tir_dtype_is_float(args[1].dtype)) {
+        *out = tir_value_int(e->dtype, (int64_t)ir_ipow_u64((uint64_t)args[0].i, (uint64_t)args[1].i));
+        return SMELT_OK;
+    }
     double x = tir_value_to_double(args[0]), y = e->call.n > 1 ? tir_value_to_double(args[1]) : 0;
     bool f32 = args[0].dtype == SMELT_DT_FLOAT32 || args[0].dtype == SMELT_DT_FLOAT16 ||
                args[0].dtype == SMELT_DT_BFLOAT16;

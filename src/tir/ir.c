@@ -141,6 +141,17 @@ ir_expr *ir_call(ir_builder *b, ir_call_op op, smelt_dtype dt, int n, ir_expr *c
     return e;
 }
 
+uint64_t ir_ipow_u64(uint64_t base, uint64_t exp)
+{
+    uint64_t r = 1;
+    while (exp) {
+        if (exp & 1) r *= base;
+        base *= base;
+        exp >>= 1;
+    }
+    return r;
+}
+
 static ir_expr **copy_exprs(ir_builder *b, int n, ir_expr *const *src)
 {
     if (n < 0 || (n > 0 && !src)) return b->failed = true, NULL;

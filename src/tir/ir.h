@@ -270,6 +270,10 @@ ir_expr *ir_not(ir_builder *b, ir_expr *a);
 ir_expr *ir_select(ir_builder *b, ir_expr *cond, ir_expr *t, ir_expr *f);
 ir_expr *ir_cast(ir_builder *b, smelt_dtype dt, ir_expr *a); /* returns a if same dtype */
 ir_expr *ir_call(ir_builder *b, ir_call_op op, smelt_dtype dt, int n, ir_expr *const *args);
+/* IR_CALL_POW on integer arguments is the wrapped power: base^exp modulo
+ * 2^64 by squaring, both read as uint64 (what this returns); the call's
+ * dtype truncates it further.  Generated C has the same (smelt_ipow_u64). */
+uint64_t ir_ipow_u64(uint64_t base, uint64_t exp);
 ir_expr *ir_load(ir_builder *b, ir_buffer *buf, int n, ir_expr *const *idx);
 ir_expr *ir_reduce(ir_builder *b, ir_reduce_op op, ir_expr *src, int n_axes,
                    const ir_axis *axes);

@@ -21,6 +21,12 @@
  * for long stretches (tests/fuzz/run_fuzz.sh with FUZZ_HARNESS=differential).
  * SMELT_FUZZ_VERBOSE=1 prints each model's fate; SMELT_FUZZ_SAVE_MODEL=FILE
  * keeps the last model, to replay a mismatch with `smelt check`-style tools.
+ *
+ * SMELT_FUZZ_MODEL_INPUT=1 takes each input as a ModelProto instead of a
+ * recipe.  A recipe picks ops by their index in ops.def (and patterns by
+ * op bytes), so it means another model once ops are added: mismatches are
+ * kept as the models they made (tests/fuzz/regressions/differential_models/,
+ * replayed this way by fuzz/differential_models_replay).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,6 +63,7 @@ static const diff_config CONFIGS[] = {
 };
 
 static bool verbose;
+static bool model_input;
 
 static void note(const char *what, const smelt_ctx *ctx)
 {
@@ -202,7 +209,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_use_budget_allocator();
         const char *v = getenv("SMELT_FUZZ_VERBOSE");
         verbose = v && *v == '1';
+        const char *mi = getenv("SMELT_FUZZ_MODEL_INPUT");
+        model_input = mi && *mi == '1';
         init = true;
+    }
+    if (model_input) {
+        pb given = {(uint8_t *)data, size, size};
+        differential(&given);
+        return 0;
     }
     pb model = {0};
     int hostile;

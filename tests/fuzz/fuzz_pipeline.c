@@ -23,7 +23,10 @@
  *          (clamped to the op's arity), one byte per input (an earlier
  *          value, a new constant, or omitted), attribute count, attributes
  *          (one the op does not know at the model's opset is left out: the
- *          importer would refuse the model there)
+ *          importer would refuse the model there).  An op byte from
+ *          RECIPE_PATTERN_FIRST (232) to 254 makes a pattern instead: a
+ *          subgraph of the quantization or recurrent ops built from the
+ *          bytes that follow (recipe_patterns.c)
  *   output one byte: odd adds the value before the last as a second output
  * tests/fuzz/gen_pipeline_corpus.py writes seeds in this layout.
  *

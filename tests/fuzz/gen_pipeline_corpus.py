@@ -2,15 +2,24 @@
 """Writes the seed recipes of tests/fuzz/fuzz_pipeline.c into
 tests/fuzz/corpus/pipeline/ (the byte layout is described at the top of
 that file).  Op and attribute indices are read from src/ops/ops.def and the
-harness's ATTRS table, so the seeds follow both."""
+generator's ATTRS table (recipe_model.c), so the seeds follow both.  The
+same seeds serve the differential harness (tests/fuzz/corpus/differential/).
+
+Patterns (recipe_patterns.c: the quantization and recurrent ops as whole
+subgraphs) are written as their op byte, a mood byte and the choice bytes
+they read, in the order they read them; a pattern ends its recipe, as the
+bytes after it would be read by the pattern once it changes."""
 import os
 import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OPS = ["Constant"] + re.findall(r'^OP\(\w+, "(\w+)"', open(os.path.join(ROOT, "src/ops/ops.def")).read(), re.M)
-HARNESS = open(os.path.join(ROOT, "tests/fuzz/fuzz_pipeline.c")).read()
-ATTRS = re.findall(r'\{"(\w+)", (AK_\w+),', HARNESS)
+GENERATOR = open(os.path.join(ROOT, "tests/fuzz/recipe_model.c")).read()
+PATTERN_FIRST = int(re.search(r"#define RECIPE_PATTERN_FIRST (\d+)", open(os.path.join(ROOT, "tests/fuzz/recipe_gen.h")).read()).group(1))
+PATTERNS = ["qdq", "dynamic_quant", "matmul_integer", "qlinear_matmul", "conv_integer",
+            "qlinear_conv", "qdq_conv", "qdq_matmul", "qdq_maxpool", "recurrent"]
+ATTRS = re.findall(r'\{"(\w+)", (AK_\w+),', GENERATOR)
 DIMS = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 8: 5, 16: 7}
 DTYPES = {"float": 0, "int64": 3, "int32": 4, "bool": 5, "float16": 6, "int8": 7, "uint8": 8,
           "double": 9, "bfloat16": 10}
@@ -72,6 +81,13 @@ class Recipe:
             else:
                 raise ValueError(kind)
         return ("v", first_out)
+
+    def pattern(self, kind, choices, flaw=None):
+        """A pattern of recipe_patterns.c as the recipe's last node; returns
+        the recipe's bytes (choices the pattern reads past them are 0)."""
+        mood = [0] if flaw is None else [7, flaw]
+        self.b += [PATTERN_FIRST + PATTERNS.index(kind)] + mood + list(choices)
+        return bytes(self.b)
 
     def bytes(self, two_outputs=False):
         return bytes(self.b + [255, 1 if two_outputs else 0])
@@ -161,6 +177,64 @@ def seeds():
     a = r.node("ConstantOfShape", [a])
     r.node("Range", [("c", 2, (2,)), ("c", 2, (2,)), ("c", 2, (2,))])
     out["shape_constantofshape_range"] = r.bytes()
+    out.update(pattern_seeds())
+    return out
+
+
+def pattern_seeds():
+    """The quantization and recurrent patterns, valid, then a few flawed."""
+    out = {}
+    p = lambda dims, kind, choices, opset=13, flaw=None, target="avx2": \
+        Recipe(dims, opset=opset, target=target).pattern(kind, choices, flaw)
+    # per tensor, int8 with a zero point
+    out["q_qdq_per_tensor"] = p([2, 3, 4], "qdq", [0, 1, 1, 3, 2, 1])
+    # per axis (-3 of rank 4), uint8, four scales and zero points
+    out["q_qdq_per_axis"] = p([1, 4, 3, 3], "qdq", [0, 0, 1, 1, 0, 3, 1, 4, 2, 6, 0, 7, 4, 1])
+    out["q_dynamic_quant"] = p([3, 5], "dynamic_quant", [])
+    # [2,3,4] x [4,5]: uint8 x int8, scalar a_zp, per-column b_zp
+    out["q_matmul_integer"] = p([2], "matmul_integer", [1, 1, 2, 3, 4, 0, 3, 1, 1, 1, 2, 2, 0, 1, 2, 3, 4])
+    # [2,4] x [4,3], per-column b scales
+    out["q_qlinear_matmul"] = p([2], "qlinear_matmul", [0, 0, 1, 3, 2, 1, 2, 0, 0, 1, 1, 0, 3, 1, 5, 2, 1, 4, 2])
+    # 3x2 kernel, stride 2 along W, asymmetric pads
+    out["q_conv_integer"] = p([2], "conv_integer", [0, 2, 2, 3, 0, 1, 2, 0, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1,
+                                                    0, 3, 1, 1, 1, 1, 1, 2], target="generic")
+    # depthwise 3x3, per-channel weight scales, int32 bias
+    out["q_qlinear_conv_depthwise"] = p([2], "qlinear_conv", [0, 3, 1, 1, 1, 0, 2, 0, 1, 1, 1, 2, 0, 1, 1, 1,
+                                                              0, 0, 1, 2, 2, 1, 1, 1, 2, 3, 2, 4, 0, 5, 1,
+                                                              0, 3, 1, 1], target="avx512")
+    # fuse_qdq's exact form: per-channel int8 weights, bias scale xs*ws
+    out["q_qdq_conv_exact"] = p([2], "qdq_conv", [6, 0, 1, 2, 2, 0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1,
+                                                  0, 3, 1, 1, 3, 0, 4, 0, 1, 1, 0, 2, 1])
+    # with a Relu before the output QuantizeLinear, uint8 weights, no bias
+    out["q_qdq_conv_relu"] = p([2], "qdq_conv", [5, 0, 1, 2, 2, 0, 1, 1, 0, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1,
+                                                 0, 3, 1, 0, 0, 3, 1, 0, 1, 2, 1])
+    out["q_qdq_matmul_exact"] = p([2], "qdq_matmul", [6, 1, 0, 1, 3, 2, 1, 3, 0, 1, 3, 0, 4, 0, 5, 0, 1, 4, 0])
+    out["q_qdq_maxpool"] = p([2], "qdq_maxpool", [6, 0, 1, 2, 2, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0,
+                                                  0, 3, 1])
+    # bidirectional LSTM with B, sequence_lens, initial_h, initial_c and P; Y, Y_h, Y_c
+    out["r_lstm_bidirectional"] = p([2], "recurrent", [2, 2, 1, 2, 3, 2, 0x1f, 2, 0, 1, 6, 1, 1, 1, 1])
+    # batch-first reverse GRU, linear_before_reset, Sigmoid/Relu, clip 2.5
+    out["r_gru_layout_reverse"] = p([2], "recurrent", [1, 3, 2, 0, 1, 1, 0, 5, 2, 1, 1, 0, 0, 2, 0, 2, 1],
+                                    opset=17)
+    # RNN with sequence_lens and only Y_h, hidden_size left to W
+    out["r_rnn_seq_lens_yh"] = p([2], "recurrent", [0, 3, 2, 1, 2, 0, 2, 3, 1, 0, 1, 0, 0, 1, 1],
+                                 target="generic")
+    # a Conv's output through QDQ (the pattern reads the latest value)
+    r = Recipe([1, 3, 8, 8], opset=13)
+    c = r.node("Conv", [r.v(0), ("c", 0, (5, 3, 2, 2))], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    r.node("Relu", [c])
+    out["q_conv_relu_then_qdq"] = r.pattern("qdq", [2, 0, 1, 0, 3, 1, 1])
+    # flawed: a NaN scale, weights of the wrong shape, a wrong hidden_size, a per-channel
+    # length one too long, an axis past the rank
+    out["bad_qdq_nan_scale"] = p([2, 3], "qdq", [0, 1, 1, 1, 1, 1], flaw=0)
+    out["bad_matmul_integer_shape"] = p([2], "matmul_integer", [0, 1, 1, 1, 1], flaw=4)
+    out["bad_lstm_hidden_size"] = p([2], "recurrent", [2, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1], flaw=6)
+    out["bad_qlinear_conv_length"] = p([2], "qlinear_conv", [0, 1, 1, 1, 0, 0] + [0] * 12 + [1] * 5, flaw=2)
+    out["bad_qdq_axis"] = p([2, 3], "qdq", [0, 1, 1], flaw=3)
+    # the generator's own conversions (UBSan found both): a 1e30 scale, and int8 zero
+    # points written as uint8
+    out["bad_qdq_huge_scale"] = p([2, 3], "qdq", [0, 1, 1, 5, 1, 1], flaw=0)
+    out["bad_qdq_zero_point_dtype"] = p([2, 3], "qdq", [0, 1, 1, 3, 1, 1], flaw=1)
     return out
 
 

@@ -1,6 +1,6 @@
 /* The byte recipe -> ModelProto generator of the pipeline and differential
  * harnesses (see recipe_model.h; the layout is in fuzz_pipeline.c). */
-#include "recipe_model.h"
+#include "recipe_gen.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -8,12 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_util.h"
 #include "ops/op.h"
 
 /* ---- protobuf wire writer (just the fields a model needs) ---- */
 
-static void pb_raw(pb *b, const void *p, size_t n)
+void pb_raw(pb *b, const void *p, size_t n)
 {
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
@@ -37,7 +36,7 @@ static void pb_varint(pb *b, uint64_t v)
     pb_raw(b, tmp, n);
 }
 
-static void pb_int(pb *b, int field, int64_t v)
+void pb_int(pb *b, int field, int64_t v)
 {
     pb_varint(b, (uint64_t)field << 3);
     pb_varint(b, (uint64_t)v);
@@ -50,16 +49,15 @@ static void pb_bytes(pb *b, int field, const void *p, size_t n)
     pb_raw(b, p, n);
 }
 
-static void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
+void pb_str(pb *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
 
-static void pb_float(pb *b, int field, float f)
+void pb_float(pb *b, int field, float f)
 {
     pb_varint(b, (uint64_t)field << 3 | 5);
     pb_raw(b, &f, 4); /* little-endian hosts only, as the importer */
 }
 
-/* Append child as a length-delimited field and free it. */
-static void pb_msg(pb *b, int field, pb *child)
+void pb_msg(pb *b, int field, pb *child)
 {
     pb_bytes(b, field, child->d, child->n);
     free(child->d);
@@ -131,31 +129,20 @@ static const attr_spec ATTRS[] = {
 
 /* ---- generator ---- */
 
-typedef struct gen {
-    recipe in;
-    pb graph;
-    int n_values;
-    int base_rank;
-    int64_t base[4];
-    int hostile;     /* 0: plain names; else 1 + index into HOSTILE */
-    int opset;
-    uint32_t lcg;    /* constant contents */
-} gen;
-
-static void value_name(const gen *g, int i, char *buf, size_t size)
+void value_name(const gen *g, int i, char *buf, size_t size)
 {
     if (g->hostile && i % 2) snprintf(buf, size, "v%d%s", i, RECIPE_HOSTILE[(g->hostile - 1 + i) % 4]);
     else snprintf(buf, size, "v%d", i);
 }
 
-static int new_value(gen *g, char *buf, size_t size)
+int new_value(gen *g, char *buf, size_t size)
 {
     int i = g->n_values++;
     value_name(g, i, buf, size);
     return i;
 }
 
-static float next_float(gen *g)
+float next_float(gen *g)
 {
     g->lcg = g->lcg * 1664525u + 1013904223u;
     return (float)((g->lcg >> 8) % 41) / 10.0f - 2.0f; /* -2.0 .. 2.0 in 0.1 steps */
@@ -225,7 +212,7 @@ static int add_constant(gen *g, unsigned kind)
     char name[64];
     new_value(g, name, sizeof name);
     pb t = {0};
-    int64_t dims[4], ints[8];
+    int64_t dims[4] = {0}, ints[8] = {0}; /* a scalar reads no dims */
     if (kind % 4 == 3) { /* 1-D int64: axes, shapes, pads, repeats, indices */
         dims[0] = rd_pick(&g->in, 9); /* up to 8: pads of rank 4 */
         for (int i = 0; i < dims[0]; i++) ints[i] = rd_small(&g->in);
@@ -242,13 +229,10 @@ static int add_constant(gen *g, unsigned kind)
     return g->n_values - 1;
 }
 
-static void add_input(gen *g)
+int add_graph_input(gen *g, int dtype, int rank, const int64_t *dims)
 {
     char name[64];
-    new_value(g, name, sizeof name);
-    int dtype = DTYPE_TABLE[rd_pick(&g->in, 12)];
-    int64_t dims[4];
-    int rank = pick_shape(g, rd_byte(&g->in) % 5, dims); /* never conv-weight shaped */
+    int v = new_value(g, name, sizeof name);
     pb shape = {0}, tt = {0}, type = {0}, vi = {0};
     for (int d = 0; d < rank; d++) {
         pb dim = {0};
@@ -261,6 +245,15 @@ static void add_input(gen *g)
     pb_str(&vi, 1, name);
     pb_msg(&vi, 2, &type);
     pb_msg(&g->graph, 11, &vi);
+    return v;
+}
+
+static void add_input(gen *g)
+{
+    int dtype = DTYPE_TABLE[rd_pick(&g->in, 12)];
+    int64_t dims[4];
+    int rank = pick_shape(g, rd_byte(&g->in) % 5, dims); /* never conv-weight shaped */
+    add_graph_input(g, dtype, rank, dims);
 }
 
 static void add_attr_value(gen *g, pb *a, const attr_spec *s)
@@ -346,18 +339,21 @@ static void op_arity(unsigned k, const char **name, int *in_lo, int *in_hi, int 
     if (*out_hi < *out_lo) *out_hi = *out_lo;
 }
 
-/* One input name: an earlier value (recent ones likelier), a new constant,
- * or "" (an omitted optional input). */
-static void pick_input(gen *g, char *buf, size_t size)
+/* One input: an earlier value (recent ones likelier), a new constant, or
+ * -1 (an omitted optional input). */
+int pick_input_value(gen *g)
 {
     unsigned b = rd_byte(&g->in);
-    if (b == 255) {
-        buf[0] = '\0';
-        return;
-    }
-    int v = b >= 200 && g->n_values < MAX_VALUES ? add_constant(g, b - 200)
-                                                 : g->n_values - 1 - (int)(b % (unsigned)g->n_values);
-    value_name(g, v, buf, size);
+    if (b == 255) return -1;
+    return b >= 200 && g->n_values < MAX_VALUES ? add_constant(g, b - 200)
+                                                : g->n_values - 1 - (int)(b % (unsigned)g->n_values);
+}
+
+static void pick_input(gen *g, char *buf, size_t size)
+{
+    int v = pick_input_value(g);
+    if (v < 0) buf[0] = '\0';
+    else value_name(g, v, buf, size);
 }
 
 static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -410,7 +406,8 @@ const char *recipe_build_model(const uint8_t *data, size_t size, pb *model, int 
     for (int i = 0; i < MAX_NODES && g.in.n && g.n_values < MAX_VALUES; i++) {
         unsigned op = rd_byte(&g.in);
         if (op == 255) break; /* end of nodes */
-        add_node(&g, i, op);
+        if (op >= RECIPE_PATTERN_FIRST) recipe_add_pattern(&g, i, op - RECIPE_PATTERN_FIRST);
+        else add_node(&g, i, op);
         last = g.n_values - 1;
     }
     add_output(&g, last);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build a libFuzzer harness with clang and run it.  See docs/fuzzing.md.
 #
-#   [FUZZ_HARNESS=onnx_import|pipeline|runtime|records] tests/fuzz/run_fuzz.sh [SECONDS] [libFuzzer flags...]
+#   [FUZZ_HARNESS=onnx_import|pipeline|runtime|records|differential|schedule] tests/fuzz/run_fuzz.sh [SECONDS] [libFuzzer flags...]
 #
 # Builds build-fuzz/ (clang, -DSMELT_FUZZ=ON), copies the harness's seed
 # corpus and crash regressions into build-fuzz/fuzz/work_<harness> (the
@@ -30,6 +30,7 @@ cp -n "tests/fuzz/regressions/$h"/* "$work"/ 2>/dev/null || true
 flags=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
        -artifact_prefix="$art/$h-")
 [ "$h" = onnx_import ] && flags+=(-dict=tests/fuzz/onnx.dict)
+case $h in schedule|records) flags+=(-dict=tests/fuzz/schedule.dict) ;; esac
 if [ -n "${FUZZ_JOBS:-}" ]; then
     flags+=(-fork="$FUZZ_JOBS" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 fi
