@@ -433,6 +433,7 @@ static const bad_value k_bad_values[] = {
     {"GridSample", "padding_mode", 22, 0, "Zeros"},
     {"RoiAlign", "sampling_ratio", 22, -1, NULL},
     {"RoiAlign", "output_height", 16, 0, NULL},
+    {"HannWindow", "output_datatype", 17, 7 /* INT64 */, NULL},
 };
 
 static void test_bad_values(void)
