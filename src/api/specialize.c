@@ -9,6 +9,7 @@
 
 #include "exec/exec.h"
 #include "frontend/onnx.h"
+#include "ops/op.h"
 #include "passes/passes.h"
 #include "smelt_internal.h"
 
@@ -122,6 +123,25 @@ static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
     return SMELT_OK;
 }
 
+/* Names the first node whose output shape stays unknown: the op whose
+ * output size depends on the data (NonMaxSuppression, NonZero, Unique...). */
+static smelt_status refuse_dynamic(smelt_ctx *ctx, const gr_graph *g)
+{
+    for (int i = 0; i < g->nodes.len; i++) {
+        const gr_node *node = g->nodes.items[i];
+        for (int o = 0; o < node->n_outputs; o++)
+            if (node->outputs[o] && gr_value_numel(node->outputs[o]) < 0)
+                return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                               "output '%s' has a shape that depends on the data, and compiled "
+                               "code needs static shapes (it folds only when the node's inputs "
+                               "are known when the model is specialised: constants, or model "
+                               "inputs of at most %d elements); use the reference executor",
+                               node->outputs[o]->name, SPEC_MAX_SHAPE_INPUT_ELEMS);
+    }
+    return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                      "shapes stay dynamic even with the inputs' shapes known");
+}
+
 static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
                                struct smelt_specialization *sp)
 {
@@ -137,10 +157,7 @@ static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tenso
         if (smelt_graph_is_static(g)) break;
     }
     smelt_status s = SMELT_OK;
-    if (!smelt_graph_is_static(g))
-        s = smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                       "shapes stay dynamic even with the inputs' shapes known "
-                       "(data-dependent output shape?)");
+    if (!smelt_graph_is_static(g)) s = refuse_dynamic(ctx, g);
     if (s != SMELT_OK) {
         gr_graph_free(g);
         return s;

@@ -3,9 +3,10 @@
 #
 #   tests/errors/check_bad_models.sh SMELT_BINARY CASES_DIR
 #
-# For each line of CASES_DIR/cases.txt (<case> <compile|run> <status> <substr>...,
-# tab-separated) runs `smelt compile CASE/model.onnx` or
-# `smelt run --reference CASE/model.onnx` and requires:
+# For each line of CASES_DIR/cases.txt (<case> <compile|run|runc> <status> <substr>...,
+# tab-separated) runs `smelt compile CASE/model.onnx`,
+# `smelt run --reference CASE/model.onnx` or (runc) `smelt run CASE/model.onnx`
+# (compiled) and requires:
 #   - exit status 1 (0 for status "ok"); anything else (a signal, a sanitizer
 #     abort, a usage error) fails the case;
 #   - stderr holding "smelt: <status>: " and every substring;
@@ -41,6 +42,7 @@ while IFS=$'\t' read -r name mode status subs_line; do
     case "$mode" in
     compile) timeout 60 "$smelt" compile "$model" >/dev/null 2>"$err" ;;
     run) timeout 60 "$smelt" run --reference "$model" >/dev/null 2>"$err" ;;
+    runc) timeout 120 "$smelt" run "$model" >/dev/null 2>"$err" ;;
     *) echo "FAIL $name: unknown mode '$mode'"; failed=$((failed + 1)); continue ;;
     esac
     rc=$?

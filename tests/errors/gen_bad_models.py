@@ -7,11 +7,11 @@ Each case is DIR/<case>/model.onnx (one folder per case, so external-data
 cases have a model folder of their own) plus DIR/cases.txt, one line per case,
 tab-separated:
 
-    <case>  <compile|run>  <expected status name>  <substring> [<substring>...]
+    <case>  <compile|run|runc>  <expected status name>  <substring> [<substring>...]
 
 A status of "ok" means the model must load (exit status 0).
 check_bad_models.sh runs `smelt compile` (or `smelt run --reference` for
-"run" cases) on each model and expects exit status 1, stderr holding
+"run" cases, compiled `smelt run` for "runc" cases) on each model and expects exit status 1, stderr holding
 "smelt: <status name>: " and every substring.
 
 The bad models are built with onnx.helper and serialized directly: never
@@ -357,6 +357,17 @@ def _(d):
     idx = numpy_helper.from_array(np.array([1, 7], np.int64), "idx")
     write(d, model([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather1", axis=0)],
                    [vi("x", [3, 4])], [vi("y", None)], inits=[idx]))
+
+
+@case("nms_data_dependent", "runc", "unsupported",
+      "node 'nms0' (NonMaxSuppression): output 'y' has a shape that depends on the data")
+def _(d):
+    limits = [numpy_helper.from_array(np.array([5], np.int64), "m"),
+              numpy_helper.from_array(np.array([0.5], np.float32), "iou")]
+    write(d, model([helper.make_node("NonMaxSuppression", ["b", "s", "m", "iou"], ["y"],
+                                     name="nms0")],
+                   [vi("b", [1, 100, 4]), vi("s", [1, 1, 100])], [vi("y", None, TensorProto.INT64)],
+                   inits=limits))
 
 
 @case("huge_intermediate", "run", "limit exceeded",
@@ -917,7 +928,7 @@ def main():
             assert "\t" not in s and "\n" not in s, name
         lines.append("\t".join([name, mode, status] + subs))
     with open(os.path.join(out, "cases.txt"), "w") as f:
-        f.write("# <case>\t<compile|run>\t<status>\t<substring>...  (generated)\n")
+        f.write("# <case>\t<compile|run|runc>\t<status>\t<substring>...  (generated)\n")
         f.write("\n".join(lines) + "\n")
     print(f"wrote {len(CASES)} bad models to {out}")
     return 0

@@ -429,6 +429,12 @@ static const bad_value k_bad_values[] = {
     {"RotaryEmbedding", "rotary_embedding_dim", 23, -1, NULL},
     {"BitShift", "direction", 28, 0, "left"},
     {"SoftmaxCrossEntropyLoss", "reduction", 13, 0, "Mean"},
+    {"GridSample", "mode", 16, 0, "linear"}, /* GridSample-16 says bilinear */
+    {"GridSample", "mode", 20, 0, "bicubic"},
+    {"GridSample", "padding_mode", 22, 0, "Zeros"},
+    {"RoiAlign", "sampling_ratio", 22, -1, NULL},
+    {"RoiAlign", "output_height", 16, 0, NULL},
+    {"HannWindow", "output_datatype", 17, 7 /* INT64 */, NULL},
 };
 
 static void test_bad_values(void)

@@ -1,0 +1,287 @@
+/* Selections whose output size depends on the data: Compress (opsets 9-28)
+ * and Unique (11-28).  Reference kernels only, like NonZero: compiled models
+ * run them when they fold at specialisation (inputs constant or small enough
+ * to be specialised on); otherwise their compute refuses, naming the node.
+ *
+ * Compress keeps the slices along `axis` (of the flattened input without
+ * one) whose condition is true; a true condition past the axis is refused.
+ * Unique: the distinct slices along `axis` (elements of the flattened input
+ * without one), ascending when sorted (the default), else in order of first
+ * occurrence; outputs indices (first occurrence), inverse_indices (each
+ * slice's position in Y) and counts. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op.h"
+
+static smelt_status data_dependent_compute(op_compute_args *a)
+{
+    return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                   "the output's size depends on the data and compiled code needs static "
+                   "shapes: compiled models run %s only when its inputs are known when the model "
+                   "is specialised (constants, or model inputs of at most 64 elements); use the "
+                   "reference executor (--reference)",
+                   a->node->op_type);
+}
+
+/* The input viewed as outer x slices x inner around axis (flattened: 1 x n x 1). */
+typedef struct slicing {
+    int64_t outer, n, inner;
+} slicing;
+
+static slicing slicing_of(const smelt_tensor *x, bool has_axis, int axis)
+{
+    slicing s = {1, 1, 1};
+    if (!has_axis) {
+        s.n = op_numel(x);
+        return s;
+    }
+    for (int d = 0; d < x->rank; d++) {
+        if (d < axis) s.outer *= x->dims[d];
+        else if (d > axis) s.inner *= x->dims[d];
+    }
+    s.n = x->dims[axis];
+    return s;
+}
+
+static void copy_slice(smelt_tensor *y, int64_t yn, int64_t yk, const smelt_tensor *x, slicing s,
+                       int64_t xk)
+{
+    size_t es = smelt_dtype_size(x->dtype);
+    for (int64_t o = 0; o < s.outer; o++)
+        memcpy((char *)y->data + (size_t)((o * yn + yk) * s.inner) * es,
+               (const char *)x->data + (size_t)((o * s.n + xk) * s.inner) * es,
+               (size_t)s.inner * es);
+}
+
+/* ---- Compress ---------------------------------------------------------------------- */
+
+typedef struct op_axis_opt_attrs {
+    bool has_axis;
+    int64_t axis;
+    bool sorted;
+} op_axis_opt_attrs;
+
+OP_ATTRS(COMPRESS) = {{"axis", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status compress_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_axis_opt_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    a->has_axis = gr_node_attr(node, "axis") != NULL;
+    return op_attr_int(ctx, node, "axis", 0, &a->axis);
+}
+
+/* The number of slices kept; an error for a true condition past the axis. */
+static smelt_status compress_count(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *cond,
+                                   int64_t n, int64_t *count)
+{
+    *count = 0;
+    for (int64_t i = 0; i < op_numel(cond); i++) {
+        if (!op_get_i64(cond, i)) continue;
+        if (i >= n)
+            return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                           "condition is true at %lld, past the %lld slices along the axis",
+                           (long long)i, (long long)n);
+        (*count)++;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status compress_infer(smelt_ctx *ctx, const gr_node *node,
+                                   const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_axis_opt_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *cond = in[1];
+    static const smelt_dtype k_bool[] = {SMELT_DT_BOOL, SMELT_DT_UNDEFINED};
+    SMELT_TRY(op_check_dtype(ctx, node, cond, "input 'condition'", k_bool));
+    if (cond->rank != 1)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "condition has rank %d; expected 1", cond->rank);
+    int axis = 0;
+    if (a->has_axis) SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    out[0].dtype = x->dtype;
+    if (a->has_axis) op_copy_shape(&out[0], x);
+    else out[0].rank = 1;
+    out[0].dims[axis] = GR_DIM_UNKNOWN;
+    if (!cond->data || !op_dims_static(x)) return SMELT_OK;
+    return compress_count(ctx, node, cond, slicing_of(x, a->has_axis, axis).n, &out[0].dims[axis]);
+}
+
+static smelt_status compress_eval(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_axis_opt_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *cond = in[1];
+    int axis = 0;
+    if (a->has_axis) SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, &axis));
+    slicing s = slicing_of(x, a->has_axis, axis);
+    int64_t count, k = 0;
+    SMELT_TRY(compress_count(ctx, node, cond, s.n, &count));
+    if (count != out[0].dims[axis])
+        return op_errf(ctx, node, SMELT_ERR_INTERNAL, "kept %lld slices; the output has %lld",
+                       (long long)count, (long long)out[0].dims[axis]);
+    for (int64_t i = 0; i < op_numel(cond) && i < s.n; i++)
+        if (op_get_i64(cond, i)) copy_slice(&out[0], count, k++, x, s, i);
+    return SMELT_OK;
+}
+
+const op_def op_def_COMPRESS = {
+    .compute = data_dependent_compute, .import = compress_import, .infer = compress_infer,
+    .eval = compress_eval, .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+};
+
+/* ---- Unique ------------------------------------------------------------------------ */
+
+OP_ATTRS(UNIQUE) = {{"axis", 0, 0}, {"sorted", 0, 0}, {NULL, 0, 0}};
+
+static smelt_status unique_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_axis_opt_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    a->has_axis = gr_node_attr(node, "axis") != NULL;
+    SMELT_TRY(op_attr_bool(ctx, node, "sorted", true, &a->sorted));
+    return op_attr_int(ctx, node, "axis", 0, &a->axis);
+}
+
+/* Slices i and j compared element by element (NaN after everything, as numpy sorts). */
+static int slice_cmp(const smelt_tensor *x, slicing s, int64_t i, int64_t j)
+{
+    bool fl = op_dtype_is_float(x->dtype);
+    for (int64_t o = 0; o < s.outer; o++) {
+        for (int64_t e = 0; e < s.inner; e++) {
+            int64_t pi = (o * s.n + i) * s.inner + e, pj = (o * s.n + j) * s.inner + e;
+            if (fl) {
+                double a = op_get_f64(x, pi), b = op_get_f64(x, pj);
+                if (isnan(a) || isnan(b)) {
+                    if (isnan(a) != isnan(b)) return isnan(a) ? 1 : -1;
+                    continue;
+                }
+                if (a != b) return a < b ? -1 : 1;
+            } else {
+                int64_t a = op_get_i64(x, pi), b = op_get_i64(x, pj);
+                if (a != b) return a < b ? -1 : 1;
+            }
+        }
+    }
+    return 0;
+}
+
+typedef struct unique_run {
+    int64_t n_unique;
+    int64_t *first;   /* [n]: first occurrence of each unique slice, in output order */
+    int64_t *inverse; /* [n]: each slice's output position */
+    int64_t *counts;  /* [n] */
+} unique_run;
+
+static void unique_free(unique_run *u)
+{
+    smelt_free(u->first);
+    smelt_free(u->inverse);
+    smelt_free(u->counts);
+}
+
+/* Unique slices in order of first occurrence, then (sorted) by value: an
+ * insertion sort of the first occurrences, fine for a reference kernel. */
+static smelt_status unique_find(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *x,
+                                slicing s, bool sorted, unique_run *u)
+{
+    size_t cap = s.n ? (size_t)s.n : 1;
+    u->n_unique = 0;
+    u->first = smelt_calloc(cap, sizeof *u->first);
+    u->inverse = smelt_calloc(cap, sizeof *u->inverse);
+    u->counts = smelt_calloc(cap, sizeof *u->counts);
+    if (!u->first || !u->inverse || !u->counts) {
+        unique_free(u);
+        return op_errf(ctx, node, SMELT_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t k = 0; k < s.n; k++) {
+        int64_t j = 0;
+        while (j < u->n_unique && slice_cmp(x, s, u->first[j], k) != 0) j++;
+        if (j == u->n_unique) u->first[u->n_unique++] = k;
+    }
+    for (int64_t j = 1; sorted && j < u->n_unique; j++) {
+        int64_t v = u->first[j], i = j;
+        while (i > 0 && slice_cmp(x, s, u->first[i - 1], v) > 0) {
+            u->first[i] = u->first[i - 1];
+            i--;
+        }
+        u->first[i] = v;
+    }
+    for (int64_t k = 0; k < s.n; k++) {
+        int64_t j = 0;
+        while (slice_cmp(x, s, u->first[j], k) != 0) j++;
+        u->inverse[k] = j;
+        u->counts[j]++;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status unique_shape(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *x,
+                                 int *axis)
+{
+    const op_axis_opt_attrs *a = node->op_attrs;
+    *axis = 0;
+    if (a->has_axis) SMELT_TRY(op_norm_axis(ctx, node, a->axis, x->rank, axis));
+    return SMELT_OK;
+}
+
+static smelt_status unique_infer(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_axis_opt_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(unique_shape(ctx, node, x, &axis));
+    if (x->dtype == SMELT_DT_STRING || smelt_dtype_size(x->dtype) == 0)
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "unsupported dtype %s",
+                       smelt_dtype_name(x->dtype));
+    int64_t u = GR_DIM_UNKNOWN;
+    slicing s = slicing_of(x, a->has_axis, axis);
+    if (x->data) {
+        unique_run r;
+        SMELT_TRY(unique_find(ctx, node, x, s, a->sorted, &r));
+        u = r.n_unique;
+        unique_free(&r);
+    }
+    out[0].dtype = x->dtype;
+    if (a->has_axis) op_copy_shape(&out[0], x);
+    else out[0].rank = 1;
+    out[0].dims[axis] = u;
+    for (int o = 1; o < 4; o++) {
+        out[o].dtype = SMELT_DT_INT64;
+        out[o].rank = 1;
+        out[o].dims[0] = o == 2 ? (op_dims_static(x) ? s.n : GR_DIM_UNKNOWN) : u;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status unique_eval(smelt_ctx *ctx, const gr_node *node,
+                                const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_axis_opt_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0];
+    int axis;
+    SMELT_TRY(unique_shape(ctx, node, x, &axis));
+    slicing s = slicing_of(x, a->has_axis, axis);
+    unique_run r;
+    SMELT_TRY(unique_find(ctx, node, x, s, a->sorted, &r));
+    if (r.n_unique != out[0].dims[axis]) {
+        unique_free(&r);
+        return op_errf(ctx, node, SMELT_ERR_INTERNAL, "found %lld unique slices; Y has %lld",
+                       (long long)r.n_unique, (long long)out[0].dims[axis]);
+    }
+    for (int64_t j = 0; j < r.n_unique; j++) copy_slice(&out[0], r.n_unique, j, x, s, r.first[j]);
+    const int64_t *src[4] = {NULL, r.first, r.inverse, r.counts};
+    for (int o = 1; o < 4 && o < node->n_outputs; o++) {
+        if (!node->outputs[o]) continue;
+        for (int64_t i = 0; i < out[o].dims[0]; i++) op_set_i64(&out[o], i, src[o][i]);
+    }
+    unique_free(&r);
+    return SMELT_OK;
+}
+
+const op_def op_def_UNIQUE = {
+    .compute = data_dependent_compute, .import = unique_import, .infer = unique_infer,
+    .eval = unique_eval, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 4,
+};
