@@ -69,10 +69,11 @@ static bool entry_key(const char *name, char key[CACHE_KEY_LEN + 1])
     return true;
 }
 
-static cache_entry *find_or_add(cache_scan *s, const char *key)
+/* One entry per file (a key's .so and .c are merged after the scan:
+ * merge_keys); a search per file made the scan quadratic in the entries, seconds
+ * per build on a cache of thousands (the fuzzers' brief runs in CI). */
+static cache_entry *add_entry(cache_scan *s, const char *key)
 {
-    for (int i = 0; i < s->len; i++)
-        if (strcmp(s->items[i].key, key) == 0) return &s->items[i];
     if (s->len == s->cap) {
         int cap = s->cap ? 2 * s->cap : 64;
         cache_entry *grown =
@@ -85,6 +86,30 @@ static cache_entry *find_or_add(cache_scan *s, const char *key)
     memset(e, 0, sizeof *e);
     memcpy(e->key, key, sizeof e->key);
     return e;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const cache_entry *)a)->key, ((const cache_entry *)b)->key);
+}
+
+/* Sort by key and merge each key's files into one entry (bytes summed,
+ * the latest use kept). */
+static void merge_keys(cache_scan *s)
+{
+    if (s->len == 0) return;
+    qsort(s->items, (size_t)s->len, sizeof *s->items, by_key);
+    int n = 0;
+    for (int i = 1; i < s->len; i++) {
+        cache_entry *last = &s->items[n], *e = &s->items[i];
+        if (strcmp(last->key, e->key) == 0) {
+            last->bytes += e->bytes;
+            if (e->last_use > last->last_use) last->last_use = e->last_use;
+        } else {
+            s->items[++n] = *e;
+        }
+    }
+    s->len = n + 1;
 }
 
 static bool is_stale_temp(const char *name, const struct stat *st, time_t now)
@@ -105,12 +130,13 @@ static bool scan_cache(int dfd, DIR *d, cache_scan *s)
         }
         char key[CACHE_KEY_LEN + 1];
         if (strlen(de->d_name) < CACHE_KEY_LEN || !entry_key(de->d_name, key)) continue;
-        cache_entry *e = find_or_add(s, key);
+        cache_entry *e = add_entry(s, key);
         if (!e) return false;
-        e->bytes += st.st_size;
-        if (st.st_mtime > e->last_use) e->last_use = st.st_mtime;
+        e->bytes = st.st_size;
+        e->last_use = st.st_mtime;
         s->total += st.st_size;
     }
+    merge_keys(s);
     return true;
 }
 

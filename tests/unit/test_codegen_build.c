@@ -269,6 +269,43 @@ static void test_cache_trim(void)
     smelt_ctx_free(ctx);
 }
 
+/* Many keys, each a library and a source written apart (the directory
+ * lists them in any order): trimming to half removes the older half's both
+ * files and keeps the newer half's (the scan merges a key's files after
+ * sorting: a search per file made it quadratic, seconds per build on the
+ * fuzzers' caches of thousands of entries). */
+static void test_cache_trim_many(void)
+{
+    enum { KEYS = 300 };
+    smelt_ctx *ctx = smelt_ctx_new();
+    char dir[] = "cg-trim-many-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char name[80];
+    for (int k = 0; k < KEYS; k++) { /* key k is k seconds younger than key 0 */
+        snprintf(name, sizeof name, "%064x.so", k * 7919);
+        put_file(dir, name, 100, 1000 - k);
+    }
+    for (int k = KEYS - 1; k >= 0; k--) {
+        snprintf(name, sizeof name, "%064x.c", k * 7919);
+        put_file(dir, name, 50, 1000 - k);
+    }
+    CHECK(cg_cache_trim(ctx, dir, (int64_t)KEYS / 2 * 150, NULL) == SMELT_OK);
+    int kept_old = 0, kept_new = 0;
+    for (int k = 0; k < KEYS; k++) {
+        snprintf(name, sizeof name, "%064x.so", k * 7919);
+        bool so = exists_in(dir, name);
+        snprintf(name, sizeof name, "%064x.c", k * 7919);
+        CHECK(so == exists_in(dir, name)); /* a key's files go together */
+        if (k < KEYS / 2) kept_old += so;
+        else kept_new += so;
+    }
+    CHECK(kept_old == 0 && kept_new == KEYS / 2);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     cgt_setup_env();
@@ -279,5 +316,6 @@ int main(void)
     test_compiler_env();
     test_cache_dir_checks();
     test_cache_trim();
+    test_cache_trim_many();
     TEST_MAIN_END();
 }
