@@ -172,6 +172,13 @@ void smelt_model_output_info(const smelt_model *m, int i, const char **name,
 const char *smelt_model_input_dim_name(const smelt_model *m, int i, int d);
 const char *smelt_model_output_dim_name(const smelt_model *m, int i, int d);
 
+/* Give the symbolic input dim NAME (e.g. "batch") the value VALUE (>= 1)
+ * before the first compile or run: shapes are inferred again, so a model
+ * whose dims are all given compiles like a static one (JIT or AOT).  Runs
+ * then check that inputs have that size.  SMELT_ERR_ARG for a name no input
+ * dim has, or after the model was compiled or run. */
+smelt_status smelt_model_set_dim(smelt_ctx *ctx, smelt_model *m, const char *name, int64_t value);
+
 /* The graph's nodes in topological order, as imported (compiling optimises
  * the graph in place, so after smelt_model_compile these are the optimised
  * nodes).  Value names are "" for omitted optional inputs/outputs. */

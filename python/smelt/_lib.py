@@ -56,6 +56,7 @@ _SIGNATURES = {
                                        POINTER(c_int), c_int64 * MAX_RANK]),
     "smelt_model_input_dim_name": (c_char_p, [_P, c_int, c_int]),
     "smelt_model_output_dim_name": (c_char_p, [_P, c_int, c_int]),
+    "smelt_model_set_dim": (c_int, [_P, _P, c_char_p, c_int64]),
     "smelt_model_num_nodes": (c_int, [_P]),
     "smelt_model_node_info": (None, [_P, c_int, POINTER(c_char_p), POINTER(c_char_p),
                                      POINTER(c_int), POINTER(c_int)]),

@@ -161,7 +161,7 @@ class Model:
         return self._graph
 
     def compile(self, target="host", opt_level=2, threads=0, records=None, disabled_passes=(),
-                schedule=None):
+                schedule=None, dims=None):
         """Optimise, generate C, build and load it; returns a Compiled model.
 
         target: "host", "avx512", "avx2", "generic" or "aarch64" (packages and
@@ -169,10 +169,13 @@ class Model:
         threads: 0 for every core; records: a `smelt tune` records file whose
         best schedules to apply; disabled_passes: graph pass names to skip;
         schedule: a schedule file written by hand ("task NAME" entries and
-        steps, see docs/python.md), applied before the records.
+        steps, see docs/python.md), applied before the records;
+        dims: {symbolic input dim name: size}, so a model with dynamic shapes
+        compiles now (and exports) for those sizes; without it, such a model
+        compiles one specialisation per input signature when run.
         """
         return Compiled(self, _options(target, opt_level, threads, records, disabled_passes,
-                                       schedule))
+                                       schedule), _dims(dims))
 
     def run_reference(self, inputs):
         """Run with smelt's reference kernels (slow; the correctness oracle)."""
@@ -205,6 +208,18 @@ class _OptionValues:
         self.struct.opt_level, self.struct.num_threads = opt_level, threads
 
 
+def _dims(dims):
+    """{name: size} -> [(name, size)], checked."""
+    if dims is None:
+        return []
+    if not isinstance(dims, dict):
+        raise ArgumentError(f"dims must be a dict {{dim name: size}}, not {dims!r}")
+    for name, size in dims.items():
+        if not isinstance(name, str) or isinstance(size, bool) or not isinstance(size, int):
+            raise ArgumentError(f"dims: {name!r}: {size!r}: expected a str name and an int size")
+    return list(dims.items())
+
+
 def _options(target, opt_level, threads, records, disabled_passes, schedule=None):
     if not isinstance(target, str) or not target:
         raise ArgumentError(f"target must be a non-empty string, not {target!r}")
@@ -231,11 +246,16 @@ class Compiled:
     compiling one Model twice with other options gives two independent ones.
     """
 
-    def __init__(self, model, options):
+    def __init__(self, model, options, dims=()):
         self._options = options
         self._handle = _Handle(model._bytes, model._base_dir)
         self.inputs, self.outputs = model.inputs, model.outputs
         with Context() as ctx:
+            for name, size in dims:
+                ctx.check(lib().smelt_model_set_dim(ctx.handle, self._handle.ptr, name.encode(),
+                                                    size))
+            if dims:
+                self.inputs, self.outputs = _io(self._handle.ptr)
             ctx.check(lib().smelt_model_compile(ctx.handle, self._handle.ptr,
                                                 ctypes.byref(options.struct)))
 

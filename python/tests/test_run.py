@@ -61,6 +61,26 @@ def test_dynamic_batch_matches_onnxruntime(matmul_relu):
         np.testing.assert_allclose(got, ort_run(matmul_relu, {"x": x})["y"], rtol=1e-5, atol=1e-6)
 
 
+def test_dims_bind_a_symbolic_batch_and_export(matmul_relu, tmp_path):
+    c = smelt.load(matmul_relu).compile(dims={"batch": 3})
+    assert c.inputs[0].shape == (3, 8) and c.outputs[0].shape == (3, 4)
+    x = random_input((3, 8), seed=3)
+    np.testing.assert_allclose(c.run({"x": x})["y"], ort_run(matmul_relu, {"x": x})["y"],
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(smelt.ArgumentError, match="shape|dim"):
+        c.run({"x": random_input((4, 8))})
+    assert os.path.isfile(os.path.join(c.export(str(tmp_path / "pkg")), "model.c"))
+
+
+def test_dims_errors_name_the_dim(matmul_relu, tmp_path):
+    with pytest.raises(smelt.ArgumentError, match="no input of the model has a symbolic dim named 'seq'"):
+        smelt.load(matmul_relu).compile(dims={"seq": 3})
+    with pytest.raises(smelt.ArgumentError, match="dims"):
+        smelt.load(matmul_relu).compile(dims={"batch": "3"})
+    with pytest.raises(smelt.Error, match="input 'x' dim 0 \\(batch\\) is symbolic"):
+        smelt.load(matmul_relu).compile().export(str(tmp_path / "pkg"))
+
+
 def test_call_by_keyword_returns_the_single_output(matmul_relu):
     c = smelt.load(matmul_relu).compile()
     x = random_input((2, 8))

@@ -195,7 +195,8 @@ smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const cha
     const cg_target *t = pick_target(ctx, o ? o->target : NULL);
     if (!t) return SMELT_ERR_ARG;
     pthread_mutex_lock(&m->mu);
-    smelt_status s = smelt_model_optimize(ctx, m, o);
+    smelt_status s = smelt_graph_is_static(m->graph) ? smelt_model_optimize(ctx, m, o)
+                                                     : smelt_graph_refuse_dynamic(ctx, m->graph);
     lowered_program *lp = NULL;
     if (s == SMELT_OK) s = lower_model(ctx, m, t, &lp);
     pthread_mutex_unlock(&m->mu);

@@ -42,6 +42,12 @@ struct smelt_model {
 smelt_model *smelt_model_from_graph(gr_graph *g);
 
 bool smelt_graph_is_static(const gr_graph *g);
+/* The error for a graph whose shapes stay dynamic, naming the cause: an
+ * input dim left symbolic, the node whose output size depends on the data,
+ * or the node whose shape inference gave up (and why). */
+smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g);
+/* Whether an input of g has the symbolic dim NAME (smelt_model_set_dim). */
+bool smelt_graph_has_dim(const gr_graph *g, const char *name);
 
 /* Run m (options.target: a target this process cannot load, with an
  * emulator) as a cross-built program under the emulator (api/cross.c). */

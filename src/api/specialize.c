@@ -123,20 +123,52 @@ static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
     return SMELT_OK;
 }
 
-/* Names the first node whose output shape stays unknown: the op whose
- * output size depends on the data (NonMaxSuppression, NonZero, Unique...). */
-static smelt_status refuse_dynamic(smelt_ctx *ctx, const gr_graph *g)
+/* The first input dim left symbolic, as "input 'X' dim 0 ('N')". */
+static bool first_symbolic_input(const gr_graph *g, smelt_strbuf *out)
 {
+    for (int i = 0; i < g->inputs.len; i++) {
+        const gr_value *v = g->inputs.items[i];
+        for (int d = 0; d < v->rank; d++) {
+            if (v->dims[d] >= 0) continue;
+            int sym = GR_DIM_SYM_ID(v->dims[d]);
+            const char *name = sym >= 0 && sym < g->syms.len ? g->syms.items[sym] : NULL;
+            smelt_strbuf_printf(out, "input '%s' dim %d (%s)", v->name, d,
+                                name && *name ? name : "unnamed");
+            return true;
+        }
+    }
+    return false;
+}
+
+smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g)
+{
+    smelt_strbuf where;
+    smelt_strbuf_init(&where);
+    if (first_symbolic_input(g, &where)) {
+        smelt_status s = smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                                    "%s is symbolic and compiled code needs static shapes: give "
+                                    "its value (smelt_model_set_dim, --dim NAME=VALUE); runs "
+                                    "compile one specialisation per input signature",
+                                    smelt_strbuf_cstr(&where));
+        smelt_strbuf_fini(&where);
+        return s;
+    }
+    smelt_strbuf_fini(&where);
     for (int i = 0; i < g->nodes.len; i++) {
         const gr_node *node = g->nodes.items[i];
-        for (int o = 0; o < node->n_outputs; o++)
-            if (node->outputs[o] && gr_value_numel(node->outputs[o]) < 0)
-                return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                               "output '%s' has a shape that depends on the data, and compiled "
-                               "code needs static shapes (it folds only when the node's inputs "
-                               "are known when the model is specialised: constants, or model "
-                               "inputs of at most %d elements); use the reference executor",
-                               node->outputs[o]->name, SPEC_MAX_SHAPE_INPUT_ELEMS);
+        for (int o = 0; o < node->n_outputs; o++) {
+            const gr_value *v = node->outputs[o];
+            if (!v || gr_value_numel(v) >= 0) continue;
+            if (v->rank < 0 && g->infer_stop) /* inference gave up here: its reason */
+                return smelt_errf_at(ctx, SMELT_ERR_UNSUPPORTED, node->name, node->op_type, "%s",
+                                     g->infer_stop);
+            return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                           "output '%s' has a shape that depends on the data, and compiled "
+                           "code needs static shapes (it folds only when the node's inputs "
+                           "are known when the model is specialised: constants, or model "
+                           "inputs of at most %d elements); use the reference executor",
+                           v->name, SPEC_MAX_SHAPE_INPUT_ELEMS);
+        }
     }
     return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                       "shapes stay dynamic even with the inputs' shapes known");
@@ -157,7 +189,7 @@ static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tenso
         if (smelt_graph_is_static(g)) break;
     }
     smelt_status s = SMELT_OK;
-    if (!smelt_graph_is_static(g)) s = refuse_dynamic(ctx, g);
+    if (!smelt_graph_is_static(g)) s = smelt_graph_refuse_dynamic(ctx, g);
     if (s != SMELT_OK) {
         gr_graph_free(g);
         return s;
@@ -232,4 +264,69 @@ smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_t
     smelt_tensor mapped[256];
     for (int i = 0; i < sp->n_inputs; i++) mapped[i] = inputs[sp->input_map[i]];
     return smelt_model_run(ctx, sp->model, mapped, sp->n_inputs, outputs, num_outputs);
+}
+
+/* Replace symbol sym by value in the inputs' dims; false if none had it. */
+static bool bind_symbol(gr_graph *g, int sym, int64_t value)
+{
+    bool found = false;
+    for (int i = 0; i < g->inputs.len; i++) {
+        gr_value *v = g->inputs.items[i];
+        for (int d = 0; d < v->rank; d++)
+            if (v->dims[d] == GR_DIM_SYM(sym)) {
+                v->dims[d] = value;
+                found = true;
+            }
+    }
+    return found;
+}
+
+static int named_symbol(const gr_graph *g, const char *name)
+{
+    return (int)((intptr_t)smelt_strmap_get(&g->sym_index, name) - 1);
+}
+
+static bool input_has_symbol(const gr_graph *g, int sym)
+{
+    for (int i = 0; i < g->inputs.len; i++) {
+        const gr_value *v = g->inputs.items[i];
+        for (int d = 0; d < v->rank; d++)
+            if (v->dims[d] == GR_DIM_SYM(sym)) return true;
+    }
+    return false;
+}
+
+bool smelt_graph_has_dim(const gr_graph *g, const char *name)
+{
+    int sym = named_symbol(g, name);
+    return sym >= 0 && input_has_symbol(g, sym);
+}
+
+static smelt_status set_dim_locked(smelt_ctx *ctx, smelt_model *m, const char *name, int64_t value)
+{
+    gr_graph *g = m->graph;
+    if (m->optimized || m->compiled)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s': dims are set before the model is first "
+                          "compiled or run", name);
+    int sym = named_symbol(g, name);
+    if (sym < 0 || !bind_symbol(g, sym, value))
+        return smelt_errf(ctx, SMELT_ERR_ARG, "no input of the model has a symbolic dim named '%s'",
+                          name);
+    smelt_specializations_free(m);
+    g->infer_stop = NULL; /* inferred again with the value known */
+    SMELT_TRY(pass_infer_shapes(ctx, g));
+    return gr_graph_verify(ctx, g);
+}
+
+smelt_status smelt_model_set_dim(smelt_ctx *ctx, smelt_model *m, const char *name, int64_t value)
+{
+    smelt_ctx_clear(ctx);
+    if (!m || !name) return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model or dim name");
+    if (value < 1 || value > SMELT_LIMIT_TENSOR_ELEMS)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s' = %lld: a dim's value must be 1 to %lld",
+                          name, (long long)value, (long long)SMELT_LIMIT_TENSOR_ELEMS);
+    pthread_mutex_lock(&m->mu);
+    smelt_status s = set_dim_locked(ctx, m, name, value);
+    pthread_mutex_unlock(&m->mu);
+    return s;
 }

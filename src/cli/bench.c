@@ -14,6 +14,7 @@ typedef struct bench_opts {
     int warmup, repeat;
     bool reference, json;
     smelt_options compile;
+    cli_dims dims;
     const char *compile_flag; /* a compile option given (refused with --reference) */
 } bench_opts;
 
@@ -120,6 +121,7 @@ int cli_bench(int argc, char **argv)
         const char *v, *a = argv[i];
         long n;
         int po = cli_pass_opt(argc, argv, &i, &o.compile);
+        if (po == 0 && (po = cli_dim_opt(argc, argv, &i, &o.dims)) > 0) continue;
         if (po < 0) return 2;
         if (po > 0) {
             o.compile_flag = a;
@@ -153,13 +155,14 @@ int cli_bench(int argc, char **argv)
     }
     if (!o.model)
         return fprintf(stderr, "usage: smelt bench MODEL [--reference] [--repeat N] "
-                               "[--warmup N] [--threads N] [--target T] [--json]\n"), 2;
+                               "[--warmup N] [--threads N] [--target T] [--dim NAME=VALUE] [--json]\n"), 2;
     if (o.reference && o.compile_flag)
         return fprintf(stderr, "smelt bench: %s has no effect with --reference\n",
                        o.compile_flag), 2;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, o.model);
-    int rc = m ? bench_model(ctx, m, &o) : cli_fail_load(ctx, o.model);
+    int rc = !m ? cli_fail_load(ctx, o.model)
+             : cli_apply_dims(ctx, m, &o.dims) ? bench_model(ctx, m, &o) : 1;
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;

@@ -41,4 +41,18 @@ int cli_cores(void);
  * after printing an error. */
 int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o);
 
+/* --dim NAME=VALUE (repeatable): values for symbolic input dims, given to
+ * the model (smelt_model_set_dim) before it compiles. */
+#define CLI_MAX_DIMS 16
+typedef struct cli_dims {
+    const char *names[CLI_MAX_DIMS];
+    int64_t values[CLI_MAX_DIMS];
+    char name_buf[CLI_MAX_DIMS][128];
+    int n;
+} cli_dims;
+/* 1 if argv[*i] was --dim, 0 if not, -1 after printing an error. */
+int cli_dim_opt(int argc, char **argv, int *i, cli_dims *d);
+/* Give m the dims; false after printing the error. */
+bool cli_apply_dims(smelt_ctx *ctx, struct smelt_model *m, const cli_dims *d);
+
 #endif

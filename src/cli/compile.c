@@ -14,6 +14,7 @@ typedef struct compile_opts {
     const char *model, *dump, *out_dir;
     bool stats, json;
     smelt_options o;
+    cli_dims dims;
 } compile_opts;
 
 /* Bytes of the values nodes produce that are not graph outputs. */
@@ -177,7 +178,10 @@ static int compile_model(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
 {
     gr_graph *g = smelt_model_graph(m);
     const char *dump = c->dump;
+    if (!cli_apply_dims(ctx, m, &c->dims)) return 1;
     if (dump && strcmp(dump, "graph") == 0) return print_graph(ctx, m, c);
+    if (!smelt_graph_is_static(g)) /* nothing would be compiled: say why */
+        return smelt_graph_refuse_dynamic(ctx, g), cli_fail(ctx);
     smelt_set_tir_dump(dump && strcmp(dump, "tir") == 0 ? stdout : NULL);
     if (c->out_dir) {
         if (smelt_model_write_package(ctx, m, c->out_dir, &c->o) != SMELT_OK) return cli_fail(ctx);
@@ -215,6 +219,7 @@ static int parse(int argc, char **argv, compile_opts *c)
     for (int i = 0; i < argc; i++) {
         const char *v;
         int po = cli_pass_opt(argc, argv, &i, &c->o);
+        if (po == 0) po = cli_dim_opt(argc, argv, &i, &c->dims);
         if (po < 0) return 2;
         if (po > 0) continue;
         if (cli_opt(argc, argv, &i, "--dump-ir", &v)) {
@@ -246,7 +251,8 @@ static int parse(int argc, char **argv, compile_opts *c)
     }
     if (c->n_models == 0)
         return fprintf(stderr, "usage: smelt compile MODEL [-o DIR] [--embed-weights] "
-                               "[--target T] [-O0..-O3] [--disable-pass=PASS] [--stats [--json]] "
+                               "[--target T] [-O0..-O3] [--disable-pass=PASS] [--dim NAME=VALUE] "
+                               "[--stats [--json]] "
                                "[--dump-ir=graph|tir|c|all|after:PASS]\n"), 2;
     if (c->out_dir && c->n_models > 1)
         return fprintf(stderr, "smelt compile: -o writes the package of one model; %d models "

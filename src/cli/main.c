@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <unistd.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -70,6 +71,9 @@ static const char common_help[] =
     "FILE (schedules written by hand: 'task NAME' lines, NAME a function as\n"
     "--dump-ir=tir prints it or a key from tune --list-tasks, each followed by steps\n"
     "in the schedule text form; applied before records, errors name line and step)\n"
+    "run, compile, bench and tune take --dim NAME=VALUE (repeatable): the value of a\n"
+    "symbolic input dim, so a model with dynamic shapes compiles (and -o writes its\n"
+    "package) for that size; without it, run and bench compile per input signature\n"
     "\n"
     "environment: SMELT_DEBUG=1..4 for more logging\n";
 
@@ -237,6 +241,40 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
         return true;
     }
     *val = argv[++*i];
+    return true;
+}
+
+int cli_dim_opt(int argc, char **argv, int *i, cli_dims *d)
+{
+    const char *v;
+    if (!cli_opt(argc, argv, i, "--dim", &v)) return 0;
+    if (!v) return -1;
+    const char *eq = strchr(v, '=');
+    size_t len = eq ? (size_t)(eq - v) : 0;
+    if (!eq || len == 0 || len >= sizeof d->name_buf[0]) {
+        fprintf(stderr, "smelt: --dim '%s': expected NAME=VALUE (e.g. --dim batch=8)\n", v);
+        return -1;
+    }
+    if (d->n == CLI_MAX_DIMS) {
+        fprintf(stderr, "smelt: more than %d --dim options\n", CLI_MAX_DIMS);
+        return -1;
+    }
+    long value;
+    if (!cli_int("--dim", eq + 1, 1, (long)SMELT_LIMIT_TENSOR_ELEMS, &value)) return -1;
+    memcpy(d->name_buf[d->n], v, len);
+    d->name_buf[d->n][len] = '\0';
+    d->names[d->n] = d->name_buf[d->n];
+    d->values[d->n++] = value;
+    return 1;
+}
+
+bool cli_apply_dims(smelt_ctx *ctx, smelt_model *m, const cli_dims *d)
+{
+    for (int k = 0; k < d->n; k++)
+        if (smelt_model_set_dim(ctx, m, d->names[k], d->values[k]) != SMELT_OK) {
+            cli_fail(ctx);
+            return false;
+        }
     return true;
 }
 

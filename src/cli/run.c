@@ -20,6 +20,7 @@ typedef struct run_opts {
     uint64_t seed;
     bool reference, te;
     smelt_options compile;
+    cli_dims dims;
     int repeat;
     /* options given, for "has no effect with --reference/--te" */
     const char *compile_flag;
@@ -33,6 +34,7 @@ static int parse_run_opts(int argc, char **argv, run_opts *o)
     for (int i = 0; i < argc; i++) {
         const char *v, *a = argv[i];
         int po = cli_pass_opt(argc, argv, &i, &o->compile);
+        if (po == 0 && (po = cli_dim_opt(argc, argv, &i, &o->dims)) > 0) continue;
         if (po < 0) return 2;
         if (po > 0) {
             o->compile_flag = a;
@@ -300,7 +302,10 @@ static int run_model(smelt_ctx *ctx, smelt_model *m, const run_opts *o)
     if (rc == 0 && !o->reference && !o->te) {
         double t0 = now_ms();
         if (smelt_model_compile(ctx, m, &o->compile) != SMELT_OK) rc = cli_fail(ctx);
-        else printf("compiled %s in %.1f ms\n", o->model, now_ms() - t0);
+        else if (smelt_graph_is_static(smelt_model_graph(m)))
+            printf("compiled %s in %.1f ms\n", o->model, now_ms() - t0);
+        else /* compiled by the run, for these inputs' shapes */
+            printf("%s has dynamic shapes: compiled for these inputs when run\n", o->model);
         if (rc == 0) cli_records_note(m);
     }
     for (int r = 0; rc == 0 && r < o->repeat; r++) {
@@ -333,7 +338,8 @@ int cli_run(int argc, char **argv)
     if (rc) return rc;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, o.model);
-    rc = m ? run_model(ctx, m, &o) : cli_fail_load(ctx, o.model);
+    if (!m) rc = cli_fail_load(ctx, o.model);
+    else rc = cli_apply_dims(ctx, m, &o.dims) ? run_model(ctx, m, &o) : 1;
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;

@@ -21,6 +21,7 @@ typedef struct tune_cli {
     int n_tries;
     tune_options t;
     smelt_options compile;
+    cli_dims dims;
     /* loaded */
     smelt_model *loaded[64];
     tune_session *s;
@@ -59,6 +60,7 @@ static int parse(int argc, char **argv, tune_cli *c)
         long n;
         double d;
         int po = cli_pass_opt(argc, argv, &i, &c->compile);
+        if (po == 0) po = cli_dim_opt(argc, argv, &i, &c->dims);
         if (po < 0) return 2;
         if (po > 0) continue;
         if (strcmp(argv[i], "--list-tasks") == 0) c->list_tasks = true;
@@ -190,6 +192,9 @@ static smelt_status load_session(smelt_ctx *ctx, tune_cli *c)
             c->failed_model = c->models[i];
             return smelt_ctx_status(ctx);
         }
+        for (int k = 0; k < c->dims.n; k++) /* a dim a model lacks is no error: several models */
+            if (smelt_graph_has_dim(c->loaded[i]->graph, c->dims.names[k]))
+                SMELT_TRY(smelt_model_set_dim(ctx, c->loaded[i], c->dims.names[k], c->dims.values[k]));
         c->loaded[i]->options = c->compile;
         SMELT_TRY(tune_session_add_model(ctx, c->s, c->loaded[i], c->models[i]));
     }

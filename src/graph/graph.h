@@ -88,6 +88,10 @@ struct gr_graph {
      * smelt_model_optimize): alter_layout's channel block is hw.lanes,
      * pack_weights' panels follow the matmul rule's tile; lanes 0 = not known */
     smelt_hw hw;
+    /* why shape inference gave up on the first node it could not infer
+     * (an op error naming node and op; arena string), NULL when none did:
+     * the cause to report when shapes stay dynamic */
+    const char *infer_stop;
 };
 
 gr_graph *gr_graph_new(void);

@@ -114,7 +114,10 @@ static smelt_status infer_with(smelt_ctx *ctx, gr_graph *g, gr_node *n, smelt_te
     memset(out, 0, sizeof *out * (size_t)n->n_outputs);
     smelt_ctx local = {.status = SMELT_OK};
     smelt_status s = d->infer(&local, n, in, out);
-    if (s == SMELT_ERR_UNSUPPORTED) return SMELT_OK; /* needs run-time data: shapes stay unknown */
+    if (s == SMELT_ERR_UNSUPPORTED) { /* e.g. needs run-time data: shapes stay unknown */
+        if (!g->infer_stop) g->infer_stop = smelt_arena_strdup(&g->arena, local.message);
+        return SMELT_OK;
+    }
     if (s != SMELT_OK) return smelt_ctx_forward(ctx, &local);
     SMELT_TRY(set_output_types(ctx, g, n, out));
     bool shape_only = d->flags & OP_FLAG_SHAPE_ONLY;

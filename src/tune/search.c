@@ -173,9 +173,7 @@ void tune_session_free(tune_session *s)
 smelt_status tune_session_add_model(smelt_ctx *ctx, tune_session *s, smelt_model *m,
                                     const char *name)
 {
-    if (!smelt_graph_is_static(m->graph))
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                          "%s: the model has symbolic dimensions; tuning needs static shapes", name);
+    if (!smelt_graph_is_static(m->graph)) return smelt_graph_refuse_dynamic(ctx, m->graph);
     if (!m->optimized) m->options.target = s->o.target; /* the layout pass blocks by its vectors */
     SMELT_TRY(smelt_model_optimize(ctx, m, NULL));
     char *copy = smelt_strdup(name);

@@ -29,5 +29,19 @@ expect 0 "functions:" -- "$smelt" compile "$model" --stats
 chain="$(dirname "$0")/../models/small/long_chain.onnx"
 expect 0 "f0: Add Mul Sub .* \.\.\. (40 ops) Add Mul Sub Add$" -- "$smelt" compile "$chain" --stats
 
+# compile never says "compiled" without code: a symbolic dim is named and
+# --dim binds it; an op that refuses its input's dtype is named as the cause
+small="$(dirname "$0")/../models/small"
+expect 1 "input 'x' dim 0 (batch) is symbolic" -- "$smelt" compile "$small/dynamic_batch.onnx"
+expect 1 "input 'x' dim 0 (batch) is symbolic" -- "$smelt" compile "$small/dynamic_batch.onnx" -o "$tmp/dyn"
+expect 0 "compiled" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim batch=3
+expect 0 "wrote package" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim batch=3 -o "$tmp/dyn3"
+expect 0 "y: f32\[5,4\]" -- "$smelt" run "$small/dynamic_batch.onnx" --dim batch=5
+expect 1 "no input of the model has a symbolic dim named 'seq'" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim seq=3
+expect 2 "expected NAME=VALUE" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim batch
+expect 2 "--dim takes an integer" -- "$smelt" run "$small/dynamic_batch.onnx" --dim batch=0
+expect 1 "node 'sin_of_int' (Sin): input 'x' has unsupported dtype i32" -- "$smelt" compile "$small/sin_int32.onnx"
+expect 1 "node 'sin_of_int' (Sin): input 'x' has unsupported dtype i32" -- "$smelt" run "$small/sin_int32.onnx"
+
 echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
 [ "$fails" = 0 ]

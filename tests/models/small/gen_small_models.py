@@ -16,6 +16,10 @@
                    function: `compile --stats` shortens its op list.
   softmax_row.onnx Softmax over float32 [1, 32000]: its exponentials (128 KB)
                    live in the function's workspace after the arena
+  dynamic_batch.onnx Relu over float32 [batch, 4] (a symbolic dim):
+                   `compile` refuses it naming the dim, `--dim batch=N` binds it.
+  sin_int32.onnx   Sin of an int32 input, which Sin does not take: errors
+                   name the node and the dtype, not a "dynamic shape".
   two_inputs.onnx  d = a - b, s = a + b over float32 [2, 3] (the order of the
                    inputs matters): unit/test_api_calls binds inputs by name.
 
@@ -95,12 +99,30 @@ def long_chain(n=40):
                              producer_name="gen_small_models.py")
 
 
+def dynamic_batch():
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic_batch",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
+def sin_int32():
+    g = helper.make_graph([helper.make_node("Sin", ["x"], ["y"], name="sin_of_int")], "sin_int32",
+                          [helper.make_tensor_value_info("x", TensorProto.INT32, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, [4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
     save(softmax_row(), out + "/softmax_row.onnx")
     save(two_inputs(), out + "/two_inputs.onnx")
     save(long_chain(), out + "/long_chain.onnx")
+    save(dynamic_batch(), out + "/dynamic_batch.onnx")
+    save(sin_int32(), out + "/sin_int32.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
