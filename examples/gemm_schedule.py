@@ -109,15 +109,22 @@ def step_permuted(n):
     return s, args
 
 
-def register_tile(n, parallel):
+def register_tile(n, parallel, row_block=None):
     """B packed into panels; C accumulated in a register tile (cache_write)
-    of UK_ROWS rows x one panel, k outside it, rows unrolled, columns in vectors."""
+    of UK_ROWS rows x one panel, k outside it, rows unrolled, columns in vectors.
+    row_block: tiles per block of rows of A, the blocks outermost, so one
+    block (row_block * UK_ROWS rows of A) stays in L2 while every panel of B
+    passes over it, where panels outermost stream all of A once per panel."""
     A, B, C, Bp = gemm(n, packed=True)
     s = smelt.create_schedule(C)
     s[Bp].vectorize(Bp.op.axis[2])
     CL = s.cache_write(C, "local")
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], UK_ROWS, UK_COLS)
-    s[C].reorder(yo, xo, xi, yi)
+    if row_block:
+        xoo, xo = s[C].split(xo, row_block)
+        s[C].reorder(xoo, yo, xo, xi, yi)
+    else:
+        s[C].reorder(yo, xo, xi, yi)
     s[CL].compute_at(s[C], xo)
     x, y = CL.op.axis
     (k,) = CL.op.reduce_axis
@@ -157,6 +164,12 @@ def step_microkernel(n, rows=48, kb=256):
     return s, [A, B, C]
 
 
+def step_row_blocks(n):
+    """Blocks of 8 row tiles outermost (48 rows of A, 192 KB at n = 1024, stay
+    in L2), the panels in parallel inside each block."""
+    return register_tile(n, parallel=True, row_block=8)
+
+
 STEPS = [
     ("naive", step_naive),
     ("blocked 32x32, k split by 4", lambda n: step_blocked(n)[:2]),
@@ -165,6 +178,7 @@ STEPS = [
     ("B packed, register tile (cache_write)", step_write_cache),
     ("or: the block tensorized (micro-kernel)", step_microkernel),
     ("register tile + parallel column panels", step_parallel),
+    ("+ row blocks of A kept in L2", step_row_blocks),
 ]
 
 
