@@ -506,10 +506,20 @@ typedef struct nchwc_tile {
     bool vec, split_lanes; /* lanes vectorised; wider than a vector: split */
     nchwc_order order;     /* the reduction loops' order */
     bool unroll_kw;        /* the kernel-width loop unrolled */
+    bool unroll_lanes;     /* a blocked 1x1 conv's lane reduction (ri) unrolled */
     int64_t k_batch;       /* input-channel blocks per reduction batch (0: no batches) */
     int parallel;          /* 1 none, 2 n.co, 3 n.co.oh fused, 4 oh alone,
                             * NCHWC_PAR_PIXELS_OUTER n.oh */
 } nchwc_tile;
+
+/* The UNROLL knob: 1 none, 2 the kernel width, 3 the lane reduction of a
+ * blocked 1x1 conv, so its 8 steps share one loop (no 8-trip inner loop,
+ * whose exit made GCC rotate the accumulators through moves) and the
+ * broadcasts take constant offsets, as MLAS's pointwise kernel does.
+ * ResNet-50 on Zen 3, 1 thread, interleaved: its 1x1 tasks' minimum times
+ * 4-25% lower on 7 of 10 (weighted sum of all tasks 107.9 -> 104.7 ms), the
+ * model's median 135 -> 120 ms (min 117 -> 113). */
+#define NCHWC_UNROLL_LANES 3
 
 /* The PARALLEL knob's value for the nest n, oh, ow.o, co.o (n.oh parallel):
  * one column tile's input stays in L1 while every channel tile's weights
@@ -625,6 +635,7 @@ static smelt_status nchwc_acc(smelt_ctx *ctx, const char *acc, const te_tensor *
     if (t->co_blocks > 1) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, co));
     SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, ow));
     if (t->unroll_kw) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, rn[nr >= 3 ? 2 : 1]));
+    if (t->unroll_lanes) SMELT_TRY(sch_annotate(ctx, s, SCH_UNROLL, acc, rn[3]));
     if (!t->vec) return SMELT_OK;
     if (!t->split_lanes) return sch_annotate(ctx, s, SCH_VECTORIZE, acc, cb);
     char cbo[80], cbi[80];
@@ -678,7 +689,9 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
     if (order < 0 || order > 3 || (order == NCHWC_LANES_OUTER && !lanes_outer_ok))
         return bad_knob(ctx, on, SCH_KNOB_ORDER, order);
     if (par < 0 || par > NCHWC_PAR_PIXELS_OUTER) return bad_knob(ctx, on, SCH_KNOB_PARALLEL, par);
-    if (unroll < 0 || unroll > 2) return bad_knob(ctx, on, SCH_KNOB_UNROLL, unroll);
+    if (unroll < 0 || unroll > NCHWC_UNROLL_LANES ||
+        (unroll == NCHWC_UNROLL_LANES && !nchwc_blocked_1x1(anchor)))
+        return bad_knob(ctx, on, SCH_KNOB_UNROLL, unroll);
     /* batches accumulate rows in the local buffer: not with oh fused into the parallel loop */
     if (batch < 0 || (batch > 0 && (batch >= rc || rc % batch != 0 || par == 3)))
         return bad_knob(ctx, on, SCH_KNOB_TILE_K, batch);
@@ -712,6 +725,7 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
                : lanes_outer_ok && regs16 ? NCHWC_LANES_OUTER
                                            : NCHWC_CHANNELS_OUTER;
     t->unroll_kw = unroll ? unroll == 2 : t->order == NCHWC_LANES_OUTER;
+    t->unroll_lanes = unroll ? unroll == NCHWC_UNROLL_LANES : regs16 && nchwc_blocked_1x1(anchor);
     t->k_batch = batch;
     t->parallel = par                                            ? (int)par
                   : stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK ? 1
@@ -1723,7 +1737,7 @@ static void nchwc_space(const te_tensor *anchor, const te_tensor *out, int vw, s
         if (co % b == 0) add_value(sp, SCH_KNOB_TILE_B, b);
     add_range(sp, SCH_KNOB_ORDER, 1, nchwc_lanes_outer_applies(anchor) ? 3 : 2);
     add_range(sp, SCH_KNOB_PARALLEL, 1, NCHWC_PAR_PIXELS_OUTER);
-    add_range(sp, SCH_KNOB_UNROLL, 1, 2);
+    add_range(sp, SCH_KNOB_UNROLL, 1, nchwc_blocked_1x1(anchor) ? NCHWC_UNROLL_LANES : 2);
     for (int64_t r = 1; r <= 4 && r <= out->axes[2].extent; r++) add_value(sp, SCH_KNOB_TILE_C, r);
     int64_t rc = anchor->body->reduce.axes[0].extent;
     for (int64_t k = 2; k < rc && k <= NCHWC_K_BATCH_MAX; k *= 2)
