@@ -147,38 +147,6 @@ static ev_val eval_compare(const ir_expr *e, ev_val a, ev_val b)
     return mk(SMELT_DT_BOOL, 0, r);
 }
 
-static double call_f(ir_call_op op, double x, double y)
-{
-    switch (op) {
-    case IR_CALL_EXP: return exp(x);
-    case IR_CALL_LOG: return log(x);
-    case IR_CALL_SQRT: return sqrt(x);
-    case IR_CALL_TANH: return tanh(x);
-    case IR_CALL_ERF: return erf(x);
-    case IR_CALL_POW: return pow(x, y);
-    case IR_CALL_ABS: return fabs(x);
-    case IR_CALL_FLOOR: return floor(x);
-    case IR_CALL_CEIL: return ceil(x);
-    case IR_CALL_ROUND: return nearbyint(x);
-    case IR_CALL_SIN: return sin(x);
-    case IR_CALL_COS: return cos(x);
-    case IR_CALL_FMOD: return fmod(x, y);
-    case IR_CALL_ISNAN: return isnan(x) ? 1 : 0;
-    case IR_CALL_ISINF: return isinf(x) ? 1 : 0;
-    case IR_CALL_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case IR_CALL_TAN: return tan(x);
-    case IR_CALL_ASIN: return asin(x);
-    case IR_CALL_ACOS: return acos(x);
-    case IR_CALL_ATAN: return atan(x);
-    case IR_CALL_SINH: return sinh(x);
-    case IR_CALL_COSH: return cosh(x);
-    case IR_CALL_ASINH: return asinh(x);
-    case IR_CALL_ACOSH: return acosh(x);
-    case IR_CALL_ATANH: return atanh(x);
-    default: return NAN;
-    }
-}
-
 static ev_val eval_call(ev_ctx *ec, const ir_expr *e, ev_env *env)
 {
     ev_val a = e->call.n > 0 ? eval(ec, e->call.args[0], env) : mk(SMELT_DT_FLOAT64, 0, 0);
@@ -195,10 +163,10 @@ static ev_val eval_call(ev_ctx *ec, const ir_expr *e, ev_env *env)
         if (e->call.op == IR_CALL_POW && !is_float(e->call.args[0]->dtype) &&
             !is_float(e->call.args[1]->dtype))
             return mk(e->dtype, 0, (int64_t)ir_ipow_u64((uint64_t)a.i, (uint64_t)b.i));
-        double r = call_f(e->call.op, x, y);
+        double r = tir_call_f64(e->call.op, x, y);
         return mk(e->dtype, 0, r != r ? 0 : (int64_t)r);
     }
-    return mk(e->dtype, call_f(e->call.op, x, y), 0);
+    return mk(e->dtype, tir_call_f64(e->call.op, x, y), 0);
 }
 
 static ev_val eval_cast(const ir_expr *e, ev_val a)

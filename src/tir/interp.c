@@ -247,37 +247,6 @@ static smelt_status eval_binary(tir_interp *it, const ir_expr *e, tir_value *out
     return SMELT_OK;
 }
 
-static double call_f64(ir_call_op op, double x, double y)
-{
-    switch (op) {
-    case IR_CALL_EXP: return exp(x);
-    case IR_CALL_LOG: return log(x);
-    case IR_CALL_SQRT: return sqrt(x);
-    case IR_CALL_TANH: return tanh(x);
-    case IR_CALL_ERF: return erf(x);
-    case IR_CALL_POW: return pow(x, y);
-    case IR_CALL_ABS: return fabs(x);
-    case IR_CALL_FLOOR: return floor(x);
-    case IR_CALL_CEIL: return ceil(x);
-    case IR_CALL_ROUND: return nearbyint(x);
-    case IR_CALL_SIN: return sin(x);
-    case IR_CALL_COS: return cos(x);
-    case IR_CALL_FMOD: return fmod(x, y);
-    case IR_CALL_ISNAN: return isnan(x) != 0;
-    case IR_CALL_ISINF: return isinf(x) != 0;
-    case IR_CALL_TAN: return tan(x);
-    case IR_CALL_ASIN: return asin(x);
-    case IR_CALL_ACOS: return acos(x);
-    case IR_CALL_ATAN: return atan(x);
-    case IR_CALL_SINH: return sinh(x);
-    case IR_CALL_COSH: return cosh(x);
-    case IR_CALL_ASINH: return asinh(x);
-    case IR_CALL_ACOSH: return acosh(x);
-    case IR_CALL_ATANH: return atanh(x);
-    default: return 1.0 / (1.0 + exp(-x));
-    }
-}
-
 /* float32 math through the float functions generated C code calls. */
 static double call_f32(ir_call_op op, float x, float y)
 {
@@ -301,7 +270,7 @@ static double call_f32(ir_call_op op, float x, float y)
     case IR_CALL_ASINH: return asinhf(x);
     case IR_CALL_ACOSH: return acoshf(x);
     case IR_CALL_ATANH: return atanhf(x);
-    default: return call_f64(op, x, y);
+    default: return tir_call_f64(op, x, y);
     }
 }
 
@@ -331,7 +300,7 @@ static smelt_status eval_call(tir_interp *it, const ir_expr *e, tir_value *out)
     double x = tir_value_to_double(args[0]), y = e->call.n > 1 ? tir_value_to_double(args[1]) : 0;
     bool f32 = args[0].dtype == SMELT_DT_FLOAT32 || args[0].dtype == SMELT_DT_FLOAT16 ||
                args[0].dtype == SMELT_DT_BFLOAT16;
-    double r = f32 ? call_f32(e->call.op, (float)x, (float)y) : call_f64(e->call.op, x, y);
+    double r = f32 ? call_f32(e->call.op, (float)x, (float)y) : tir_call_f64(e->call.op, x, y);
     *out = cast_value(tir_value_float(SMELT_DT_FLOAT64, r), e->dtype);
     return SMELT_OK;
 }

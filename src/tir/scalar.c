@@ -232,3 +232,35 @@ double tir_lowbit_decode(smelt_dtype from, int64_t code)
 {
     return smelt_lowbit_decode((int)from, (unsigned)(code & 0xFF));
 }
+
+double tir_call_f64(ir_call_op op, double x, double y)
+{
+    switch (op) {
+    case IR_CALL_EXP: return exp(x);
+    case IR_CALL_LOG: return log(x);
+    case IR_CALL_SQRT: return sqrt(x);
+    case IR_CALL_TANH: return tanh(x);
+    case IR_CALL_ERF: return erf(x);
+    case IR_CALL_POW: return pow(x, y);
+    case IR_CALL_ABS: return fabs(x);
+    case IR_CALL_FLOOR: return floor(x);
+    case IR_CALL_CEIL: return ceil(x);
+    case IR_CALL_ROUND: return nearbyint(x);
+    case IR_CALL_SIN: return sin(x);
+    case IR_CALL_COS: return cos(x);
+    case IR_CALL_FMOD: return fmod(x, y);
+    case IR_CALL_ISNAN: return isnan(x) ? 1 : 0;
+    case IR_CALL_ISINF: return isinf(x) ? 1 : 0;
+    case IR_CALL_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case IR_CALL_TAN: return tan(x);
+    case IR_CALL_ASIN: return asin(x);
+    case IR_CALL_ACOS: return acos(x);
+    case IR_CALL_ATAN: return atan(x);
+    case IR_CALL_SINH: return sinh(x);
+    case IR_CALL_COSH: return cosh(x);
+    case IR_CALL_ASINH: return asinh(x);
+    case IR_CALL_ACOSH: return acosh(x);
+    case IR_CALL_ATANH: return atanh(x);
+    default: return NAN;
+    }
+}

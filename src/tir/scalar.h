@@ -44,6 +44,10 @@ bool tir_fold_float(ir_kind k, smelt_dtype dt, double a, double b, double *out);
 
 /* Floor division/modulo of int64 with the int64 minimum / -1 case wrapped;
  * b must be non-zero. */
+/* The math call op in double precision (the reference semantics the
+ * interpreters share): NAN for an op that is not math (LB_*). */
+double tir_call_f64(ir_call_op op, double x, double y);
+
 int64_t tir_floordiv_i64(int64_t a, int64_t b);
 int64_t tir_floormod_i64(int64_t a, int64_t b);
 
