@@ -95,20 +95,11 @@ const char *smelt_dtype_name(smelt_dtype dt)
 
 size_t smelt_dtype_size(smelt_dtype dt)
 {
+    if (smelt_dtype_is_lowbit(dt)) return 1; /* one element per byte (smelt.h) */
     switch (dt) {
     case SMELT_DT_BOOL:
     case SMELT_DT_UINT8:
     case SMELT_DT_INT8: return 1;
-    case SMELT_DT_FLOAT8E4M3FN:
-    case SMELT_DT_FLOAT8E4M3FNUZ:
-    case SMELT_DT_FLOAT8E5M2:
-    case SMELT_DT_FLOAT8E5M2FNUZ:
-    case SMELT_DT_UINT4:
-    case SMELT_DT_INT4:
-    case SMELT_DT_FLOAT4E2M1:
-    case SMELT_DT_FLOAT8E8M0:
-    case SMELT_DT_UINT2:
-    case SMELT_DT_INT2: return 1; /* one element per byte (smelt.h) */
     case SMELT_DT_UINT16:
     case SMELT_DT_INT16:
     case SMELT_DT_FLOAT16:

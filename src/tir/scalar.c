@@ -21,32 +21,10 @@ bool tir_dtype_is_unsigned(smelt_dtype dt)
 
 int tir_dtype_bits(smelt_dtype dt)
 {
-    switch (dt) {
-    case SMELT_DT_BOOL: return 1;
-    case SMELT_DT_INT8:
-    case SMELT_DT_UINT8: return 8;
-    case SMELT_DT_FLOAT8E4M3FN:
-    case SMELT_DT_FLOAT8E4M3FNUZ:
-    case SMELT_DT_FLOAT8E5M2:
-    case SMELT_DT_FLOAT8E5M2FNUZ:
-    case SMELT_DT_UINT4:
-    case SMELT_DT_INT4:
-    case SMELT_DT_FLOAT4E2M1:
-    case SMELT_DT_FLOAT8E8M0:
-    case SMELT_DT_UINT2:
-    case SMELT_DT_INT2: return 8; /* a byte: a float8/float4 code or a 4/2-bit integer */
-    case SMELT_DT_INT16:
-    case SMELT_DT_UINT16:
-    case SMELT_DT_FLOAT16:
-    case SMELT_DT_BFLOAT16: return 16;
-    case SMELT_DT_INT32:
-    case SMELT_DT_UINT32:
-    case SMELT_DT_FLOAT32: return 32;
-    case SMELT_DT_INT64:
-    case SMELT_DT_UINT64:
-    case SMELT_DT_FLOAT64: return 64;
-    default: return 0;
-    }
+    if (dt == SMELT_DT_BOOL) return 1;
+    if (dt == SMELT_DT_COMPLEX64 || dt == SMELT_DT_COMPLEX128) return 0; /* not a scalar */
+    /* low-bit types take a byte: a float8/float4 code or a 4/2-bit integer */
+    return 8 * (int)smelt_dtype_size(dt);
 }
 
 int64_t tir_dtype_min(smelt_dtype dt)
