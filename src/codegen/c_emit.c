@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "codegen/c_internal.h"
+#include "codegen/sha256.h"
 #include "tir/mutate.h"
 
 /* Temps up to this size live on the stack, as long as the temps live on
@@ -955,6 +956,62 @@ static bool holds_check(const ir_stmt *s)
     return found;
 }
 
+/* Hash text with each occurrence of own replaced by one fixed name. */
+static void hash_renamed(cg_sha256 *h, const char *text, const char *own)
+{
+    size_t own_len = strlen(own);
+    const char *t = text ? text : "";
+    for (const char *hit; (hit = strstr(t, own)) != NULL; t = hit + own_len) {
+        cg_sha256_update(h, t, (size_t)(hit - t));
+        cg_sha256_update(h, "f#_task", 7);
+    }
+    cg_sha256_update(h, t, strlen(t));
+}
+
+/* The digest of a function's code (its outlined tasks, signature and body,
+ * not its comment), with its own index taken out of the names it makes
+ * (f_<i>, f<i>_task<k>): two fused groups of one task (ResNet-50 has 27
+ * tasks in 54 convolutions) then compare equal and share one C function,
+ * which halves the C that gcc compiles.  Everything a body reads comes in
+ * through its parameters, so equal code is equal behaviour. */
+static void code_digest(cg_emitter *e, const ir_func *f, const smelt_strbuf *body, char hex[65])
+{
+    smelt_strbuf sig;
+    smelt_strbuf_init(&sig);
+    emit_signature(e, f, &sig);
+    char own[32];
+    snprintf(own, sizeof own, "f%d_task", e->func_index);
+    cg_sha256 h;
+    cg_sha256_init(&h);
+    hash_renamed(&h, e->tasks.data, own);
+    const char *open = sig.data ? strchr(sig.data, '(') : NULL; /* after "f_<i>" */
+    hash_renamed(&h, open, own);
+    hash_renamed(&h, body->data, own);
+    unsigned char d[32];
+    cg_sha256_final(&h, d);
+    cg_sha256_hex(d, hex);
+    if (sig.failed) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    smelt_strbuf_fini(&sig);
+}
+
+/* Whether function index runs the code of one emitted before it (noted in
+ * func_code); otherwise it is registered as the first with its code. */
+static bool shares_code(cg_emitter *e, const ir_func *f, int index, const smelt_strbuf *body)
+{
+    char hex[65];
+    code_digest(e, f, body, hex);
+    intptr_t first = (intptr_t)smelt_strmap_get(&e->code_index, hex);
+    if (first > 0) {
+        e->func_code[index] = (int)first - 1;
+        return true;
+    }
+    e->func_code[index] = index;
+    char *key = smelt_arena_strdup(&e->arena, hex); /* the map keeps the key's pointer */
+    if (!key || !smelt_strmap_put(&e->code_index, key, (void *)((intptr_t)index + 1)))
+        cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    return false;
+}
+
 static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strbuf *out)
 {
     reset_function_state(e, index);
@@ -977,6 +1034,13 @@ static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strb
     if (e->tasks.failed) cg_fail(e, SMELT_ERR_NOMEM, "codegen: out of memory");
     e->func_ws[index] = e->ws_peak;
     if (e->ws_peak > e->max_ws) e->max_ws = e->ws_peak;
+    if (shares_code(e, f, index, &body)) {
+        smelt_strbuf_printf(out, "/* f_%d runs f_%d's code: ", index, e->func_code[index]);
+        cg_append_comment_text(out, f->name, 80);
+        smelt_strbuf_append(out, " */\n\n");
+        cg_sb_done(e, &body);
+        return;
+    }
 
     smelt_strbuf_printf(out, "#if SMELT_IN_PART(%d)\n", index);
     smelt_strbuf_appendn(out, e->tasks.data ? e->tasks.data : "", e->tasks.len);
@@ -1101,7 +1165,7 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
             cg_fail(e, SMELT_ERR_INTERNAL, "codegen: call %d targets a function not in the program", c);
             return;
         }
-        smelt_strbuf_printf(out, "    if ((err = f_%d(pool%s", fi,
+        smelt_strbuf_printf(out, "    if ((err = f_%d(pool%s", e->func_code[fi],
                             holds_check(cs->func->body) ? ", rterr" : "");
         if (e->func_ws[fi] > 0)
             smelt_strbuf_printf(out, ", arena + %lld", (long long)workspace_offset(p));
@@ -1261,6 +1325,7 @@ static void emitter_fini(cg_emitter *e)
     smelt_ptrvec_fini(&e->sites);
     smelt_strbuf_fini(&e->tasks);
     smelt_strbuf_fini(&e->protos);
+    smelt_strmap_fini(&e->code_index);
     smelt_arena_fini(&e->arena);
 }
 
@@ -1282,8 +1347,11 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
     smelt_strbuf_init(&e.protos);
     e.func_ws = p->n_funcs > 0 ? smelt_arena_alloc(&e.arena, sizeof(int64_t) * (size_t)p->n_funcs)
                                : NULL;
-    if (p->n_funcs > 0 && !e.func_ws) cg_fail(&e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    e.func_code = p->n_funcs > 0 ? smelt_arena_alloc(&e.arena, sizeof(int) * (size_t)p->n_funcs) : NULL;
+    smelt_strmap_init(&e.code_index);
+    if (p->n_funcs > 0 && (!e.func_ws || !e.func_code)) cg_fail(&e, SMELT_ERR_NOMEM, "codegen: out of memory");
     else if (e.func_ws) memset(e.func_ws, 0, sizeof(int64_t) * (size_t)p->n_funcs);
+    for (int i = 0; e.func_code && i < p->n_funcs; i++) e.func_code[i] = i;
     if (e.status == SMELT_OK && check_program(&e)) {
         for (int i = 0; i < p->n_funcs && e.status == SMELT_OK; i++) {
             if (is_called(p, p->funcs[i]))

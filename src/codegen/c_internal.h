@@ -89,6 +89,8 @@ typedef struct cg_emitter {
     int64_t ws_used;     /* workspace temps live on the current path (bytes) */
     int64_t ws_peak;     /* the current function's workspace */
     int64_t *func_ws;    /* per function: its workspace (bytes), after emission */
+    int *func_code;      /* per function: the function whose code it runs (itself if emitted) */
+    smelt_strmap code_index; /* digest of a function's code -> its index + 1 */
     int64_t max_ws;      /* the largest over functions: added to the arena */
     smelt_strbuf tasks;  /* outlined parallel bodies of the current function */
     smelt_strbuf protos; /* the functions' prototypes, for builds in parts */

@@ -518,7 +518,8 @@ typedef struct nchwc_tile {
  * broadcasts take constant offsets, as MLAS's pointwise kernel does.
  * ResNet-50 on Zen 3, 1 thread, interleaved: its 1x1 tasks' minimum times
  * 4-25% lower on 7 of 10 (weighted sum of all tasks 107.9 -> 104.7 ms), the
- * model's median 135 -> 120 ms (min 117 -> 113). */
+ * model's median 135 -> 120 ms (min 117 -> 113); but its generated C grew
+ * from 3.2 to 7.4 MB (gcc's time 1.5x), so it is a knob, not the default. */
 #define NCHWC_UNROLL_LANES 3
 
 /* The PARALLEL knob's value for the nest n, oh, ow.o, co.o (n.oh parallel):
@@ -725,7 +726,7 @@ static smelt_status nchwc_choose_tile(smelt_ctx *ctx, const te_tensor *anchor,
                : lanes_outer_ok && regs16 ? NCHWC_LANES_OUTER
                                            : NCHWC_CHANNELS_OUTER;
     t->unroll_kw = unroll ? unroll == 2 : t->order == NCHWC_LANES_OUTER;
-    t->unroll_lanes = unroll ? unroll == NCHWC_UNROLL_LANES : regs16 && nchwc_blocked_1x1(anchor);
+    t->unroll_lanes = unroll == NCHWC_UNROLL_LANES; /* the tuner's: doubles the C of a CNN */
     t->k_batch = batch;
     t->parallel = par                                            ? (int)par
                   : stage_work(anchor) < DEFAULT_PARALLEL_MIN_WORK ? 1

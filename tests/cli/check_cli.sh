@@ -43,5 +43,10 @@ expect 2 "--dim takes an integer" -- "$smelt" run "$small/dynamic_batch.onnx" --
 expect 1 "node 'sin_of_int' (Sin): input 'x' has unsupported dtype i32" -- "$smelt" compile "$small/sin_int32.onnx"
 expect 1 "node 'sin_of_int' (Sin): input 'x' has unsupported dtype i32" -- "$smelt" run "$small/sin_int32.onnx"
 
+# fused groups with the same code share one C function (the three
+# projections of attention.onnx: weights differ, code does not); python's
+# test_attention_matches_onnxruntime checks the result
+expect 0 "f_1 runs f_0's code" -- "$smelt" compile "$small/attention.onnx" --dump-ir=c
+
 echo "$((fails == 0 ? 1 : 0)) passed, $fails failed"
 [ "$fails" = 0 ]
