@@ -55,9 +55,15 @@ void cg_sb_done(cg_emitter *e, smelt_strbuf *sb)
     smelt_strbuf_fini(sb);
 }
 
+/* Nesting deeper than this is not indented further: a chain of thousands of
+ * fused ops nests a scope per materialised stage, and the indentation alone
+ * made most of the bytes gcc had to read. */
+#define CG_INDENT_MAX 12
+
 void cg_indent(cg_emitter *e)
 {
-    for (int i = 0; i < e->indent; i++) smelt_strbuf_append(e->out, "    ");
+    int depth = e->indent < CG_INDENT_MAX ? e->indent : CG_INDENT_MAX;
+    for (int i = 0; i < depth; i++) smelt_strbuf_append(e->out, "    ");
 }
 
 void cg_line(cg_emitter *e, const char *fmt, ...)

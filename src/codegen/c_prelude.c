@@ -439,6 +439,16 @@ static void append_template(smelt_strbuf *out, const char *text, const char *vt,
     smelt_strbuf_append(out, p);
 }
 
+/* float32 vector min/max where vx86_text maps no instruction: the blend
+ * `a < b ? a : b` per lane (the second operand when unordered), as MINPS. */
+static const char vminmax_portable_text[] =
+    "#ifndef SMELT_VMIN_$N\n"
+    "#define SMELT_VMIN_$N(a, b) (($V)((($M)((a) < (b)) & ($M)(a)) | (~($M)((a) < (b)) & ($M)(b))))\n"
+    "#endif\n"
+    "#ifndef SMELT_VMAX_$N\n"
+    "#define SMELT_VMAX_$N(a, b) (($V)((($M)((a) > (b)) & ($M)(a)) | (~($M)((a) > (b)) & ($M)(b))))\n"
+    "#endif\n";
+
 static void emit_vector_math(const cg_emitter *e, smelt_strbuf *out)
 {
     unsigned lanes_used[CG_VM_COUNT_], any = 0;
@@ -450,6 +460,15 @@ static void emit_vector_math(const cg_emitter *e, smelt_strbuf *out)
     /* elsewhere (NEON) the portable forms: fmin/fmax would return the
      * non-NaN operand, not the second as `a < b ? a : b` does */
     if ((any || e->vminmax_f32) && e->target->x86_vector_ops) smelt_strbuf_append(out, vx86_text);
+    if (any || e->vminmax_f32) {
+        for (int lanes = 4; lanes <= 16; lanes *= 2) {
+            char suffix[16];
+            snprintf(suffix, sizeof suffix, "f32x%d", lanes);
+            append_template(out, vminmax_portable_text, cg_vec_type(SMELT_DT_FLOAT32, lanes, 'v'),
+                            cg_vec_type(SMELT_DT_FLOAT32, lanes, 'm'), suffix);
+        }
+        smelt_strbuf_append(out, "\n");
+    }
     if (!any) return;
     smelt_strbuf_append(out, vmath_select_text);
     for (int lanes = 4; lanes <= 16; lanes *= 2) {

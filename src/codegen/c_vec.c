@@ -575,21 +575,16 @@ static int vec_minmax(vec_emit *ve, const ir_expr *x)
 {
     int a = vec_value(ve, x->bin.a), b = vec_value(ve, x->bin.b);
     bool f32 = ve->elem == SMELT_DT_FLOAT32 && (ve->lanes == 4 || ve->lanes == 8 || ve->lanes == 16);
-    const char *which = x->kind == IR_MIN ? "MIN" : "MAX";
-    int id = f32 ? new_tmp(ve) : -1;
-    if (f32) {
+    if (f32) { /* the prelude's macro: the instruction, or the same blend */
+        int id = new_tmp(ve);
         ve->e->vminmax_f32 = true;
-        cg_line(ve->e, "#ifdef SMELT_V%s_f32x%d", which, ve->lanes);
-        cg_line(ve->e, "%s x%d = SMELT_V%s_f32x%d(x%d, x%d);", ve->vt, id, which, ve->lanes, a, b);
-        cg_line(ve->e, "#else");
+        cg_line(ve->e, "%s x%d = SMELT_V%s_f32x%d(x%d, x%d);", ve->vt, id,
+                x->kind == IR_MIN ? "MIN" : "MAX", ve->lanes, a, b);
+        return id;
     }
     int m = new_tmp(ve);
     cg_line(ve->e, "%s m%d = (%s)(x%d %s x%d);", ve->mt, m, ve->mt, a, x->kind == IR_MIN ? "<" : ">", b);
-    int r = blend(ve, m, a, b);
-    if (!f32) return r;
-    cg_line(ve->e, "%s x%d = x%d;", ve->vt, id, r);
-    cg_line(ve->e, "#endif");
-    return id;
+    return blend(ve, m, a, b);
 }
 
 static int vec_call(vec_emit *ve, const ir_expr *x)

@@ -63,6 +63,25 @@ static inline float smelt_max_f32(float a, float b) { return a > b ? a : b; }
 #define SMELT_VSCALEF_f32x4(p, n) ((smelt_f32x4)_mm_scalef_ps((__m128)(p), (__m128)(n)))
 #endif
 
+#ifndef SMELT_VMIN_f32x4
+#define SMELT_VMIN_f32x4(a, b) ((smelt_f32x4)(((smelt_i32x4)((a) < (b)) & (smelt_i32x4)(a)) | (~(smelt_i32x4)((a) < (b)) & (smelt_i32x4)(b))))
+#endif
+#ifndef SMELT_VMAX_f32x4
+#define SMELT_VMAX_f32x4(a, b) ((smelt_f32x4)(((smelt_i32x4)((a) > (b)) & (smelt_i32x4)(a)) | (~(smelt_i32x4)((a) > (b)) & (smelt_i32x4)(b))))
+#endif
+#ifndef SMELT_VMIN_f32x8
+#define SMELT_VMIN_f32x8(a, b) ((smelt_f32x8)(((smelt_i32x8)((a) < (b)) & (smelt_i32x8)(a)) | (~(smelt_i32x8)((a) < (b)) & (smelt_i32x8)(b))))
+#endif
+#ifndef SMELT_VMAX_f32x8
+#define SMELT_VMAX_f32x8(a, b) ((smelt_f32x8)(((smelt_i32x8)((a) > (b)) & (smelt_i32x8)(a)) | (~(smelt_i32x8)((a) > (b)) & (smelt_i32x8)(b))))
+#endif
+#ifndef SMELT_VMIN_f32x16
+#define SMELT_VMIN_f32x16(a, b) ((smelt_f32x16)(((smelt_i32x16)((a) < (b)) & (smelt_i32x16)(a)) | (~(smelt_i32x16)((a) < (b)) & (smelt_i32x16)(b))))
+#endif
+#ifndef SMELT_VMAX_f32x16
+#define SMELT_VMAX_f32x16(a, b) ((smelt_f32x16)(((smelt_i32x16)((a) > (b)) & (smelt_i32x16)(a)) | (~(smelt_i32x16)((a) > (b)) & (smelt_i32x16)(b))))
+#endif
+
 /* (m ? a : b) per lane; m is -1 or 0 in each lane. */
 #define SMELT_VSEL_(V, M, m, a, b) ((V)(((m) & (M)(a)) | (~(m) & (M)(b))))
 
@@ -146,13 +165,7 @@ SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict 
                             for (; v3 <= e3 - 4; v3 += 4) {
                                 smelt_f32x4 x4 = *(const smelt_f32x4u *)&t0[((v0 * 5) + v3)];
                                 smelt_f32x4 x5 = *(const smelt_f32x4u *)&p0[(((v0 * 20) + (v2 * 5)) + v3)];
-                                #ifdef SMELT_VMAX_f32x4
                                 smelt_f32x4 x6 = SMELT_VMAX_f32x4(x4, x5);
-                                #else
-                                smelt_i32x4 m7 = (smelt_i32x4)(x4 > x5);
-                                smelt_f32x4 x8 = (smelt_f32x4)((m7 & (smelt_i32x4)x4) | (~m7 & (smelt_i32x4)x5));
-                                smelt_f32x4 x6 = x8;
-                                #endif
                                 *(smelt_f32x4u *)&t0[((v0 * 5) + v3)] = x6;
                             }
                             for (; v3 < e3; ++v3) { /* tail */
@@ -164,17 +177,17 @@ SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict 
                 for (int64_t v4 = 0; v4 < 3; ++v4) { /* y_exp.i0 */
                     for (int64_t v5 = 0; v5 < 4; ++v5) { /* y_exp.i1 */
                         { /* vectorized: 4 x float */
-                            const int64_t e9 = 5;
+                            const int64_t e7 = 5;
                             int64_t v6 = 0;
-                            for (; v6 <= e9 - 4; v6 += 4) {
-                                smelt_f32x4 x10 = *(const smelt_f32x4u *)&p0[(((v4 * 20) + (v5 * 5)) + v6)];
-                                smelt_f32x4 x11 = *(const smelt_f32x4u *)&t0[((v4 * 5) + v6)];
-                                smelt_f32x4 x12 = x10 - x11;
-                                smelt_f32x4 x13 = x12;
-                                smelt_vexp_f32x4(&x13);
-                                *(smelt_f32x4u *)&t1[(((v4 * 20) + (v5 * 5)) + v6)] = x13;
+                            for (; v6 <= e7 - 4; v6 += 4) {
+                                smelt_f32x4 x8 = *(const smelt_f32x4u *)&p0[(((v4 * 20) + (v5 * 5)) + v6)];
+                                smelt_f32x4 x9 = *(const smelt_f32x4u *)&t0[((v4 * 5) + v6)];
+                                smelt_f32x4 x10 = x8 - x9;
+                                smelt_f32x4 x11 = x10;
+                                smelt_vexp_f32x4(&x11);
+                                *(smelt_f32x4u *)&t1[(((v4 * 20) + (v5 * 5)) + v6)] = x11;
                             }
-                            for (; v6 < e9; ++v6) { /* tail */
+                            for (; v6 < e7; ++v6) { /* tail */
                                 t1[(((v4 * 20) + (v5 * 5)) + v6)] = expf((p0[(((v4 * 20) + (v5 * 5)) + v6)] - t0[((v4 * 5) + v6)]));
                             }
                         }
@@ -182,28 +195,28 @@ SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict 
                 }
                 for (int64_t v7 = 0; v7 < 3; ++v7) { /* y_sum.i0 */
                     { /* vectorized: 4 x float */
-                        const int64_t e14 = 5;
+                        const int64_t e12 = 5;
                         int64_t v8 = 0;
-                        for (; v8 <= e14 - 4; v8 += 4) {
-                            const float s15 = 0.0f;
-                            smelt_f32x4 x16 = {s15, s15, s15, s15};
-                            *(smelt_f32x4u *)&t2[((v7 * 5) + v8)] = x16;
+                        for (; v8 <= e12 - 4; v8 += 4) {
+                            const float s13 = 0.0f;
+                            smelt_f32x4 x14 = {s13, s13, s13, s13};
+                            *(smelt_f32x4u *)&t2[((v7 * 5) + v8)] = x14;
                         }
-                        for (; v8 < e14; ++v8) { /* tail */
+                        for (; v8 < e12; ++v8) { /* tail */
                             t2[((v7 * 5) + v8)] = 0.0f;
                         }
                     }
                     for (int64_t v9 = 0; v9 < 4; ++v9) { /* y_sum.r0 */
                         { /* vectorized: 4 x float */
-                            const int64_t e17 = 5;
+                            const int64_t e15 = 5;
                             int64_t v10 = 0;
-                            for (; v10 <= e17 - 4; v10 += 4) {
-                                smelt_f32x4 x18 = *(const smelt_f32x4u *)&t2[((v7 * 5) + v10)];
-                                smelt_f32x4 x19 = *(const smelt_f32x4u *)&t1[(((v7 * 20) + (v9 * 5)) + v10)];
-                                smelt_f32x4 x20 = x18 + x19;
-                                *(smelt_f32x4u *)&t2[((v7 * 5) + v10)] = x20;
+                            for (; v10 <= e15 - 4; v10 += 4) {
+                                smelt_f32x4 x16 = *(const smelt_f32x4u *)&t2[((v7 * 5) + v10)];
+                                smelt_f32x4 x17 = *(const smelt_f32x4u *)&t1[(((v7 * 20) + (v9 * 5)) + v10)];
+                                smelt_f32x4 x18 = x16 + x17;
+                                *(smelt_f32x4u *)&t2[((v7 * 5) + v10)] = x18;
                             }
-                            for (; v10 < e17; ++v10) { /* tail */
+                            for (; v10 < e15; ++v10) { /* tail */
                                 t2[((v7 * 5) + v10)] = (t2[((v7 * 5) + v10)] + t1[(((v7 * 20) + (v9 * 5)) + v10)]);
                             }
                         }
@@ -212,15 +225,15 @@ SMELT_FN int f_0(smelt_rt_pool *pool, const float *restrict p0, float *restrict 
                 for (int64_t v11 = 0; v11 < 3; ++v11) { /* y.i0 */
                     for (int64_t v12 = 0; v12 < 4; ++v12) { /* y.i1 */
                         { /* vectorized: 4 x float */
-                            const int64_t e21 = 5;
+                            const int64_t e19 = 5;
                             int64_t v13 = 0;
-                            for (; v13 <= e21 - 4; v13 += 4) {
-                                smelt_f32x4 x22 = *(const smelt_f32x4u *)&t1[(((v11 * 20) + (v12 * 5)) + v13)];
-                                smelt_f32x4 x23 = *(const smelt_f32x4u *)&t2[((v11 * 5) + v13)];
-                                smelt_f32x4 x24 = x22 / x23;
-                                *(smelt_f32x4u *)&p1[(((v11 * 20) + (v12 * 5)) + v13)] = x24;
+                            for (; v13 <= e19 - 4; v13 += 4) {
+                                smelt_f32x4 x20 = *(const smelt_f32x4u *)&t1[(((v11 * 20) + (v12 * 5)) + v13)];
+                                smelt_f32x4 x21 = *(const smelt_f32x4u *)&t2[((v11 * 5) + v13)];
+                                smelt_f32x4 x22 = x20 / x21;
+                                *(smelt_f32x4u *)&p1[(((v11 * 20) + (v12 * 5)) + v13)] = x22;
                             }
-                            for (; v13 < e21; ++v13) { /* tail */
+                            for (; v13 < e19; ++v13) { /* tail */
                                 p1[(((v11 * 20) + (v12 * 5)) + v13)] = (t1[(((v11 * 20) + (v12 * 5)) + v13)] / t2[((v11 * 5) + v13)]);
                             }
                         }
