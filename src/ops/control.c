@@ -156,6 +156,7 @@ bool ctl_loop_cond_always_true(const gr_node *n)
     const ctl_attrs *a = ctl_attrs_of(n);
     if (n->inputs[1] && !value_is_true_constant(n->inputs[1])) return false;
     const gr_value *out = a->body->outputs.items[0];
+    while (out->producer && out->producer->op == OP_IDENTITY) out = out->producer->inputs[0];
     return out == a->body->inputs.items[1] || value_is_true_constant(out);
 }
 
