@@ -85,6 +85,9 @@ if(SMELT_PYTHON)
   # ---- graphs with float8/float4/int4/int2 tensors: packed initializers, low-bit
   # values between nodes and as outputs (include/smelt_lowbit.h) ----
   smelt_generated_cases(lowbit ${SMELT_PYTHON} gen_lowbit_cases.py)
+  # ---- If/Loop/Scan (issue #14): nested bodies, outer-scope values, run-time trip
+  # counts, while loops, reversed scans; expected values from ONNX Runtime ----
+  smelt_generated_cases(control ${SMELT_PYTHON} gen_control_cases.py)
 endif()
 
 # ---- Models quantized by onnxruntime.quantization (issue #10), checked against
