@@ -126,6 +126,18 @@ foreach(m ${SMELT_TEST_MODELS})
     COMMAND smelt_cli check --compiled --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_compiled PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
 endforeach()
+# A torch.jit.script model whose export is a Loop (trip count a model input) with a
+# data-dependent If inside, checked against torch's outputs (issue #14)
+set(SMELT_CONTROL_MODEL_DIR ${CMAKE_BINARY_DIR}/tests/control_model)
+add_test(NAME models/control_torch_generate
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/gen_control_model.py
+          --out ${SMELT_CONTROL_MODEL_DIR})
+set_tests_properties(models/control_torch_generate PROPERTIES FIXTURES_SETUP control_model)
+foreach(mode reference compiled)
+  add_test(NAME models/control_torch_${mode}
+    COMMAND smelt_cli check --${mode} --rtol 1e-4 --atol 1e-5 ${SMELT_CONTROL_MODEL_DIR})
+  set_tests_properties(models/control_torch_${mode} PROPERTIES FIXTURES_REQUIRED control_model)
+endforeach()
 # Outputs must not depend on the optimisation level: a few models also at -O0
 # (the _compiled tests above run at the default -O2, the highest level in use).
 foreach(m resnet18 mobilenet_v2 bert_tiny_like)
