@@ -726,17 +726,18 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
     for (int i = 0; i < g->nodes.len; i++) {
         gr_node *n = g->nodes.items[i];
         const op_def *d = op_get(n->op)->def;
+        /* first: a body's captures add inputs, which arity would blame */
+        for (int k = 0; k < n->n_attrs; k++)
+            if (n->attrs[k].type == GR_ATTR_GRAPH && !(d->flags & OP_FLAG_SUBGRAPHS))
+                return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                               "attribute '%s' holds a subgraph; %s takes no subgraphs",
+                               n->attrs[k].name, n->op_type);
         SMELT_TRY(check_arity(ctx, n, d));
         if (n->op == OP_CUSTOM) { /* its domain's opset is its own; import checks the rest */
             SMELT_TRY(d->import(ctx, g, n));
             continue;
         }
         SMELT_TRY(check_opset(ctx, g, n));
-        for (int k = 0; k < n->n_attrs; k++)
-            if (n->attrs[k].type == GR_ATTR_GRAPH && !(d->flags & OP_FLAG_SUBGRAPHS))
-                return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
-                               "attribute '%s' holds a subgraph; %s takes no subgraphs",
-                               n->attrs[k].name, n->op_type);
         SMELT_TRY(check_attr_names(ctx, g, n));
         smelt_status s = d->import ? d->import(ctx, g, n) : SMELT_OK;
         /* what an attribute means can depend on the opset: say which */
