@@ -197,6 +197,13 @@ static smelt_status lower_if(prog_builder *pb, const gr_node *n)
         s = need_static(pb, n, n->outputs[i], "output");
         if (s == SMELT_OK) s = prog_slot_of(pb, n->outputs[i], &node_out[i]);
     }
+    const gr_value *c = n->inputs[0];
+    if (s == SMELT_OK && c->constant) { /* the other branch may not even type-check */
+        const gr_graph *taken = op_get_i64(c->constant, 0) ? a->then_g : a->else_g;
+        s = lower_branch(pb, n, taken, node_out);
+        smelt_free(node_out);
+        return s;
+    }
     if (s == SMELT_OK) s = push_marker(pb, IR_STEP_IF, &cond);
     if (s == SMELT_OK) s = lower_branch(pb, n, a->then_g, node_out);
     if (s == SMELT_OK) s = push_marker(pb, IR_STEP_ELSE, NULL);

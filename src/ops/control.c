@@ -177,6 +177,26 @@ static void set_value_type(gr_value *v, const smelt_tensor *t)
     for (int d = 0; d < t->rank; d++) v->dims[d] = t->dims[d];
 }
 
+/* An outer constant read by the body is a constant there too (a copy the
+ * body owns), so the body's shapes that depend on it (Unsqueeze axes,
+ * Reshape shapes) are known and its compiled code reads it as such. */
+static smelt_status capture_constant(smelt_ctx *ctx, gr_graph *body, gr_value *v,
+                                     const smelt_tensor *t)
+{
+    size_t nb = smelt_tensor_nbytes(t);
+    smelt_tensor *c = smelt_calloc(1, sizeof *c);
+    if (c) c->data = smelt_alloc(nb ? nb : 1);
+    if (!c || !c->data) {
+        smelt_free(c);
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    c->dtype = t->dtype;
+    c->rank = t->rank;
+    memcpy(c->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+    memcpy(c->data, t->data, nb);
+    return gr_value_set_constant(ctx, body, v, c);
+}
+
 smelt_status ctl_infer_body(smelt_ctx *ctx, const gr_node *n, gr_graph *body,
                             const smelt_tensor *const *in, const smelt_tensor *formal)
 {
@@ -189,6 +209,7 @@ smelt_status ctl_infer_body(smelt_ctx *ctx, const gr_node *n, gr_graph *body,
             return op_errf(ctx, n, SMELT_ERR_MODEL, "body input '%s' is declared %s, given %s",
                            v->name, smelt_dtype_name(v->dtype), smelt_dtype_name(t->dtype));
         set_value_type(v, t);
+        if (src >= 0 && t->data && !v->constant) SMELT_TRY(capture_constant(ctx, body, v, t));
     }
     return pass_infer_shapes(ctx, body);
 }

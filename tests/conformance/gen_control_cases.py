@@ -163,6 +163,42 @@ def if_outer_values(out, name, cond):
     save(out, name, g, feeds)
 
 
+def scan_outer_constants(out):
+    """Scan whose body reshapes with shapes and axes that are constants of
+    the outer graph (captured: the body's shapes depend on their values)."""
+    body = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["x_t", "axes"], ["col"]),
+         helper.make_node("Unsqueeze", ["x_t", "axes0"], ["row"]),
+         helper.make_node("MatMul", ["col", "row"], ["outer"]),
+         helper.make_node("Add", ["s_in", "outer"], ["s_out"]),
+         helper.make_node("Reshape", ["s_out", "flat"], ["y_t"])],
+        "body", [vi("s_in", TP.FLOAT, [3, 3]), vi("x_t", TP.FLOAT, [3])],
+        [vi("s_out", TP.FLOAT, [3, 3]), vi("y_t", TP.FLOAT, [9])])
+    g = helper.make_graph(
+        [const("axes", np.array([-1], np.int64)), const("axes0", np.array([0], np.int64)),
+         const("flat", np.array([9], np.int64)),
+         helper.make_node("Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1)],
+        "scan_outer_constants", [vi("s0", TP.FLOAT, [3, 3]), vi("x", TP.FLOAT, [4, 3])],
+        [vi("s", TP.FLOAT, [3, 3]), vi("y", TP.FLOAT, [4, 9])])
+    feeds = {"s0": RNG.standard_normal((3, 3)).astype(np.float32),
+             "x": RNG.standard_normal((4, 3)).astype(np.float32)}
+    save(out, "control_scan_outer_constants", g, feeds)
+
+
+def if_constant_cond(out):
+    """If on a constant: the branch not taken gives another shape (as in
+    AffineGrid's function body), which compiled code must not lower."""
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [],
+                               [vi("t", TP.FLOAT, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Transpose", ["x"], ["e"])], "else", [],
+                               [vi("e", TP.FLOAT, [3, 2])])
+    g = helper.make_graph(
+        [const("c", np.array(True)),
+         helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+        "if_constant_cond", [vi("x", TP.FLOAT, [2, 3])], [vi("y", TP.FLOAT, [2, 3])])
+    save(out, "control_if_constant_cond", g, {"x": RNG.standard_normal((2, 3)).astype(np.float32)})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -174,6 +210,8 @@ def main():
     scan_cumsum(out)
     if_outer_values(out, "control_if_outer_true", True)
     if_outer_values(out, "control_if_outer_false", False)
+    scan_outer_constants(out)
+    if_constant_cond(out)
 
 
 if __name__ == "__main__":
