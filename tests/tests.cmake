@@ -133,6 +133,11 @@ add_test(NAME models/control_torch_generate
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/gen_control_model.py
           --out ${SMELT_CONTROL_MODEL_DIR})
 set_tests_properties(models/control_torch_generate PROPERTIES FIXTURES_SETUP control_model)
+# the loop body goes through the graph passes: its Gemm packs and fuses with Tanh
+add_test(NAME models/control_torch_fusion
+  COMMAND sh -c "\"$0\" compile --stats --json '${SMELT_CONTROL_MODEL_DIR}/control_torch/model.onnx' | grep -F '[\"MatMulPacked\", \"Add\", \"Tanh\"]'"
+          $<TARGET_FILE:smelt_cli>)
+set_tests_properties(models/control_torch_fusion PROPERTIES FIXTURES_REQUIRED control_model)
 foreach(mode reference compiled)
   add_test(NAME models/control_torch_${mode}
     COMMAND smelt_cli check --${mode} --rtol 1e-4 --atol 1e-5 ${SMELT_CONTROL_MODEL_DIR})
