@@ -88,6 +88,12 @@ if(SMELT_PYTHON)
   # ---- If/Loop/Scan (issue #14): nested bodies, outer-scope values, run-time trip
   # counts, while loops, reversed scans; expected values from ONNX Runtime ----
   smelt_generated_cases(control ${SMELT_PYTHON} gen_control_cases.py)
+  # every allocation of compiling an If nested in a Loop body refused in turn
+  add_test(NAME unit/test_alloc_fail_compile_control
+    COMMAND test_alloc_fail_compile
+            ${CMAKE_BINARY_DIR}/tests/control_cases/control_nested_if_in_loop/model.onnx avx2)
+  set_tests_properties(unit/test_alloc_fail_compile_control PROPERTIES
+    FIXTURES_REQUIRED control_cases TIMEOUT 600)
 endif()
 
 # ---- Models quantized by onnxruntime.quantization (issue #10), checked against
