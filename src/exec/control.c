@@ -350,14 +350,36 @@ static smelt_status scan_step(smelt_ctx *ctx, scan_run *r, const smelt_tensor *c
     return s;
 }
 
+/* A zero slice for scan output k past a short sequence (of the type of
+ * its other slices, else of the body's declared output). */
+static smelt_status push_zeros(smelt_ctx *ctx, scan_run *r, int k)
+{
+    const gr_value *decl = r->a->body->outputs.items[r->a->n_state + k];
+    smelt_tensor z = r->parts[k].len ? r->parts[k].t[0] : gr_value_info(decl);
+    for (int d = 0; d < z.rank; d++)
+        if (z.dims[d] < 0)
+            return op_errf(ctx, r->n, SMELT_ERR_UNSUPPORTED,
+                           "scan output %d of a sequence of length 0 has no known shape", k);
+    SMELT_TRY(alloc_like(ctx, r->n, r->b, &z));
+    smelt_status s = parts_push(ctx, r->n, k, &r->parts[k], &z);
+    drop(r->b, &z);
+    return s;
+}
+
+/* `steps` < 0: the scan inputs' length; else that many (Scan-8's
+ * sequence_lens; the outputs are then padded with zeros to the length). */
 static smelt_status scan_iterate(smelt_ctx *ctx, scan_run *r, const smelt_tensor *const *in,
-                                 smelt_tensor *out)
+                                 int64_t steps, smelt_tensor *out)
 {
     const ctl_attrs *a = r->a;
     SMELT_TRY(scan_lengths(ctx, r, in));
+    int64_t full = r->trips;
+    if (steps >= 0) r->trips = steps;
     for (int k = 0; k < a->n_state; k++)
         SMELT_TRY(copy_charged(ctx, r->n, r->b, in[k], &r->state[k]));
     for (int64_t t = 0; t < r->trips; t++) SMELT_TRY(scan_step(ctx, r, in, t));
+    for (int k = 0; k < a->n_scan_out; k++)
+        for (int64_t t = r->trips; t < full; t++) SMELT_TRY(push_zeros(ctx, r, k));
     for (int k = 0; k < a->n_scan_out; k++) {
         const gr_value *decl = a->body->outputs.items[a->n_state + k];
         smelt_status s = parts_stack(ctx, r->n, r->b, &r->parts[k], decl, a->out_axes[k],
@@ -375,8 +397,9 @@ static smelt_status scan_iterate(smelt_ctx *ctx, scan_run *r, const smelt_tensor
     return SMELT_OK;
 }
 
-static smelt_status run_scan(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
-                             const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+static smelt_status run_scan9(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                              const smelt_tensor *const *in, int64_t steps, smelt_tensor *out,
+                              exec_budget *b)
 {
     const ctl_attrs *a = ctl_attrs_of(n);
     scan_run r = {n, a, mode, b, NULL, 0, NULL, NULL, NULL, NULL, NULL};
@@ -388,9 +411,8 @@ static smelt_status run_scan(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
     r.body_in = smelt_calloc(ni, sizeof *r.body_in);
     r.body_out = smelt_calloc(no, sizeof *r.body_out);
     smelt_status s = r.axes && r.state && r.parts && r.formal && r.body_in && r.body_out
-                         ? scan_iterate(ctx, &r, in, out)
+                         ? scan_iterate(ctx, &r, in, steps, out)
                          : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (s == SMELT_OK) drop_omitted(n, b, out);
     for (int k = 0; r.state && k < a->n_state; k++) drop(b, &r.state[k]);
     for (int k = 0; r.parts && k < a->n_scan_out; k++) parts_free(b, &r.parts[k]);
     smelt_free(r.axes);
@@ -399,6 +421,85 @@ static smelt_status run_scan(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
     smelt_free(r.formal);
     smelt_free(r.body_in);
     smelt_free(r.body_out);
+    return s;
+}
+
+/* Scan-8: per batch entry, Scan-9 on that entry's states and sequences
+ * (the inputs moved down over sequence_lens; captures stay where they
+ * are), each output stacked over the batch. */
+static smelt_status scan8_entry(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                const smelt_tensor *const *in, int64_t e, const smelt_tensor **ein,
+                                smelt_tensor *slices, scan_parts *parts, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    int n_in = a->n_explicit - 1;
+    smelt_status s = SMELT_OK;
+    int taken = 0;
+    for (; taken < n_in && s == SMELT_OK; taken++) {
+        s = take_slice(ctx, n, b, in[taken + 1], 0, e, &slices[taken]);
+        ein[taken] = &slices[taken];
+    }
+    if (s != SMELT_OK) taken--;
+    int64_t T = in[1 + a->n_state]->dims[1], len = T;
+    if (s == SMELT_OK && in[0]) {
+        len = op_get_i64(in[0], e);
+        if (len < 0 || len > T)
+            s = op_errf(ctx, n, SMELT_ERR_MODEL, "sequence_lens[%lld] = %lld is not in 0..%lld",
+                        (long long)e, (long long)len, (long long)T);
+    }
+    smelt_tensor *out = smelt_calloc((size_t)n->n_outputs + 1, sizeof *out);
+    if (s == SMELT_OK && !out) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s == SMELT_OK) s = run_scan9(ctx, n, mode, ein, len, out, b);
+    for (int k = 0; s == SMELT_OK && k < n->n_outputs; k++) s = parts_push(ctx, n, k, &parts[k], &out[k]);
+    if (out) drop_all(b, out, n->n_outputs);
+    smelt_free(out);
+    drop_all(b, slices, taken);
+    return s;
+}
+
+static smelt_status run_scan8(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                              const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    int64_t batch = -1;
+    for (int i = 1; i < a->n_explicit; i++) {
+        int need = i > a->n_state ? 2 : 1;
+        if (in[i]->rank < need || (batch >= 0 && in[i]->dims[0] != batch))
+            return op_errf(ctx, n, SMELT_ERR_MODEL,
+                           "input %d needs a batch axis%s of the other inputs' size", i,
+                           need == 2 ? " and a sequence axis" : "");
+        batch = in[i]->dims[0];
+    }
+    if (batch <= 0)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "an empty batch is not supported");
+    if (in[0] && op_numel(in[0]) != batch)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "sequence_lens has %lld entries for a batch of %lld",
+                       (long long)op_numel(in[0]), (long long)batch);
+    const smelt_tensor **ein = smelt_calloc((size_t)n->n_inputs + 1, sizeof *ein);
+    smelt_tensor *slices = smelt_calloc((size_t)a->n_explicit + 1, sizeof *slices);
+    scan_parts *parts = smelt_calloc((size_t)n->n_outputs + 1, sizeof *parts);
+    smelt_status s = ein && slices && parts ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = a->n_explicit; s == SMELT_OK && i < n->n_inputs; i++) ein[i] = in[i];
+    for (int64_t e = 0; s == SMELT_OK && e < batch; e++)
+        s = scan8_entry(ctx, n, mode, in, e, ein, slices, parts, b);
+    int done = 0;
+    for (; s == SMELT_OK && done < n->n_outputs; done++)
+        s = parts_stack(ctx, n, b, &parts[done], a->body->outputs.items[done], 0, false,
+                        &out[done]);
+    if (s != SMELT_OK) drop_all(b, out, done);
+    for (int k = 0; parts && k < n->n_outputs; k++) parts_free(b, &parts[k]);
+    smelt_free(ein);
+    smelt_free(slices);
+    smelt_free(parts);
+    return s;
+}
+
+static smelt_status run_scan(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                             const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    smelt_status s = ctl_attrs_of(n)->scan8 ? run_scan8(ctx, n, mode, in, out, b)
+                                            : run_scan9(ctx, n, mode, in, -1, out, b);
+    if (s == SMELT_OK) drop_omitted(n, b, out);
     return s;
 }
 

@@ -398,6 +398,10 @@ static smelt_status lower_scan_steps(prog_builder *pb, loop_lowering *L)
 {
     const gr_node *n = L->n;
     const ctl_attrs *a = L->a;
+    if (a->scan8)
+        return op_errf(pb->ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "Scan-8 (batch axis, sequence_lens) runs on the reference executor only; "
+                       "Scan-9 and newer compile");
     L->n_state = a->n_state;
     for (int k = 0; k < a->n_state; k++) L->state_in[k] = a->body->inputs.items[k];
     SMELT_TRY(node_output_slots(pb, L, "scan inputs of unknown length"));

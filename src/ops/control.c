@@ -11,10 +11,11 @@ OP_ATTRS(IF) = {{"then_branch", 0, 0}, {"else_branch", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(LOOP) = {{"body", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(SCAN) = {{"body", 0, 0},
                   {"num_scan_inputs", 0, 0},
-                  {"scan_input_axes", 0, 0},
-                  {"scan_input_directions", 0, 0},
-                  {"scan_output_axes", 0, 0},
-                  {"scan_output_directions", 0, 0},
+                  {"directions", 8, 8},
+                  {"scan_input_axes", 9, 0},
+                  {"scan_input_directions", 9, 0},
+                  {"scan_output_axes", 9, 0},
+                  {"scan_output_directions", 9, 0},
                   {NULL, 0, 0}};
 
 /* ---- import ---- */
@@ -125,23 +126,27 @@ static smelt_status scan_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
     if (!gr_node_attr(n, "num_scan_inputs"))
         return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute 'num_scan_inputs' is required");
     SMELT_TRY(op_attr_int(ctx, n, "num_scan_inputs", 0, &m));
+    a->scan8 = g->opset < 9;
+    int first = a->scan8; /* Scan-8's sequence_lens comes first */
     a->n_explicit = explicit_inputs(n, &a->body, 1);
-    if (m < 1 || m > a->n_explicit)
+    if (m < 1 || m > a->n_explicit - first)
         return op_errf(ctx, n, SMELT_ERR_ATTR, "num_scan_inputs %lld is not in 1..%d",
-                       (long long)m, a->n_explicit);
+                       (long long)m, a->n_explicit - first);
     a->n_scan_in = (int)m;
-    a->n_state = a->n_explicit - a->n_scan_in;
+    a->n_state = a->n_explicit - first - a->n_scan_in;
     a->n_scan_out = n->n_outputs - a->n_state;
     if (a->n_scan_out < 0)
         return op_errf(ctx, n, SMELT_ERR_MODEL, "has %d outputs for %d states", n->n_outputs,
                        a->n_state);
-    for (int i = 0; i < a->n_explicit; i++)
+    for (int i = first; i < a->n_explicit; i++)
         if (!n->inputs[i]) return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is missing", i);
+    const char *rev = a->scan8 ? "directions" : "scan_input_directions";
     SMELT_TRY(scan_list(ctx, g, n, "scan_input_axes", a->n_scan_in, false, &a->in_axes));
-    SMELT_TRY(scan_list(ctx, g, n, "scan_input_directions", a->n_scan_in, true, &a->in_rev));
+    SMELT_TRY(scan_list(ctx, g, n, rev, a->n_scan_in, true, &a->in_rev));
     SMELT_TRY(scan_list(ctx, g, n, "scan_output_axes", a->n_scan_out, false, &a->out_axes));
     SMELT_TRY(scan_list(ctx, g, n, "scan_output_directions", a->n_scan_out, true, &a->out_rev));
-    return check_body_io(ctx, n, "body", a->body, a->n_explicit, a->n_state + a->n_scan_out);
+    return check_body_io(ctx, n, "body", a->body, a->n_explicit - first,
+                         a->n_state + a->n_scan_out);
 }
 
 /* ---- helpers shared with exec and lowering ---- */
@@ -326,8 +331,8 @@ static smelt_status loop_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
     return SMELT_OK;
 }
 
-static smelt_status scan_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
-                               smelt_tensor *out)
+static smelt_status scan9_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
 {
     const ctl_attrs *a = ctl_attrs_of(n);
     if (a->n_explicit > 64) return op_errf(ctx, n, SMELT_ERR_LIMIT, "more than 64 inputs");
@@ -375,6 +380,43 @@ static smelt_status scan_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
         for (int d = 0, s = 0; d < o->rank; d++)
             o->dims[d] = d == axis ? (GR_DIM_IS_STATIC(trips) ? trips : GR_DIM_UNKNOWN)
                                    : t.dims[s++];
+    }
+    return SMELT_OK;
+}
+
+/* Scan-8: the batch entry's types (batch axis dropped, inputs moved down
+ * over sequence_lens, as ctl_scan8_entry_inputs does) through Scan-9's
+ * inference, the batch axis put back on the outputs. */
+static smelt_status scan_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               smelt_tensor *out)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    if (!a->scan8) return scan9_infer(ctx, n, in, out);
+    if (n->n_inputs > 64) return op_errf(ctx, n, SMELT_ERR_LIMIT, "more than 64 inputs");
+    smelt_tensor entry[64];
+    const smelt_tensor *ein[64];
+    gr_dim batch = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        ein[i] = i >= a->n_explicit ? in[i] : NULL;
+        if (i >= a->n_explicit - 1) continue;
+        const smelt_tensor *x = in[i + 1];
+        if (x->rank < 1) return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d has no batch axis", i + 1);
+        if (i > 0 && x->dims[0] != batch)
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "inputs of other batch sizes");
+        batch = x->dims[0];
+        entry[i] = *x;
+        entry[i].data = NULL;
+        entry[i].rank = x->rank - 1;
+        memmove(entry[i].dims, x->dims + 1, sizeof(int64_t) * (size_t)entry[i].rank);
+        ein[i] = &entry[i];
+    }
+    SMELT_TRY(scan9_infer(ctx, n, ein, out));
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (out[k].rank + 1 > SMELT_MAX_RANK)
+            return op_errf(ctx, n, SMELT_ERR_LIMIT, "output %d exceeds rank %d", k, SMELT_MAX_RANK);
+        memmove(out[k].dims + 1, out[k].dims, sizeof(int64_t) * (size_t)out[k].rank);
+        out[k].dims[0] = batch;
+        out[k].rank++;
     }
     return SMELT_OK;
 }

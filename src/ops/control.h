@@ -9,7 +9,7 @@
  *   Loop  inputs: M (trip count, optional), cond (optional), N initial values;
  *         body(iter, cond, N carried) -> (cond, N carried, K scan outputs);
  *         outputs: N final values, K scan outputs stacked along a new axis 0
- *   Scan  (9+) inputs: N initial states, M scan inputs; body(N states, M
+ *   Scan  (9+; Scan-8: see ctl_attrs.scan8) inputs: N initial states, M scan inputs; body(N states, M
  *         slices) -> (N states, K slices); outputs: N final states, K
  *         stacked slices; each scan input/output has an axis and a direction
  */
@@ -28,6 +28,10 @@ typedef struct ctl_attrs {
     /* Scan: per scan input / output: axis (as given; negative counts from
      * the end) and direction (1: last slice first) */
     int64_t *in_axes, *in_rev, *out_axes, *out_rev;
+    /* Scan-8: input 0 is sequence_lens (optional), every state and scan
+     * input has a batch axis 0 (scan inputs their sequence at axis 1), and
+     * the body runs per batch entry; n_state counts from input 1 */
+    bool scan8;
 } ctl_attrs;
 
 static inline const ctl_attrs *ctl_attrs_of(const gr_node *n) { return n->op_attrs; }

@@ -34,8 +34,8 @@ def const(name, arr):
     return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(arr), name))
 
 
-def save(out, name, graph, feeds):
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+def save(out, name, graph, feeds, opset=OPSET):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     so = ort.SessionOptions()
@@ -199,6 +199,32 @@ def if_constant_cond(out):
     save(out, "control_if_constant_cond", g, {"x": RNG.standard_normal((2, 3)).astype(np.float32)})
 
 
+def scan8(out, name, lens):
+    """Scan-8 (opset 8): a batch axis on every input, the sequence at axis 1,
+    the second scan input read in reverse; with sequence_lens, shorter
+    entries stop early and their scan outputs are padded with zeros."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "a_t"], ["s1"]),
+         helper.make_node("Mul", ["s1", "b_t"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "body", [vi("s_in", TP.FLOAT, [2]), vi("a_t", TP.FLOAT, [2]), vi("b_t", TP.FLOAT, [2])],
+        [vi("s_out", TP.FLOAT, [2]), vi("y_t", TP.FLOAT, [2])])
+    ins = [vi("s0", TP.FLOAT, [3, 2]), vi("a", TP.FLOAT, [3, 4, 2]), vi("b", TP.FLOAT, [3, 4, 2])]
+    feeds = {"s0": RNG.standard_normal((3, 2)).astype(np.float32),
+             "a": RNG.standard_normal((3, 4, 2)).astype(np.float32),
+             "b": RNG.uniform(0.5, 1.5, (3, 4, 2)).astype(np.float32)}
+    first = ""
+    if lens is not None:
+        ins = [vi("lens", TP.INT64, [3])] + ins
+        feeds = {"lens": np.array(lens, np.int64), **feeds}
+        first = "lens"
+    g = helper.make_graph(
+        [helper.make_node("Scan", [first, "s0", "a", "b"], ["s", "y"], body=body,
+                          num_scan_inputs=2, directions=[0, 1])],
+        name, ins, [vi("s", TP.FLOAT, [3, 2]), vi("y", TP.FLOAT, [3, 4, 2])])
+    save(out, name, g, feeds, opset=8)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -212,6 +238,8 @@ def main():
     if_outer_values(out, "control_if_outer_false", False)
     scan_outer_constants(out)
     if_constant_cond(out)
+    scan8(out, "control_scan8", None)
+    scan8(out, "control_scan8_lens", [4, 2, 1])
 
 
 if __name__ == "__main__":

@@ -305,6 +305,7 @@ static int model_inputs(const model *m)
     const op_def *d = m->info->def;
     if (m->info->kind == OP_RESIZE && m->opset < 11) return 2;
     if (m->info->kind == OP_LOOP) return 2; /* M and cond */
+    if (m->info->kind == OP_SCAN && m->opset < 9) return 2; /* sequence_lens, a scan input */
     return d->min_inputs > 0 ? d->min_inputs : 1;
 }
 
