@@ -85,6 +85,28 @@ if(SMELT_PYTHON)
   # ---- graphs with float8/float4/int4/int2 tensors: packed initializers, low-bit
   # values between nodes and as outputs (include/smelt_lowbit.h) ----
   smelt_generated_cases(lowbit ${SMELT_PYTHON} gen_lowbit_cases.py)
+  # ---- If/Loop/Scan (issue #14): nested bodies, outer-scope values, run-time trip
+  # counts, while loops, reversed scans; expected values from ONNX Runtime ----
+  # strict (an expected-failures list: a case that turns unsupported fails): none on
+  # the reference path, Scan-8 on the compiled one
+  set(SMELT_CONTROL_CASES ${CMAKE_BINARY_DIR}/tests/control_cases)
+  add_test(NAME conformance/control_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_control_cases.py
+            --out ${SMELT_CONTROL_CASES})
+  set_tests_properties(conformance/control_cases_generate PROPERTIES FIXTURES_SETUP control_cases)
+  add_test(NAME conformance/control_cases_reference
+    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_CONTROL_CASES})
+  add_test(NAME conformance/control_cases_compiled
+    COMMAND smelt_cli check --compiled --expected-failures
+            ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_control.txt ${SMELT_CONTROL_CASES})
+  set_tests_properties(conformance/control_cases_reference conformance/control_cases_compiled
+    PROPERTIES FIXTURES_REQUIRED control_cases)
+  # every allocation of compiling an If nested in a Loop body refused in turn
+  add_test(NAME unit/test_alloc_fail_compile_control
+    COMMAND test_alloc_fail_compile
+            ${CMAKE_BINARY_DIR}/tests/control_cases/control_nested_if_in_loop/model.onnx avx2)
+  set_tests_properties(unit/test_alloc_fail_compile_control PROPERTIES
+    FIXTURES_REQUIRED control_cases TIMEOUT 600)
 endif()
 
 # ---- Models quantized by onnxruntime.quantization (issue #10), checked against
@@ -122,6 +144,24 @@ foreach(m ${SMELT_TEST_MODELS})
   add_test(NAME models/${m}_compiled
     COMMAND smelt_cli check --compiled --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_compiled PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
+endforeach()
+# A torch.jit.script model whose export is a Loop (trip count a model input) with a
+# data-dependent If inside, checked against torch's outputs (issue #14)
+set(SMELT_CONTROL_MODEL_DIR ${CMAKE_BINARY_DIR}/tests/control_model)
+add_test(NAME models/control_torch_generate
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/gen_control_model.py
+          --out ${SMELT_CONTROL_MODEL_DIR})
+set_tests_properties(models/control_torch_generate PROPERTIES FIXTURES_SETUP control_model)
+# the loop body goes through the graph passes: its Gemm packs and fuses with Tanh
+add_test(NAME models/control_torch_fusion
+  COMMAND sh -c "\"$0\" compile --stats --json '${SMELT_CONTROL_MODEL_DIR}/control_torch/model.onnx' | grep -F '[\"MatMulPacked\", \"Add\", \"Tanh\"]'"
+          $<TARGET_FILE:smelt_cli>)
+set_tests_properties(models/control_torch_fusion PROPERTIES FIXTURES_REQUIRED control_model)
+foreach(mode reference compiled)
+  add_test(NAME models/control_torch_${mode}
+    COMMAND smelt_cli check --${mode} --rtol 1e-4 --atol 1e-5 --expected-failures /dev/null
+            ${SMELT_CONTROL_MODEL_DIR})
+  set_tests_properties(models/control_torch_${mode} PROPERTIES FIXTURES_REQUIRED control_model)
 endforeach()
 # Outputs must not depend on the optimisation level: a few models also at -O0
 # (the _compiled tests above run at the default -O2, the highest level in use).

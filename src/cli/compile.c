@@ -4,6 +4,7 @@
 
 #include "api/smelt_internal.h"
 #include "cli/cli.h"
+#include "ops/control.h"
 #include "ops/op.h"
 
 #define COMPILE_MAX_MODELS 256
@@ -64,16 +65,42 @@ static void print_unit_ops(const gr_graph *g, int start, int end)
     printf("\n");
 }
 
+/* The functions of g's units in call order: a control node (If, Loop,
+ * Scan) generates none itself but its bodies' in order (lower/control.c;
+ * an If on a constant only the branch taken).  `emit` prints one. */
+typedef void (*unit_printer)(const gr_graph *g, int start, int end, const gr_node *in, int f);
+
+static int walk_functions(const gr_graph *g, const gr_node *in, unit_printer emit, int f)
+{
+    for (int start = 0; start < g->nodes.len;) {
+        int end = gr_unit_end(g, start);
+        const gr_node *n = g->nodes.items[start];
+        if (end - start == 1 && (op_get(n->op)->def->flags & OP_FLAG_SUBGRAPHS)) {
+            const ctl_attrs *a = ctl_attrs_of(n);
+            const gr_value *c = n->op == OP_IF ? n->inputs[0] : NULL;
+            bool taken = c && c->constant && op_get_i64(c->constant, 0);
+            if (n->op != OP_IF) f = walk_functions(a->body, n, emit, f);
+            if (n->op == OP_IF && (!c || !c->constant || taken)) f = walk_functions(a->then_g, n, emit, f);
+            if (n->op == OP_IF && (!c || !c->constant || !taken)) f = walk_functions(a->else_g, n, emit, f);
+        } else {
+            emit(g, start, end, in, f++);
+        }
+        start = end;
+    }
+    return f;
+}
+
+static void print_unit_text(const gr_graph *g, int start, int end, const gr_node *in, int f)
+{
+    printf("  f%d:", f);
+    if (in) printf(" [in %s '%s']", in->op_type, in->name);
+    print_unit_ops(g, start, end);
+}
+
 static void print_functions_text(const gr_graph *g, int functions)
 {
     printf("function ops:\n");
-    int f = 0;
-    for (int start = 0; start < g->nodes.len; f++) {
-        int end = gr_unit_end(g, start);
-        printf("  f%d:", f);
-        print_unit_ops(g, start, end);
-        start = end;
-    }
+    int f = walk_functions(g, NULL, print_unit_text, 0);
     for (; f < functions; f++) printf("  f%d: (output copy)\n", f);
 }
 
@@ -111,21 +138,22 @@ static void json_string(const char *s)
     putchar('"');
 }
 
+static void print_unit_json(const gr_graph *g, int start, int end, const gr_node *in, int f)
+{
+    (void)in;
+    printf("%s[", f ? ", " : "");
+    for (int k = start; k < end; k++) {
+        if (k > start) printf(", ");
+        json_string(((const gr_node *)g->nodes.items[k])->op_type);
+    }
+    printf("]");
+}
+
 /* "function_ops": [["MatMul", "Add", "Gelu"], ...], index = function number. */
 static void print_functions_json(const gr_graph *g, int functions)
 {
     printf(", \"function_ops\": [");
-    int f = 0;
-    for (int start = 0; start < g->nodes.len; f++) {
-        int end = gr_unit_end(g, start);
-        printf("%s[", f ? ", " : "");
-        for (int k = start; k < end; k++) {
-            if (k > start) printf(", ");
-            json_string(((const gr_node *)g->nodes.items[k])->op_type);
-        }
-        printf("]");
-        start = end;
-    }
+    int f = walk_functions(g, NULL, print_unit_json, 0);
     for (; f < functions; f++) printf("%s[\"(output copy)\"]", f ? ", " : "");
     printf("]");
 }

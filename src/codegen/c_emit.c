@@ -1156,6 +1156,107 @@ static int64_t module_arena_bytes(const cg_emitter *e)
     return e->max_ws > 0 ? workspace_offset(e->prog) + e->max_ws : e->prog->arena_bytes;
 }
 
+/* A control step's slot as a byte pointer (writable unless `src`). */
+static bool emit_slot_bytes(cg_emitter *e, const ir_slot *s, bool src, smelt_strbuf *out)
+{
+    switch (s->kind) {
+    case IR_SLOT_INPUT:
+        if (!src) break;
+        smelt_strbuf_printf(out, "((const unsigned char *)inputs[%d])", s->index);
+        return true;
+    case IR_SLOT_OUTPUT:
+        smelt_strbuf_printf(out, "((unsigned char *)outputs[%d])", s->index);
+        return true;
+    case IR_SLOT_WEIGHT:
+        if (!src) break;
+        smelt_strbuf_printf(out, "(weights + %lld)", (long long)s->offset);
+        return true;
+    case IR_SLOT_ARENA:
+        smelt_strbuf_printf(out, "(arena + %lld)", (long long)s->offset);
+        return true;
+    }
+    cg_fail(e, SMELT_ERR_INTERNAL, "codegen: a control step writes a model input or the weights");
+    return false;
+}
+
+/* A COPY side's iteration index: loop `level`'s counter, or from the end. */
+static void emit_copy_index(int level, bool rev, smelt_strbuf *out)
+{
+    if (rev) smelt_strbuf_printf(out, "(n_%d - 1 - it_%d)", level, level);
+    else smelt_strbuf_printf(out, "it_%d", level);
+}
+
+static void emit_copy_side(cg_emitter *e, const ir_call_site *cs, int arg, smelt_strbuf *out)
+{
+    bool dst = arg == 0;
+    int64_t stride = dst ? cs->dst_stride : cs->src_stride, step = dst ? cs->dst_step : cs->src_step;
+    if (!emit_slot_bytes(e, &cs->args[arg], !dst, out)) return;
+    if (cs->outer > 1 && stride) smelt_strbuf_printf(out, " + o_ * %lld", (long long)stride);
+    if (step) {
+        smelt_strbuf_append(out, " + ");
+        emit_copy_index(cs->level, dst ? cs->dst_rev : cs->src_rev, out);
+        smelt_strbuf_printf(out, " * %lld", (long long)step);
+    }
+}
+
+static void emit_copy(cg_emitter *e, const ir_call_site *cs, smelt_strbuf *out)
+{
+    if (cs->outer > 1)
+        smelt_strbuf_printf(out, "    for (int64_t o_ = 0; o_ < %lld; o_++)\n    ",
+                            (long long)cs->outer);
+    smelt_strbuf_append(out, "    memcpy(");
+    emit_copy_side(e, cs, 0, out);
+    smelt_strbuf_append(out, ", ");
+    emit_copy_side(e, cs, 1, out);
+    smelt_strbuf_printf(out, ", %lld);\n", (long long)cs->bytes);
+}
+
+/* for (it = 0; it < trips; it++) { stop when !cond; write it }  (closed by
+ * END_LOOP's two braces) */
+static void emit_loop(cg_emitter *e, const ir_call_site *cs, smelt_strbuf *out)
+{
+    int L = cs->level;
+    smelt_strbuf_printf(out, "    {\n    const int64_t n_%d = ", L);
+    if (cs->has_arg[IR_LOOP_ARG_TRIPS]) {
+        smelt_strbuf_append(out, "*(const int64_t *)(const void *)");
+        emit_slot_bytes(e, &cs->args[IR_LOOP_ARG_TRIPS], true, out);
+    } else if (cs->trips >= 0) {
+        smelt_strbuf_printf(out, "INT64_C(%lld)", (long long)cs->trips);
+    } else {
+        smelt_strbuf_append(out, "INT64_MAX");
+    }
+    smelt_strbuf_printf(out, ";\n    for (int64_t it_%d = 0; it_%d < n_%d; it_%d++) {\n", L, L, L, L);
+    if (cs->has_arg[IR_LOOP_ARG_COND]) {
+        smelt_strbuf_append(out, "    if (!*");
+        emit_slot_bytes(e, &cs->args[IR_LOOP_ARG_COND], true, out);
+        smelt_strbuf_append(out, ") break;\n");
+    }
+    if (cs->has_arg[IR_LOOP_ARG_ITER]) {
+        smelt_strbuf_append(out, "    *(int64_t *)(void *)");
+        emit_slot_bytes(e, &cs->args[IR_LOOP_ARG_ITER], false, out);
+        smelt_strbuf_printf(out, " = it_%d;\n", L);
+    }
+}
+
+/* If/Loop/Scan's steps (lower/control.c) as C around the calls. */
+static void emit_control_step(cg_emitter *e, const ir_call_site *cs, smelt_strbuf *out)
+{
+    switch (cs->kind) {
+    case IR_STEP_COPY: emit_copy(e, cs, out); return;
+    case IR_STEP_IF:
+        smelt_strbuf_append(out, "    if (*");
+        emit_slot_bytes(e, &cs->args[0], true, out);
+        smelt_strbuf_append(out, ") {\n");
+        return;
+    case IR_STEP_ELSE: smelt_strbuf_append(out, "    } else {\n"); return;
+    case IR_STEP_END_IF: smelt_strbuf_append(out, "    }\n"); return;
+    case IR_STEP_LOOP: emit_loop(e, cs, out); return;
+    case IR_STEP_END_LOOP: smelt_strbuf_append(out, "    }\n    }\n"); return;
+    case IR_STEP_CALL: break;
+    }
+    cg_fail(e, SMELT_ERR_INTERNAL, "codegen: a call step without a function");
+}
+
 static void emit_run(cg_emitter *e, smelt_strbuf *out)
 {
     const ir_program *p = e->prog;
@@ -1166,6 +1267,10 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
                              "    (void)rterr;\n");
     for (int c = 0; c < p->n_calls && e->status == SMELT_OK; c++) {
         const ir_call_site *cs = &p->calls[c];
+        if (!cs->func && cs->kind != IR_STEP_CALL) {
+            emit_control_step(e, cs, out);
+            continue;
+        }
         int fi = cs->func ? func_index(p, cs->func) : -1;
         if (fi < 0) {
             cg_fail(e, SMELT_ERR_INTERNAL, "codegen: call %d targets a function not in the program", c);

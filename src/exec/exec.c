@@ -69,6 +69,8 @@ smelt_status exec_node_budget(smelt_ctx *ctx, const gr_node *node, const smelt_t
                               smelt_tensor *out, exec_budget *b)
 {
     const op_def *d = op_get(node->op)->def;
+    if (d && (d->flags & OP_FLAG_SUBGRAPHS))
+        return exec_control_node(ctx, node, EXEC_REFERENCE, in, out, b);
     if (!d || !d->infer || !d->eval)
         return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no reference kernel");
     memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
@@ -138,11 +140,13 @@ static smelt_status te_node_outputs(smelt_ctx *ctx, const gr_node *node,
 
 /* exec_node_te, the outputs charged to b (the te interpreter's own
  * intermediate stages are not counted). */
-static smelt_status exec_node_te_budget(smelt_ctx *ctx, const gr_node *node,
+smelt_status exec_node_te_budget(smelt_ctx *ctx, const gr_node *node,
                                         const smelt_tensor *const *in, smelt_tensor *out,
                                         exec_budget *b)
 {
     const op_def *d = op_get(node->op)->def;
+    if (d && (d->flags & OP_FLAG_SUBGRAPHS))
+        return exec_control_node(ctx, node, EXEC_TE, in, out, b);
     if (!d || !d->infer) return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no definition");
     if (node->n_inputs > 64) return op_errf(ctx, node, SMELT_ERR_LIMIT, "too many inputs");
     memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
@@ -166,6 +170,8 @@ smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tenso
  * tensor comes from the caller: its rank is checked before its dims are read. */
 static const char *input_problem(const gr_value *v, const smelt_tensor *t, char *buf, size_t cap)
 {
+    /* a body's input that inference never reached takes what it is given */
+    if (v->dtype == SMELT_DT_UNDEFINED && v->rank < 0) return NULL;
     if (t->dtype != v->dtype) {
         snprintf(buf, cap, "dtype %s", smelt_dtype_name(t->dtype));
         return buf;
@@ -212,7 +218,7 @@ typedef struct exec_state {
     smelt_tensor *vals;
     bool *owned;
     int *last_use; /* node index of the last consumer, or INT_MAX for outputs */
-    exec_budget budget; /* the owned intermediates and the output copies */
+    exec_budget *budget; /* the owned intermediates and the output copies */
 } exec_state;
 
 static void compute_last_use(exec_state *es)
@@ -240,8 +246,8 @@ static smelt_status run_node(smelt_ctx *ctx, exec_state *es, int n)
     for (int k = 0; s == SMELT_OK && k < node->n_inputs; k++)
         inp[k] = node->inputs[k] ? &es->vals[node->inputs[k]->id] : NULL;
     if (s == SMELT_OK)
-        s = es->mode == EXEC_TE ? exec_node_te_budget(ctx, node, inp, out, &es->budget)
-                                : exec_node_budget(ctx, node, inp, out, &es->budget);
+        s = es->mode == EXEC_TE ? exec_node_te_budget(ctx, node, inp, out, es->budget)
+                                : exec_node_budget(ctx, node, inp, out, es->budget);
     for (int k = 0; s == SMELT_OK && k < node->n_outputs; k++) {
         const gr_value *v = node->outputs[k];
         if (!v) continue;
@@ -255,7 +261,7 @@ static smelt_status run_node(smelt_ctx *ctx, exec_state *es, int n)
 
 static void free_value(exec_state *es, const gr_value *v)
 {
-    exec_budget_release(&es->budget, (int64_t)smelt_tensor_nbytes(&es->vals[v->id]));
+    exec_budget_release(es->budget, (int64_t)smelt_tensor_nbytes(&es->vals[v->id]));
     smelt_free(es->vals[v->id].data);
     es->vals[v->id].data = NULL;
     es->owned[v->id] = false;
@@ -297,7 +303,7 @@ static smelt_status take_output(smelt_ctx *ctx, exec_state *es, const gr_value *
 {
     const smelt_tensor *src = &es->vals[v->id];
     size_t nb = smelt_tensor_nbytes(src);
-    SMELT_TRY(exec_budget_charge(ctx, &es->budget, NULL, (int64_t)nb, "the graph's outputs"));
+    SMELT_TRY(exec_budget_charge(ctx, es->budget, NULL, (int64_t)nb, "the graph's outputs"));
     *dst = *src;
     dst->name = NULL;
     dst->data = smelt_alloc(nb ? nb : 1);
@@ -309,13 +315,22 @@ static smelt_status take_output(smelt_ctx *ctx, exec_state *es, const gr_value *
 smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
                         const smelt_tensor *inputs, smelt_tensor *outputs)
 {
-    exec_state es = {g, mode, NULL, NULL, NULL, {0, 0}};
+    exec_budget b;
+    SMELT_TRY(exec_budget_init(ctx, &b));
+    return exec_graph_budget(ctx, g, mode, inputs, outputs, &b);
+}
+
+smelt_status exec_graph_budget(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
+                               const smelt_tensor *inputs, smelt_tensor *outputs,
+                               exec_budget *budget)
+{
+    exec_state es = {g, mode, NULL, NULL, NULL, budget};
     int nv = g->values.len;
     es.vals = smelt_calloc((size_t)nv + 1, sizeof *es.vals);
     es.owned = smelt_calloc((size_t)nv + 1, sizeof *es.owned);
     es.last_use = smelt_calloc((size_t)nv + 1, sizeof *es.last_use);
-    smelt_status s = exec_budget_init(ctx, &es.budget);
-    if (s == SMELT_OK && (!es.vals || !es.owned || !es.last_use))
+    smelt_status s = SMELT_OK;
+    if (!es.vals || !es.owned || !es.last_use)
         s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (s == SMELT_OK) {
         compute_last_use(&es);
@@ -332,11 +347,15 @@ smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
     }
     if (s != SMELT_OK)
         for (int i = 0; i < taken; i++) {
+            exec_budget_release(es.budget, (int64_t)smelt_tensor_nbytes(&outputs[i]));
             smelt_free(outputs[i].data);
             outputs[i].data = NULL;
         }
     for (int i = 0; es.owned && i < nv; i++)
-        if (es.owned[i]) smelt_free(es.vals[i].data);
+        if (es.owned[i]) {
+            exec_budget_release(es.budget, (int64_t)smelt_tensor_nbytes(&es.vals[i]));
+            smelt_free(es.vals[i].data);
+        }
     smelt_free(es.vals);
     smelt_free(es.owned);
     smelt_free(es.last_use);

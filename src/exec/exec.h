@@ -49,6 +49,19 @@ typedef enum exec_mode { EXEC_REFERENCE, EXEC_TE } exec_mode;
 smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
                         const smelt_tensor *inputs, smelt_tensor *outputs);
 
+/* exec_graph charging the tensors it holds to b: what stays charged when it
+ * returns is the outputs' bytes (nothing on error). */
+smelt_status exec_graph_budget(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
+                               const smelt_tensor *inputs, smelt_tensor *outputs,
+                               exec_budget *b);
+smelt_status exec_node_te_budget(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b);
+
+/* If, Loop, Scan (OP_FLAG_SUBGRAPHS): run the bodies with exec_graph_budget
+ * (exec/control.c).  Outputs allocated here, charged to b, as exec_node's. */
+smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mode,
+                               const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b);
+
 /* Check a runtime tensor against a graph input's declared dtype and static dims. */
 smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
                               const smelt_tensor *t);

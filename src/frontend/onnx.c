@@ -36,6 +36,13 @@ typedef struct unsupported_op {
 typedef struct import_state {
     smelt_ctx *ctx;
     gr_graph *g;
+    /* importing a subgraph: the enclosing graph's state, and the node whose
+     * attribute it is (outer values read by name become its extra inputs,
+     * after its n_explicit ONNX inputs) */
+    struct import_state *parent;
+    gr_node *owner;
+    int n_explicit;
+    int depth; /* subgraph nesting */
     const Onnx__ModelProto *model;
     const char *base_dir;
     smelt_strmap values;     /* name -> gr_value* */
@@ -62,6 +69,31 @@ static gr_value *value_add(import_state *st, const char *name)
         return NULL;
     }
     return v;
+}
+
+/* A name a subgraph reads but does not define: a value of an enclosing
+ * graph, captured as an extra input of the subgraph fed by an extra input
+ * of the owning node (each level of nesting captures it in turn).  *out is
+ * NULL when no graph in scope defines the name. */
+static smelt_status capture(import_state *st, const char *name, gr_value **out)
+{
+    *out = value_get(st, name);
+    if (*out || !st->parent) return SMELT_OK;
+    gr_value *outer;
+    SMELT_TRY(capture(st->parent, name, &outer));
+    if (!outer) return SMELT_OK;
+    gr_node *owner = st->owner;
+    int k = st->n_explicit;
+    while (k < owner->n_inputs && owner->inputs[k] != outer) k++;
+    if (k == owner->n_inputs) SMELT_TRY(gr_node_set_input(st->ctx, st->parent->g, owner, k, outer));
+    gr_value *v = value_add(st, name);
+    if (!v) return SMELT_ERR_NOMEM;
+    v->is_input = true;
+    v->capture = k + 1;
+    if (!smelt_ptrvec_push(&st->g->inputs, v))
+        return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
+    *out = v;
+    return SMELT_OK;
 }
 
 /* Resolve a name as seen inside `sc` to its graph-level name. */
@@ -185,6 +217,15 @@ static smelt_status attr_convert(import_state *st, const char *node_name, const 
     }
 }
 
+static smelt_status import_subgraph(import_state *st, gr_node *owner, const Onnx__NodeProto *np,
+                                    const Onnx__AttributeProto *ap, gr_attr *a);
+
+static bool is_graph_attr(const Onnx__AttributeProto *ap)
+{
+    return ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH ||
+           ap->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS;
+}
+
 static smelt_status node_attrs(import_state *st, gr_node *n, const Onnx__NodeProto *np,
                                const import_scope *sc)
 {
@@ -203,6 +244,12 @@ static smelt_status node_attrs(import_state *st, gr_node *n, const Onnx__NodePro
                                                                      ? np->attribute[i]->name
                                                                      : "");
             if (!n->attrs[k].name) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
+        } else if (is_graph_attr(ap)) {
+            if (sc) /* a body's names would need the function's renaming */
+                return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, n->name, n->op_type,
+                                     "node '%s' (%s): subgraphs inside model-local functions "
+                                     "are not supported", n->name, n->op_type);
+            SMELT_TRY(import_subgraph(st, n, np, ap, &n->attrs[k]));
         } else {
             SMELT_TRY(attr_convert(st, n->name, n->op_type, ap, &n->attrs[k]));
         }
@@ -378,7 +425,8 @@ static smelt_status connect_inputs(import_state *st, gr_node *n, const Onnx__Nod
         const char *name = scoped_name(st, sc, np->input[i]);
         if (!name) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
         if (!*name) continue; /* omitted optional input */
-        gr_value *v = value_get(st, name);
+        gr_value *v;
+        SMELT_TRY(capture(st, name, &v));
         /* not yet defined: produced by a later node (unsorted model) or never;
          * the verifier reports the latter */
         if (!v && !(v = value_add(st, name))) return SMELT_ERR_NOMEM;
@@ -483,6 +531,8 @@ static smelt_status report_unsupported(import_state *st)
 static smelt_status input_type(import_state *st, gr_value *v, const Onnx__ValueInfoProto *vi)
 {
     const Onnx__TypeProto *tp = vi->type;
+    /* a body's inputs may leave their type to the node's inputs */
+    if (st->parent && (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)) return SMELT_OK;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
                           "graph input '%s': only tensor inputs are supported", v->name);
@@ -542,7 +592,8 @@ static smelt_status import_graph_outputs(import_state *st, const Onnx__GraphProt
     if (gp->n_output == 0) return smelt_errf(st->ctx, SMELT_ERR_MODEL, "the graph has no outputs");
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
-        gr_value *v = value_get(st, name);
+        gr_value *v;
+        SMELT_TRY(capture(st, name, &v));
         if (!v || (!v->producer && !v->constant && !v->is_input))
             return smelt_errf(st->ctx, SMELT_ERR_MODEL, "graph output '%s' is never produced",
                               name);
@@ -675,17 +726,18 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
     for (int i = 0; i < g->nodes.len; i++) {
         gr_node *n = g->nodes.items[i];
         const op_def *d = op_get(n->op)->def;
+        /* first: a body's captures add inputs, which arity would blame */
+        for (int k = 0; k < n->n_attrs; k++)
+            if (n->attrs[k].type == GR_ATTR_GRAPH && !(d->flags & OP_FLAG_SUBGRAPHS))
+                return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                               "attribute '%s' holds a subgraph; %s takes no subgraphs",
+                               n->attrs[k].name, n->op_type);
         SMELT_TRY(check_arity(ctx, n, d));
         if (n->op == OP_CUSTOM) { /* its domain's opset is its own; import checks the rest */
             SMELT_TRY(d->import(ctx, g, n));
             continue;
         }
         SMELT_TRY(check_opset(ctx, g, n));
-        for (int k = 0; k < n->n_attrs; k++)
-            if (n->attrs[k].type == GR_ATTR_GRAPH)
-                return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
-                               "attribute '%s' holds a subgraph; subgraphs are not supported",
-                               n->attrs[k].name);
         SMELT_TRY(check_attr_names(ctx, g, n));
         smelt_status s = d->import ? d->import(ctx, g, n) : SMELT_OK;
         /* what an attribute means can depend on the opset: say which */
@@ -694,6 +746,66 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
         SMELT_TRY(s);
     }
     return SMELT_OK;
+}
+
+/* Subgraphs nest no deeper than this (each level is a C stack frame of
+ * the importer, the passes and the executor). */
+#define SMELT_LIMIT_SUBGRAPH_DEPTH 16
+
+static smelt_status import_subgraph_body(import_state *sub, const Onnx__GraphProto *gp)
+{
+    gr_graph *g = sub->g;
+    g->name = smelt_arena_strdup(&g->arena, gp->name ? gp->name : "");
+    if (!g->name) return smelt_errf(sub->ctx, SMELT_ERR_NOMEM, "out of memory");
+    SMELT_TRY(import_initializers(sub, gp));
+    SMELT_TRY(import_graph_io(sub, gp));
+    g->n_formal = g->inputs.len;
+    SMELT_TRY(import_nodes(sub, gp->node, gp->n_node, NULL, 0));
+    if (sub->n_unsupported_total) return report_unsupported(sub);
+    SMELT_TRY(import_graph_outputs(sub, gp));
+    SMELT_TRY(gr_graph_toposort(sub->ctx, g));
+    SMELT_TRY(gr_graph_verify(sub->ctx, g));
+    return import_op_attrs(sub->ctx, g);
+}
+
+/* A graph attribute: a gr_graph of its own (names scoped to it), owned by
+ * the enclosing graph; names it reads from enclosing graphs are captured. */
+static smelt_status import_subgraph(import_state *st, gr_node *owner, const Onnx__NodeProto *np,
+                                    const Onnx__AttributeProto *ap, gr_attr *a)
+{
+    a->name = smelt_arena_strdup(&st->g->arena, ap->name ? ap->name : "");
+    a->type = GR_ATTR_GRAPH;
+    if (!a->name) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !ap->g)
+        return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, owner->name, owner->op_type,
+                             "node '%s' (%s): attribute '%s' %s", owner->name, owner->op_type,
+                             a->name, ap->g ? "is a list of graphs (not supported)"
+                                            : "has no graph");
+    if (st->depth >= SMELT_LIMIT_SUBGRAPH_DEPTH)
+        return smelt_errf_at(st->ctx, SMELT_ERR_LIMIT, owner->name, owner->op_type,
+                             "node '%s' (%s): subgraphs nest deeper than %d "
+                             "(SMELT_LIMIT_SUBGRAPH_DEPTH)", owner->name, owner->op_type,
+                             SMELT_LIMIT_SUBGRAPH_DEPTH);
+    import_state sub;
+    memset(&sub, 0, sizeof sub);
+    sub.ctx = st->ctx;
+    sub.model = st->model;
+    sub.base_dir = st->base_dir;
+    sub.parent = st;
+    sub.owner = owner;
+    sub.n_explicit = (int)np->n_input;
+    sub.depth = st->depth + 1;
+    sub.n_nodes = st->n_nodes;
+    sub.g = gr_subgraph_new(st->g);
+    smelt_strmap_init(&sub.values);
+    smelt_strmap_init(&sub.node_names);
+    smelt_status s = sub.g ? import_subgraph_body(&sub, ap->g)
+                           : smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_strmap_fini(&sub.values);
+    smelt_strmap_fini(&sub.node_names);
+    st->n_nodes = sub.n_nodes;
+    a->g = sub.g;
+    return s;
 }
 
 static smelt_status import_model(import_state *st)

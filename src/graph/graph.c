@@ -12,9 +12,31 @@ gr_graph *gr_graph_new(void)
     return g;
 }
 
+gr_graph *gr_subgraph_new(gr_graph *parent)
+{
+    gr_graph *g = gr_graph_new();
+    if (!g) return NULL;
+    if (!smelt_ptrvec_push(&parent->subgraphs, g)) {
+        gr_graph_free(g);
+        return NULL;
+    }
+    g->parent = parent;
+    g->opset = parent->opset;
+    g->hw = parent->hw;
+    return g;
+}
+
+const gr_graph *gr_graph_root(const gr_graph *g)
+{
+    while (g->parent) g = g->parent;
+    return g;
+}
+
 void gr_graph_free(gr_graph *g)
 {
     if (!g) return;
+    for (int i = 0; i < g->subgraphs.len; i++) gr_graph_free(g->subgraphs.items[i]);
+    smelt_ptrvec_fini(&g->subgraphs);
     for (int i = 0; i < g->owned_tensors.len; i++) smelt_tensor_free(g->owned_tensors.items[i]);
     smelt_ptrvec_fini(&g->owned_tensors);
     smelt_ptrvec_fini(&g->nodes);
@@ -56,8 +78,16 @@ static int sym_add(gr_graph *g, const char *name)
     return g->syms.len - 1;
 }
 
+/* Symbols belong to the root graph: a subgraph's dims name the same sizes. */
+static gr_graph *sym_owner(gr_graph *g)
+{
+    while (g->parent) g = g->parent;
+    return g;
+}
+
 int gr_graph_sym(gr_graph *g, const char *name)
 {
+    g = sym_owner(g);
     void *found = smelt_strmap_get(&g->sym_index, name);
     if (found) return (int)((intptr_t)found - 1);
     int id = sym_add(g, name);
@@ -69,6 +99,7 @@ int gr_graph_sym(gr_graph *g, const char *name)
 
 int gr_graph_new_sym(gr_graph *g)
 {
+    g = sym_owner(g);
     char name[32];
     snprintf(name, sizeof name, "?%d", g->syms.len);
     return sym_add(g, name);

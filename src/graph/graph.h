@@ -31,6 +31,9 @@ typedef struct gr_value {
     int producer_output;
     smelt_tensor *constant; /* non-NULL: compile-time known contents */
     bool is_input, is_output;
+    /* subgraph inputs past the formal ones: 1 + the index of the owning
+     * node's input that carries the outer value read here by name; 0 else */
+    int capture;
 } gr_value;
 
 /* Raw ONNX attribute, kept for printing and read by each op's import. */
@@ -42,7 +45,7 @@ typedef enum gr_attr_type {
     GR_ATTR_FLOATS,
     GR_ATTR_INTS,
     GR_ATTR_STRINGS,
-    GR_ATTR_GRAPH, /* subgraphs: recorded, not supported */
+    GR_ATTR_GRAPH, /* a subgraph (If/Loop/Scan bodies): gr_attr.g */
 } gr_attr_type;
 
 typedef struct gr_attr {
@@ -57,6 +60,7 @@ typedef struct gr_attr {
     float *floats;
     int64_t *ints;
     const char **strings;
+    gr_graph *g; /* GR_ATTR_GRAPH: owned by the graph holding the node */
 } gr_attr;
 
 struct gr_node {
@@ -92,9 +96,22 @@ struct gr_graph {
      * (an op error naming node and op; arena string), NULL when none did:
      * the cause to report when shapes stay dynamic */
     const char *infer_stop;
+    /* Subgraphs (graph attributes of If/Loop/Scan): their own values, nodes
+     * and names, so nothing collides with the enclosing graph.  inputs are
+     * the ONNX graph's formal inputs (n_formal of them), then the captures:
+     * values of enclosing graphs the body reads by name, each fed by an
+     * extra input of the owning node (gr_value.capture).  Symbolic dims are
+     * the root graph's (gr_graph_sym and friends go to the root). */
+    gr_graph *parent;      /* NULL for the model's graph */
+    int n_formal;
+    smelt_ptrvec subgraphs; /* gr_graph*: owned, freed with this graph */
 };
 
 gr_graph *gr_graph_new(void);
+/* A subgraph owned by (and freed with) parent; same opset and hardware. */
+gr_graph *gr_subgraph_new(gr_graph *parent);
+/* The model's graph above g (g itself when it is not a subgraph). */
+const gr_graph *gr_graph_root(const gr_graph *g);
 void gr_graph_free(gr_graph *g);
 
 /* Values.  Names are copied.  Returns NULL on allocation failure. */

@@ -5,6 +5,7 @@
 
 void gr_value_print_type(const gr_graph *g, const gr_value *v, smelt_strbuf *out)
 {
+    g = gr_graph_root(g);
     smelt_strbuf_append(out, smelt_dtype_name(v->dtype));
     if (v->rank < 0) {
         smelt_strbuf_append(out, "[?]");

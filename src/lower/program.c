@@ -13,37 +13,11 @@
 
 #include "lower/program.h"
 #include "ops/op.h"
-#include "passes/plan_memory.h"
+#include "lower/program_internal.h"
 
 #define SLOT_ALIGN 64
 
-typedef struct value_slot {
-    bool assigned;
-    ir_slot slot;
-} value_slot;
-
-typedef struct prog_builder {
-    smelt_ctx *ctx;
-    const gr_graph *g;
-    const lower_options *opts;
-    lowered_program *lp;
-    value_slot *slots; /* by value id */
-    smelt_ptrvec funcs, calls; /* ir_func*, ir_call_site* */
-    int64_t arena_bytes, weight_bytes;
-    smelt_ptrvec weight_values; /* gr_value* in blob order */
-    smelt_ptrvec weight_consts; /* const_weight*: te constants (Winograd's weights) */
-    mem_block *blocks; /* per arena value, in order of creation (ir_slot.index until planned) */
-    int n_blocks, cap_blocks;
-    int *unit_of; /* per value id: the unit (lowered function) producing it, -1: none */
-    bool *escapes; /* per value id: read outside its unit, or a graph output */
-    int unit;      /* the unit being lowered */
-    /* the program's inputs and outputs: the graph's, or in single-unit mode
-     * the unit's (unit_in, unit_out, filled as the unit is lowered) */
-    const smelt_ptrvec *inputs, *outputs;
-    smelt_ptrvec unit_in, unit_out;
-} prog_builder;
-
-static smelt_status oom(prog_builder *pb) { return smelt_errf(pb->ctx, SMELT_ERR_NOMEM, "out of memory"); }
+smelt_status prog_oom(prog_builder *pb) { return smelt_errf(pb->ctx, SMELT_ERR_NOMEM, "out of memory"); }
 
 static int64_t align_up(int64_t v) { return (v + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN; }
 
@@ -64,13 +38,13 @@ static int graph_index(const smelt_ptrvec *list, const gr_value *v)
 
 /* An arena value is first written by the call being added; its offset comes
  * from the memory plan once every call is known. */
-static smelt_status new_block(prog_builder *pb, int64_t bytes, ir_slot *slot)
+smelt_status prog_new_block(prog_builder *pb, int64_t bytes, ir_slot *slot)
 {
     if (pb->n_blocks == pb->cap_blocks) {
         int cap = pb->cap_blocks ? 2 * pb->cap_blocks : 64;
         mem_block *nb = smelt_realloc(pb->blocks, sizeof *nb * (size_t)pb->cap_blocks,
                                        sizeof *nb * (size_t)cap);
-        if (!nb) return oom(pb);
+        if (!nb) return prog_oom(pb);
         pb->blocks = nb;
         pb->cap_blocks = cap;
     }
@@ -80,7 +54,7 @@ static smelt_status new_block(prog_builder *pb, int64_t bytes, ir_slot *slot)
     return SMELT_OK;
 }
 
-static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
+smelt_status prog_slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
 {
     value_slot *vs = &pb->slots[v->id];
     if (vs->assigned) {
@@ -96,13 +70,11 @@ static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
     if (in >= 0) {
         vs->slot = (ir_slot){IR_SLOT_INPUT, in, 0};
     } else if (v->constant) {
-        vs->slot = (ir_slot){IR_SLOT_WEIGHT, 0, pb->weight_bytes};
-        pb->weight_bytes = align_up(pb->weight_bytes + bytes);
-        if (!smelt_ptrvec_push(&pb->weight_values, (void *)v)) return oom(pb);
+        SMELT_TRY(prog_weight(pb, v->constant->data, bytes, &vs->slot));
     } else if (outi >= 0) {
         vs->slot = (ir_slot){IR_SLOT_OUTPUT, outi, 0};
     } else {
-        SMELT_TRY(new_block(pb, bytes ? bytes : 1, &vs->slot));
+        SMELT_TRY(prog_new_block(pb, bytes ? bytes : 1, &vs->slot));
     }
     vs->assigned = true;
     *out = vs->slot;
@@ -114,7 +86,7 @@ static smelt_status slot_of(prog_builder *pb, const gr_value *v, ir_slot *out)
 static smelt_status bind_unit_io(prog_builder *pb, const gr_value *v, bool output)
 {
     if (!pb->opts->single_unit || v->constant || pb->slots[v->id].assigned) return SMELT_OK;
-    if (!smelt_ptrvec_push(output ? &pb->unit_out : &pb->unit_in, (void *)v)) return oom(pb);
+    if (!smelt_ptrvec_push(output ? &pb->unit_out : &pb->unit_in, (void *)v)) return prog_oom(pb);
     return SMELT_OK;
 }
 
@@ -122,13 +94,23 @@ static smelt_status bind_unit_io(prog_builder *pb, const gr_value *v, bool outpu
  * data belongs to the te graph of a schedule state the program keeps. */
 typedef struct const_weight {
     int64_t offset, bytes;
-    const float *data;
+    const void *data;
 } const_weight;
+
+smelt_status prog_weight(prog_builder *pb, const void *data, int64_t bytes, ir_slot *out)
+{
+    const_weight *w = smelt_arena_alloc(&pb->lp->arena, sizeof *w);
+    if (!w || !smelt_ptrvec_push(&pb->weight_consts, w)) return prog_oom(pb);
+    *w = (const_weight){.offset = pb->weight_bytes, .bytes = bytes, .data = data};
+    *out = (ir_slot){IR_SLOT_WEIGHT, 0, pb->weight_bytes};
+    pb->weight_bytes = align_up(pb->weight_bytes + bytes);
+    return SMELT_OK;
+}
 
 static smelt_status const_slot(prog_builder *pb, const te_const *c, ir_slot *out)
 {
     const_weight *w = smelt_arena_alloc(&pb->lp->arena, sizeof *w);
-    if (!w || !smelt_ptrvec_push(&pb->weight_consts, w)) return oom(pb);
+    if (!w || !smelt_ptrvec_push(&pb->weight_consts, w)) return prog_oom(pb);
     *w = (const_weight){.offset = pb->weight_bytes, .bytes = c->numel * (int64_t)sizeof(float),
                         .data = c->data};
     *out = (ir_slot){IR_SLOT_WEIGHT, 0, pb->weight_bytes};
@@ -208,7 +190,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
 {
     if (!smelt_ptrvec_push(&pb->lp->te_graphs, te)) {
         te_graph_free(te);
-        return oom(pb);
+        return prog_oom(pb);
     }
     if (pb->opts->on_unit) pb->opts->on_unit(pb->opts->on_unit_user, pb->unit, te);
     sch_schedule sched;
@@ -219,7 +201,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
     if (pb->opts->user_schedules) {
         const char *fname = func_name(pb, op_type); /* the name lower_func gives it below */
         s = fname ? sch_user_choose(pb->ctx, pb->opts->user_schedules, te, fname, &sched, &user)
-                  : oom(pb);
+                  : prog_oom(pb);
         pb->lp->n_user += user;
     }
     if (s == SMELT_OK && !user)
@@ -229,14 +211,14 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
     sch_schedule_fini(&sched);
     if (s == SMELT_OK && !smelt_ptrvec_push(&pb->lp->states, st)) {
         sch_state_free(st);
-        s = oom(pb);
+        s = prog_oom(pb);
     }
     ir_func *f = NULL;
     const char *name = s == SMELT_OK ? func_name(pb, op_type) : NULL;
-    if (s == SMELT_OK && !name) s = oom(pb);
+    if (s == SMELT_OK && !name) s = prog_oom(pb);
     if (s == SMELT_OK) s = lower_func(pb->ctx, st, &pb->lp->b, name, &f);
     if (s != SMELT_OK) return s;
-    if (!(f->comment = smelt_arena_strdup(&pb->lp->arena, comment))) return oom(pb);
+    if (!(f->comment = smelt_arena_strdup(&pb->lp->arena, comment))) return prog_oom(pb);
     /* parameters: the placeholders in stage order (the graph's values, and
      * constants the schedule's rewrite computed, e.g. Winograd's weights),
      * then the outputs */
@@ -248,7 +230,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         return f->n_params != n_in + n_out + n_consts
                    ? smelt_errf(pb->ctx, SMELT_ERR_INTERNAL, "%s: %d params for %d values",
                                 f->name, f->n_params, n_in + n_out + n_consts)
-                   : oom(pb);
+                   : prog_oom(pb);
     for (int p = 0, i = 0; p < n_in + n_consts; p++) {
         const te_const *c = te_const_of(st->te, f->params[p]);
         if (c) {
@@ -258,7 +240,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         if (i >= n_in)
             return smelt_errf(pb->ctx, SMELT_ERR_INTERNAL, "%s: more inputs than values", f->name);
         SMELT_TRY(bind_unit_io(pb, in_vals[i], false));
-        SMELT_TRY(slot_of(pb, in_vals[i], &args[p]));
+        SMELT_TRY(prog_slot_of(pb, in_vals[i], &args[p]));
         vargs[i++] = args[p];
     }
     for (int i = 0; i < n_out; i++) {
@@ -266,14 +248,14 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         if (forced_out) *o = forced_out[i];
         else {
             SMELT_TRY(bind_unit_io(pb, out_vals[i], true));
-            SMELT_TRY(slot_of(pb, out_vals[i], o));
+            SMELT_TRY(prog_slot_of(pb, out_vals[i], o));
         }
         vargs[n_in + i] = *o;
     }
     note_lifetimes(pb, vargs, in_vals, n_in, out_vals, n_out, elementwise);
     cs->func = f;
     cs->args = args;
-    if (!smelt_ptrvec_push(&pb->funcs, f) || !smelt_ptrvec_push(&pb->calls, cs)) return oom(pb);
+    if (!smelt_ptrvec_push(&pb->funcs, f) || !smelt_ptrvec_push(&pb->calls, cs)) return prog_oom(pb);
     return SMELT_OK;
 }
 
@@ -315,13 +297,13 @@ static smelt_status copy_output(prog_builder *pb, int out_index, const gr_value 
         return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED, "output '%s' has a dynamic shape",
                           dst->name);
     te_graph *te = te_graph_new(pb->ctx);
-    if (!te) return oom(pb);
+    if (!te) return prog_oom(pb);
     smelt_tensor info = gr_value_info(src);
     te_tensor *x = te_placeholder(te, "x0", src->dtype, src->rank, info.dims);
     te_tensor *y = x ? te_compute(te, "y", src->dtype, src->rank, info.dims, copy_body, x, NULL) : NULL;
     if (!y || !te_mark_output(te, y)) {
         te_graph_free(te);
-        return smelt_ctx_status(pb->ctx) ? smelt_ctx_status(pb->ctx) : oom(pb);
+        return smelt_ctx_status(pb->ctx) ? smelt_ctx_status(pb->ctx) : prog_oom(pb);
     }
     if (src->constant) x->buf->kind = IR_BUF_CONST;
     y->buf->kind = IR_BUF_OUTPUT;
@@ -345,12 +327,7 @@ static smelt_status pack_weights(prog_builder *pb)
 {
     lowered_program *lp = pb->lp;
     lp->weights = smelt_calloc(pb->weight_bytes ? (size_t)pb->weight_bytes : 1, 1);
-    if (!lp->weights) return oom(pb);
-    for (int i = 0; i < pb->weight_values.len; i++) {
-        const gr_value *v = pb->weight_values.items[i];
-        const ir_slot *sl = &pb->slots[v->id].slot;
-        memcpy(lp->weights + sl->offset, v->constant->data, smelt_tensor_nbytes(v->constant));
-    }
+    if (!lp->weights) return prog_oom(pb);
     for (int i = 0; i < pb->weight_consts.len; i++) {
         const const_weight *w = pb->weight_consts.items[i];
         memcpy(lp->weights + w->offset, w->data, (size_t)w->bytes);
@@ -365,7 +342,7 @@ static smelt_status describe_io(prog_builder *pb)
     p->n_outputs = pb->outputs->len;
     p->inputs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_io_desc) * (size_t)(p->n_inputs + 1));
     p->outputs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_io_desc) * (size_t)(p->n_outputs + 1));
-    if (!p->inputs || !p->outputs) return oom(pb);
+    if (!p->inputs || !p->outputs) return prog_oom(pb);
     for (int k = 0; k < 2; k++) {
         const smelt_ptrvec *list = k ? pb->outputs : pb->inputs;
         ir_io_desc *d = k ? p->outputs : p->inputs;
@@ -388,7 +365,7 @@ static smelt_status describe_io(prog_builder *pb)
  * group, or a single node.  Node order is the execution order; a group
  * split into several runs still lowers correctly, as several units. */
 
-static smelt_status find_escapes(prog_builder *pb)
+smelt_status prog_find_escapes(prog_builder *pb)
 {
     const gr_graph *g = pb->g;
     for (int i = 0; i < g->values.len; i++) pb->unit_of[i] = -1;
@@ -403,7 +380,7 @@ static smelt_status find_escapes(prog_builder *pb)
     }
     /* a value nobody reads stays an output of its unit, as before fusion */
     bool *read = smelt_calloc((size_t)g->values.len + 1, sizeof *read);
-    if (!read) return oom(pb);
+    if (!read) return prog_oom(pb);
     for (int start = 0, u = 0; start < g->nodes.len; u++) {
         int end = gr_unit_end(g, start);
         for (int k = start; k < end; k++) {
@@ -431,10 +408,17 @@ static bool value_escapes(const gr_value *v, void *user)
 
 static smelt_status lower_unit(prog_builder *pb, int start, int end)
 {
-    if (end - start == 1) return lower_node(pb, pb->g->nodes.items[start]);
+    const gr_node *first = pb->g->nodes.items[start];
+    if (end - start == 1 && (op_get(first->op)->def->flags & OP_FLAG_SUBGRAPHS)) {
+        if (pb->opts->single_unit)
+            return op_errf(pb->ctx, first, SMELT_ERR_UNSUPPORTED,
+                           "control flow is not lowered as a unit of its own (tuning)");
+        return lower_control_node(pb, first);
+    }
+    if (end - start == 1) return lower_node(pb, first);
     const gr_node *const *nodes = (const gr_node *const *)pb->g->nodes.items + start;
     te_group_io *io = smelt_calloc(1, sizeof *io);
-    if (!io) return oom(pb);
+    if (!io) return prog_oom(pb);
     te_graph *te;
     smelt_status s = te_from_group(pb->ctx, nodes, end - start, value_escapes, pb, &te, io);
     /* the function is named after the first node (the anchor of an epilogue group) */
@@ -455,11 +439,13 @@ static smelt_status lower_unit(prog_builder *pb, int start, int end)
  * call arguments (which carried the value's block number until now). */
 static smelt_status plan_arena(prog_builder *pb)
 {
+    lower_control_lifetimes(pb);
     SMELT_TRY(mem_plan(pb->ctx, pb->blocks, pb->n_blocks, &pb->arena_bytes));
     for (int c = 0; c < pb->calls.len; c++) {
         ir_call_site *cs = pb->calls.items[c];
-        for (int i = 0; i < cs->func->n_params; i++)
-            if (cs->args[i].kind == IR_SLOT_ARENA) {
+        int n_args = cs->func ? cs->func->n_params : cs->n_args;
+        for (int i = 0; i < n_args; i++)
+            if ((cs->func || cs->has_arg[i]) && cs->args[i].kind == IR_SLOT_ARENA) {
                 cs->args[i].offset = pb->blocks[cs->args[i].index].offset;
                 cs->args[i].index = 0;
             }
@@ -485,10 +471,21 @@ static smelt_status keep_unit_io(prog_builder *pb)
 {
     pb->lp->unit_inputs = copy_values(pb, &pb->unit_in);
     pb->lp->unit_outputs = copy_values(pb, &pb->unit_out);
-    return pb->lp->unit_inputs && pb->lp->unit_outputs ? SMELT_OK : oom(pb);
+    return pb->lp->unit_inputs && pb->lp->unit_outputs ? SMELT_OK : prog_oom(pb);
 }
 
-static smelt_status lower_units(prog_builder *pb)
+smelt_status prog_push_step(prog_builder *pb, ir_call_site *step)
+{
+    int call = pb->calls.len;
+    for (int i = 0; i < step->n_args; i++) {
+        const ir_slot *a = &step->args[i];
+        if (step->has_arg[i] && a->kind == IR_SLOT_ARENA && pb->blocks[a->index].last < call)
+            pb->blocks[a->index].last = call;
+    }
+    return smelt_ptrvec_push(&pb->calls, step) ? SMELT_OK : prog_oom(pb);
+}
+
+smelt_status prog_lower_nodes(prog_builder *pb)
 {
     const gr_graph *g = pb->g;
     bool single = pb->opts->single_unit;
@@ -501,6 +498,14 @@ static smelt_status lower_units(prog_builder *pb)
         if (!single || pb->unit == pb->opts->unit) SMELT_TRY(lower_unit(pb, start, end));
         start = end;
     }
+    return SMELT_OK;
+}
+
+static smelt_status lower_units(prog_builder *pb)
+{
+    const gr_graph *g = pb->g;
+    bool single = pb->opts->single_unit;
+    SMELT_TRY(prog_lower_nodes(pb));
     if (single && pb->funcs.len == 0)
         return smelt_errf(pb->ctx, SMELT_ERR_ARG, "the graph has no unit %d (%d units)",
                           pb->opts->unit, pb->unit);
@@ -513,7 +518,7 @@ static smelt_status build_program(prog_builder *pb)
 {
     bool single = pb->opts->single_unit;
     if (!single) SMELT_TRY(describe_io(pb));
-    SMELT_TRY(find_escapes(pb));
+    SMELT_TRY(prog_find_escapes(pb));
     SMELT_TRY(lower_units(pb));
     if (single) SMELT_TRY(describe_io(pb));
     if (single) SMELT_TRY(keep_unit_io(pb));
@@ -524,7 +529,7 @@ static smelt_status build_program(prog_builder *pb)
     p->n_calls = pb->calls.len;
     p->funcs = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_func *) * (size_t)(p->n_funcs + 1));
     p->calls = smelt_arena_alloc(&pb->lp->arena, sizeof(ir_call_site) * (size_t)(p->n_calls + 1));
-    if (!p->funcs || !p->calls) return oom(pb);
+    if (!p->funcs || !p->calls) return prog_oom(pb);
     for (int i = 0; i < p->n_funcs; i++) p->funcs[i] = pb->funcs.items[i];
     for (int i = 0; i < p->n_calls; i++) p->calls[i] = *(ir_call_site *)pb->calls.items[i];
     p->arena_bytes = pb->arena_bytes;
@@ -547,14 +552,13 @@ smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options 
     pb.slots = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.slots);
     pb.unit_of = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.unit_of);
     pb.escapes = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.escapes);
-    smelt_status s = pb.slots && pb.unit_of && pb.escapes ? build_program(&pb) : oom(&pb);
+    smelt_status s = pb.slots && pb.unit_of && pb.escapes ? build_program(&pb) : prog_oom(&pb);
     smelt_free(pb.slots);
     smelt_free(pb.unit_of);
     smelt_free(pb.blocks);
     smelt_free(pb.escapes);
     smelt_ptrvec_fini(&pb.funcs);
     smelt_ptrvec_fini(&pb.calls);
-    smelt_ptrvec_fini(&pb.weight_values);
     smelt_ptrvec_fini(&pb.weight_consts);
     smelt_ptrvec_fini(&pb.unit_in);
     smelt_ptrvec_fini(&pb.unit_out);

@@ -52,6 +52,9 @@ enum {
      * the passes before it see the node (DequantizeLinear of constant
      * weights: passes/fuse_qdq.c) */
     OP_FLAG_FOLD_LATE = 1 << 3,
+    /* control flow (ops/control.h): graph attributes; run by the executor
+     * (exec/control.c) and lowered (lower/control.c) as whole bodies */
+    OP_FLAG_SUBGRAPHS = 1 << 4,
 };
 
 /* Compiled path: the op's arithmetic as tensor expressions (see op_compute). */

@@ -161,6 +161,26 @@ static smelt_status run_one(smelt_ctx *ctx, gr_graph *g, const pass_row *p,
     return SMELT_OK;
 }
 
+/* If/Loop/Scan bodies get the same passes at the same level, without the
+ * instruments (reports and dumps describe the model's graph), after the
+ * graph around them: its inference gave the bodies' input types. */
+static smelt_status optimize_bodies(smelt_ctx *ctx, gr_graph *g, const pass_options *o)
+{
+    pass_options quiet = *o;
+    quiet.dump_after = NULL;
+    for (int i = 0; i < g->nodes.len; i++) {
+        gr_node *n = g->nodes.items[i];
+        if (!(op_get(n->op)->def->flags & OP_FLAG_SUBGRAPHS)) continue;
+        for (int k = 0; k < n->n_attrs; k++) {
+            gr_graph *body = n->attrs[k].type == GR_ATTR_GRAPH ? n->attrs[k].g : NULL;
+            if (!body) continue;
+            body->hw = g->hw;
+            SMELT_TRY(pass_pipeline_run(ctx, body, &quiet, NULL));
+        }
+    }
+    return SMELT_OK;
+}
+
 smelt_status pass_pipeline_run(smelt_ctx *ctx, gr_graph *g, const pass_options *o,
                                pass_report *report)
 {
@@ -188,5 +208,5 @@ smelt_status pass_pipeline_run(smelt_ctx *ctx, gr_graph *g, const pass_options *
     }
     smelt_free(before);
     smelt_strbuf_fini(&text);
-    return s;
+    return s == SMELT_OK ? optimize_bodies(ctx, g, o) : s;
 }

@@ -27,9 +27,39 @@ typedef struct ir_slot {
     int64_t offset;
 } ir_slot;
 
+/* A step of the program: a call of a function, or (func NULL) one of the
+ * control steps that If/Loop/Scan lower to (lower/control.c), which the
+ * run entry emits as C control flow around the calls between them. */
+typedef enum ir_step_kind {
+    IR_STEP_CALL,     /* func(args) */
+    IR_STEP_COPY,     /* args[0] <- args[1]: `outer` blocks of `bytes`, strided
+                         (below), each side optionally at a loop's iteration */
+    IR_STEP_IF,       /* if (*(bool *)args[0]) { */
+    IR_STEP_ELSE,     /* } else { */
+    IR_STEP_END_IF,   /* } */
+    IR_STEP_LOOP,     /* for (it = 0; it < trips; it++) { (stop when !*cond) */
+    IR_STEP_END_LOOP, /* } */
+} ir_step_kind;
+
+/* IR_STEP_LOOP's arguments (slots in args, -1: absent): the int64 trip
+ * count read at run time (else `trips`, -1: unbounded), the bool that ends
+ * the loop when false (read before each iteration), the int64 the
+ * iteration number is written to.  `level`: loop nesting, 0 outermost. */
+enum { IR_LOOP_ARG_TRIPS, IR_LOOP_ARG_COND, IR_LOOP_ARG_ITER, IR_LOOP_N_ARGS };
+
 typedef struct ir_call_site {
     const ir_func *func;
-    ir_slot *args; /* one per func param */
+    ir_slot *args; /* one per func param (calls); n_args (control steps) */
+    ir_step_kind kind;
+    int n_args;
+    bool *has_arg; /* control steps: which args are present */
+    int level;     /* LOOP: its nesting; COPY: the loop whose iteration it indexes */
+    int64_t trips; /* LOOP */
+    /* COPY: for o < outer: dst + o * dst_stride + I(dst_rev) * dst_step <-
+     * src + o * src_stride + I(src_rev) * src_step, `bytes` each; I(rev) is
+     * the iteration of loop `level` (counted from the end when rev) */
+    int64_t bytes, outer, dst_stride, src_stride, dst_step, src_step;
+    bool dst_rev, src_rev;
 } ir_call_site;
 
 /* Description of a model input/output for run-time checks. */

@@ -370,6 +370,75 @@ def _(d):
                    inits=limits))
 
 
+def grow_loop_body():
+    """A Loop body that appends a column to its carried value: the value's
+    shape changes per iteration."""
+    return helper.make_graph(
+        [helper.make_node("Concat", ["x_in", "x_in"], ["x_cat"], axis=1),
+         helper.make_node("Slice", ["x_cat", "st", "en", "ax"], ["x_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])],
+        "body", [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL),
+                 vi("x_in", None)],
+        [vi("c_out", [], TensorProto.BOOL), vi("x_out", None)],
+        initializer=[numpy_helper.from_array(np.array([0], np.int64), "st"),
+                     numpy_helper.from_array(np.array([-1], np.int64), "en"),
+                     numpy_helper.from_array(np.array([1], np.int64), "ax")])
+
+
+@case("loop_carried_grows", "runc", "unsupported",
+      "node 'loop0' (Loop): output 'y' has a shape that depends on the data")
+def _(d):
+    m = numpy_helper.from_array(np.array(3, np.int64), "m")
+    write(d, model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop0",
+                                     body=grow_loop_body())],
+                   [vi("x", [100, 2])], [vi("y", None)], inits=[m]))
+
+
+@case("loop_no_end", "runc", "unsupported",
+      "node 'loop0' (Loop): no trip count and a condition that never turns false")
+def _(d):
+    body = helper.make_graph(
+        [helper.make_node("Neg", ["x_in"], ["x_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])],
+        "body", [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL),
+                 vi("x_in", [100])],
+        [vi("c_out", [], TensorProto.BOOL), vi("x_out", [100])])
+    write(d, model([helper.make_node("Loop", ["", "", "x"], ["y"], name="loop0", body=body)],
+                   [vi("x", [100])], [vi("y", [100])]))
+
+
+@case("subgraph_unknown_name", "compile", "invalid model", "'nowhere'")
+def _(d):
+    then_g = helper.make_graph([helper.make_node("Neg", ["nowhere"], ["t"])], "then", [],
+                               [vi("t", [4])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                               [vi("e", [4])])
+    write(d, model([helper.make_node("If", ["c"], ["y"], name="if0", then_branch=then_g,
+                                     else_branch=else_g)],
+                   [vi("c", [], TensorProto.BOOL), vi("x", [4])], [vi("y", [4])]))
+
+
+@case("graph_attr_on_relu", "compile", "unsupported",
+      "node 'relu1' (Relu): attribute 'body' holds a subgraph; Relu takes no subgraphs")
+def _(d):
+    g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "g", [], [vi("t", [1, 4])])
+    write(d, model([helper.make_node("Relu", ["x"], ["y"], name="relu1", body=g)],
+                   [vi("x", [1, 4])], [vi("y", [1, 4])]))
+
+
+@case("if_branch_output_count", "compile", "invalid model",
+      "node 'if0' (If): 'else_branch' has 2 outputs, expected 1")
+def _(d):
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [],
+                               [vi("t", [4])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"]),
+                                helper.make_node("Neg", ["x"], ["e2"])], "else", [],
+                               [vi("e", [4]), vi("e2", [4])])
+    write(d, model([helper.make_node("If", ["c"], ["y"], name="if0", then_branch=then_g,
+                                     else_branch=else_g)],
+                   [vi("c", [], TensorProto.BOOL), vi("x", [4])], [vi("y", [4])]))
+
+
 @case("huge_intermediate", "run", "limit exceeded",
       "node 'expand1' (Expand): its outputs need 34359738368 bytes while 0 are held: over the "
       "reference executor's memory limit of 4294967296 bytes (SMELT_MEMORY_LIMIT; raise it")
@@ -502,16 +571,17 @@ def _(d):
                    inits=[ratio], opset=13))
 
 
-@case("if_node", "compile", "unsupported", "If (ai.onnx, opset 13) at 'if1'")
+@case("if_branch_types", "compile", "invalid model",
+      "node 'if1' (If): output 0 is f32 in then_branch and i64 in else_branch")
 def _(d):
-    def branch(name, val):
+    def branch(name, arr):
         c = helper.make_node("Constant", [], ["out_" + name],
-                             value=numpy_helper.from_array(np.array([val], np.float32)))
+                             value=numpy_helper.from_array(arr))
         return helper.make_graph([c], name, [], [vi("out_" + name, [1])])
-    cond = numpy_helper.from_array(np.array(True), "cond")
     node = helper.make_node("If", ["cond"], ["y"], name="if1",
-                            then_branch=branch("then", 1.0), else_branch=branch("else", 0.0))
-    write(d, model([node], [], [vi("y", [1])], inits=[cond]))
+                            then_branch=branch("then", np.array([1.0], np.float32)),
+                            else_branch=branch("else", np.array([0], np.int64)))
+    write(d, model([node], [vi("cond", [], TensorProto.BOOL)], [vi("y", [1])]))
 
 
 @case("recursive_function", "compile", "limit exceeded",

@@ -190,10 +190,67 @@ static void set_floats(model *m, const char *name, const float *v, size_t n)
     a->n_floats = n;
 }
 
+/* A body for a graph attribute: `n_in` formal inputs b0.. (untyped: the
+ * node's inputs give their types), outputs the names in `outs` (each one
+ * of the inputs, or "c", a scalar initializer of the body). */
+typedef struct body_proto {
+    Onnx__GraphProto g;
+    Onnx__ValueInfoProto in[2], out[2];
+    Onnx__ValueInfoProto *in_ptrs[2], *out_ptrs[2];
+    Onnx__TensorProto c;
+    Onnx__TensorProto *c_ptr;
+    float c_value;
+} body_proto;
+
+static Onnx__GraphProto *make_body(body_proto *b, int n_in, const char *const *outs, int n_out)
+{
+    static char *names[] = {"b0", "b1"};
+    onnx__graph_proto__init(&b->g);
+    onnx__tensor_proto__init(&b->c);
+    b->c.name = "c";
+    b->c.has_data_type = true;
+    b->c.data_type = SMELT_DT_FLOAT32;
+    b->c_value = 1;
+    b->c.float_data = &b->c_value, b->c.n_float_data = 1;
+    b->c_ptr = &b->c;
+    b->g.name = "body";
+    b->g.initializer = &b->c_ptr, b->g.n_initializer = 1;
+    for (int i = 0; i < n_in; i++) {
+        onnx__value_info_proto__init(&b->in[i]);
+        b->in[i].name = names[i];
+        b->in_ptrs[i] = &b->in[i];
+    }
+    for (int i = 0; i < n_out; i++) {
+        onnx__value_info_proto__init(&b->out[i]);
+        b->out[i].name = (char *)outs[i];
+        b->out_ptrs[i] = &b->out[i];
+    }
+    b->g.input = b->in_ptrs, b->g.n_input = (size_t)n_in;
+    b->g.output = b->out_ptrs, b->g.n_output = (size_t)n_out;
+    return &b->g;
+}
+
+/* The smallest valid body of each control-flow op (If: one output; Loop:
+ * (iter, cond) -> (cond, one scan output); Scan: one slice -> one output). */
+static void set_graph(model *m, const char *name)
+{
+    static body_proto bodies[MAX_ATTRS];
+    static const char *if_out[] = {"c"}, *loop_out[] = {"b1", "c"}, *scan_out[] = {"b0"};
+    body_proto *b = &bodies[m->n_attrs];
+    Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    if (m->info->kind == OP_LOOP) a->g = make_body(b, 2, loop_out, 2);
+    else if (m->info->kind == OP_SCAN) a->g = make_body(b, 1, scan_out, 1);
+    else a->g = make_body(b, 0, if_out, 1);
+}
+
 /* A valid value of each attribute some schema version requires, so that a
  * case fails on the attribute it is about. */
 static void set_required(model *m, const schema_attr *a)
 {
+    if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH) {
+        set_graph(m, a->name);
+        return;
+    }
     static const int64_t k11[] = {1, 1}, k0[] = {0}, k1[] = {1}, pads[] = {0, 0, 0, 0};
     static const float scales[] = {1, 1, 2, 2};
     const char *n = a->name;
@@ -214,6 +271,7 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "shape") == 0) set_ints(m, n, k1, 1);
     else if (strcmp(n, "num_groups") == 0) set_int(m, n, 1);
     else if (strcmp(n, "direction") == 0) set_string(m, n, "LEFT");
+    else if (strcmp(n, "num_scan_inputs") == 0) set_int(m, n, 1);
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
@@ -246,6 +304,8 @@ static int model_inputs(const model *m)
 {
     const op_def *d = m->info->def;
     if (m->info->kind == OP_RESIZE && m->opset < 11) return 2;
+    if (m->info->kind == OP_LOOP) return 2; /* M and cond */
+    if (m->info->kind == OP_SCAN && m->opset < 9) return 2; /* sequence_lens, a scan input */
     return d->min_inputs > 0 ? d->min_inputs : 1;
 }
 

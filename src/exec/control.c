@@ -1,0 +1,516 @@
+/* The reference executor's If, Loop and Scan: each body is a graph run by
+ * exec_graph_budget, once (If) or per iteration (Loop, Scan), with its
+ * captured outer values bound to the node's extra inputs (ops/control.h).
+ * Every tensor held here is charged to the caller's budget; on return only
+ * the outputs stay charged (nothing on error). */
+#include <string.h>
+
+#include "exec/exec.h"
+#include "ops/control.h"
+
+/* ---- tensors charged to a budget ---- */
+
+static void drop(exec_budget *b, smelt_tensor *t)
+{
+    if (!t->data) return;
+    exec_budget_release(b, (int64_t)smelt_tensor_nbytes(t));
+    smelt_free(t->data);
+    t->data = NULL;
+}
+
+static void drop_all(exec_budget *b, smelt_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++) drop(b, &t[i]);
+}
+
+/* A zeroed tensor of t's type, charged to b. */
+static smelt_status alloc_like(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
+                               smelt_tensor *t)
+{
+    size_t nb = smelt_tensor_nbytes(t);
+    SMELT_TRY(exec_budget_charge(ctx, b, n, (int64_t)nb, "a loop value"));
+    t->name = NULL;
+    t->data = smelt_calloc(nb ? nb : 1, 1);
+    if (!t->data) {
+        exec_budget_release(b, (int64_t)nb);
+        return op_errf(ctx, n, SMELT_ERR_NOMEM, "out of memory (%zu bytes)", nb);
+    }
+    return SMELT_OK;
+}
+
+static smelt_status copy_charged(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
+                                 const smelt_tensor *src, smelt_tensor *dst)
+{
+    *dst = *src;
+    SMELT_TRY(alloc_like(ctx, n, b, dst));
+    memcpy(dst->data, src->data, smelt_tensor_nbytes(src));
+    return SMELT_OK;
+}
+
+static bool same_type(const smelt_tensor *a, const smelt_tensor *b)
+{
+    return a->dtype == b->dtype && a->rank == b->rank &&
+           memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0;
+}
+
+static int64_t prod(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++) p *= dims[d];
+    return p;
+}
+
+/* The body's inputs: `formal` (n_formal of them), then the captures. */
+static void bind_body_inputs(const gr_graph *body, const smelt_tensor *const *in,
+                             const smelt_tensor *formal, smelt_tensor *body_in)
+{
+    for (int i = 0; i < body->inputs.len; i++) {
+        int src = ctl_body_input_source(body, i);
+        body_in[i] = src >= 0 ? *in[src] : formal[i];
+        body_in[i].name = NULL;
+    }
+}
+
+/* Outputs the node does not name are dropped here. */
+static void drop_omitted(const gr_node *n, exec_budget *b, smelt_tensor *out)
+{
+    for (int i = 0; i < n->n_outputs; i++)
+        if (!n->outputs[i]) drop(b, &out[i]);
+}
+
+static bool read_bool(const smelt_tensor *t) { return op_get_i64(t, 0) != 0; }
+
+/* ---- If ---- */
+
+static smelt_status run_if(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                           const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    if (op_numel(in[0]) != 1)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "cond has %lld elements, expected 1",
+                       (long long)op_numel(in[0]));
+    const gr_graph *g = read_bool(in[0]) ? a->then_g : a->else_g;
+    smelt_tensor *body_in = smelt_calloc((size_t)g->inputs.len + 1, sizeof *body_in);
+    if (!body_in) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    bind_body_inputs(g, in, NULL, body_in);
+    smelt_status s = exec_graph_budget(ctx, g, mode, body_in, out, b);
+    smelt_free(body_in);
+    if (s == SMELT_OK) drop_omitted(n, b, out);
+    return s;
+}
+
+/* ---- scan outputs: one tensor per iteration, stacked at the end ---- */
+
+typedef struct scan_parts {
+    smelt_tensor *t; /* per iteration */
+    int64_t len, cap;
+} scan_parts;
+
+static smelt_status parts_push(smelt_ctx *ctx, const gr_node *n, int k, scan_parts *p,
+                               smelt_tensor *t)
+{
+    if (p->len > 0 && !same_type(&p->t[0], t))
+        return op_errf(ctx, n, SMELT_ERR_MODEL,
+                       "scan output %d changes shape between iterations", k);
+    if (p->len == p->cap) {
+        int64_t cap = p->cap ? 2 * p->cap : 16;
+        smelt_tensor *nt = smelt_realloc(p->t, sizeof *nt * (size_t)p->cap, sizeof *nt * (size_t)cap);
+        if (!nt) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        p->t = nt;
+        p->cap = cap;
+    }
+    p->t[p->len++] = *t;
+    t->data = NULL; /* the list holds it now */
+    return SMELT_OK;
+}
+
+static void parts_free(exec_budget *b, scan_parts *p)
+{
+    for (int64_t i = 0; i < p->len; i++) drop(b, &p->t[i]);
+    smelt_free(p->t);
+    p->t = NULL;
+    p->len = p->cap = 0;
+}
+
+/* The parts stacked along `axis` (reversed: the last part first); an empty
+ * list gives a tensor of 0 slices with the body output's declared type. */
+static smelt_status parts_stack(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
+                                const scan_parts *p, const gr_value *declared, int64_t axis_spec,
+                                bool reverse, smelt_tensor *out)
+{
+    smelt_tensor elem;
+    if (p->len > 0) {
+        elem = p->t[0];
+    } else {
+        elem = gr_value_info(declared);
+        for (int d = 0; d < elem.rank; d++)
+            if (elem.dims[d] < 0) elem.dims[d] = 0;
+    }
+    if (elem.rank + 1 > SMELT_MAX_RANK)
+        return op_errf(ctx, n, SMELT_ERR_LIMIT, "scan output exceeds rank %d", SMELT_MAX_RANK);
+    int axis;
+    SMELT_TRY(op_norm_axis(ctx, n, axis_spec, elem.rank + 1, &axis));
+    memset(out, 0, sizeof *out);
+    out->dtype = elem.dtype;
+    out->rank = elem.rank + 1;
+    for (int d = 0, s = 0; d < out->rank; d++) out->dims[d] = d == axis ? p->len : elem.dims[s++];
+    SMELT_TRY(alloc_like(ctx, n, b, out));
+    int64_t outer = prod(elem.dims, 0, axis);
+    size_t inner = (size_t)prod(elem.dims, axis, elem.rank) * smelt_dtype_size(elem.dtype);
+    for (int64_t t = 0; t < p->len; t++) {
+        int64_t pos = reverse ? p->len - 1 - t : t;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy((char *)out->data + (size_t)(o * p->len + pos) * inner,
+                   (const char *)p->t[t].data + (size_t)o * inner, inner);
+    }
+    return SMELT_OK;
+}
+
+/* ---- Loop ---- */
+
+typedef struct loop_run {
+    const gr_node *n;
+    const ctl_attrs *a;
+    exec_mode mode;
+    exec_budget *b;
+    smelt_tensor *state;  /* n_state, charged */
+    scan_parts *parts;    /* n_scan_out */
+    smelt_tensor *formal; /* body formal inputs (views) */
+    smelt_tensor *body_in, *body_out;
+} loop_run;
+
+/* One iteration: the body on (iter, cond, state); state and cond move on. */
+static smelt_status loop_step(smelt_ctx *ctx, loop_run *r, const smelt_tensor *const *in,
+                              int64_t iter, bool *cond)
+{
+    const ctl_attrs *a = r->a;
+    bool cond_in = *cond;
+    r->formal[0] = (smelt_tensor){.dtype = SMELT_DT_INT64, .rank = 0, .data = &iter};
+    r->formal[1] = (smelt_tensor){.dtype = SMELT_DT_BOOL, .rank = 0, .data = &cond_in};
+    for (int k = 0; k < a->n_state; k++) r->formal[2 + k] = r->state[k];
+    bind_body_inputs(a->body, in, r->formal, r->body_in);
+    int n_out = a->body->outputs.len;
+    SMELT_TRY(exec_graph_budget(ctx, a->body, r->mode, r->body_in, r->body_out, r->b));
+    smelt_status s = SMELT_OK;
+    if (op_numel(&r->body_out[0]) != 1)
+        s = op_errf(ctx, r->n, SMELT_ERR_MODEL, "the body's cond output has %lld elements",
+                    (long long)op_numel(&r->body_out[0]));
+    else
+        *cond = read_bool(&r->body_out[0]);
+    drop(r->b, &r->body_out[0]);
+    for (int k = 0; k < a->n_state; k++) {
+        if (s == SMELT_OK && r->body_out[1 + k].dtype != r->state[k].dtype)
+            s = op_errf(ctx, r->n, SMELT_ERR_MODEL, "loop-carried value %d changes type", k);
+        drop(r->b, &r->state[k]);
+        r->state[k] = r->body_out[1 + k];
+        r->body_out[1 + k].data = NULL;
+    }
+    for (int k = 0; s == SMELT_OK && k < a->n_scan_out; k++)
+        s = parts_push(ctx, r->n, k, &r->parts[k], &r->body_out[1 + a->n_state + k]);
+    drop_all(r->b, r->body_out, n_out);
+    return s;
+}
+
+static smelt_status loop_iterate(smelt_ctx *ctx, loop_run *r, const smelt_tensor *const *in)
+{
+    const ctl_attrs *a = r->a;
+    int64_t trips = in[0] ? op_get_i64(in[0], 0) : INT64_MAX;
+    bool cond = in[1] ? read_bool(in[1]) : true;
+    for (int k = 0; k < a->n_state; k++)
+        SMELT_TRY(copy_charged(ctx, r->n, r->b, in[2 + k], &r->state[k]));
+    for (int64_t it = 0; it < trips && cond; it++) SMELT_TRY(loop_step(ctx, r, in, it, &cond));
+    return SMELT_OK;
+}
+
+static smelt_status loop_outputs(smelt_ctx *ctx, loop_run *r, smelt_tensor *out)
+{
+    const ctl_attrs *a = r->a;
+    for (int k = 0; k < a->n_scan_out; k++) {
+        const gr_value *decl = a->body->outputs.items[1 + a->n_state + k];
+        smelt_status s = parts_stack(ctx, r->n, r->b, &r->parts[k], decl, 0, false,
+                                     &out[a->n_state + k]);
+        if (s != SMELT_OK) {
+            drop_all(r->b, &out[a->n_state], k);
+            return s;
+        }
+        parts_free(r->b, &r->parts[k]);
+    }
+    for (int k = 0; k < a->n_state; k++) {
+        out[k] = r->state[k];
+        r->state[k].data = NULL;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status run_loop(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                             const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    if ((in[0] && op_numel(in[0]) != 1) || (in[1] && op_numel(in[1]) != 1))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "M and cond must have one element each");
+    loop_run r = {n, a, mode, b, NULL, NULL, NULL, NULL, NULL};
+    size_t ni = (size_t)a->body->inputs.len + 1, no = (size_t)a->body->outputs.len + 1;
+    r.state = smelt_calloc((size_t)a->n_state + 1, sizeof *r.state);
+    r.parts = smelt_calloc((size_t)a->n_scan_out + 1, sizeof *r.parts);
+    r.formal = smelt_calloc(ni, sizeof *r.formal);
+    r.body_in = smelt_calloc(ni, sizeof *r.body_in);
+    r.body_out = smelt_calloc(no, sizeof *r.body_out);
+    smelt_status s = r.state && r.parts && r.formal && r.body_in && r.body_out
+                         ? loop_iterate(ctx, &r, in)
+                         : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s == SMELT_OK) s = loop_outputs(ctx, &r, out);
+    if (s == SMELT_OK) drop_omitted(n, b, out);
+    for (int k = 0; r.state && k < a->n_state; k++) drop(b, &r.state[k]);
+    for (int k = 0; r.parts && k < a->n_scan_out; k++) parts_free(b, &r.parts[k]);
+    smelt_free(r.state);
+    smelt_free(r.parts);
+    smelt_free(r.formal);
+    smelt_free(r.body_in);
+    smelt_free(r.body_out);
+    return s;
+}
+
+/* ---- Scan ---- */
+
+/* Slice `pos` of x along axis, charged to b. */
+static smelt_status take_slice(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
+                               const smelt_tensor *x, int axis, int64_t pos, smelt_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->dtype = x->dtype;
+    out->rank = x->rank - 1;
+    for (int d = 0, o = 0; d < x->rank; d++)
+        if (d != axis) out->dims[o++] = x->dims[d];
+    SMELT_TRY(alloc_like(ctx, n, b, out));
+    int64_t outer = prod(x->dims, 0, axis), len = x->dims[axis];
+    size_t inner = (size_t)prod(x->dims, axis + 1, x->rank) * smelt_dtype_size(x->dtype);
+    for (int64_t o = 0; o < outer; o++)
+        memcpy((char *)out->data + (size_t)o * inner,
+               (const char *)x->data + (size_t)(o * len + pos) * inner, inner);
+    return SMELT_OK;
+}
+
+typedef struct scan_run {
+    const gr_node *n;
+    const ctl_attrs *a;
+    exec_mode mode;
+    exec_budget *b;
+    int *axes;            /* per scan input */
+    int64_t trips;
+    smelt_tensor *state;  /* n_state, charged */
+    scan_parts *parts;    /* n_scan_out */
+    smelt_tensor *formal; /* states (views), then slices (charged) */
+    smelt_tensor *body_in, *body_out;
+} scan_run;
+
+static smelt_status scan_lengths(smelt_ctx *ctx, scan_run *r, const smelt_tensor *const *in)
+{
+    const ctl_attrs *a = r->a;
+    for (int j = 0; j < a->n_scan_in; j++) {
+        const smelt_tensor *x = in[a->n_state + j];
+        if (x->rank < 1) return op_errf(ctx, r->n, SMELT_ERR_MODEL, "scan input %d is a scalar", j);
+        SMELT_TRY(ctl_scan_in_axis(ctx, r->n, j, x->rank, &r->axes[j]));
+        int64_t len = x->dims[r->axes[j]];
+        if (j > 0 && len != r->trips)
+            return op_errf(ctx, r->n, SMELT_ERR_MODEL,
+                           "scan input %d has %lld slices, scan input 0 has %lld", j,
+                           (long long)len, (long long)r->trips);
+        r->trips = len;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status scan_step(smelt_ctx *ctx, scan_run *r, const smelt_tensor *const *in,
+                              int64_t t)
+{
+    const ctl_attrs *a = r->a;
+    for (int k = 0; k < a->n_state; k++) r->formal[k] = r->state[k];
+    smelt_status s = SMELT_OK;
+    for (int j = 0; j < a->n_scan_in && s == SMELT_OK; j++) {
+        int64_t pos = a->in_rev[j] ? r->trips - 1 - t : t;
+        s = take_slice(ctx, r->n, r->b, in[a->n_state + j], r->axes[j], pos,
+                       &r->formal[a->n_state + j]);
+    }
+    if (s == SMELT_OK) {
+        bind_body_inputs(a->body, in, r->formal, r->body_in);
+        s = exec_graph_budget(ctx, a->body, r->mode, r->body_in, r->body_out, r->b);
+    }
+    drop_all(r->b, &r->formal[a->n_state], a->n_scan_in);
+    if (s != SMELT_OK) return s;
+    for (int k = 0; k < a->n_state; k++) {
+        if (s == SMELT_OK && !same_type(&r->body_out[k], &r->state[k]))
+            s = op_errf(ctx, r->n, SMELT_ERR_MODEL, "state %d changes type or shape", k);
+        drop(r->b, &r->state[k]);
+        r->state[k] = r->body_out[k];
+        r->body_out[k].data = NULL;
+    }
+    for (int k = 0; s == SMELT_OK && k < a->n_scan_out; k++)
+        s = parts_push(ctx, r->n, k, &r->parts[k], &r->body_out[a->n_state + k]);
+    drop_all(r->b, r->body_out, a->body->outputs.len);
+    return s;
+}
+
+/* A zero slice for scan output k past a short sequence (of the type of
+ * its other slices, else of the body's declared output). */
+static smelt_status push_zeros(smelt_ctx *ctx, scan_run *r, int k)
+{
+    const gr_value *decl = r->a->body->outputs.items[r->a->n_state + k];
+    smelt_tensor z = r->parts[k].len ? r->parts[k].t[0] : gr_value_info(decl);
+    for (int d = 0; d < z.rank; d++)
+        if (z.dims[d] < 0)
+            return op_errf(ctx, r->n, SMELT_ERR_UNSUPPORTED,
+                           "scan output %d of a sequence of length 0 has no known shape", k);
+    SMELT_TRY(alloc_like(ctx, r->n, r->b, &z));
+    smelt_status s = parts_push(ctx, r->n, k, &r->parts[k], &z);
+    drop(r->b, &z);
+    return s;
+}
+
+/* `steps` < 0: the scan inputs' length; else that many (Scan-8's
+ * sequence_lens; the outputs are then padded with zeros to the length). */
+static smelt_status scan_iterate(smelt_ctx *ctx, scan_run *r, const smelt_tensor *const *in,
+                                 int64_t steps, smelt_tensor *out)
+{
+    const ctl_attrs *a = r->a;
+    SMELT_TRY(scan_lengths(ctx, r, in));
+    int64_t full = r->trips;
+    if (steps >= 0) r->trips = steps;
+    for (int k = 0; k < a->n_state; k++)
+        SMELT_TRY(copy_charged(ctx, r->n, r->b, in[k], &r->state[k]));
+    for (int64_t t = 0; t < r->trips; t++) SMELT_TRY(scan_step(ctx, r, in, t));
+    for (int k = 0; k < a->n_scan_out; k++)
+        for (int64_t t = r->trips; t < full; t++) SMELT_TRY(push_zeros(ctx, r, k));
+    for (int k = 0; k < a->n_scan_out; k++) {
+        const gr_value *decl = a->body->outputs.items[a->n_state + k];
+        smelt_status s = parts_stack(ctx, r->n, r->b, &r->parts[k], decl, a->out_axes[k],
+                                     a->out_rev[k] != 0, &out[a->n_state + k]);
+        if (s != SMELT_OK) {
+            drop_all(r->b, &out[a->n_state], k);
+            return s;
+        }
+        parts_free(r->b, &r->parts[k]);
+    }
+    for (int k = 0; k < a->n_state; k++) {
+        out[k] = r->state[k];
+        r->state[k].data = NULL;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status run_scan9(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                              const smelt_tensor *const *in, int64_t steps, smelt_tensor *out,
+                              exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    scan_run r = {n, a, mode, b, NULL, 0, NULL, NULL, NULL, NULL, NULL};
+    size_t ni = (size_t)a->body->inputs.len + 1, no = (size_t)a->body->outputs.len + 1;
+    r.axes = smelt_calloc((size_t)a->n_scan_in + 1, sizeof *r.axes);
+    r.state = smelt_calloc((size_t)a->n_state + 1, sizeof *r.state);
+    r.parts = smelt_calloc((size_t)a->n_scan_out + 1, sizeof *r.parts);
+    r.formal = smelt_calloc(ni, sizeof *r.formal);
+    r.body_in = smelt_calloc(ni, sizeof *r.body_in);
+    r.body_out = smelt_calloc(no, sizeof *r.body_out);
+    smelt_status s = r.axes && r.state && r.parts && r.formal && r.body_in && r.body_out
+                         ? scan_iterate(ctx, &r, in, steps, out)
+                         : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int k = 0; r.state && k < a->n_state; k++) drop(b, &r.state[k]);
+    for (int k = 0; r.parts && k < a->n_scan_out; k++) parts_free(b, &r.parts[k]);
+    smelt_free(r.axes);
+    smelt_free(r.state);
+    smelt_free(r.parts);
+    smelt_free(r.formal);
+    smelt_free(r.body_in);
+    smelt_free(r.body_out);
+    return s;
+}
+
+/* Scan-8: per batch entry, Scan-9 on that entry's states and sequences
+ * (the inputs moved down over sequence_lens; captures stay where they
+ * are), each output stacked over the batch. */
+static smelt_status scan8_entry(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                const smelt_tensor *const *in, int64_t e, const smelt_tensor **ein,
+                                smelt_tensor *slices, scan_parts *parts, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    int n_in = a->n_explicit - 1;
+    smelt_status s = SMELT_OK;
+    int taken = 0;
+    for (; taken < n_in && s == SMELT_OK; taken++) {
+        s = take_slice(ctx, n, b, in[taken + 1], 0, e, &slices[taken]);
+        ein[taken] = &slices[taken];
+    }
+    if (s != SMELT_OK) taken--;
+    int64_t T = in[1 + a->n_state]->dims[1], len = T;
+    if (s == SMELT_OK && in[0]) {
+        len = op_get_i64(in[0], e);
+        if (len < 0 || len > T)
+            s = op_errf(ctx, n, SMELT_ERR_MODEL, "sequence_lens[%lld] = %lld is not in 0..%lld",
+                        (long long)e, (long long)len, (long long)T);
+    }
+    smelt_tensor *out = smelt_calloc((size_t)n->n_outputs + 1, sizeof *out);
+    if (s == SMELT_OK && !out) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s == SMELT_OK) s = run_scan9(ctx, n, mode, ein, len, out, b);
+    for (int k = 0; s == SMELT_OK && k < n->n_outputs; k++) s = parts_push(ctx, n, k, &parts[k], &out[k]);
+    if (out) drop_all(b, out, n->n_outputs);
+    smelt_free(out);
+    drop_all(b, slices, taken);
+    return s;
+}
+
+static smelt_status run_scan8(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                              const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    int64_t batch = -1;
+    for (int i = 1; i < a->n_explicit; i++) {
+        int need = i > a->n_state ? 2 : 1;
+        if (in[i]->rank < need || (batch >= 0 && in[i]->dims[0] != batch))
+            return op_errf(ctx, n, SMELT_ERR_MODEL,
+                           "input %d needs a batch axis%s of the other inputs' size", i,
+                           need == 2 ? " and a sequence axis" : "");
+        batch = in[i]->dims[0];
+    }
+    if (batch <= 0)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "an empty batch is not supported");
+    if (in[0] && op_numel(in[0]) != batch)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "sequence_lens has %lld entries for a batch of %lld",
+                       (long long)op_numel(in[0]), (long long)batch);
+    const smelt_tensor **ein = smelt_calloc((size_t)n->n_inputs + 1, sizeof *ein);
+    smelt_tensor *slices = smelt_calloc((size_t)a->n_explicit + 1, sizeof *slices);
+    scan_parts *parts = smelt_calloc((size_t)n->n_outputs + 1, sizeof *parts);
+    smelt_status s = ein && slices && parts ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = a->n_explicit; s == SMELT_OK && i < n->n_inputs; i++) ein[i] = in[i];
+    for (int64_t e = 0; s == SMELT_OK && e < batch; e++)
+        s = scan8_entry(ctx, n, mode, in, e, ein, slices, parts, b);
+    int done = 0;
+    for (; s == SMELT_OK && done < n->n_outputs; done++)
+        s = parts_stack(ctx, n, b, &parts[done], a->body->outputs.items[done], 0, false,
+                        &out[done]);
+    if (s != SMELT_OK) drop_all(b, out, done);
+    for (int k = 0; parts && k < n->n_outputs; k++) parts_free(b, &parts[k]);
+    smelt_free(ein);
+    smelt_free(slices);
+    smelt_free(parts);
+    return s;
+}
+
+static smelt_status run_scan(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                             const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    smelt_status s = ctl_attrs_of(n)->scan8 ? run_scan8(ctx, n, mode, in, out, b)
+                                            : run_scan9(ctx, n, mode, in, -1, out, b);
+    if (s == SMELT_OK) drop_omitted(n, b, out);
+    return s;
+}
+
+smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mode,
+                               const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
+    switch (node->op) {
+    case OP_IF: return run_if(ctx, node, mode, in, out, b);
+    case OP_LOOP: return run_loop(ctx, node, mode, in, out, b);
+    case OP_SCAN: return run_scan(ctx, node, mode, in, out, b);
+    default: return op_errf(ctx, node, SMELT_ERR_INTERNAL, "not a control-flow op");
+    }
+}
