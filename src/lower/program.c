@@ -122,14 +122,14 @@ static smelt_status bind_unit_io(prog_builder *pb, const gr_value *v, bool outpu
  * data belongs to the te graph of a schedule state the program keeps. */
 typedef struct const_weight {
     int64_t offset, bytes;
-    const float *data;
+    const void *data;
 } const_weight;
 
 static smelt_status const_slot(prog_builder *pb, const te_const *c, ir_slot *out)
 {
     const_weight *w = smelt_arena_alloc(&pb->lp->arena, sizeof *w);
     if (!w || !smelt_ptrvec_push(&pb->weight_consts, w)) return oom(pb);
-    *w = (const_weight){.offset = pb->weight_bytes, .bytes = c->numel * (int64_t)sizeof(float),
+    *w = (const_weight){.offset = pb->weight_bytes, .bytes = c->numel * (int64_t)smelt_dtype_size(c->t->buf->dtype),
                         .data = c->data};
     *out = (ir_slot){IR_SLOT_WEIGHT, 0, pb->weight_bytes};
     pb->weight_bytes = align_up(pb->weight_bytes + w->bytes);

@@ -1,0 +1,242 @@
+/* The int8 convolution micro-kernels (issue #10, docs/quantization.md).
+ *
+ * This file is C99 text that the code generator copies into a module
+ * (embedded at build time, microkernel.c) and that the loop-IR interpreter
+ * includes as C (tir/interp.c), so both run the same source; which branch
+ * compiles depends on the ISA macros of the compiler that builds it:
+ *
+ *   AVX-512 VNNI (+VL) or AVX-VNNI   vpdpbusd on 256-bit vectors: u8 x s8,
+ *                                    four products per int32 lane, exact
+ *   AVX2                             vpmaddubsw + vpmaddwd where the weights
+ *                                    cannot saturate 16 bits (safe16, checked
+ *                                    at compile time), else u8 and s8 widened
+ *                                    to 16 bits and vpmaddwd: exact either way
+ *   anything else                    scalar C
+ *
+ * Layouts (made by smelt_uk_qpack_u8 at run time and ops/quant_fast.c at
+ * compile time):
+ *   Bp [K4][Pp][4] u8   the im2col matrix, four consecutive k of one pixel
+ *                       in a 32-bit word (k = (c * KH + kh) * KW + kw)
+ *   Ap [Mpad][K4][4] s8 the weights minus their zero point, same k order
+ * The products are sum_k Bp * Ap; comp[m] (compile time) adds the bias and
+ * -x_zp * sum_k Ap, so the accumulator equals ONNX's
+ * sum (x - x_zp) * (w - w_zp) + bias; the epilogue requantizes it as the
+ * reference kernel does: rint(double(acc) * mult[m] + y_zp), saturated. */
+#ifndef SMELT_UK_QGEMM_U8S8_C /* both kernels carry this text; a module gets it once */
+#define SMELT_UK_QGEMM_U8S8_C
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#if defined(__GNUC__)
+#define SMELT_UKQ_INLINE static inline __attribute__((always_inline))
+/* keeps x * m and + zp two roundings (no FMA contraction), as in the reference */
+#define SMELT_UKQ_NOFMA(x) __asm__("" : "+m"(x))
+#else
+#define SMELT_UKQ_INLINE static inline
+#define SMELT_UKQ_NOFMA(x) (void)0
+#endif
+
+/* Rows of one register block and pixels of one column block: the packed
+ * weights have a multiple of 8 rows and the packed pixels a multiple of 32
+ * (ops/quant_fast.c), so blocks never cross them. */
+#define SMELT_UKQ_ROWS 4
+#define SMELT_UKQ_COLS 16
+
+/* Bp[(k4 * Pp + p) * 4 + e] for k4 in [t * KT, t * KT + KT) (clipped to
+ * K4): x at k = 4 * k4 + e of output pixel p = oh * Wo + ow, x_zp where the
+ * window reads padding, past K or past P (the weights are 0 there or the
+ * pixel is not stored).  flip = 0x80 turns s8 into u8 (x_zp flipped too). */
+static void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT, int64_t K4,
+                              int64_t K, int64_t P, int64_t Pp, int64_t H, int64_t W, int64_t KH,
+                              int64_t KW, int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
+                              int64_t pw, int64_t dh, int64_t dw, int64_t xz, int64_t flip)
+{
+    const uint8_t *x = (const uint8_t *)X;
+    const uint8_t z = (uint8_t)xz, f = (uint8_t)flip;
+    int64_t k4_end = t * KT + KT < K4 ? t * KT + KT : K4;
+    for (int64_t k4 = t * KT; k4 < k4_end; k4++)
+        for (int64_t e = 0; e < 4; e++) {
+            int64_t k = 4 * k4 + e, p = 0;
+            uint8_t *d = Bp + k4 * Pp * 4 + e;
+            if (k < K) {
+                int64_t c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
+                const uint8_t *xc = x + c * H * W;
+                for (int64_t oh = 0; p < P; oh++) {
+                    int64_t ih = oh * sh - ph + kh * dh;
+                    if (ih < 0 || ih >= H) {
+                        for (int64_t ow = 0; ow < Wo; ow++, p++) d[4 * p] = z;
+                        continue;
+                    }
+                    const uint8_t *row = xc + ih * W;
+                    for (int64_t ow = 0; ow < Wo; ow++, p++) {
+                        int64_t iw = ow * sw - pw + kw * dw;
+                        d[4 * p] = iw >= 0 && iw < W ? (uint8_t)(row[iw] ^ f) : z;
+                    }
+                }
+            }
+            for (; p < Pp; p++) d[4 * p] = z;
+        }
+}
+
+/* acc + comp requantized: rint(double(acc + comp) * mult + zp) in [lo, hi]
+ * (the int32 sum wraps, as the reference's does). */
+SMELT_UKQ_INLINE int64_t smelt_ukq_requant(int32_t acc, int32_t comp, double mult, int64_t zp,
+                                           int64_t lo, int64_t hi)
+{
+    int32_t v = (int32_t)((uint32_t)acc + (uint32_t)comp);
+    double r = (double)v * mult;
+    SMELT_UKQ_NOFMA(r);
+    r = rint(r + (double)zp);
+    if (r < (double)lo) r = (double)lo;
+    if (r > (double)hi) r = (double)hi;
+    return (int64_t)r;
+}
+
+SMELT_UKQ_INLINE void smelt_ukq_store(void *Y, int64_t i, int64_t v, int64_t lo)
+{
+    if (lo < 0) ((int8_t *)Y)[i] = (int8_t)v;
+    else ((uint8_t *)Y)[i] = (uint8_t)v;
+}
+
+/* Rows [m, m + ROWS) x pixels [p, p + COLS), plain C (other ISAs). */
+SMELT_UKQ_INLINE void smelt_ukq_block_c(void *Y, const uint8_t *Bp, const int8_t *Ap,
+                                        const int32_t *comp, const double *mult, int64_t m,
+                                        int64_t p, int64_t M, int64_t P, int64_t Pp, int64_t K4,
+                                        int64_t yz, int64_t lo, int64_t hi)
+{
+    for (int64_t r = m; r < m + SMELT_UKQ_ROWS && r < M; r++)
+        for (int64_t j = p; j < p + SMELT_UKQ_COLS && j < P; j++) {
+            int32_t acc = 0;
+            for (int64_t k4 = 0; k4 < K4; k4++)
+                for (int e = 0; e < 4; e++)
+                    acc += (int32_t)Bp[(k4 * Pp + j) * 4 + e] * (int32_t)Ap[(r * K4 + k4) * 4 + e];
+            smelt_ukq_store(Y, r * P + j, smelt_ukq_requant(acc, comp[r], mult[r], yz, lo, hi), lo);
+        }
+}
+
+#if defined(__AVX2__)
+/* Eight accumulators of row m requantized to eight outputs at Y + off
+ * (n < 8: the first n). */
+SMELT_UKQ_INLINE void smelt_ukq_store8(void *Y, int64_t off, int n, __m256i acc, int32_t comp,
+                                       double mult, int64_t zp, int64_t lo, int64_t hi)
+{
+    __m256i v = _mm256_add_epi32(acc, _mm256_set1_epi32(comp));
+    __m256d m = _mm256_set1_pd(mult), z = _mm256_set1_pd((double)zp);
+    __m256d l = _mm256_set1_pd((double)lo), h = _mm256_set1_pd((double)hi);
+    __m256d d0 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), m);
+    __m256d d1 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1)), m);
+    __asm__("" : "+x"(d0), "+x"(d1)); /* no FMA contraction with the + zp */
+    d0 = _mm256_round_pd(_mm256_add_pd(d0, z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    d1 = _mm256_round_pd(_mm256_add_pd(d1, z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    d0 = _mm256_min_pd(_mm256_max_pd(d0, l), h);
+    d1 = _mm256_min_pd(_mm256_max_pd(d1, l), h);
+    __m128i w16 = _mm_packs_epi32(_mm256_cvtpd_epi32(d0), _mm256_cvtpd_epi32(d1));
+    __m128i w8 = lo < 0 ? _mm_packs_epi16(w16, w16) : _mm_packus_epi16(w16, w16);
+    uint8_t *y = (uint8_t *)Y + off;
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)y, w8);
+    } else {
+        uint8_t tmp[16];
+        _mm_storeu_si128((__m128i *)tmp, w8);
+        memcpy(y, tmp, (size_t)n);
+    }
+}
+
+/* One register block: ROWS rows x COLS pixels (two vectors of 8 int32),
+ * then the epilogue.  safe16 (a constant once inlined) selects vpmaddubsw. */
+SMELT_UKQ_INLINE void smelt_ukq_block_avx2(void *Y, const uint8_t *Bp, const int8_t *Ap,
+                                           const int32_t *comp, const double *mult, int64_t m,
+                                           int64_t p, int64_t M, int64_t P, int64_t Pp,
+                                           int64_t K4, int64_t yz, int64_t lo, int64_t hi,
+                                           const int safe16)
+{
+    __m256i acc[SMELT_UKQ_ROWS][2];
+    for (int r = 0; r < SMELT_UKQ_ROWS; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    const uint8_t *b = Bp + p * 4;
+    const int8_t *a = Ap + m * K4 * 4;
+#if !(defined(__AVX512VNNI__) && defined(__AVX512VL__)) && !defined(__AVXVNNI__)
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi16(0xff);
+#endif
+    for (int64_t k4 = 0; k4 < K4; k4++, b += Pp * 4) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+        (void)safe16;
+        for (int r = 0; r < SMELT_UKQ_ROWS; r++) {
+            int32_t w;
+            memcpy(&w, a + (r * K4 + k4) * 4, 4);
+            __m256i aw = _mm256_set1_epi32(w);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+            acc[r][0] = _mm256_dpbusd_epi32(acc[r][0], b0, aw);
+            acc[r][1] = _mm256_dpbusd_epi32(acc[r][1], b1, aw);
+#else
+            acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], b0, aw);
+            acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], b1, aw);
+#endif
+        }
+#else
+        if (safe16) {
+            for (int r = 0; r < SMELT_UKQ_ROWS; r++) {
+                int32_t w;
+                memcpy(&w, a + (r * K4 + k4) * 4, 4);
+                __m256i aw = _mm256_set1_epi32(w);
+                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(b0, aw), ones));
+                acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(b1, aw), ones));
+            }
+        } else {
+            /* even k (k0, k2) and odd k (k1, k3) of each pixel as 16-bit lanes */
+            __m256i e0 = _mm256_and_si256(b0, low), o0 = _mm256_srli_epi16(b0, 8);
+            __m256i e1 = _mm256_and_si256(b1, low), o1 = _mm256_srli_epi16(b1, 8);
+            for (int r = 0; r < SMELT_UKQ_ROWS; r++) {
+                int32_t w;
+                memcpy(&w, a + (r * K4 + k4) * 4, 4);
+                __m256i aw = _mm256_set1_epi32(w);
+                __m256i ae = _mm256_srai_epi16(_mm256_slli_epi16(aw, 8), 8), ao = _mm256_srai_epi16(aw, 8);
+                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_add_epi32(_mm256_madd_epi16(e0, ae),
+                                                                         _mm256_madd_epi16(o0, ao)));
+                acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_add_epi32(_mm256_madd_epi16(e1, ae),
+                                                                         _mm256_madd_epi16(o1, ao)));
+            }
+        }
+#endif
+    }
+    for (int r = 0; r < SMELT_UKQ_ROWS && m + r < M; r++)
+        for (int v = 0; v < 2; v++) {
+            int64_t j = p + 8 * v, n = P - j < 8 ? P - j : 8;
+            if (n > 0)
+                smelt_ukq_store8(Y, (m + r) * P + j, (int)n, acc[r][v], comp[m + r], mult[m + r], yz,
+                                 lo, hi);
+        }
+}
+#endif
+
+/* Y[m * P + p] (u8, or s8 when lo < 0) for the rows and pixels of task t:
+ * row chunk t / n_pt of MT rows, pixel chunk t % n_pt of PT pixels (MT a
+ * multiple of 8, PT of 32), clipped to Mpad and Pp; stores only m < M,
+ * p < P.  safe16: no pair of weights of a row can saturate vpmaddubsw. */
+static void smelt_uk_qgemm_u8s8(void *Y, const uint8_t *Bp, const int8_t *Ap, const int32_t *comp,
+                                const double *mult, int64_t t, int64_t n_pt, int64_t MT, int64_t PT,
+                                int64_t M, int64_t Mpad, int64_t P, int64_t Pp, int64_t K4,
+                                int64_t yz, int64_t lo, int64_t hi, int64_t safe16)
+{
+    int64_t m0 = t / n_pt * MT, p0 = t % n_pt * PT;
+    int64_t m1 = m0 + MT < Mpad ? m0 + MT : Mpad, p1 = p0 + PT < Pp ? p0 + PT : Pp;
+    if (m1 > M) m1 = M; /* rows past M are padding: no block starts there */
+    for (int64_t p = p0; p < p1 && p < P; p += SMELT_UKQ_COLS)
+        for (int64_t m = m0; m < m1; m += SMELT_UKQ_ROWS) {
+#if defined(__AVX2__)
+            if (safe16)
+                smelt_ukq_block_avx2(Y, Bp, Ap, comp, mult, m, p, M, P, Pp, K4, yz, lo, hi, 1);
+            else
+                smelt_ukq_block_avx2(Y, Bp, Ap, comp, mult, m, p, M, P, Pp, K4, yz, lo, hi, 0);
+#else
+            (void)safe16;
+            smelt_ukq_block_c(Y, Bp, Ap, comp, mult, m, p, M, P, Pp, K4, yz, lo, hi);
+#endif
+        }
+}
+#endif
