@@ -1,0 +1,14 @@
+/* Compiled (not run) by ctest unit/uk_qgemm_isa_* with one target's ISA
+ * flags (-mavx512vnni, -mavxvnni, -mavx2): the int8 micro-kernels of
+ * codegen/uk/qgemm_u8s8.c must build there, and the assembly must use that
+ * ISA's dot-product instruction (vpdpbusd, vpmaddubsw), which the test
+ * greps for.  The VNNI ones cannot run on a host without VNNI. */
+#include "../../src/codegen/uk/qgemm_u8s8.c"
+
+void uk_qgemm_isa_entry(void *y, const uint8_t *bp, const int8_t *ap, const int32_t *comp,
+                        const double *mult, int64_t k4, int64_t safe16);
+void uk_qgemm_isa_entry(void *y, const uint8_t *bp, const int8_t *ap, const int32_t *comp,
+                        const double *mult, int64_t k4, int64_t safe16)
+{
+    smelt_uk_qgemm_u8s8(y, bp, ap, comp, mult, 0, 1, 8, 32, 8, 8, 32, 32, k4, 0, 0, 255, safe16);
+}
