@@ -19,7 +19,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
     list(GET parts 1 flags)
     list(GET parts 2 insn)
     add_test(NAME unit/uk_qgemm_isa_${name}
-      COMMAND sh -c "${CMAKE_C_COMPILER} -std=c99 -O2 -Wall -Wextra -Werror ${flags} -S -o - ${CMAKE_SOURCE_DIR}/tests/unit/uk_qgemm_isa.c | grep -q ${insn}")
+      COMMAND sh -c "${CMAKE_C_COMPILER} -std=c99 -O2 -Wall -Wextra -Werror ${flags} -S -o uk_qgemm_isa_${name}.s ${CMAKE_SOURCE_DIR}/tests/unit/uk_qgemm_isa.c && grep -q ${insn} uk_qgemm_isa_${name}.s")
   endforeach()
 endif()
 
@@ -99,7 +99,7 @@ if(SMELT_PYTHON)
   # the int8 micro-kernel cases (quant_kernel_*) also built for the generic
   # target (the kernels' plain C branch), and the kernels must be what runs
   set(quant_kernel_dirs)
-  foreach(c k_tail_7bit 8bit_stride_dilation s8_groups s8_zp_max u8_weights_zp tasks_batch)
+  foreach(c k_tail_7bit 8bit_stride_dilation s8_groups s8_zp_max u8_weights_zp wide_rows tasks_batch)
     list(APPEND quant_kernel_dirs ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_${c})
   endforeach()
   add_test(NAME conformance/quant_kernel_cases_generic

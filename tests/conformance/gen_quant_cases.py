@@ -211,6 +211,11 @@ def kernel_cases(out):
                  0, 255).astype(np.uint8)
     qconv_kernel_case(out, "quant_kernel_u8_weights_zp", ints(np.uint8, (1, 4, 6, 9)), u8(17), wu, wz,
                       RNG.uniform(0.002, 0.02, 10), u8(128), pads=[1, 2, 1, 0])
+    # rows of 37 pixels: panels of 16 inside the image (the pack's
+    # shuffles) and across its padded edges (element by element)
+    qconv_kernel_case(out, "quant_kernel_wide_rows", ints(np.uint8, (1, 5, 20, 37)), u8(9),
+                      ints(np.int8, (8, 5, 3, 3), -64, 63), np.zeros(8, np.int8),
+                      RNG.uniform(0.002, 0.02, 8), u8(100), pads=[1, 2, 1, 2], dilations=[1, 2])
     qconv_kernel_case(out, "quant_kernel_tasks_batch", ints(np.uint8, (2, 19, 15, 15)), u8(3),
                       ints(np.int8, (70, 19, 1, 1), -64, 64), np.zeros(70, np.int8),
                       RNG.uniform(0.002, 0.02, 70), u8(40))

@@ -12,3 +12,9 @@ void uk_qgemm_isa_entry(void *y, const uint8_t *bp, const int8_t *ap, const int3
 {
     smelt_uk_qgemm_u8s8(y, bp, ap, comp, mult, 0, 1, 8, 32, 8, 8, 32, 32, k4, 0, 0, 255, safe16);
 }
+
+void uk_qpack_isa_entry(uint8_t *bp, const uint8_t *x, int64_t k4);
+void uk_qpack_isa_entry(uint8_t *bp, const uint8_t *x, int64_t k4)
+{
+    smelt_uk_qpack_u8(bp, x, 0, k4, k4, 4 * k4, 32, 32, 8, 4, 1, 1, 4, 1, 1, 0, 0, 1, 1, 0, 0);
+}

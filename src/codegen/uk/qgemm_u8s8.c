@@ -15,8 +15,10 @@
  *
  * Layouts (made by smelt_uk_qpack_u8 at run time and ops/quant_fast.c at
  * compile time):
- *   Bp [K4][Pp][4] u8   the im2col matrix, four consecutive k of one pixel
- *                       in a 32-bit word (k = (c * KH + kh) * KW + kw)
+ *   Bp [Pp/16][K4][16][4] u8  the im2col matrix in panels of 16 pixels (one
+ *                       register block's columns, read contiguously), four
+ *                       consecutive k of one pixel in a 32-bit word
+ *                       (k = (c * KH + kh) * KW + kw)
  *   Ap [Mpad][K4][4] s8 the weights minus their zero point, same k order
  * The products are sum_k Bp * Ap; comp[m] (compile time) adds the bias and
  * -x_zp * sum_k Ap, so the accumulator equals ONNX's
@@ -45,11 +47,65 @@
  * (ops/quant_fast.c), so blocks never cross them. */
 #define SMELT_UKQ_ROWS 4
 #define SMELT_UKQ_COLS 16
+/* the byte of Bp holding k = 4 * k4 + e of pixel p */
+#define SMELT_UKQ_AT(k4, p, e) ((((p) >> 4) * K4 + (k4)) * 64 + ((p) & 15) * 4 + (e))
 
-/* Bp[(k4 * Pp + p) * 4 + e] for k4 in [t * KT, t * KT + KT) (clipped to
- * K4): x at k = 4 * k4 + e of output pixel p = oh * Wo + ow, x_zp where the
- * window reads padding, past K or past P (the weights are 0 there or the
- * pixel is not stored).  flip = 0x80 turns s8 into u8 (x_zp flipped too). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Where the four k of one k4 step read x: per e, the channel plane's row
+ * offset terms, or valid 0 past K. */
+typedef struct smelt_ukq_taps {
+    const uint8_t *plane[4];
+    int64_t kh[4], kw[4];
+    int valid[4];
+} smelt_ukq_taps;
+
+/* One pixel panel (16 pixels from p0) of one k4 step, element by element:
+ * x at the window's tap, x_zp in padding, past K or past P. */
+SMELT_UKQ_INLINE void smelt_ukq_pack_panel_c(uint8_t *dst, const smelt_ukq_taps *tp, int64_t p0,
+                                             int64_t P, int64_t H, int64_t W, int64_t Wo,
+                                             int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                             int64_t dh, int64_t dw, uint8_t z, uint8_t f)
+{
+    for (int64_t j = 0; j < 16; j++) {
+        int64_t p = p0 + j, oh = p / Wo, ow = p % Wo;
+        for (int e = 0; e < 4; e++) {
+            uint8_t v = z;
+            if (tp->valid[e] && p < P) {
+                int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow * sw - pw + tp->kw[e] * dw;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = (uint8_t)(tp->plane[e][ih * W + iw] ^ f);
+            }
+            dst[j * 4 + e] = v;
+        }
+    }
+}
+
+/* The source of 16 pixels from p0 for tap e when they are 16 consecutive
+ * bytes of x (a 1x1 window over the whole image, or one output row read
+ * with stride 1 inside the image), else NULL. */
+SMELT_UKQ_INLINE const uint8_t *smelt_ukq_run16(const smelt_ukq_taps *tp, int e, int64_t p0,
+                                                int64_t P, int64_t H, int64_t W, int64_t Ho,
+                                                int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
+                                                int64_t pw, int64_t dh, int64_t dw)
+{
+    if (!tp->valid[e] || p0 + 16 > P) return NULL;
+    if (Ho == H && Wo == W && sh == 1 && sw == 1 && ph == 0 && pw == 0 && tp->kh[e] == 0 &&
+        tp->kw[e] == 0)
+        return tp->plane[e] + p0; /* pixel p reads x[p] */
+    int64_t oh = p0 / Wo, ow = p0 % Wo;
+    int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow - pw + tp->kw[e] * dw;
+    if (sw != 1 || ow + 16 > Wo || ih < 0 || ih >= H || iw < 0 || iw + 16 > W) return NULL;
+    return tp->plane[e] + ih * W + iw;
+}
+
+/* Bp at (k4, p, e) = SMELT_UKQ_AT(k4, p, e) for k4 in [t * KT, t * KT + KT)
+ * (clipped to K4): x at k = 4 * k4 + e of output pixel p = oh * Wo + ow,
+ * x_zp where the window reads padding, past K or past P (the weights are 0
+ * there or the pixel is not stored).  flip = 0x80 turns s8 into u8 (x_zp
+ * flipped too).  Panels whose four taps read 16 consecutive bytes each are
+ * interleaved with SSE2 shuffles; the others element by element. */
 static void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT, int64_t K4,
                               int64_t K, int64_t P, int64_t Pp, int64_t H, int64_t W, int64_t KH,
                               int64_t KW, int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
@@ -57,29 +113,43 @@ static void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT,
 {
     const uint8_t *x = (const uint8_t *)X;
     const uint8_t z = (uint8_t)xz, f = (uint8_t)flip;
+    int64_t Ho = P / Wo;
+    (void)Ho; /* used by the SSE2 panels only */
     int64_t k4_end = t * KT + KT < K4 ? t * KT + KT : K4;
-    for (int64_t k4 = t * KT; k4 < k4_end; k4++)
-        for (int64_t e = 0; e < 4; e++) {
-            int64_t k = 4 * k4 + e, p = 0;
-            uint8_t *d = Bp + k4 * Pp * 4 + e;
-            if (k < K) {
-                int64_t c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-                const uint8_t *xc = x + c * H * W;
-                for (int64_t oh = 0; p < P; oh++) {
-                    int64_t ih = oh * sh - ph + kh * dh;
-                    if (ih < 0 || ih >= H) {
-                        for (int64_t ow = 0; ow < Wo; ow++, p++) d[4 * p] = z;
-                        continue;
-                    }
-                    const uint8_t *row = xc + ih * W;
-                    for (int64_t ow = 0; ow < Wo; ow++, p++) {
-                        int64_t iw = ow * sw - pw + kw * dw;
-                        d[4 * p] = iw >= 0 && iw < W ? (uint8_t)(row[iw] ^ f) : z;
-                    }
-                }
-            }
-            for (; p < Pp; p++) d[4 * p] = z;
+    for (int64_t k4 = t * KT; k4 < k4_end; k4++) {
+        smelt_ukq_taps tp;
+        for (int e = 0; e < 4; e++) {
+            int64_t k = 4 * k4 + e;
+            tp.valid[e] = k < K;
+            tp.plane[e] = x + (k < K ? k / (KH * KW) : 0) * H * W;
+            tp.kh[e] = k / KW % KH;
+            tp.kw[e] = k % KW;
         }
+        for (int64_t p0 = 0; p0 < Pp; p0 += 16) {
+            uint8_t *dst = Bp + SMELT_UKQ_AT(k4, p0, 0);
+#if defined(__SSE2__)
+            const uint8_t *s0 = smelt_ukq_run16(&tp, 0, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
+            const uint8_t *s1 = smelt_ukq_run16(&tp, 1, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
+            const uint8_t *s2 = smelt_ukq_run16(&tp, 2, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
+            const uint8_t *s3 = smelt_ukq_run16(&tp, 3, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
+            if (s0 && s1 && s2 && s3) {
+                __m128i fl = _mm_set1_epi8((char)f);
+                __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s0), fl);
+                __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s1), fl);
+                __m128i a2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s2), fl);
+                __m128i a3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s3), fl);
+                __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
+                __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
+                _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(t0, t2));
+                _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(t0, t2));
+                _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(t1, t3));
+                _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(t1, t3));
+                continue;
+            }
+#endif
+            smelt_ukq_pack_panel_c(dst, &tp, p0, P, H, W, Wo, sh, sw, ph, pw, dh, dw, z, f);
+        }
+    }
 }
 
 /* acc + comp requantized: rint(double(acc + comp) * mult + zp) in [lo, hi]
@@ -108,12 +178,13 @@ SMELT_UKQ_INLINE void smelt_ukq_block_c(void *Y, const uint8_t *Bp, const int8_t
                                         int64_t p, int64_t M, int64_t P, int64_t Pp, int64_t K4,
                                         int64_t yz, int64_t lo, int64_t hi)
 {
+    (void)Pp; /* the panels' layout needs K4 only */
     for (int64_t r = m; r < m + SMELT_UKQ_ROWS && r < M; r++)
         for (int64_t j = p; j < p + SMELT_UKQ_COLS && j < P; j++) {
             int32_t acc = 0;
             for (int64_t k4 = 0; k4 < K4; k4++)
                 for (int e = 0; e < 4; e++)
-                    acc += (int32_t)Bp[(k4 * Pp + j) * 4 + e] * (int32_t)Ap[(r * K4 + k4) * 4 + e];
+                    acc += (int32_t)Bp[SMELT_UKQ_AT(k4, j, e)] * (int32_t)Ap[(r * K4 + k4) * 4 + e];
             smelt_ukq_store(Y, r * P + j, smelt_ukq_requant(acc, comp[r], mult[r], yz, lo, hi), lo);
         }
 }
@@ -146,69 +217,98 @@ SMELT_UKQ_INLINE void smelt_ukq_store8(void *Y, int64_t off, int n, __m256i acc,
     }
 }
 
-/* One register block: ROWS rows x COLS pixels (two vectors of 8 int32),
- * then the epilogue.  safe16 (a constant once inlined) selects vpmaddubsw. */
+/* One register block: ROWS (4) rows x COLS pixels (two vectors of 8
+ * int32), then the epilogue.  safe16 (a constant once inlined) selects
+ * vpmaddubsw.  The eight accumulators are named variables (as an array GCC
+ * kept some of them on the stack). */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#define SMELT_UKQ_DOT(acc, b, a) acc = _mm256_dpbusd_epi32(acc, b, a)
+#elif defined(__AVXVNNI__)
+#define SMELT_UKQ_DOT(acc, b, a) acc = _mm256_dpbusd_avx_epi32(acc, b, a)
+#else
+/* vpmaddubsw adds two u8 x s8 products in 16 bits (saturating: safe16 only) */
+#define SMELT_UKQ_DOT(acc, b, a) \
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(b, a), ones))
+/* exact: even k (k0, k2) and odd k (k1, k3) as 16-bit lanes, vpmaddwd */
+#define SMELT_UKQ_DOT16(acc, e, o, ae, ao) \
+    acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(e, ae), _mm256_madd_epi16(o, ao)))
+#endif
+#define SMELT_UKQ_BCAST(r) _mm256_set1_epi32(smelt_ukq_word(a + (r) * K4 * 4 + k4 * 4))
+
+SMELT_UKQ_INLINE int32_t smelt_ukq_word(const int8_t *p)
+{
+    int32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
 SMELT_UKQ_INLINE void smelt_ukq_block_avx2(void *Y, const uint8_t *Bp, const int8_t *Ap,
                                            const int32_t *comp, const double *mult, int64_t m,
                                            int64_t p, int64_t M, int64_t P, int64_t Pp,
                                            int64_t K4, int64_t yz, int64_t lo, int64_t hi,
                                            const int safe16)
 {
-    __m256i acc[SMELT_UKQ_ROWS][2];
-    for (int r = 0; r < SMELT_UKQ_ROWS; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    const uint8_t *b = Bp + p * 4;
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+            c30 = c00, c31 = c00;
+    const uint8_t *b = Bp + SMELT_UKQ_AT(0, p, 0);
+    (void)Pp;
     const int8_t *a = Ap + m * K4 * 4;
-#if !(defined(__AVX512VNNI__) && defined(__AVX512VL__)) && !defined(__AVXVNNI__)
-    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi16(0xff);
-#endif
-    for (int64_t k4 = 0; k4 < K4; k4++, b += Pp * 4) {
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+    (void)safe16;
+    for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
-        (void)safe16;
-        for (int r = 0; r < SMELT_UKQ_ROWS; r++) {
-            int32_t w;
-            memcpy(&w, a + (r * K4 + k4) * 4, 4);
-            __m256i aw = _mm256_set1_epi32(w);
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-            acc[r][0] = _mm256_dpbusd_epi32(acc[r][0], b0, aw);
-            acc[r][1] = _mm256_dpbusd_epi32(acc[r][1], b1, aw);
+        __m256i a0 = SMELT_UKQ_BCAST(0), a1 = SMELT_UKQ_BCAST(1);
+        SMELT_UKQ_DOT(c00, b0, a0);
+        SMELT_UKQ_DOT(c01, b1, a0);
+        SMELT_UKQ_DOT(c10, b0, a1);
+        SMELT_UKQ_DOT(c11, b1, a1);
+        __m256i a2 = SMELT_UKQ_BCAST(2), a3 = SMELT_UKQ_BCAST(3);
+        SMELT_UKQ_DOT(c20, b0, a2);
+        SMELT_UKQ_DOT(c21, b1, a2);
+        SMELT_UKQ_DOT(c30, b0, a3);
+        SMELT_UKQ_DOT(c31, b1, a3);
+    }
 #else
-            acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], b0, aw);
-            acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], b1, aw);
-#endif
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi16(0xff);
+    if (safe16) {
+        for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+            __m256i a0 = SMELT_UKQ_BCAST(0), a1 = SMELT_UKQ_BCAST(1);
+            SMELT_UKQ_DOT(c00, b0, a0);
+            SMELT_UKQ_DOT(c01, b1, a0);
+            SMELT_UKQ_DOT(c10, b0, a1);
+            SMELT_UKQ_DOT(c11, b1, a1);
+            __m256i a2 = SMELT_UKQ_BCAST(2), a3 = SMELT_UKQ_BCAST(3);
+            SMELT_UKQ_DOT(c20, b0, a2);
+            SMELT_UKQ_DOT(c21, b1, a2);
+            SMELT_UKQ_DOT(c30, b0, a3);
+            SMELT_UKQ_DOT(c31, b1, a3);
         }
-#else
-        if (safe16) {
-            for (int r = 0; r < SMELT_UKQ_ROWS; r++) {
-                int32_t w;
-                memcpy(&w, a + (r * K4 + k4) * 4, 4);
-                __m256i aw = _mm256_set1_epi32(w);
-                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(b0, aw), ones));
-                acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(b1, aw), ones));
-            }
-        } else {
-            /* even k (k0, k2) and odd k (k1, k3) of each pixel as 16-bit lanes */
+    } else {
+        for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
             __m256i e0 = _mm256_and_si256(b0, low), o0 = _mm256_srli_epi16(b0, 8);
             __m256i e1 = _mm256_and_si256(b1, low), o1 = _mm256_srli_epi16(b1, 8);
             for (int r = 0; r < SMELT_UKQ_ROWS; r++) {
-                int32_t w;
-                memcpy(&w, a + (r * K4 + k4) * 4, 4);
-                __m256i aw = _mm256_set1_epi32(w);
+                __m256i aw = SMELT_UKQ_BCAST(r);
                 __m256i ae = _mm256_srai_epi16(_mm256_slli_epi16(aw, 8), 8), ao = _mm256_srai_epi16(aw, 8);
-                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_add_epi32(_mm256_madd_epi16(e0, ae),
-                                                                         _mm256_madd_epi16(o0, ao)));
-                acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_add_epi32(_mm256_madd_epi16(e1, ae),
-                                                                         _mm256_madd_epi16(o1, ao)));
+                __m256i *c0 = r == 0 ? &c00 : r == 1 ? &c10 : r == 2 ? &c20 : &c30;
+                __m256i *c1 = r == 0 ? &c01 : r == 1 ? &c11 : r == 2 ? &c21 : &c31;
+                SMELT_UKQ_DOT16(*c0, e0, o0, ae, ao);
+                SMELT_UKQ_DOT16(*c1, e1, o1, ae, ao);
             }
         }
-#endif
     }
+#endif
+    __m256i c[SMELT_UKQ_ROWS][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
     for (int r = 0; r < SMELT_UKQ_ROWS && m + r < M; r++)
         for (int v = 0; v < 2; v++) {
             int64_t j = p + 8 * v, n = P - j < 8 ? P - j : 8;
             if (n > 0)
-                smelt_ukq_store8(Y, (m + r) * P + j, (int)n, acc[r][v], comp[m + r], mult[m + r], yz,
+                smelt_ukq_store8(Y, (m + r) * P + j, (int)n, c[r][v], comp[m + r], mult[m + r], yz,
                                  lo, hi);
         }
 }
