@@ -115,12 +115,18 @@ static te_tensor *const_tensor(op_compute_args *a, const char *name, smelt_dtype
     return t;
 }
 
-/* w - w_zp of output channel co at k (its zero point per tensor or per channel). */
-static int64_t shifted_weight(const smelt_tensor *w, const smelt_tensor *wz, int64_t co, int64_t K,
-                              int64_t k)
+/* The zero point of output channel co (per tensor or per channel). */
+static int64_t weight_zero_point(const smelt_tensor *wz, int64_t co)
 {
-    int64_t z = wz ? op_get_i64(wz, op_numel(wz) == 1 ? 0 : co) : 0;
-    return op_get_i64(w, co * K + k) - z;
+    return wz ? op_get_i64(wz, op_numel(wz) == 1 ? 0 : co) : 0;
+}
+
+/* w - w_zp of output channel co at k (w is u8 or s8: read directly, this
+ * runs over every weight of the model). */
+static int64_t shifted_weight(const smelt_tensor *w, int64_t zp, int64_t i)
+{
+    return (w->dtype == SMELT_DT_INT8 ? (int64_t)((const int8_t *)w->data)[i]
+                                      : (int64_t)((const uint8_t *)w->data)[i]) - zp;
 }
 
 /* Whether every shifted weight fits s8 (the kernels' B operand). */
@@ -128,11 +134,25 @@ static bool weights_fit_s8(const op_compute_args *a, const qconv_plan *q)
 {
     bool present;
     const smelt_tensor *w = a->in_const[QF_W], *wz = const_input(a, QF_WZ, &present);
-    for (int64_t co = 0; co < q->Co; co++)
+    for (int64_t co = 0; co < q->Co; co++) {
+        int64_t zp = weight_zero_point(wz, co);
         for (int64_t k = 0; k < q->K; k++) {
-            int64_t v = shifted_weight(w, wz, co, q->K, k);
+            int64_t v = shifted_weight(w, zp, co * q->K + k);
             if (v < -128 || v > 127) return false;
         }
+    }
+    return true;
+}
+
+/* Whether vpmaddubsw cannot saturate on this row: it adds the products of
+ * k = 2i, 2i + 1 with u8 inputs (up to 255) in 16 bits. */
+static bool row_safe16(const int8_t *row, int64_t n)
+{
+    for (int64_t k = 0; k < n; k += 2) {
+        int64_t pos = (row[k] > 0 ? row[k] : 0) + (row[k + 1] > 0 ? row[k + 1] : 0);
+        int64_t neg = (row[k] < 0 ? row[k] : 0) + (row[k + 1] < 0 ? row[k + 1] : 0);
+        if (255 * pos > 32767 || 255 * neg < -32768) return false;
+    }
     return true;
 }
 
@@ -155,15 +175,10 @@ static bool pack_constants(op_compute_args *a, qconv_plan *q)
     q->safe16 = true;
     for (int64_t g = 0; g < q->G; g++)
         for (int64_t m = 0; m < q->M; m++) {
-            int64_t co = g * q->M + m, row = g * q->Mpad + m, sum = 0;
+            int64_t co = g * q->M + m, row = g * q->Mpad + m, sum = 0, zp = weight_zero_point(wz, co);
             int8_t *dst = ap + row * q->K4 * 4;
-            for (int64_t k = 0; k < q->K; k++) sum += dst[k] = (int8_t)shifted_weight(w, wz, co, q->K, k);
-            /* vpmaddubsw adds the products of k = 2i, 2i + 1 in 16 bits */
-            for (int64_t k = 0; k < q->K4 * 4; k += 2) {
-                int64_t pos = (dst[k] > 0 ? dst[k] : 0) + (dst[k + 1] > 0 ? dst[k + 1] : 0);
-                int64_t neg = (dst[k] < 0 ? dst[k] : 0) + (dst[k + 1] < 0 ? dst[k + 1] : 0);
-                if (255 * pos > 32767 || 255 * neg < -32768) q->safe16 = false;
-            }
+            for (int64_t k = 0; k < q->K; k++) sum += dst[k] = (int8_t)shifted_weight(w, zp, co * q->K + k);
+            q->safe16 = q->safe16 && row_safe16(dst, q->K4 * 4);
             int64_t b = bias ? op_get_i64(bias, co) : 0;
             comp[row] = (int32_t)(uint32_t)(uint64_t)(b - q->xz * sum);
             mult[row] = op_quant_multiplier(sdt, xs, op_get_f64(ws, op_numel(ws) == 1 ? 0 : co), ys);
