@@ -93,6 +93,7 @@ static bool plan_shape(op_compute_args *a, qconv_plan *q)
     q->M = q->Co / q->G;
     if (q->G > 1 && q->M < QF_ROW_ALIGN) return false;
     q->K = q->Cg * q->KH * q->KW;
+    if (q->K <= 0 || q->M <= 0) return false; /* empty: the loop nest handles it */
     q->K4 = (q->K + 3) / 4;
     q->Mpad = round_up(q->M, QF_ROW_ALIGN);
     q->P = q->Ho * q->Wo;
