@@ -249,12 +249,13 @@
     "    memcpy(dst, src, (size_t)n * sizeof(float));\n" \
     "}\n"
 
-/* The int8 convolution kernels (uk/qgemm_u8s8.c: its ISA branches follow
+/* The int8 convolution and add kernels (uk/qgemm_u8s8.c: its ISA branches follow
  * the compiler's macros, so one text serves every family).  Both names
  * carry the whole file, which an include guard keeps to one copy. */
 #define INT8_KERNELS                                                             \
     {"smelt.qpack_u8", "smelt_uk_qpack_u8", NULL, "smelt_uk_qgemm_u8s8.c"},     \
-    {"smelt.qgemm_u8s8", "smelt_uk_qgemm_u8s8", NULL, "smelt_uk_qgemm_u8s8.c"},
+    {"smelt.qgemm_u8s8", "smelt_uk_qgemm_u8s8", NULL, "smelt_uk_qgemm_u8s8.c"},       \
+    {"smelt.qadd_u8", "smelt_uk_qadd_u8", NULL, "smelt_uk_qgemm_u8s8.c"},
 
 /* One table per micro-kernel family (cg_target.microkernels); every
  * family has every kernel, so a schedule replays on any target.  Add

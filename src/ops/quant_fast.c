@@ -17,6 +17,7 @@
  * reference's value), and whether vpmaddubsw may be used (no pair of
  * weights can saturate 16 bits with u8 inputs).  The results equal the
  * reference kernel's bit for bit (unit/test_qconv_kernels). */
+#include <math.h>
 #include <string.h>
 
 #include "ops/conv.h"
@@ -272,3 +273,137 @@ smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
                            flops);
     return *out ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
+
+/* ---- smelt.QLinearAdd ---------------------------------------------------------------- */
+
+/* Inputs a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
+ * y_zero_point (com.microsoft's QLinearAdd order); made by fuse_qdq from
+ * QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)) and computing
+ * exactly what those three float32 ops compute, so the rewrite changes no
+ * value.  a and b have one shape (no broadcasting); the scales are float32
+ * scalars, the zero points 8-bit scalars of their tensor's type. */
+enum { QA_A, QA_AS, QA_AZ, QA_B, QA_BS, QA_BZ, QA_YS, QA_YZ };
+
+static bool is_scalar(const smelt_tensor *t) { return t && op_numel(t) == 1 && t->rank <= 1; }
+
+static smelt_status qadd_check(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    const smelt_tensor *a = in[QA_A], *b = in[QA_B];
+    if (!is_8bit(a->dtype) || !is_8bit(b->dtype) || !is_8bit(in[QA_YZ]->dtype))
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "a, b and y_zero_point must be uint8 or int8");
+    bool same = a->rank == b->rank;
+    for (int d = 0; same && d < a->rank; d++) same = a->dims[d] == b->dims[d];
+    if (!same) return op_errf(ctx, node, SMELT_ERR_SHAPE, "a and b must have one shape");
+    static const int scales[] = {QA_AS, QA_BS, QA_YS};
+    for (int i = 0; i < 3; i++)
+        if (in[scales[i]]->dtype != SMELT_DT_FLOAT32 || !is_scalar(in[scales[i]]))
+            return op_errf(ctx, node, SMELT_ERR_SHAPE, "the scales must be float32 scalars");
+    if (in[QA_AZ]->dtype != a->dtype || in[QA_BZ]->dtype != b->dtype || !is_scalar(in[QA_AZ]) ||
+        !is_scalar(in[QA_BZ]) || !is_scalar(in[QA_YZ]))
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "the zero points must be scalars of their "
+                       "tensor's type");
+    *out = *a;
+    out->data = NULL;
+    out->dtype = in[QA_YZ]->dtype;
+    return SMELT_OK;
+}
+
+static smelt_status qadd_infer(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                               smelt_tensor *out)
+{
+    return qadd_check(ctx, node, in, &out[0]);
+}
+
+/* The reference: DequantizeLinear's, Add's and QuantizeLinear's float32
+ * arithmetic, element by element. */
+static smelt_status qadd_eval(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    smelt_tensor shape;
+    SMELT_TRY(qadd_check(ctx, node, in, &shape));
+    float as = (float)op_get_f64(in[QA_AS], 0), bs = (float)op_get_f64(in[QA_BS], 0);
+    float ys = (float)op_get_f64(in[QA_YS], 0);
+    int64_t az = op_get_i64(in[QA_AZ], 0), bz = op_get_i64(in[QA_BZ], 0), yz = op_get_i64(in[QA_YZ], 0);
+    double lo = out[0].dtype == SMELT_DT_INT8 ? -128.0 : 0.0, hi = out[0].dtype == SMELT_DT_INT8 ? 127.0 : 255.0;
+    for (int64_t i = 0; i < op_numel(&out[0]); i++) {
+        volatile float da = (float)(op_get_i64(in[QA_A], i) - az) * as; /* two roundings */
+        volatile float db = (float)(op_get_i64(in[QA_B], i) - bz) * bs;
+        float sum = da + db;
+        double q = (double)(float)(nearbyint((double)(sum / ys)) + (double)yz);
+        q = q > lo ? q : lo; /* NaN: lo, as QuantizeLinear */
+        q = q < hi ? q : hi;
+        op_set_i64(&out[0], i, (int64_t)q);
+    }
+    return SMELT_OK;
+}
+
+typedef struct qadd_plan {
+    const te_tensor *a, *b, *prm;
+    int64_t n;
+    bool a_signed, b_signed, y_signed;
+} qadd_plan;
+
+#define QA_CHUNK 16384 /* elements per parallel task */
+
+static ir_stmt *build_qadd(te_graph *g, ir_buffer *out, void *user)
+{
+    const qadd_plan *q = user;
+    ir_builder *b = &g->b;
+    int64_t tasks = (q->n + QA_CHUNK - 1) / QA_CHUNK;
+    ir_var *t = ir_var_new(b, "qa", SMELT_DT_INT64);
+    ir_call_arg args[10] = {
+        {out, ii(b, 0)}, {q->a->buf, ii(b, 0)}, {q->b->buf, ii(b, 0)}, {q->prm->buf, ii(b, 0)},
+        {NULL, ir_var_ref(b, t)}, {NULL, ii(b, QA_CHUNK)}, {NULL, ii(b, q->n)},
+        {NULL, ii(b, q->a_signed)}, {NULL, ii(b, q->b_signed)}, {NULL, ii(b, q->y_signed)},
+    };
+    ir_stmt *call = ir_call_stmt(b, "smelt.qadd_u8", 10, args);
+    ir_stmt *s = ir_for(b, t, ii(b, 0), ii(b, tasks), tasks > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
+    return b->failed ? NULL : s;
+}
+
+/* An extern stage over the smelt.qadd_u8 micro-kernel (vectorised, the
+ * parameters a te constant). */
+static smelt_status qadd_compute(op_compute_args *a)
+{
+    static const int params[] = {QA_AS, QA_AZ, QA_BS, QA_BZ, QA_YS, QA_YZ};
+    float *prm = smelt_calloc(6, sizeof *prm);
+    if (!prm) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < 6; i++) {
+        if (!a->in_const[params[i]]) {
+            smelt_free(prm);
+            return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED, "scales and zero points must be "
+                           "constants in compiled code");
+        }
+        prm[i] = (float)op_get_f64(a->in_const[params[i]], 0);
+    }
+    qadd_plan *q = smelt_arena_alloc(&a->te->arena, sizeof *q);
+    if (!q) {
+        smelt_free(prm);
+        return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    }
+    const smelt_tensor *y = &a->out_type[0];
+    *q = (qadd_plan){.a = a->in[QA_A], .b = a->in[QA_B], .n = op_numel(y),
+                     .a_signed = a->in[QA_A]->buf->dtype == SMELT_DT_INT8,
+                     .b_signed = a->in[QA_B]->buf->dtype == SMELT_DT_INT8,
+                     .y_signed = y->dtype == SMELT_DT_INT8};
+    q->prm = const_tensor(a, "qadd_params", SMELT_DT_FLOAT32, 6, prm);
+    if (!q->prm) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    if (q->a->kind != TE_PLACEHOLDER || q->b->kind != TE_PLACEHOLDER)
+        return op_errf(a->ctx, a->node, SMELT_ERR_INTERNAL, "inputs fused into an opaque op");
+    te_tensor *inputs[3] = {(te_tensor *)q->a, (te_tensor *)q->b, (te_tensor *)q->prm};
+    a->out[0] = te_extern_stage(a->te, "y", y->dtype, y->rank, y->dims, 3, inputs, build_qadd, q,
+                                "qadd_int8", 4.0 * (double)q->n);
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_QLINEAR_ADD = {
+    .compute = qadd_compute,
+    .infer = qadd_infer,
+    .eval = qadd_eval,
+    .min_inputs = 8,
+    .max_inputs = 8,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = OP_FLAG_INTERNAL,
+};

@@ -630,6 +630,18 @@ static smelt_status run_qgemm_u8s8(tir_interp *it, const ir_stmt *s)
     return SMELT_OK;
 }
 
+/* smelt.qadd_u8(Y, A, B, prm, t, chunk, n, a_signed, b_signed, y_signed) */
+static smelt_status run_qadd_u8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 10, 4, &ka));
+    const int64_t *v = ka.v;
+    for (int a = 0; a < 3; a++) SMELT_TRY(kernel_room(it, s, &ka, a, v[6]));
+    SMELT_TRY(kernel_room(it, s, &ka, 3, 6));
+    smelt_uk_qadd_u8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], v[4], v[5], v[6], v[7], v[8], v[9]);
+    return SMELT_OK;
+}
+
 /* A failed check is the run's error, as in compiled code and the reference. */
 static smelt_status run_check(tir_interp *it, const ir_stmt *s)
 {
@@ -677,6 +689,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         if (!strcmp(s->call.kernel, "smelt.transpose_f32")) return run_transpose_f32(it, s);
         if (!strcmp(s->call.kernel, "smelt.qpack_u8")) return run_qpack_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qgemm_u8s8")) return run_qgemm_u8s8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.qadd_u8")) return run_qadd_u8(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
                           s->call.kernel);
     default: return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: unknown statement");

@@ -221,6 +221,49 @@ def kernel_cases(out):
                       RNG.uniform(0.002, 0.02, 70), u8(40))
 
 
+def qadd_case(out, name, a, az, b, bz, yz, as_=0.05, bs=0.03, ys=0.07, relu=False):
+    """QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)) (+ Relu):
+    fuse_qdq makes it one smelt.QLinearAdd (a vectorised kernel) computing
+    the same float32 arithmetic, so the outputs must match exactly."""
+    nodes = [node("DequantizeLinear", ["a", "as", "az"], ["da"]),
+             node("DequantizeLinear", ["b", "bs", "bz"], ["db"]),
+             node("Add", ["da", "db"], ["s"])]
+    if relu:
+        nodes.append(node("Relu", ["s"], ["r"]))
+    nodes.append(node("QuantizeLinear", ["r" if relu else "s", "ys", "yz"], ["y"]))
+    consts = {"as": np.array(as_, np.float32), "az": az, "bs": np.array(bs, np.float32), "bz": bz,
+              "ys": np.array(ys, np.float32), "yz": yz}
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    vi = lambda n, x: helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), list(x.shape))
+    graph = helper.make_graph(nodes, name, [vi("a", a), vi("b", b)],
+                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)],
+                              [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    expected = ReferenceEvaluator(model).run(None, {"a": a, "b": b})
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for i, (n, x) in enumerate((("a", a), ("b", b))):
+        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(x, n).SerializeToString())
+    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(np.asarray(expected[0]), "y").SerializeToString())
+
+
+def qadd_cases(out):
+    """Adds of quantized tensors: u8 and s8 operands and results, zero points
+    at the ends of their ranges, saturation on both sides, a Relu, a tail
+    shorter than a vector, several parallel tasks."""
+    u8 = lambda v: np.array(v, np.uint8)
+    i8 = lambda v: np.array(v, np.int8)
+    qadd_case(out, "quant_qadd_u8_tail", ints(np.uint8, (1, 3, 5, 7)), u8(0), ints(np.uint8, (1, 3, 5, 7)),
+              u8(255), u8(128))
+    qadd_case(out, "quant_qadd_mixed_saturate", ints(np.int8, (2, 5, 9)), i8(100),
+              ints(np.uint8, (2, 5, 9)), u8(3), i8(-128), ys=0.05)
+    qadd_case(out, "quant_qadd_relu_tasks", ints(np.uint8, (2, 3, 70, 80)), u8(128),
+              ints(np.uint8, (2, 3, 70, 80)), u8(100), u8(0), as_=0.02, bs=0.1, ys=0.05, relu=True)
+
+
 def dynamic_cases(out):
     write_case(out, "quant_dynamicquantizelinear_random", 11,
                node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
@@ -232,7 +275,7 @@ def main():
     p.add_argument("--out", required=True)
     args = p.parse_args()
     for cases in (quantize_cases, dequantize_cases, integer_product_cases, conv_cases,
-                  kernel_cases, dynamic_cases):
+                  kernel_cases, qadd_cases, dynamic_cases):
         cases(args.out)
     print("gen_quant_cases: wrote the quantization node tests to %s" % args.out)
 

@@ -18,3 +18,9 @@ void uk_qpack_isa_entry(uint8_t *bp, const uint8_t *x, int64_t k4)
 {
     smelt_uk_qpack_u8(bp, x, 0, k4, k4, 4 * k4, 32, 32, 8, 4, 1, 1, 4, 1, 1, 0, 0, 1, 1, 0, 0);
 }
+
+void uk_qadd_isa_entry(void *y, const void *a, const void *b, const float *prm, int64_t n);
+void uk_qadd_isa_entry(void *y, const void *a, const void *b, const float *prm, int64_t n)
+{
+    smelt_uk_qadd_u8(y, a, b, prm, 0, n, n, 0, 1, 0);
+}

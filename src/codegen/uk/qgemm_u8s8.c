@@ -339,4 +339,65 @@ static void smelt_uk_qgemm_u8s8(void *Y, const uint8_t *Bp, const int8_t *Ap, co
 #endif
         }
 }
+
+/* ---- smelt.qadd_u8: Add of two quantized tensors (QLinearAdd) ---- */
+
+/* One element of QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b))
+ * in float32 as those ops compute it: (float)(v - zp) * scale, the sum,
+ * rint(sum / y_scale) + y_zp saturated (NaN -> lo).  prm = {a_scale, a_zp,
+ * b_scale, b_zp, y_scale, y_zp}. */
+SMELT_UKQ_INLINE int64_t smelt_ukq_add1(int32_t a, int32_t b, const float *prm, float lo, float hi)
+{
+    float da = (float)(a - (int32_t)prm[1]) * prm[0];
+    float db = (float)(b - (int32_t)prm[3]) * prm[2];
+    SMELT_UKQ_NOFMA(da);
+    SMELT_UKQ_NOFMA(db);
+    float q = rintf((da + db) / prm[4]) + prm[5];
+    q = q > lo ? q : lo;
+    q = q < hi ? q : hi;
+    return (int64_t)q;
+}
+
+SMELT_UKQ_INLINE int32_t smelt_ukq_load8(const void *p, int64_t i, int is_signed)
+{
+    return is_signed ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
+}
+
+/* Y[i] for i in [t * chunk, t * chunk + chunk) (clipped to n), each operand
+ * and the result u8 or s8 (the *_signed flags). */
+static void smelt_uk_qadd_u8(void *Y, const void *A, const void *B, const float *prm, int64_t t,
+                             int64_t chunk, int64_t n, int64_t a_signed, int64_t b_signed,
+                             int64_t y_signed)
+{
+    int64_t i = t * chunk, end = i + chunk < n ? i + chunk : n;
+    float lo = y_signed ? -128.0f : 0.0f, hi = y_signed ? 127.0f : 255.0f;
+#if defined(__AVX2__)
+    const __m256i za = _mm256_set1_epi32((int32_t)prm[1]), zb = _mm256_set1_epi32((int32_t)prm[3]);
+    const __m256 sa = _mm256_set1_ps(prm[0]), sb = _mm256_set1_ps(prm[2]), sy = _mm256_set1_ps(prm[4]);
+    const __m256 zy = _mm256_set1_ps(prm[5]), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    for (; i + 8 <= end; i += 8) {
+        __m128i ra = _mm_loadl_epi64((const __m128i *)((const uint8_t *)A + i));
+        __m128i rb = _mm_loadl_epi64((const __m128i *)((const uint8_t *)B + i));
+        __m256i xa = a_signed ? _mm256_cvtepi8_epi32(ra) : _mm256_cvtepu8_epi32(ra);
+        __m256i xb = b_signed ? _mm256_cvtepi8_epi32(rb) : _mm256_cvtepu8_epi32(rb);
+        __m256 da = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(xa, za)), sa);
+        __m256 db = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(xb, zb)), sb);
+        __asm__("" : "+x"(da), "+x"(db)); /* no FMA contraction with the sum */
+        __m256 q = _mm256_div_ps(_mm256_add_ps(da, db), sy);
+        q = _mm256_add_ps(_mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
+        q = _mm256_min_ps(_mm256_max_ps(q, vlo), vhi); /* max_ps(NaN, lo) is lo */
+        __m256i v = _mm256_cvtps_epi32(q);
+        __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        __m128i w8 = y_signed ? _mm_packs_epi16(w16, w16) : _mm_packus_epi16(w16, w16);
+        _mm_storel_epi64((__m128i *)((uint8_t *)Y + i), w8);
+    }
+#endif
+    for (; i < end; i++) {
+        int64_t v = smelt_ukq_add1(smelt_ukq_load8(A, i, (int)a_signed), smelt_ukq_load8(B, i, (int)b_signed),
+                                   prm, lo, hi);
+        if (y_signed) ((int8_t *)Y)[i] = (int8_t)v;
+        else ((uint8_t *)Y)[i] = (uint8_t)v;
+    }
+}
+
 #endif
