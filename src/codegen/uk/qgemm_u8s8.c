@@ -69,11 +69,12 @@ SMELT_UKQ_INLINE void smelt_ukq_pack_panel_c(uint8_t *dst, const smelt_ukq_taps 
                                              int64_t sh, int64_t sw, int64_t ph, int64_t pw,
                                              int64_t dh, int64_t dw, uint8_t z, uint8_t f)
 {
-    for (int64_t j = 0; j < 16; j++) {
-        int64_t p = p0 + j, oh = p / Wo, ow = p % Wo;
+    int64_t oh = p0 / Wo, ow = p0 % Wo; /* stepped, not divided, per pixel */
+    for (int64_t j = 0; j < 16; j++, ow++) {
+        if (ow == Wo) ow = 0, oh++;
         for (int e = 0; e < 4; e++) {
             uint8_t v = z;
-            if (tp->valid[e] && p < P) {
+            if (tp->valid[e] && p0 + j < P) {
                 int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow * sw - pw + tp->kw[e] * dw;
                 if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = (uint8_t)(tp->plane[e][ih * W + iw] ^ f);
             }
