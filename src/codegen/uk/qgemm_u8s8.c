@@ -235,6 +235,18 @@ SMELT_UKQ_INLINE void smelt_ukq_store8(void *Y, int64_t off, int n, __m256i acc,
     acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(e, ae), _mm256_madd_epi16(o, ao)))
 #endif
 #define SMELT_UKQ_BCAST(r) _mm256_set1_epi32(smelt_ukq_word(a + (r) * K4 * 4 + k4 * 4))
+/* One row of the block; the empty asm keeps the row's two accumulators in
+ * registers there: with constant arguments GCC otherwise hoisted every row's
+ * broadcast and product, ran out of the 16 registers and carried two
+ * accumulators through the stack (a store-to-load chain per k step, half
+ * the kernel's time). */
+#define SMELT_UKQ_ROW(acc0, acc1, r)                                   \
+    do {                                                               \
+        __m256i a_ = SMELT_UKQ_BCAST(r);                               \
+        SMELT_UKQ_DOT(acc0, b0, a_);                                   \
+        SMELT_UKQ_DOT(acc1, b1, a_);                                   \
+        __asm__("" : "+x"(acc0), "+x"(acc1));                          \
+    } while (0)
 
 SMELT_UKQ_INLINE int32_t smelt_ukq_word(const int8_t *p)
 {
@@ -259,16 +271,10 @@ SMELT_UKQ_INLINE void smelt_ukq_block_avx2(void *Y, const uint8_t *Bp, const int
     for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
         __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
         __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-        __m256i a0 = SMELT_UKQ_BCAST(0), a1 = SMELT_UKQ_BCAST(1);
-        SMELT_UKQ_DOT(c00, b0, a0);
-        SMELT_UKQ_DOT(c01, b1, a0);
-        SMELT_UKQ_DOT(c10, b0, a1);
-        SMELT_UKQ_DOT(c11, b1, a1);
-        __m256i a2 = SMELT_UKQ_BCAST(2), a3 = SMELT_UKQ_BCAST(3);
-        SMELT_UKQ_DOT(c20, b0, a2);
-        SMELT_UKQ_DOT(c21, b1, a2);
-        SMELT_UKQ_DOT(c30, b0, a3);
-        SMELT_UKQ_DOT(c31, b1, a3);
+        SMELT_UKQ_ROW(c00, c01, 0);
+        SMELT_UKQ_ROW(c10, c11, 1);
+        SMELT_UKQ_ROW(c20, c21, 2);
+        SMELT_UKQ_ROW(c30, c31, 3);
     }
 #else
     const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi16(0xff);
@@ -276,16 +282,10 @@ SMELT_UKQ_INLINE void smelt_ukq_block_avx2(void *Y, const uint8_t *Bp, const int
         for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
             __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
             __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
-            __m256i a0 = SMELT_UKQ_BCAST(0), a1 = SMELT_UKQ_BCAST(1);
-            SMELT_UKQ_DOT(c00, b0, a0);
-            SMELT_UKQ_DOT(c01, b1, a0);
-            SMELT_UKQ_DOT(c10, b0, a1);
-            SMELT_UKQ_DOT(c11, b1, a1);
-            __m256i a2 = SMELT_UKQ_BCAST(2), a3 = SMELT_UKQ_BCAST(3);
-            SMELT_UKQ_DOT(c20, b0, a2);
-            SMELT_UKQ_DOT(c21, b1, a2);
-            SMELT_UKQ_DOT(c30, b0, a3);
-            SMELT_UKQ_DOT(c31, b1, a3);
+            SMELT_UKQ_ROW(c00, c01, 0);
+            SMELT_UKQ_ROW(c10, c11, 1);
+            SMELT_UKQ_ROW(c20, c21, 2);
+            SMELT_UKQ_ROW(c30, c31, 3);
         }
     } else {
         for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
