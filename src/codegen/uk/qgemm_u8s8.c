@@ -101,6 +101,35 @@ SMELT_UKQ_INLINE const uint8_t *smelt_ukq_run16(const smelt_ukq_taps *tp, int e,
     return tp->plane[e] + ih * W + iw;
 }
 
+#if defined(__SSE2__)
+/* Tap e's bytes (flipped) of the 16 pixels from p0, one output-row segment at
+ * a time (no division per pixel): x_zp where the window reads padding, past
+ * K or past P. */
+SMELT_UKQ_INLINE void smelt_ukq_gather16(uint8_t *tmp, const smelt_ukq_taps *tp, int e, int64_t p0,
+                                         int64_t P, int64_t H, int64_t W, int64_t Wo, int64_t sh,
+                                         int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw,
+                                         uint8_t z, uint8_t f)
+{
+    int64_t j = 0, oh = p0 / Wo, ow = p0 % Wo;
+    if (!tp->valid[e]) j = 16;
+    while (j < 16 && p0 + j < P) {
+        int64_t n = Wo - ow < 16 - j ? Wo - ow : 16 - j;
+        if (n > P - p0 - j) n = P - p0 - j;
+        int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow * sw - pw + tp->kw[e] * dw;
+        if (ih < 0 || ih >= H) {
+            memset(tmp + j, z, (size_t)n);
+        } else {
+            const uint8_t *row = tp->plane[e] + ih * W;
+            for (int64_t i = 0; i < n; i++, iw += sw) tmp[j + i] = iw >= 0 && iw < W ? (uint8_t)(row[iw] ^ f) : z;
+        }
+        j += n;
+        ow = 0;
+        oh++;
+    }
+    if (j < 16) memset(tmp + j, z, (size_t)(16 - j));
+}
+#endif
+
 /* Bp at (k4, p, e) = SMELT_UKQ_AT(k4, p, e) for k4 in [t * KT, t * KT + KT)
  * (clipped to K4): x at k = 4 * k4 + e of output pixel p = oh * Wo + ow,
  * x_zp where the window reads padding, past K or past P (the weights are 0
@@ -129,26 +158,32 @@ static void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT,
         for (int64_t p0 = 0; p0 < Pp; p0 += 16) {
             uint8_t *dst = Bp + SMELT_UKQ_AT(k4, p0, 0);
 #if defined(__SSE2__)
-            const uint8_t *s0 = smelt_ukq_run16(&tp, 0, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
-            const uint8_t *s1 = smelt_ukq_run16(&tp, 1, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
-            const uint8_t *s2 = smelt_ukq_run16(&tp, 2, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
-            const uint8_t *s3 = smelt_ukq_run16(&tp, 3, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
-            if (s0 && s1 && s2 && s3) {
-                __m128i fl = _mm_set1_epi8((char)f);
-                __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s0), fl);
-                __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s1), fl);
-                __m128i a2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s2), fl);
-                __m128i a3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)s3), fl);
-                __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
-                __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
-                _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(t0, t2));
-                _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(t0, t2));
-                _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(t1, t3));
-                _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(t1, t3));
-                continue;
+            /* each tap's 16 bytes: read in place when contiguous, else
+             * gathered row segment by row segment */
+            uint8_t tmp[4][16];
+            const uint8_t *src[4];
+            for (int e = 0; e < 4; e++) {
+                src[e] = smelt_ukq_run16(&tp, e, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
+                if (!src[e]) {
+                    smelt_ukq_gather16(tmp[e], &tp, e, p0, P, H, W, Wo, sh, sw, ph, pw, dh, dw, z, f);
+                    src[e] = tmp[e];
+                }
             }
-#endif
+            const __m128i fl = _mm_set1_epi8((char)f), zero = _mm_setzero_si128();
+            /* runs read in place still need the flip; gathered bytes have it */
+            __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[0]), src[0] == tmp[0] ? zero : fl);
+            __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[1]), src[1] == tmp[1] ? zero : fl);
+            __m128i a2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[2]), src[2] == tmp[2] ? zero : fl);
+            __m128i a3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[3]), src[3] == tmp[3] ? zero : fl);
+            __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
+            __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
+            _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(t0, t2));
+            _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(t0, t2));
+            _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(t1, t3));
+            _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(t1, t3));
+#else
             smelt_ukq_pack_panel_c(dst, &tp, p0, P, H, W, Wo, sh, sw, ph, pw, dh, dw, z, f);
+#endif
         }
     }
 }
