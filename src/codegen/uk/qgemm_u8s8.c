@@ -270,6 +270,15 @@ SMELT_UKQ_INLINE void smelt_ukq_store8(void *Y, int64_t off, int n, __m256i acc,
     acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(e, ae), _mm256_madd_epi16(o, ao)))
 #endif
 #define SMELT_UKQ_BCAST(r) _mm256_set1_epi32(smelt_ukq_word(a + (r) * K4 * 4 + k4 * 4))
+/* the exact AVX2 row: the weights' even and odd bytes sign-extended to 16 bits */
+#define SMELT_UKQ_ROW16(acc0, acc1, r)                                                 \
+    do {                                                                               \
+        __m256i w_ = SMELT_UKQ_BCAST(r);                                               \
+        __m256i ae_ = _mm256_srai_epi16(_mm256_slli_epi16(w_, 8), 8), ao_ = _mm256_srai_epi16(w_, 8); \
+        SMELT_UKQ_DOT16(acc0, e0, o0, ae_, ao_);                                       \
+        SMELT_UKQ_DOT16(acc1, e1, o1, ae_, ao_);                                       \
+        __asm__("" : "+x"(acc0), "+x"(acc1));                                          \
+    } while (0)
 /* One row of the block; the empty asm keeps the row's two accumulators in
  * registers there: with constant arguments GCC otherwise hoisted every row's
  * broadcast and product, ran out of the 16 registers and carried two
@@ -328,14 +337,10 @@ SMELT_UKQ_INLINE void smelt_ukq_block_avx2(void *Y, const uint8_t *Bp, const int
             __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
             __m256i e0 = _mm256_and_si256(b0, low), o0 = _mm256_srli_epi16(b0, 8);
             __m256i e1 = _mm256_and_si256(b1, low), o1 = _mm256_srli_epi16(b1, 8);
-            for (int r = 0; r < SMELT_UKQ_ROWS; r++) {
-                __m256i aw = SMELT_UKQ_BCAST(r);
-                __m256i ae = _mm256_srai_epi16(_mm256_slli_epi16(aw, 8), 8), ao = _mm256_srai_epi16(aw, 8);
-                __m256i *c0 = r == 0 ? &c00 : r == 1 ? &c10 : r == 2 ? &c20 : &c30;
-                __m256i *c1 = r == 0 ? &c01 : r == 1 ? &c11 : r == 2 ? &c21 : &c31;
-                SMELT_UKQ_DOT16(*c0, e0, o0, ae, ao);
-                SMELT_UKQ_DOT16(*c1, e1, o1, ae, ao);
-            }
+            SMELT_UKQ_ROW16(c00, c01, 0);
+            SMELT_UKQ_ROW16(c10, c11, 1);
+            SMELT_UKQ_ROW16(c20, c21, 2);
+            SMELT_UKQ_ROW16(c30, c31, 3);
         }
     }
 #endif
