@@ -109,8 +109,13 @@ if(SMELT_PYTHON)
             --dump-ir=c)
   set_tests_properties(conformance/quant_kernel_cases_use_kernels PROPERTIES
     PASS_REGULAR_EXPRESSION "smelt_uk_qgemm_u8s8\\(&")
+  # cross-built for aarch64 (the plain C branch; the check builds with -Wall -Werror:
+  # a module carries every kernel of the file and calls some) and run under qemu
+  add_test(NAME aarch64/quant_kernel_cases
+    COMMAND smelt_cli check --target aarch64 ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_k_tail_7bit
+            ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_qadd_u8_tail)
   set_tests_properties(conformance/quant_kernel_cases_generic conformance/quant_kernel_cases_use_kernels
-    PROPERTIES FIXTURES_REQUIRED quant_cases)
+    aarch64/quant_kernel_cases PROPERTIES FIXTURES_REQUIRED quant_cases)
   # ---- graphs with float8/float4/int4/int2 tensors: packed initializers, low-bit
   # values between nodes and as outputs (include/smelt_lowbit.h) ----
   smelt_generated_cases(lowbit ${SMELT_PYTHON} gen_lowbit_cases.py)
@@ -427,6 +432,12 @@ add_test(NAME aot/embedding
 add_test(NAME bench/fma_peak_builds
   COMMAND cc -O2 -march=native -pthread -c ${CMAKE_SOURCE_DIR}/bench/fma_peak.c
           -o ${CMAKE_BINARY_DIR}/fma_peak.o)
+
+# bench/int8_peak.c (the AVX2 int8 ceiling docs/benchmarks.md quotes) builds
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_test(NAME bench/int8_peak_builds
+    COMMAND cc -O3 -mavx2 -c ${CMAKE_SOURCE_DIR}/bench/int8_peak.c -o ${CMAKE_BINARY_DIR}/int8_peak.o)
+endif()
 
 # ---- aarch64 (NEON): cross-built with Debian's gcc-aarch64-linux-gnu, run under qemu-user ----
 target_compile_definitions(test_target_aarch64 PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

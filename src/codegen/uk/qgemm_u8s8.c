@@ -34,10 +34,14 @@
 #endif
 
 #if defined(__GNUC__)
+/* the file carries every kernel; a module calls some (AOT packages build
+ * with -Wall -Werror) */
+#define SMELT_UKQ_KERNEL static __attribute__((unused))
 #define SMELT_UKQ_INLINE static inline __attribute__((always_inline))
 /* keeps x * m and + zp two roundings (no FMA contraction), as in the reference */
 #define SMELT_UKQ_NOFMA(x) __asm__("" : "+m"(x))
 #else
+#define SMELT_UKQ_KERNEL static
 #define SMELT_UKQ_INLINE static inline
 #define SMELT_UKQ_NOFMA(x) (void)0
 #endif
@@ -136,7 +140,7 @@ SMELT_UKQ_INLINE void smelt_ukq_gather16(uint8_t *tmp, const smelt_ukq_taps *tp,
  * there or the pixel is not stored).  flip = 0x80 turns s8 into u8 (x_zp
  * flipped too).  Panels whose four taps read 16 consecutive bytes each are
  * interleaved with SSE2 shuffles; the others element by element. */
-static void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT, int64_t K4,
+SMELT_UKQ_KERNEL void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT, int64_t K4,
                               int64_t K, int64_t P, int64_t Pp, int64_t H, int64_t W, int64_t KH,
                               int64_t KW, int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
                               int64_t pw, int64_t dh, int64_t dw, int64_t xz, int64_t flip)
@@ -359,7 +363,7 @@ SMELT_UKQ_INLINE void smelt_ukq_block_avx2(void *Y, const uint8_t *Bp, const int
  * row chunk t / n_pt of MT rows, pixel chunk t % n_pt of PT pixels (MT a
  * multiple of 8, PT of 32), clipped to Mpad and Pp; stores only m < M,
  * p < P.  safe16: no pair of weights of a row can saturate vpmaddubsw. */
-static void smelt_uk_qgemm_u8s8(void *Y, const uint8_t *Bp, const int8_t *Ap, const int32_t *comp,
+SMELT_UKQ_KERNEL void smelt_uk_qgemm_u8s8(void *Y, const uint8_t *Bp, const int8_t *Ap, const int32_t *comp,
                                 const double *mult, int64_t t, int64_t n_pt, int64_t MT, int64_t PT,
                                 int64_t M, int64_t Mpad, int64_t P, int64_t Pp, int64_t K4,
                                 int64_t yz, int64_t lo, int64_t hi, int64_t safe16)
@@ -406,7 +410,7 @@ SMELT_UKQ_INLINE int32_t smelt_ukq_load8(const void *p, int64_t i, int is_signed
 
 /* Y[i] for i in [t * chunk, t * chunk + chunk) (clipped to n), each operand
  * and the result u8 or s8 (the *_signed flags). */
-static void smelt_uk_qadd_u8(void *Y, const void *A, const void *B, const float *prm, int64_t t,
+SMELT_UKQ_KERNEL void smelt_uk_qadd_u8(void *Y, const void *A, const void *B, const float *prm, int64_t t,
                              int64_t chunk, int64_t n, int64_t a_signed, int64_t b_signed,
                              int64_t y_signed)
 {
