@@ -1,4 +1,6 @@
-/* The int8 convolution micro-kernels (issue #10, docs/quantization.md).
+/* The int8 micro-kernels (issue #10, docs/quantization.md): the convolution
+ * (smelt_uk_qpack_u8, smelt_uk_qgemm_u8s8: QLinearConv) and the add of two
+ * quantized tensors (smelt_uk_qadd_u8: smelt.QLinearAdd).
  *
  * This file is C99 text that the code generator copies into a module
  * (embedded at build time, microkernel.c) and that the loop-IR interpreter
@@ -24,7 +26,7 @@
  * -x_zp * sum_k Ap, so the accumulator equals ONNX's
  * sum (x - x_zp) * (w - w_zp) + bias; the epilogue requantizes it as the
  * reference kernel does: rint(double(acc) * mult[m] + y_zp), saturated. */
-#ifndef SMELT_UK_QGEMM_U8S8_C /* both kernels carry this text; a module gets it once */
+#ifndef SMELT_UK_QGEMM_U8S8_C /* every kernel carries this text; a module gets it once */
 #define SMELT_UK_QGEMM_U8S8_C
 #include <math.h>
 #include <stdint.h>
