@@ -9,6 +9,20 @@ foreach(src ${SMELT_UNIT_TESTS})
   add_test(NAME unit/${name} COMMAND ${name})
 endforeach()
 
+# ---- The int8 micro-kernels built with each x86 target's dot-product ISA (compiled,
+# not run: this host may lack VNNI); the assembly must hold that ISA's instruction ----
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  foreach(isa "avx512vnni|-mavx512f -mavx512bw -mavx512vl -mavx512vnni|vpdpbusd"
+              "avxvnni|-mavx2 -mavxvnni|vpdpbusd" "avx2|-mavx2 -mfma|vpmaddubsw")
+    string(REPLACE "|" ";" parts "${isa}")
+    list(GET parts 0 name)
+    list(GET parts 1 flags)
+    list(GET parts 2 insn)
+    add_test(NAME unit/uk_qgemm_isa_${name}
+      COMMAND sh -c "${CMAKE_C_COMPILER} -std=c99 -O2 -Wall -Wextra -Werror ${flags} -S -o uk_qgemm_isa_${name}.s ${CMAKE_SOURCE_DIR}/tests/unit/uk_qgemm_isa.c && grep -q ${insn} uk_qgemm_isa_${name}.s")
+  endforeach()
+endif()
+
 # ---- Conformance: ONNX backend node tests (Debian's libonnx-testdata, onnx 1.12) ----
 set(ONNX_NODE_TESTS /usr/include/onnx/backend/test/data/node)
 if(EXISTS ${ONNX_NODE_TESTS})
@@ -82,6 +96,26 @@ if(SMELT_PYTHON)
   # ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
   # values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
   smelt_generated_cases(quant ${SMELT_PYTHON} gen_quant_cases.py)
+  # the int8 micro-kernel cases (quant_kernel_*) also built for the generic
+  # target (the kernels' plain C branch), and the kernels must be what runs
+  set(quant_kernel_dirs)
+  foreach(c k_tail_7bit 8bit_stride_dilation s8_groups s8_zp_max u8_weights_zp wide_rows tasks_batch)
+    list(APPEND quant_kernel_dirs ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_${c})
+  endforeach()
+  add_test(NAME conformance/quant_kernel_cases_generic
+    COMMAND smelt_cli check --compiled --target generic ${quant_kernel_dirs})
+  add_test(NAME conformance/quant_kernel_cases_use_kernels
+    COMMAND smelt_cli compile ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_s8_groups/model.onnx
+            --dump-ir=c)
+  set_tests_properties(conformance/quant_kernel_cases_use_kernels PROPERTIES
+    PASS_REGULAR_EXPRESSION "smelt_uk_qgemm_u8s8\\(&")
+  # cross-built for aarch64 (the plain C branch; the check builds with -Wall -Werror:
+  # a module carries every kernel of the file and calls some) and run under qemu
+  add_test(NAME aarch64/quant_kernel_cases
+    COMMAND smelt_cli check --target aarch64 ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_k_tail_7bit
+            ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_qadd_u8_tail)
+  set_tests_properties(conformance/quant_kernel_cases_generic conformance/quant_kernel_cases_use_kernels
+    aarch64/quant_kernel_cases PROPERTIES FIXTURES_REQUIRED quant_cases)
   # ---- graphs with float8/float4/int4/int2 tensors: packed initializers, low-bit
   # values between nodes and as outputs (include/smelt_lowbit.h) ----
   smelt_generated_cases(lowbit ${SMELT_PYTHON} gen_lowbit_cases.py)
@@ -438,6 +472,12 @@ add_test(NAME aot/embedding
 add_test(NAME bench/fma_peak_builds
   COMMAND cc -O2 -march=native -pthread -c ${CMAKE_SOURCE_DIR}/bench/fma_peak.c
           -o ${CMAKE_BINARY_DIR}/fma_peak.o)
+
+# bench/int8_peak.c (the AVX2 int8 ceiling docs/benchmarks.md quotes) builds
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_test(NAME bench/int8_peak_builds
+    COMMAND cc -O3 -mavx2 -c ${CMAKE_SOURCE_DIR}/bench/int8_peak.c -o ${CMAKE_BINARY_DIR}/int8_peak.o)
+endif()
 
 # ---- aarch64 (NEON): cross-built with Debian's gcc-aarch64-linux-gnu, run under qemu-user ----
 target_compile_definitions(test_target_aarch64 PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

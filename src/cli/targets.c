@@ -54,14 +54,14 @@ int cli_targets(int argc, char **argv)
         return 2;
     }
     const cg_target *host = cg_target_host();
-    printf("%-8s %5s %5s %6s  %s\n", "target", "lanes", "regs", "L1", "runs here");
+    printf("%-11s %5s %5s %6s  %s\n", "target", "lanes", "regs", "L1", "runs here");
     for (int i = 0; i < cg_target_count(); i++) {
         const cg_target *t = cg_target_at(i);
         char run[256];
         describe_run(t, run, sizeof run);
-        printf("%-8s %5d %5d %5lldK  %s\n         %s\n", t->name, t->hw.lanes, t->hw.vector_regs,
+        printf("%-11s %5d %5d %5lldK  %s\n            %s\n", t->name, t->hw.lanes, t->hw.vector_regs,
                (long long)(t->hw.l1_bytes >> 10), run, t->summary);
     }
-    printf("host     = %s with -march=native\n", host->name);
+    printf("host        = %s with -march=native\n", host->name);
     return 0;
 }

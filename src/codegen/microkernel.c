@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "codegen/embed.h"
 #include "codegen/microkernel.h"
 #include "codegen/target.h"
 
@@ -248,20 +249,30 @@
     "    memcpy(dst, src, (size_t)n * sizeof(float));\n" \
     "}\n"
 
+/* The int8 convolution and add kernels (uk/qgemm_u8s8.c: its ISA branches follow
+ * the compiler's macros, so one text serves every family).  Both names
+ * carry the whole file, which an include guard keeps to one copy. */
+#define INT8_KERNELS                                                             \
+    {"smelt.qpack_u8", "smelt_uk_qpack_u8", NULL, "smelt_uk_qgemm_u8s8.c"},     \
+    {"smelt.qgemm_u8s8", "smelt_uk_qgemm_u8s8", NULL, "smelt_uk_qgemm_u8s8.c"},       \
+    {"smelt.qadd_u8", "smelt_uk_qadd_u8", NULL, "smelt_uk_qgemm_u8s8.c"},
+
 /* One table per micro-kernel family (cg_target.microkernels); every
  * family has every kernel, so a schedule replays on any target.  Add
  * kernels here as {name, c_name, source}. */
 static const cg_microkernel x86_kernels[] = {
-    {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE},
-    {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_SOURCE},
-    {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE},
+    {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE, NULL},
+    {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_SOURCE, NULL},
+    {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE, NULL},
+    INT8_KERNELS
 };
 
 /* the transposes' widest tile is 4 x 4 there already (no __AVX__) */
 static const cg_microkernel neon_kernels[] = {
-    {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE},
-    {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_NEON_SOURCE},
-    {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE},
+    {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE, NULL},
+    {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_NEON_SOURCE, NULL},
+    {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE, NULL},
+    INT8_KERNELS
 };
 
 _Static_assert(SMELT_ARRAY_LEN(x86_kernels) == SMELT_ARRAY_LEN(neon_kernels),
@@ -275,6 +286,13 @@ const cg_microkernel *cg_microkernel_find_for(const cg_target *t, const char *na
     for (size_t i = 0; i < SMELT_ARRAY_LEN(x86_kernels); i++)
         if (!strcmp(table[i].name, name)) return &table[i];
     return NULL;
+}
+
+const char *cg_microkernel_text(const cg_microkernel *k)
+{
+    if (k->source) return k->source;
+    const cg_embedded_file *f = cg_runtime_file(k->embedded);
+    return f ? (const char *)f->data : "";
 }
 
 const cg_microkernel *cg_microkernel_find(const char *name)

@@ -14,6 +14,10 @@ static const char *const avx512_flags[] = {"-mavx512f", "-mavx512bw", "-mavx512v
                                            "-mavx2",    "-mfma",      "-mf16c",     "-mbmi2",
                                            "-mprefer-vector-width=512", NULL};
 static const char *const avx2_flags[] = {"-mavx2", "-mfma", "-mf16c", "-mbmi2", NULL};
+static const char *const avx512_vnni_flags[] = {
+    "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx2", "-mfma",
+    "-mf16c",    "-mbmi2",     "-mprefer-vector-width=512", NULL};
+static const char *const avx2_vnni_flags[] = {"-mavx2", "-mavxvnni", "-mfma", "-mf16c", "-mbmi2", NULL};
 static const char *const no_flags[] = {NULL};
 static const char *const native_flags[] = {"-march=native", NULL};
 /* ARMv8.0-A: NEON and FMA are part of the base architecture */
@@ -45,6 +49,14 @@ static const cg_target targets[] = {
                CG_ISA_AVX512, 64, false, avx512_flags, HW_AVX512),
     X86_TARGET("avx2", "x86-64 AVX2 + FMA: 8 float lanes, 16 registers", CG_ISA_AVX2, 32, false,
                avx2_flags, HW_AVX2),
+    /* the int8 micro-kernels with vpdpbusd (Ice Lake, Zen 4 and later; Alder Lake) */
+    {.name = "avx512-vnni", .summary = "avx512 + AVX-512 VNNI (int8 dot products)", .isa = CG_ISA_AVX512,
+     .arch = CG_ARCH_X86_64, .vector_bytes = 64, .native = false, .isa_flags = avx512_vnni_flags,
+     .hw = HW_AVX512, .microkernels = CG_UK_X86, .x86_vector_ops = true,
+     .int8_dot = CG_DOT_AVX512VNNI},
+    {.name = "avx2-vnni", .summary = "avx2 + AVX-VNNI (int8 dot products)", .isa = CG_ISA_AVX2,
+     .arch = CG_ARCH_X86_64, .vector_bytes = 32, .native = false, .isa_flags = avx2_vnni_flags,
+     .hw = HW_AVX2, .microkernels = CG_UK_X86, .x86_vector_ops = true, .int8_dot = CG_DOT_AVXVNNI},
     {.name = "generic", .summary = "portable C99 without vector types", .isa = CG_ISA_GENERIC,
      .arch = CG_ARCH_ANY, .vector_bytes = 0, .native = false, .isa_flags = no_flags,
      .hw = HW_SCALAR, .microkernels = CG_UK_X86, .x86_vector_ops = true},
@@ -107,7 +119,20 @@ const cg_target *cg_target_find(const char *name)
     return NULL;
 }
 
-const char *cg_target_names(void) { return "avx512, avx2, generic, aarch64, host"; }
+const char *cg_target_names(void)
+{
+    return "avx512, avx512-vnni, avx2, avx2-vnni, generic, aarch64, host";
+}
+
+static bool host_has_dot(cg_int8_dot d)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (d == CG_DOT_AVX512VNNI) return __builtin_cpu_supports("avx512vnni");
+    if (d == CG_DOT_AVXVNNI) return __builtin_cpu_supports("avxvnni");
+#endif
+    return d == CG_DOT_NONE;
+}
 
 int cg_target_count(void) { return (int)SMELT_ARRAY_LEN(targets); }
 
@@ -127,6 +152,7 @@ bool cg_target_runnable(const cg_target *t)
     if (t->arch == CG_ARCH_ANY) return true;
     if (t->isa == CG_ISA_NEON) return true; /* part of ARMv8-A */
     cg_isa host = detect_isa();
+    if (!host_has_dot(t->int8_dot)) return false;
     return t->isa == CG_ISA_AVX2 ? host >= CG_ISA_AVX2 : t->isa == CG_ISA_AVX512 ? host == CG_ISA_AVX512 : true;
 }
 

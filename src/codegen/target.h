@@ -31,6 +31,15 @@ typedef enum cg_uk_family {
     CG_UK_NEON, /* register blocks for 32 NEON registers of 4 float lanes */
 } cg_uk_family;
 
+/* The int8 dot-product instructions a target's code may use (the int8
+ * micro-kernels pick them from the compiler's ISA macros, which the
+ * target's flags set; this says which CPU feature running it needs). */
+typedef enum cg_int8_dot {
+    CG_DOT_NONE,       /* AVX2: vpmaddubsw / vpmaddwd; or plain C */
+    CG_DOT_AVX512VNNI, /* vpdpbusd (AVX-512 VNNI + VL) */
+    CG_DOT_AVXVNNI,    /* vpdpbusd (AVX-VNNI, VEX-encoded) */
+} cg_int8_dot;
+
 typedef struct cg_target {
     const char *name;          /* "avx512", "avx2", "generic", "aarch64" */
     const char *summary;       /* one line for `smelt targets` */
@@ -48,16 +57,17 @@ typedef struct cg_target {
     /* How its code runs when the host cannot: an emulator command and its
      * arguments before the program (NULL: only on a machine of its arch). */
     const char *const *emulator;
+    cg_int8_dot int8_dot;
 } cg_target;
 
-/* "avx512", "avx2", "generic", "aarch64", or "host"/"native" (the host's
+/* "avx512", "avx512-vnni", "avx2", "avx2-vnni", "generic", "aarch64", or "host"/"native" (the host's
  * best ISA, built with -march=native).  NULL for an unknown name. */
 const cg_target *cg_target_find(const char *name);
 
 /* The host's best ISA (detected once), with -march=native. */
 const cg_target *cg_target_host(void);
 
-/* The names accepted by cg_target_find, for messages: "avx512, avx2, generic, aarch64, host". */
+/* The names accepted by cg_target_find, for messages. */
 const char *cg_target_names(void);
 
 /* The targets cg_target_find knows by name (not "host"), in listing order. */

@@ -111,7 +111,7 @@ static smelt_status const_slot(prog_builder *pb, const te_const *c, ir_slot *out
 {
     const_weight *w = smelt_arena_alloc(&pb->lp->arena, sizeof *w);
     if (!w || !smelt_ptrvec_push(&pb->weight_consts, w)) return prog_oom(pb);
-    *w = (const_weight){.offset = pb->weight_bytes, .bytes = c->numel * (int64_t)sizeof(float),
+    *w = (const_weight){.offset = pb->weight_bytes, .bytes = c->numel * (int64_t)smelt_dtype_size(c->t->buf->dtype),
                         .data = c->data};
     *out = (ir_slot){IR_SLOT_WEIGHT, 0, pb->weight_bytes};
     pb->weight_bytes = align_up(pb->weight_bytes + w->bytes);

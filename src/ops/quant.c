@@ -834,7 +834,7 @@ static int64_t requantize(int64_t acc, double mult, int64_t zp, int64_t lo, int6
 }
 
 /* a_scale * b_scale / y_scale in the scales' type. */
-static double requant_multiplier(smelt_dtype dt, double a, double b, double y)
+double op_quant_multiplier(smelt_dtype dt, double a, double b, double y)
 {
     return round_to(dt, round_to(dt, (float)a * (float)b) / (float)y);
 }
@@ -1048,7 +1048,7 @@ static smelt_status qlinear_matmul_eval(smelt_ctx *ctx, const gr_node *node,
         operand_indices(a->rank, b->rank, acc.rank, oidx, ai, bi);
         double as = op_get_f64(in[QM_AS], param_offset(&pp.a_scale, a, ai));
         double bs = op_get_f64(in[QM_BS], param_offset(&pp.b_scale, b, bi));
-        double m = requant_multiplier(in[QM_AS]->dtype, as, bs, ys);
+        double m = op_quant_multiplier(in[QM_AS]->dtype, as, bs, ys);
         op_set_i64(&out[0], i, requantize(((int32_t *)acc.data)[i], m, yz, lo, hi));
         op_next_index(oidx, acc.dims, acc.rank);
     }
@@ -1269,7 +1269,7 @@ static smelt_status qlinear_conv_eval(smelt_ctx *ctx, const gr_node *node,
         int64_t widx[SMELT_MAX_RANK] = {m};
         double ws = op_get_f64(in[QC_WS], param_offset(&cp.w_scale, in[QC_W], widx));
         int32_t v = (int32_t)((uint32_t)((int32_t *)acc.data)[i] + (uint32_t)(b ? op_get_i64(b, m) : 0));
-        double mult = requant_multiplier(in[QC_XS]->dtype, xs, ws, ys);
+        double mult = op_quant_multiplier(in[QC_XS]->dtype, xs, ws, ys);
         op_set_i64(&out[0], i, requantize(v, mult, yz, lo, hi));
     }
     smelt_free(acc.data);
@@ -1304,6 +1304,8 @@ static smelt_status qlinear_conv_compute(op_compute_args *a)
     qconv_te *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
     if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
     SMELT_TRY(qlinear_conv_check(a->ctx, a->node, in, &d->cp, &shape));
+    SMELT_TRY(op_qlinear_conv_fast(a, &a->out[0])); /* constant weights: int8 micro-kernels */
+    if (a->out[0]) return SMELT_OK;
     d->acc = conv_like_compute_sum(a, &d->cp, QC_XZ, QC_WZ, "conv");
     if (!d->acc) return smelt_ctx_status(a->ctx);
     d->x_scale = a->in[QC_XS];

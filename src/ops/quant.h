@@ -15,4 +15,15 @@ typedef struct op_quant_attrs {
     bool saturate;            /* QuantizeLinear to a float8 type */
 } op_quant_attrs;
 
+/* a_scale * b_scale / y_scale rounded in the scales' type dt, as the
+ * reference requantization uses it (quant.c). */
+double op_quant_multiplier(smelt_dtype dt, double a, double b, double y);
+
+struct op_compute_args;
+struct te_tensor;
+/* QLinearConv as int8 micro-kernel calls (quant_fast.c): an extern stage
+ * writing y, when the op's constants and shape allow it; *out = NULL (and
+ * SMELT_OK) when they do not, and the caller builds the generic loop nest. */
+smelt_status op_qlinear_conv_fast(struct op_compute_args *a, struct te_tensor **out);
+
 #endif

@@ -222,6 +222,34 @@ static smelt_status try_int8_maxpool(smelt_ctx *ctx, gr_graph *g, gr_node *mp, g
     return SMELT_OK;
 }
 
+static bool same_static_shape(const gr_value *a, const gr_value *b)
+{
+    if (a->rank < 0 || a->rank != b->rank) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] < 0 || a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+/* QuantizeLinear(DequantizeLinear(a_q) + DequantizeLinear(b_q)) of two
+ * 8-bit tensors of one shape, all per tensor => smelt.QLinearAdd(a_q, ...,
+ * b_q, ...): the same float32 arithmetic in one vectorised kernel, so a
+ * residual connection reads and writes 8-bit tensors (exact). */
+static smelt_status try_qlinear_add(smelt_ctx *ctx, gr_graph *g, gr_node *add, gr_node *q,
+                                    bool relu, bool *fused)
+{
+    const gr_node *da = activation_dq(add->inputs[0]), *db = activation_dq(input(add, 1));
+    if (!da || !db || !same_static_shape(da->inputs[0], db->inputs[0]) ||
+        !same_static_shape(da->inputs[0], q->outputs[0]))
+        return SMELT_OK;
+    gr_value *ins[8] = {da->inputs[0], da->inputs[1], da->inputs[2], db->inputs[0],
+                        db->inputs[1], db->inputs[2], q->inputs[1],  q->inputs[2]};
+    gr_node *qa = pu_node_new(ctx, g, add->name, OP_QLINEAR_ADD, ins, 8, 1);
+    if (!qa) return smelt_ctx_status(ctx);
+    SMELT_TRY(pu_node_import(ctx, g, qa));
+    *fused = true;
+    return place_output(ctx, g, qa, q, relu);
+}
+
 static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int *uses,
                              bool *fused)
 {
@@ -238,6 +266,8 @@ static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int 
     }
     gr_node *mm = pu_producer(y, OP_MATMUL);
     if (mm) return try_fuse_matmul(ctx, g, mm, q, relu != NULL, fused);
+    gr_node *add = pu_producer(y, OP_ADD);
+    if (add) return try_qlinear_add(ctx, g, add, q, relu != NULL, fused);
     gr_node *conv = pu_producer(y, OP_CONV);
     if (!conv) return SMELT_OK;
     const gr_node *x_dq = activation_dq(conv->inputs[0]);

@@ -57,11 +57,12 @@ typedef struct te_conv2d_info {
 } te_conv2d_info;
 
 /* A constant computed at compile time from other constants (Winograd's
- * transformed weights): a placeholder whose contents the te graph holds.
- * Lowering binds it to the weight blob like a graph constant. */
+ * transformed weights, int8 weights packed for a micro-kernel): a
+ * placeholder whose contents the te graph holds.  Lowering binds it to the
+ * weight blob like a graph constant. */
 typedef struct te_const {
     const struct te_tensor *t;
-    float *data; /* smelt_alloc'd, freed with the graph */
+    void *data; /* numel elements of t's dtype; smelt_alloc'd, freed with the graph */
     int64_t numel;
 } te_const;
 

@@ -4,6 +4,8 @@
 
 #include "tir/interp.h"
 #include "tir/scalar.h"
+/* the int8 micro-kernels' own source (the same text generated code carries) */
+#include "codegen/uk/qgemm_u8s8.c"
 
 /* ---- values ---- */
 
@@ -523,6 +525,92 @@ static smelt_status run_transpose_f32(tir_interp *it, const ir_stmt *s)
     return SMELT_OK;
 }
 
+/* A call's arguments: buffer pointers (element index applied) for the
+ * first n_bufs, int64 values for the rest; each buffer must hold at least
+ * need[i] elements from its index (computed by the caller's check). */
+typedef struct kernel_args {
+    void *ptr[5];
+    int64_t room[5]; /* elements from the pointer to the buffer's end */
+    int64_t v[24];
+} kernel_args;
+
+static smelt_status read_kernel_args(tir_interp *it, const ir_stmt *s, int n, int n_bufs,
+                                     kernel_args *ka)
+{
+    if (s->call.n != n)
+        return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: %s takes %d arguments",
+                          s->call.kernel, n);
+    for (int a = 0; a < n; a++) {
+        const ir_call_arg *arg = &s->call.args[a];
+        if ((a < n_bufs) != (arg->buf != NULL))
+            return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: bad %s argument %d",
+                              s->call.kernel, a);
+        tir_value x;
+        SMELT_TRY(tir_interp_eval(it, arg->index, &x));
+        ka->v[a] = cast_value(x, SMELT_DT_INT64).i;
+        if (a >= n_bufs) continue;
+        const tir_interp_buf *bb = find_buf(it, arg->buf);
+        if (!bb) return smelt_errf(it->ctx, SMELT_ERR_ARG, "tir interpreter: buffer '%s' is not bound", arg->buf->name);
+        if (ka->v[a] < 0 || ka->v[a] > bb->n_elems)
+            return smelt_errf(it->ctx, SMELT_ERR_RUNTIME, "tir interpreter: %s argument %d outside '%s'",
+                              s->call.kernel, a, arg->buf->name);
+        ka->ptr[a] = (char *)bb->data + ka->v[a] * (int64_t)smelt_dtype_size(bb->buf->dtype);
+        ka->room[a] = bb->n_elems - ka->v[a];
+    }
+    return SMELT_OK;
+}
+
+static smelt_status kernel_room(tir_interp *it, const ir_stmt *s, const kernel_args *ka, int a,
+                                int64_t need)
+{
+    if (need <= ka->room[a]) return SMELT_OK;
+    return smelt_errf(it->ctx, SMELT_ERR_RUNTIME, "tir interpreter: %s reads or writes %lld elements "
+                      "of argument %d where %lld remain", s->call.kernel, (long long)need, a,
+                      (long long)ka->room[a]);
+}
+
+/* smelt.qpack_u8(Bp, X, t, KT, K4, K, P, Pp, H, W, KH, KW, Wo, sh, sw, ph, pw, dh, dw, xz, flip) */
+static smelt_status run_qpack_u8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 21, 2, &ka));
+    const int64_t *v = ka.v;
+    int64_t khw = v[10] * v[11], channels = khw > 0 ? (v[5] + khw - 1) / khw : 0;
+    SMELT_TRY(kernel_room(it, s, &ka, 0, v[4] * v[7] * 4));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, channels * v[8] * v[9]));
+    smelt_uk_qpack_u8(ka.ptr[0], ka.ptr[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10],
+                      v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20]);
+    return SMELT_OK;
+}
+
+/* smelt.qgemm_u8s8(Y, Bp, Ap, comp, mult, t, n_pt, MT, PT, M, Mpad, P, Pp, K4, yz, lo, hi, safe16) */
+static smelt_status run_qgemm_u8s8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 18, 5, &ka));
+    const int64_t *v = ka.v;
+    SMELT_TRY(kernel_room(it, s, &ka, 0, v[9] * v[11]));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, v[13] * v[12] * 4));
+    SMELT_TRY(kernel_room(it, s, &ka, 2, v[10] * v[13] * 4));
+    SMELT_TRY(kernel_room(it, s, &ka, 3, v[10]));
+    SMELT_TRY(kernel_room(it, s, &ka, 4, v[10]));
+    smelt_uk_qgemm_u8s8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], ka.ptr[4], v[5], v[6], v[7], v[8],
+                        v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17]);
+    return SMELT_OK;
+}
+
+/* smelt.qadd_u8(Y, A, B, prm, t, chunk, n, a_signed, b_signed, y_signed) */
+static smelt_status run_qadd_u8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 10, 4, &ka));
+    const int64_t *v = ka.v;
+    for (int a = 0; a < 3; a++) SMELT_TRY(kernel_room(it, s, &ka, a, v[6]));
+    SMELT_TRY(kernel_room(it, s, &ka, 3, 6));
+    smelt_uk_qadd_u8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], v[4], v[5], v[6], v[7], v[8], v[9]);
+    return SMELT_OK;
+}
+
 /* A failed check is the run's error, as in compiled code and the reference. */
 static smelt_status run_check(tir_interp *it, const ir_stmt *s)
 {
@@ -568,6 +656,9 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
     case IR_STMT_CALL:
         if (!strcmp(s->call.kernel, "smelt.gemm_f32")) return run_gemm_f32(it, s);
         if (!strcmp(s->call.kernel, "smelt.transpose_f32")) return run_transpose_f32(it, s);
+        if (!strcmp(s->call.kernel, "smelt.qpack_u8")) return run_qpack_u8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.qgemm_u8s8")) return run_qgemm_u8s8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.qadd_u8")) return run_qadd_u8(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
                           s->call.kernel);
     default: return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: unknown statement");

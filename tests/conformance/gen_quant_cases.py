@@ -170,6 +170,100 @@ def conv_cases(out):
                inputs[:8])
 
 
+def qconv_kernel_case(out, name, x, xz, w, wz, ws, yz, ys=0.07, xs=0.05, bias=True, **attrs):
+    """A QLinearConv whose weights, scales, zero points and bias are
+    initializers: compiled, it runs the int8 micro-kernels
+    (codegen/uk/qgemm_u8s8.c), whose results must equal the reference's."""
+    co = w.shape[0]
+    inputs = [("x", x), ("xs", np.array(xs, np.float32)), ("xz", np.array(xz, x.dtype)),
+              ("w", w), ("ws", np.asarray(ws, np.float32)), ("wz", np.asarray(wz, w.dtype)),
+              ("ys", np.array(ys, np.float32)), ("yz", np.array(yz, np.asarray(yz).dtype))]
+    if bias:
+        inputs.append(("b", ints(np.int32, (co,), -20000, 20000)))
+    write_case(out, name, 10, node("QLinearConv", [n for n, _ in inputs], **attrs), inputs,
+               consts=tuple(n for n, _ in inputs if n != "x"))
+
+
+def kernel_cases(out):
+    """Shapes that do not fit the kernels' blocks (K not a multiple of 4,
+    output channels not a multiple of 4 or 8, pixels not a multiple of 8,
+    16 or 32), several tasks of rows and pixels, zero points at both ends of
+    their ranges, groups, strides, dilations, padding; 7-bit weights
+    (vpmaddubsw) and full 8-bit ones (vpmaddwd, where vpmaddubsw could
+    saturate), s8 and u8 activations and outputs, u8 weights with zero
+    points."""
+    u8 = lambda v: np.array(v, np.uint8)
+    i8 = lambda v: np.array(v, np.int8)
+    qconv_kernel_case(out, "quant_kernel_k_tail_7bit", ints(np.uint8, (1, 5, 9, 11)), u8(0),
+                      ints(np.int8, (13, 5, 3, 3), -64, 63), np.zeros(13, np.int8),
+                      RNG.uniform(0.002, 0.02, 13), u8(255), pads=[1, 1, 1, 1])
+    qconv_kernel_case(out, "quant_kernel_8bit_stride_dilation", ints(np.uint8, (1, 6, 12, 13)),
+                      u8(255), ints(np.int8, (11, 6, 3, 2)), i8(0), 0.004, u8(0), ys=0.3,
+                      strides=[2, 1], dilations=[2, 1], pads=[2, 0, 1, 3])
+    qconv_kernel_case(out, "quant_kernel_s8_groups", ints(np.int8, (1, 6, 8, 7)), i8(-128),
+                      ints(np.int8, (18, 3, 3, 3), -100, 100), np.zeros(18, np.int8),
+                      RNG.uniform(0.001, 0.01, 18), i8(-128), group=2, strides=[2, 1],
+                      pads=[0, 1, 1, 0])
+    qconv_kernel_case(out, "quant_kernel_s8_zp_max", ints(np.int8, (1, 3, 5, 5)), i8(127),
+                      ints(np.int8, (9, 3, 2, 2), -64, 63), i8(0), 0.01, i8(127), bias=False)
+    wz = ints(np.uint8, (10,), 100, 150)
+    wu = np.clip(wz[:, None, None, None].astype(np.int64) + ints(np.int8, (10, 4, 3, 3)).astype(np.int64),
+                 0, 255).astype(np.uint8)
+    qconv_kernel_case(out, "quant_kernel_u8_weights_zp", ints(np.uint8, (1, 4, 6, 9)), u8(17), wu, wz,
+                      RNG.uniform(0.002, 0.02, 10), u8(128), pads=[1, 2, 1, 0])
+    # rows of 37 pixels: panels of 16 inside the image (the pack's
+    # shuffles) and across its padded edges (element by element)
+    qconv_kernel_case(out, "quant_kernel_wide_rows", ints(np.uint8, (1, 5, 20, 37)), u8(9),
+                      ints(np.int8, (8, 5, 3, 3), -64, 63), np.zeros(8, np.int8),
+                      RNG.uniform(0.002, 0.02, 8), u8(100), pads=[1, 2, 1, 2], dilations=[1, 2])
+    qconv_kernel_case(out, "quant_kernel_tasks_batch", ints(np.uint8, (2, 19, 15, 15)), u8(3),
+                      ints(np.int8, (70, 19, 1, 1), -64, 64), np.zeros(70, np.int8),
+                      RNG.uniform(0.002, 0.02, 70), u8(40))
+
+
+def qadd_case(out, name, a, az, b, bz, yz, as_=0.05, bs=0.03, ys=0.07, relu=False):
+    """QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)) (+ Relu):
+    fuse_qdq makes it one smelt.QLinearAdd (a vectorised kernel) computing
+    the same float32 arithmetic, so the outputs must match exactly."""
+    nodes = [node("DequantizeLinear", ["a", "as", "az"], ["da"]),
+             node("DequantizeLinear", ["b", "bs", "bz"], ["db"]),
+             node("Add", ["da", "db"], ["s"])]
+    if relu:
+        nodes.append(node("Relu", ["s"], ["r"]))
+    nodes.append(node("QuantizeLinear", ["r" if relu else "s", "ys", "yz"], ["y"]))
+    consts = {"as": np.array(as_, np.float32), "az": az, "bs": np.array(bs, np.float32), "bz": bz,
+              "ys": np.array(ys, np.float32), "yz": yz}
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    vi = lambda n, x: helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), list(x.shape))
+    graph = helper.make_graph(nodes, name, [vi("a", a), vi("b", b)],
+                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)],
+                              [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    expected = ReferenceEvaluator(model).run(None, {"a": a, "b": b})
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    for i, (n, x) in enumerate((("a", a), ("b", b))):
+        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(x, n).SerializeToString())
+    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(np.asarray(expected[0]), "y").SerializeToString())
+
+
+def qadd_cases(out):
+    """Adds of quantized tensors: u8 and s8 operands and results, zero points
+    at the ends of their ranges, saturation on both sides, a Relu, a tail
+    shorter than a vector, several parallel tasks."""
+    u8 = lambda v: np.array(v, np.uint8)
+    i8 = lambda v: np.array(v, np.int8)
+    qadd_case(out, "quant_qadd_u8_tail", ints(np.uint8, (1, 3, 5, 7)), u8(0), ints(np.uint8, (1, 3, 5, 7)),
+              u8(255), u8(128))
+    qadd_case(out, "quant_qadd_mixed_saturate", ints(np.int8, (2, 5, 9)), i8(100),
+              ints(np.uint8, (2, 5, 9)), u8(3), i8(-128), ys=0.05)
+    qadd_case(out, "quant_qadd_relu_tasks", ints(np.uint8, (2, 3, 70, 80)), u8(128),
+              ints(np.uint8, (2, 3, 70, 80)), u8(100), u8(0), as_=0.02, bs=0.1, ys=0.05, relu=True)
+
+
 def dynamic_cases(out):
     write_case(out, "quant_dynamicquantizelinear_random", 11,
                node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
@@ -181,7 +275,7 @@ def main():
     p.add_argument("--out", required=True)
     args = p.parse_args()
     for cases in (quantize_cases, dequantize_cases, integer_product_cases, conv_cases,
-                  dynamic_cases):
+                  kernel_cases, qadd_cases, dynamic_cases):
         cases(args.out)
     print("gen_quant_cases: wrote the quantization node tests to %s" % args.out)
 

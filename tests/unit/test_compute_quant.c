@@ -183,6 +183,16 @@ static const opt_case k_conv_cases[] = {
       OPT_CONST1(F32, 0.01, 0.3), OPT_CONST1(I8, 0, 3), OPT_CONST0(F32, 0.2),
       OPT_CONST0(U8, 128), OPT_CONST1(I32, -500, 7000)},
      {{0}}},
+    /* internal (fuse_qdq's): its reference against the smelt.qadd_u8 kernel's
+     * plain C branch (the tir interpreter runs the kernel's source) */
+    {"smelt.qlinearadd u8 + s8 -> u8", OP_QLINEAR_ADD, 0, "y", 8, 0,
+     {T(U8, 3, 2, 3, 9), OPT_CONST0(F32, 0.05), OPT_CONST0(U8, 3), T(I8, 3, 2, 3, 9),
+      OPT_CONST0(F32, 0.02), OPT_CONST0(I8, -7), OPT_CONST0(F32, 0.04), OPT_CONST0(U8, 250)},
+     {{0}}},
+    {"smelt.qlinearadd -> s8", OP_QLINEAR_ADD, 0, "y", 8, 0,
+     {T(I8, 2, 5, 13), OPT_CONST0(F32, 0.1), OPT_CONST0(I8, 127), T(I8, 2, 5, 13),
+      OPT_CONST0(F32, 0.3), OPT_CONST0(I8, -128), OPT_CONST0(F32, 0.2), OPT_CONST0(I8, -3)},
+     {{0}}},
 };
 
 /* ---- refusals ---- */

@@ -4,7 +4,8 @@
  * graph is run by the reference executor before and after the pass; the
  * float outputs (a final DequantizeLinear) may differ by one quantization
  * step of the output (Y_SCALE): the float convolution and the integer one
- * round differently near a rounding boundary. */
+ * round differently near a rounding boundary.  The Add of two dequantized
+ * tensors becomes smelt.QLinearAdd, which must change no value. */
 #include "passes/pass_graphs.h"
 
 #define X_SCALE 0.0125f
@@ -128,6 +129,28 @@ static void qdq_maxpool(gr_graph *g)
     tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
 }
 
+static int64_t g_add_b_dims[4];
+static bool g_add_relu;
+
+/* x1 -> Q -> DQ, x2 -> Q -> DQ (u8 and s8, own scales) -> Add [-> Relu] -> Q -> DQ -> y */
+static void qdq_add(gr_graph *g)
+{
+    int64_t ad[4] = {1, 3, 4, 5};
+    uint8_t zu = 200, zy = 10;
+    int8_t zs = -100;
+    gr_value *za = typed_const(g, "za", SMELT_DT_UINT8, 0, NULL, &zu);
+    gr_value *zb = typed_const(g, "zb", SMELT_DT_INT8, 0, NULL, &zs);
+    gr_value *zyv = typed_const(g, "zy", SMELT_DT_UINT8, 0, NULL, &zy);
+    gr_value *sa = scalar_f32(g, "sa", X_SCALE), *sb = scalar_f32(g, "sb", 3 * X_SCALE);
+    gr_value *sy = scalar_f32(g, "sy", Y_SCALE);
+    gr_value *a = tg_input(g, "a", 4, ad), *b = tg_input(g, "b", 4, g_add_b_dims);
+    gr_value *ins[2] = {qdq(g, OP_DEQUANTIZE_LINEAR, "a_dq", qdq(g, OP_QUANTIZE_LINEAR, "a_q", a, sa, za, 1), sa, za, 1),
+                        qdq(g, OP_DEQUANTIZE_LINEAR, "b_dq", qdq(g, OP_QUANTIZE_LINEAR, "b_q", b, sb, zb, 1), sb, zb, 1)};
+    gr_value *sum = tg_import(g, tg_node_attrs(g, OP_ADD, "add", 2, ins));
+    if (g_add_relu) sum = tg_import(g, tg_node_attrs(g, OP_RELU, "relu", 1, &sum));
+    tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", qdq(g, OP_QUANTIZE_LINEAR, "y_q", sum, sy, zyv, 1), sy, zyv, 1));
+}
+
 static void check(const char *title, qconv_spec spec, const char *want_ops)
 {
     g_spec = spec;
@@ -165,5 +188,18 @@ int main(void)
     g_pool_out_scale = 2 * X_SCALE;
     tg_check_within("MaxPool requantized to another scale: stays", qdq_maxpool, pass_fuse_qdq,
                     "QuantizeLinear,DequantizeLinear,MaxPool,QuantizeLinear,DequantizeLinear", 0);
+    int64_t same[4] = {1, 3, 4, 5}, bcast[4] = {1, 3, 1, 5};
+    memcpy(g_add_b_dims, same, sizeof same);
+    tg_check_within("Add of two dequantized 8-bit tensors: smelt.QLinearAdd, exact", qdq_add,
+                    pass_fuse_qdq,
+                    "QuantizeLinear,QuantizeLinear,smelt.QLinearAdd,DequantizeLinear", 0);
+    g_add_relu = true;
+    tg_check_within("Add and Relu: smelt.QLinearAdd and Max, exact", qdq_add, pass_fuse_qdq,
+                    "QuantizeLinear,QuantizeLinear,smelt.QLinearAdd,Max,DequantizeLinear", 0);
+    g_add_relu = false;
+    memcpy(g_add_b_dims, bcast, sizeof bcast);
+    tg_check_within("Add with broadcasting: stays", qdq_add, pass_fuse_qdq,
+                    "QuantizeLinear,DequantizeLinear,QuantizeLinear,DequantizeLinear,Add,"
+                    "QuantizeLinear,DequantizeLinear", 0);
     TEST_MAIN_END();
 }

@@ -1,0 +1,450 @@
+/* The int8 micro-kernels (issue #10, docs/quantization.md): the convolution
+ * (smelt_uk_qpack_u8, smelt_uk_qgemm_u8s8: QLinearConv) and the add of two
+ * quantized tensors (smelt_uk_qadd_u8: smelt.QLinearAdd).
+ *
+ * This file is C99 text that the code generator copies into a module
+ * (embedded at build time, microkernel.c) and that the loop-IR interpreter
+ * includes as C (tir/interp.c), so both run the same source; which branch
+ * compiles depends on the ISA macros of the compiler that builds it:
+ *
+ *   AVX-512 VNNI (+VL) or AVX-VNNI   vpdpbusd on 256-bit vectors: u8 x s8,
+ *                                    four products per int32 lane, exact
+ *   AVX2                             vpmaddubsw + vpmaddwd where the weights
+ *                                    cannot saturate 16 bits (safe16, checked
+ *                                    at compile time), else u8 and s8 widened
+ *                                    to 16 bits and vpmaddwd: exact either way
+ *   anything else                    scalar C
+ *
+ * Layouts (made by smelt_uk_qpack_u8 at run time and ops/quant_fast.c at
+ * compile time):
+ *   Bp [Pp/16][K4][16][4] u8  the im2col matrix in panels of 16 pixels (one
+ *                       register block's columns, read contiguously), four
+ *                       consecutive k of one pixel in a 32-bit word
+ *                       (k = (c * KH + kh) * KW + kw)
+ *   Ap [Mpad][K4][4] s8 the weights minus their zero point, same k order
+ * The products are sum_k Bp * Ap; comp[m] (compile time) adds the bias and
+ * -x_zp * sum_k Ap, so the accumulator equals ONNX's
+ * sum (x - x_zp) * (w - w_zp) + bias; the epilogue requantizes it as the
+ * reference kernel does: rint(double(acc) * mult[m] + y_zp), saturated. */
+#ifndef SMELT_UK_QGEMM_U8S8_C /* every kernel carries this text; a module gets it once */
+#define SMELT_UK_QGEMM_U8S8_C
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#if defined(__GNUC__)
+/* the file carries every kernel; a module calls some (AOT packages build
+ * with -Wall -Werror) */
+#define SMELT_UKQ_KERNEL static __attribute__((unused))
+#define SMELT_UKQ_INLINE static inline __attribute__((always_inline))
+/* keeps x * m and + zp two roundings (no FMA contraction), as in the reference */
+#define SMELT_UKQ_NOFMA(x) __asm__("" : "+m"(x))
+#else
+#define SMELT_UKQ_KERNEL static
+#define SMELT_UKQ_INLINE static inline
+#define SMELT_UKQ_NOFMA(x) (void)0
+#endif
+
+/* Rows of one register block and pixels of one column block: the packed
+ * weights have a multiple of 8 rows and the packed pixels a multiple of 32
+ * (ops/quant_fast.c), so blocks never cross them. */
+#define SMELT_UKQ_ROWS 4
+#define SMELT_UKQ_COLS 16
+/* the byte of Bp holding k = 4 * k4 + e of pixel p */
+#define SMELT_UKQ_AT(k4, p, e) ((((p) >> 4) * K4 + (k4)) * 64 + ((p) & 15) * 4 + (e))
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Where the four k of one k4 step read x: per e, the channel plane's row
+ * offset terms, or valid 0 past K. */
+typedef struct smelt_ukq_taps {
+    const uint8_t *plane[4];
+    int64_t kh[4], kw[4];
+    int valid[4];
+} smelt_ukq_taps;
+
+/* One pixel panel (16 pixels from p0) of one k4 step, element by element:
+ * x at the window's tap, x_zp in padding, past K or past P. */
+SMELT_UKQ_INLINE void smelt_ukq_pack_panel_c(uint8_t *dst, const smelt_ukq_taps *tp, int64_t p0,
+                                             int64_t P, int64_t H, int64_t W, int64_t Wo,
+                                             int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                             int64_t dh, int64_t dw, uint8_t z, uint8_t f)
+{
+    int64_t oh = p0 / Wo, ow = p0 % Wo; /* stepped, not divided, per pixel */
+    for (int64_t j = 0; j < 16; j++, ow++) {
+        if (ow == Wo) ow = 0, oh++;
+        for (int e = 0; e < 4; e++) {
+            uint8_t v = z;
+            if (tp->valid[e] && p0 + j < P) {
+                int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow * sw - pw + tp->kw[e] * dw;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = (uint8_t)(tp->plane[e][ih * W + iw] ^ f);
+            }
+            dst[j * 4 + e] = v;
+        }
+    }
+}
+
+/* The source of 16 pixels from p0 for tap e when they are 16 consecutive
+ * bytes of x (a 1x1 window over the whole image, or one output row read
+ * with stride 1 inside the image), else NULL. */
+SMELT_UKQ_INLINE const uint8_t *smelt_ukq_run16(const smelt_ukq_taps *tp, int e, int64_t p0,
+                                                int64_t P, int64_t H, int64_t W, int64_t Ho,
+                                                int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
+                                                int64_t pw, int64_t dh, int64_t dw)
+{
+    if (!tp->valid[e] || p0 + 16 > P) return NULL;
+    if (Ho == H && Wo == W && sh == 1 && sw == 1 && ph == 0 && pw == 0 && tp->kh[e] == 0 &&
+        tp->kw[e] == 0)
+        return tp->plane[e] + p0; /* pixel p reads x[p] */
+    int64_t oh = p0 / Wo, ow = p0 % Wo;
+    int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow - pw + tp->kw[e] * dw;
+    if (sw != 1 || ow + 16 > Wo || ih < 0 || ih >= H || iw < 0 || iw + 16 > W) return NULL;
+    return tp->plane[e] + ih * W + iw;
+}
+
+#if defined(__SSE2__)
+/* Tap e's bytes (flipped) of the 16 pixels from p0, one output-row segment at
+ * a time (no division per pixel): x_zp where the window reads padding, past
+ * K or past P. */
+SMELT_UKQ_INLINE void smelt_ukq_gather16(uint8_t *tmp, const smelt_ukq_taps *tp, int e, int64_t p0,
+                                         int64_t P, int64_t H, int64_t W, int64_t Wo, int64_t sh,
+                                         int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw,
+                                         uint8_t z, uint8_t f)
+{
+    int64_t j = 0, oh = p0 / Wo, ow = p0 % Wo;
+    if (!tp->valid[e]) j = 16;
+    while (j < 16 && p0 + j < P) {
+        int64_t n = Wo - ow < 16 - j ? Wo - ow : 16 - j;
+        if (n > P - p0 - j) n = P - p0 - j;
+        int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow * sw - pw + tp->kw[e] * dw;
+        if (ih < 0 || ih >= H) {
+            memset(tmp + j, z, (size_t)n);
+        } else {
+            const uint8_t *row = tp->plane[e] + ih * W;
+            for (int64_t i = 0; i < n; i++, iw += sw) tmp[j + i] = iw >= 0 && iw < W ? (uint8_t)(row[iw] ^ f) : z;
+        }
+        j += n;
+        ow = 0;
+        oh++;
+    }
+    if (j < 16) memset(tmp + j, z, (size_t)(16 - j));
+}
+#endif
+
+/* Bp at (k4, p, e) = SMELT_UKQ_AT(k4, p, e) for k4 in [t * KT, t * KT + KT)
+ * (clipped to K4): x at k = 4 * k4 + e of output pixel p = oh * Wo + ow,
+ * x_zp where the window reads padding, past K or past P (the weights are 0
+ * there or the pixel is not stored).  flip = 0x80 turns s8 into u8 (x_zp
+ * flipped too).  Panels whose four taps read 16 consecutive bytes each are
+ * interleaved with SSE2 shuffles; the others element by element. */
+SMELT_UKQ_KERNEL void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT, int64_t K4,
+                              int64_t K, int64_t P, int64_t Pp, int64_t H, int64_t W, int64_t KH,
+                              int64_t KW, int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
+                              int64_t pw, int64_t dh, int64_t dw, int64_t xz, int64_t flip)
+{
+    const uint8_t *x = (const uint8_t *)X;
+    const uint8_t z = (uint8_t)xz, f = (uint8_t)flip;
+    int64_t Ho = P / Wo;
+    (void)Ho; /* used by the SSE2 panels only */
+    int64_t k4_end = t * KT + KT < K4 ? t * KT + KT : K4;
+    for (int64_t k4 = t * KT; k4 < k4_end; k4++) {
+        smelt_ukq_taps tp;
+        for (int e = 0; e < 4; e++) {
+            int64_t k = 4 * k4 + e;
+            tp.valid[e] = k < K;
+            tp.plane[e] = x + (k < K ? k / (KH * KW) : 0) * H * W;
+            tp.kh[e] = k / KW % KH;
+            tp.kw[e] = k % KW;
+        }
+        for (int64_t p0 = 0; p0 < Pp; p0 += 16) {
+            uint8_t *dst = Bp + SMELT_UKQ_AT(k4, p0, 0);
+#if defined(__SSE2__)
+            /* each tap's 16 bytes: read in place when contiguous, else
+             * gathered row segment by row segment */
+            uint8_t tmp[4][16];
+            const uint8_t *src[4];
+            for (int e = 0; e < 4; e++) {
+                src[e] = smelt_ukq_run16(&tp, e, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
+                if (!src[e]) {
+                    smelt_ukq_gather16(tmp[e], &tp, e, p0, P, H, W, Wo, sh, sw, ph, pw, dh, dw, z, f);
+                    src[e] = tmp[e];
+                }
+            }
+            const __m128i fl = _mm_set1_epi8((char)f), zero = _mm_setzero_si128();
+            /* runs read in place still need the flip; gathered bytes have it */
+            __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[0]), src[0] == tmp[0] ? zero : fl);
+            __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[1]), src[1] == tmp[1] ? zero : fl);
+            __m128i a2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[2]), src[2] == tmp[2] ? zero : fl);
+            __m128i a3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[3]), src[3] == tmp[3] ? zero : fl);
+            __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
+            __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
+            _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(t0, t2));
+            _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(t0, t2));
+            _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(t1, t3));
+            _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(t1, t3));
+#else
+            smelt_ukq_pack_panel_c(dst, &tp, p0, P, H, W, Wo, sh, sw, ph, pw, dh, dw, z, f);
+#endif
+        }
+    }
+}
+
+/* acc + comp requantized: rint(double(acc + comp) * mult + zp) in [lo, hi]
+ * (the int32 sum wraps, as the reference's does). */
+SMELT_UKQ_INLINE int64_t smelt_ukq_requant(int32_t acc, int32_t comp, double mult, int64_t zp,
+                                           int64_t lo, int64_t hi)
+{
+    int32_t v = (int32_t)((uint32_t)acc + (uint32_t)comp);
+    double r = (double)v * mult;
+    SMELT_UKQ_NOFMA(r);
+    r = rint(r + (double)zp);
+    if (r < (double)lo) r = (double)lo;
+    if (r > (double)hi) r = (double)hi;
+    return (int64_t)r;
+}
+
+SMELT_UKQ_INLINE void smelt_ukq_store(void *Y, int64_t i, int64_t v, int64_t lo)
+{
+    if (lo < 0) ((int8_t *)Y)[i] = (int8_t)v;
+    else ((uint8_t *)Y)[i] = (uint8_t)v;
+}
+
+/* Rows [m, m + ROWS) x pixels [p, p + COLS), plain C (other ISAs). */
+SMELT_UKQ_INLINE void smelt_ukq_block_c(void *Y, const uint8_t *Bp, const int8_t *Ap,
+                                        const int32_t *comp, const double *mult, int64_t m,
+                                        int64_t p, int64_t M, int64_t P, int64_t Pp, int64_t K4,
+                                        int64_t yz, int64_t lo, int64_t hi)
+{
+    (void)Pp; /* the panels' layout needs K4 only */
+    for (int64_t r = m; r < m + SMELT_UKQ_ROWS && r < M; r++)
+        for (int64_t j = p; j < p + SMELT_UKQ_COLS && j < P; j++) {
+            int32_t acc = 0;
+            for (int64_t k4 = 0; k4 < K4; k4++)
+                for (int e = 0; e < 4; e++)
+                    acc += (int32_t)Bp[SMELT_UKQ_AT(k4, j, e)] * (int32_t)Ap[(r * K4 + k4) * 4 + e];
+            smelt_ukq_store(Y, r * P + j, smelt_ukq_requant(acc, comp[r], mult[r], yz, lo, hi), lo);
+        }
+}
+
+#if defined(__AVX2__)
+/* Eight accumulators of row m requantized to eight outputs at Y + off
+ * (n < 8: the first n). */
+SMELT_UKQ_INLINE void smelt_ukq_store8(void *Y, int64_t off, int n, __m256i acc, int32_t comp,
+                                       double mult, int64_t zp, int64_t lo, int64_t hi)
+{
+    __m256i v = _mm256_add_epi32(acc, _mm256_set1_epi32(comp));
+    __m256d m = _mm256_set1_pd(mult), z = _mm256_set1_pd((double)zp);
+    __m256d l = _mm256_set1_pd((double)lo), h = _mm256_set1_pd((double)hi);
+    __m256d d0 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), m);
+    __m256d d1 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1)), m);
+    __asm__("" : "+x"(d0), "+x"(d1)); /* no FMA contraction with the + zp */
+    d0 = _mm256_round_pd(_mm256_add_pd(d0, z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    d1 = _mm256_round_pd(_mm256_add_pd(d1, z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    d0 = _mm256_min_pd(_mm256_max_pd(d0, l), h);
+    d1 = _mm256_min_pd(_mm256_max_pd(d1, l), h);
+    __m128i w16 = _mm_packs_epi32(_mm256_cvtpd_epi32(d0), _mm256_cvtpd_epi32(d1));
+    __m128i w8 = lo < 0 ? _mm_packs_epi16(w16, w16) : _mm_packus_epi16(w16, w16);
+    uint8_t *y = (uint8_t *)Y + off;
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)y, w8);
+    } else {
+        uint8_t tmp[16];
+        _mm_storeu_si128((__m128i *)tmp, w8);
+        memcpy(y, tmp, (size_t)n);
+    }
+}
+
+/* One register block: ROWS (4) rows x COLS pixels (two vectors of 8
+ * int32), then the epilogue.  safe16 (a constant once inlined) selects
+ * vpmaddubsw.  The eight accumulators are named variables (as an array GCC
+ * kept some of them on the stack). */
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#define SMELT_UKQ_DOT(acc, b, a) acc = _mm256_dpbusd_epi32(acc, b, a)
+#elif defined(__AVXVNNI__)
+#define SMELT_UKQ_DOT(acc, b, a) acc = _mm256_dpbusd_avx_epi32(acc, b, a)
+#else
+/* vpmaddubsw adds two u8 x s8 products in 16 bits (saturating: safe16 only) */
+#define SMELT_UKQ_DOT(acc, b, a) \
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(b, a), ones))
+/* exact: even k (k0, k2) and odd k (k1, k3) as 16-bit lanes, vpmaddwd */
+#define SMELT_UKQ_DOT16(acc, e, o, ae, ao) \
+    acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(e, ae), _mm256_madd_epi16(o, ao)))
+#endif
+#define SMELT_UKQ_BCAST(r) _mm256_set1_epi32(smelt_ukq_word(a + (r) * K4 * 4 + k4 * 4))
+/* the exact AVX2 row: the weights' even and odd bytes sign-extended to 16 bits */
+#define SMELT_UKQ_ROW16(acc0, acc1, r)                                                 \
+    do {                                                                               \
+        __m256i w_ = SMELT_UKQ_BCAST(r);                                               \
+        __m256i ae_ = _mm256_srai_epi16(_mm256_slli_epi16(w_, 8), 8), ao_ = _mm256_srai_epi16(w_, 8); \
+        SMELT_UKQ_DOT16(acc0, e0, o0, ae_, ao_);                                       \
+        SMELT_UKQ_DOT16(acc1, e1, o1, ae_, ao_);                                       \
+        __asm__("" : "+x"(acc0), "+x"(acc1));                                          \
+    } while (0)
+/* One row of the block; the empty asm keeps the row's two accumulators in
+ * registers there: with constant arguments GCC otherwise hoisted every row's
+ * broadcast and product, ran out of the 16 registers and carried two
+ * accumulators through the stack (a store-to-load chain per k step, half
+ * the kernel's time). */
+#define SMELT_UKQ_ROW(acc0, acc1, r)                                   \
+    do {                                                               \
+        __m256i a_ = SMELT_UKQ_BCAST(r);                               \
+        SMELT_UKQ_DOT(acc0, b0, a_);                                   \
+        SMELT_UKQ_DOT(acc1, b1, a_);                                   \
+        __asm__("" : "+x"(acc0), "+x"(acc1));                          \
+    } while (0)
+
+SMELT_UKQ_INLINE int32_t smelt_ukq_word(const int8_t *p)
+{
+    int32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+SMELT_UKQ_INLINE void smelt_ukq_block_avx2(void *Y, const uint8_t *Bp, const int8_t *Ap,
+                                           const int32_t *comp, const double *mult, int64_t m,
+                                           int64_t p, int64_t M, int64_t P, int64_t Pp,
+                                           int64_t K4, int64_t yz, int64_t lo, int64_t hi,
+                                           const int safe16)
+{
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+            c30 = c00, c31 = c00;
+    const uint8_t *b = Bp + SMELT_UKQ_AT(0, p, 0);
+    (void)Pp;
+    const int8_t *a = Ap + m * K4 * 4;
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+    (void)safe16;
+    for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+        SMELT_UKQ_ROW(c00, c01, 0);
+        SMELT_UKQ_ROW(c10, c11, 1);
+        SMELT_UKQ_ROW(c20, c21, 2);
+        SMELT_UKQ_ROW(c30, c31, 3);
+    }
+#else
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi16(0xff);
+    if (safe16) {
+        for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+            SMELT_UKQ_ROW(c00, c01, 0);
+            SMELT_UKQ_ROW(c10, c11, 1);
+            SMELT_UKQ_ROW(c20, c21, 2);
+            SMELT_UKQ_ROW(c30, c31, 3);
+        }
+    } else {
+        for (int64_t k4 = 0; k4 < K4; k4++, b += 64) {
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)b);
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));
+            __m256i e0 = _mm256_and_si256(b0, low), o0 = _mm256_srli_epi16(b0, 8);
+            __m256i e1 = _mm256_and_si256(b1, low), o1 = _mm256_srli_epi16(b1, 8);
+            SMELT_UKQ_ROW16(c00, c01, 0);
+            SMELT_UKQ_ROW16(c10, c11, 1);
+            SMELT_UKQ_ROW16(c20, c21, 2);
+            SMELT_UKQ_ROW16(c30, c31, 3);
+        }
+    }
+#endif
+    __m256i c[SMELT_UKQ_ROWS][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+    for (int r = 0; r < SMELT_UKQ_ROWS && m + r < M; r++)
+        for (int v = 0; v < 2; v++) {
+            int64_t j = p + 8 * v, n = P - j < 8 ? P - j : 8;
+            if (n > 0)
+                smelt_ukq_store8(Y, (m + r) * P + j, (int)n, c[r][v], comp[m + r], mult[m + r], yz,
+                                 lo, hi);
+        }
+}
+#endif
+
+/* Y[m * P + p] (u8, or s8 when lo < 0) for the rows and pixels of task t:
+ * row chunk t / n_pt of MT rows, pixel chunk t % n_pt of PT pixels (MT a
+ * multiple of 8, PT of 32), clipped to Mpad and Pp; stores only m < M,
+ * p < P.  safe16: no pair of weights of a row can saturate vpmaddubsw. */
+SMELT_UKQ_KERNEL void smelt_uk_qgemm_u8s8(void *Y, const uint8_t *Bp, const int8_t *Ap, const int32_t *comp,
+                                const double *mult, int64_t t, int64_t n_pt, int64_t MT, int64_t PT,
+                                int64_t M, int64_t Mpad, int64_t P, int64_t Pp, int64_t K4,
+                                int64_t yz, int64_t lo, int64_t hi, int64_t safe16)
+{
+    int64_t m0 = t / n_pt * MT, p0 = t % n_pt * PT;
+    int64_t m1 = m0 + MT < Mpad ? m0 + MT : Mpad, p1 = p0 + PT < Pp ? p0 + PT : Pp;
+    if (m1 > M) m1 = M; /* rows past M are padding: no block starts there */
+    for (int64_t p = p0; p < p1 && p < P; p += SMELT_UKQ_COLS)
+        for (int64_t m = m0; m < m1; m += SMELT_UKQ_ROWS) {
+#if defined(__AVX2__)
+            if (safe16)
+                smelt_ukq_block_avx2(Y, Bp, Ap, comp, mult, m, p, M, P, Pp, K4, yz, lo, hi, 1);
+            else
+                smelt_ukq_block_avx2(Y, Bp, Ap, comp, mult, m, p, M, P, Pp, K4, yz, lo, hi, 0);
+#else
+            (void)safe16;
+            smelt_ukq_block_c(Y, Bp, Ap, comp, mult, m, p, M, P, Pp, K4, yz, lo, hi);
+#endif
+        }
+}
+
+/* ---- smelt.qadd_u8: Add of two quantized tensors (QLinearAdd) ---- */
+
+/* One element of QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b))
+ * in float32 as those ops compute it: (float)(v - zp) * scale, the sum,
+ * rint(sum / y_scale) + y_zp saturated (NaN -> lo).  prm = {a_scale, a_zp,
+ * b_scale, b_zp, y_scale, y_zp}. */
+SMELT_UKQ_INLINE int64_t smelt_ukq_add1(int32_t a, int32_t b, const float *prm, float lo, float hi)
+{
+    float da = (float)(a - (int32_t)prm[1]) * prm[0];
+    float db = (float)(b - (int32_t)prm[3]) * prm[2];
+    SMELT_UKQ_NOFMA(da);
+    SMELT_UKQ_NOFMA(db);
+    float q = rintf((da + db) / prm[4]) + prm[5];
+    q = q > lo ? q : lo;
+    q = q < hi ? q : hi;
+    return (int64_t)q;
+}
+
+SMELT_UKQ_INLINE int32_t smelt_ukq_load8(const void *p, int64_t i, int is_signed)
+{
+    return is_signed ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
+}
+
+/* Y[i] for i in [t * chunk, t * chunk + chunk) (clipped to n), each operand
+ * and the result u8 or s8 (the *_signed flags). */
+SMELT_UKQ_KERNEL void smelt_uk_qadd_u8(void *Y, const void *A, const void *B, const float *prm, int64_t t,
+                             int64_t chunk, int64_t n, int64_t a_signed, int64_t b_signed,
+                             int64_t y_signed)
+{
+    int64_t i = t * chunk, end = i + chunk < n ? i + chunk : n;
+    float lo = y_signed ? -128.0f : 0.0f, hi = y_signed ? 127.0f : 255.0f;
+#if defined(__AVX2__)
+    const __m256i za = _mm256_set1_epi32((int32_t)prm[1]), zb = _mm256_set1_epi32((int32_t)prm[3]);
+    const __m256 sa = _mm256_set1_ps(prm[0]), sb = _mm256_set1_ps(prm[2]), sy = _mm256_set1_ps(prm[4]);
+    const __m256 zy = _mm256_set1_ps(prm[5]), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    for (; i + 8 <= end; i += 8) {
+        __m128i ra = _mm_loadl_epi64((const __m128i *)((const uint8_t *)A + i));
+        __m128i rb = _mm_loadl_epi64((const __m128i *)((const uint8_t *)B + i));
+        __m256i xa = a_signed ? _mm256_cvtepi8_epi32(ra) : _mm256_cvtepu8_epi32(ra);
+        __m256i xb = b_signed ? _mm256_cvtepi8_epi32(rb) : _mm256_cvtepu8_epi32(rb);
+        __m256 da = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(xa, za)), sa);
+        __m256 db = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(xb, zb)), sb);
+        __asm__("" : "+x"(da), "+x"(db)); /* no FMA contraction with the sum */
+        __m256 q = _mm256_div_ps(_mm256_add_ps(da, db), sy);
+        q = _mm256_add_ps(_mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
+        q = _mm256_min_ps(_mm256_max_ps(q, vlo), vhi); /* max_ps(NaN, lo) is lo */
+        __m256i v = _mm256_cvtps_epi32(q);
+        __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        __m128i w8 = y_signed ? _mm_packs_epi16(w16, w16) : _mm_packus_epi16(w16, w16);
+        _mm_storel_epi64((__m128i *)((uint8_t *)Y + i), w8);
+    }
+#endif
+    for (; i < end; i++) {
+        int64_t v = smelt_ukq_add1(smelt_ukq_load8(A, i, (int)a_signed), smelt_ukq_load8(B, i, (int)b_signed),
+                                   prm, lo, hi);
+        if (y_signed) ((int8_t *)Y)[i] = (int8_t)v;
+        else ((uint8_t *)Y)[i] = (uint8_t)v;
+    }
+}
+
+#endif
