@@ -635,15 +635,39 @@ static void emit_for(cg_emitter *e, const ir_stmt *s)
     switch (s->for_.kind) {
     case IR_FOR_SERIAL: cg_scalar_for(e, s, NULL); return;
     case IR_FOR_PARALLEL:
-        if (e->in_task) {
+        if (e->gpu) { /* inside a GPU thread */
+            cg_scalar_for(e, s, NULL);
+        } else if (e->in_task) {
             cg_line(e, "/* nested parallel loop: runs serially inside the outer one */");
             cg_scalar_for(e, s, NULL);
         } else {
             emit_parallel(e, s);
         }
         return;
-    case IR_FOR_VECTORIZED: cg_vector_for(e, s); return;
+    case IR_FOR_VECTORIZED:
+        if (e->gpu) cg_scalar_for(e, s, NULL); /* GPU kernels have no vector types here */
+        else cg_vector_for(e, s);
+        return;
     case IR_FOR_UNROLLED: emit_unrolled(e, s); return;
+    case IR_FOR_GPU_BLOCK:
+    case IR_FOR_GPU_THREAD: {
+        /* gpu_emit.c emits the bound loops it accepts itself; one met here
+         * is misplaced (or the target is a CPU) */
+        const char *idx = s->for_.kind == IR_FOR_GPU_BLOCK ? "blockIdx.x" : "threadIdx.x";
+        if (!e->gpu)
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: loop '%s' is bound to %s (schedule step "
+                    "bind), which only GPU targets (opencl, cuda) have; target '%s' is a CPU",
+                    s->for_.var->name, idx, e->target->name);
+        else if (s->for_.kind == IR_FOR_GPU_BLOCK)
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: loop '%s' is bound to blockIdx.x but is "
+                    "not the outermost loop of its kernel (bind the outermost loop of the stage)",
+                    s->for_.var->name);
+        else
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: loop '%s' is bound to threadIdx.x inside "
+                    "another thread loop or a loop only thread 0 runs (one threadIdx.x loop per "
+                    "nest)", s->for_.var->name);
+        return;
+    }
     }
     cg_fail(e, SMELT_ERR_INTERNAL, "codegen: unknown loop kind %d", (int)s->for_.kind);
 }
@@ -719,7 +743,11 @@ static void emit_allocate(cg_emitter *e, const ir_stmt *s)
     int prev = cg_add_buf(e, b, false, false, number);
     comment_line(e, on_stack ? "stack temp: " : e->in_task ? "heap temp: " : "workspace temp: ",
                  b->name);
-    if (on_stack) {
+    if (!on_stack && e->gpu) {
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: temporary '%s' (%lld bytes) inside a GPU "
+                "thread is too large for private memory; compute the stage at the kernel's root",
+                b->name, (long long)bytes);
+    } else if (on_stack) {
         cg_line(e, "%s t%d[%lld] SMELT_ALIGN64;", type, number, (long long)elems);
         cg_line(e, "(void)t%d;", number);
         e->stack_bytes += bytes;
@@ -766,6 +794,13 @@ static int site_index(cg_emitter *e, const ir_check_site *site)
 
 static void emit_check(cg_emitter *e, const ir_stmt *s)
 {
+    if (e->gpu) {
+        const ir_check_site *cs = s->check.site;
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "node '%s' (%s): its run-time data check (%s) has no GPU "
+                "version yet (target '%s')", cs && cs->node ? cs->node : "?",
+                cs && cs->op ? cs->op : "?", cs && cs->message ? cs->message : "", e->target->name);
+        return;
+    }
     int site = site_index(e, s->check.site);
     char *cond = expr_text(e, s->check.cond, CG_INDEX);
     char *val = expr_text(e, s->check.value, CG_INDEX);
@@ -824,6 +859,11 @@ static bool note_microkernel(cg_emitter *e, const cg_microkernel *k)
 
 static void emit_call_stmt(cg_emitter *e, const ir_stmt *s)
 {
+    if (e->gpu) {
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: micro-kernel '%s' (schedule step tensorize) has "
+                "no GPU version (target '%s')", s->call.kernel, e->target->name);
+        return;
+    }
     const cg_microkernel *k = find_microkernel(e, s->call.kernel);
     if (!k) {
         cg_fail(e, SMELT_ERR_INTERNAL, "codegen: unknown micro-kernel '%s'", s->call.kernel);
@@ -868,6 +908,9 @@ void cg_stmt(cg_emitter *e, const ir_stmt *s)
 
 /* ---- functions ---- */
 
+static int64_t buffer_bytes(const ir_buffer *b);
+int64_t cg_buffer_bytes(const ir_buffer *b) { return buffer_bytes(b); }
+
 static int64_t buffer_bytes(const ir_buffer *b)
 {
     int64_t n = (int64_t)smelt_dtype_size(b->dtype);
@@ -880,6 +923,8 @@ static bool param_is_const(const ir_buffer *b)
 {
     return b->kind == IR_BUF_INPUT || b->kind == IR_BUF_CONST;
 }
+
+bool cg_param_is_const(const ir_buffer *b) { return param_is_const(b); }
 
 /* Two slots may share memory: same input/output, or overlapping byte ranges
  * of the arena or the weights. */
@@ -906,6 +951,8 @@ static bool func_may_use_restrict(const ir_program *p, const ir_func *f)
     }
     return true;
 }
+
+void cg_remove_buf(cg_emitter *e, const ir_buffer *b, int previous) { remove_buf(e, b, previous); }
 
 static void reset_function_state(cg_emitter *e, int index)
 {
@@ -953,6 +1000,21 @@ static bool holds_check(const ir_stmt *s)
     bool found = false;
     if (s) note_check(&found, s);
     return found;
+}
+
+bool cg_begin_function(cg_emitter *e, const ir_func *f, int index)
+{
+    reset_function_state(e, index);
+    for (int i = 0; i < f->n_params; i++) {
+        const ir_buffer *b = f->params[i];
+        if (!b || !cg_storage_type(b->dtype)) {
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: parameter %d of function %d has type %s", i,
+                    index, b ? smelt_dtype_name(b->dtype) : "(null)");
+            return false;
+        }
+        cg_add_buf(e, b, true, param_is_const(b), i);
+    }
+    return e->status == SMELT_OK;
 }
 
 static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strbuf *out)
@@ -1014,6 +1076,13 @@ static int64_t io_bytes(const ir_io_desc *d)
     return n;
 }
 
+static bool check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const ir_buffer *b);
+
+bool cg_check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const ir_buffer *b)
+{
+    return check_slot(e, call, arg, s, b);
+}
+
 static bool check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const ir_buffer *b)
 {
     const ir_program *p = e->prog;
@@ -1071,7 +1140,10 @@ static void emit_slot_arg(const ir_slot *s, const ir_buffer *b, smelt_strbuf *ou
     }
 }
 
-static int func_index(const ir_program *p, const ir_func *f)
+int cg_func_index(const ir_program *p, const ir_func *f);
+static int func_index(const ir_program *p, const ir_func *f) { return cg_func_index(p, f); }
+
+int cg_func_index(const ir_program *p, const ir_func *f)
 {
     for (int i = 0; i < p->n_funcs; i++)
         if (p->funcs[i] == f) return i;
@@ -1083,6 +1155,8 @@ static int64_t workspace_offset(const ir_program *p) { return (p->arena_bytes + 
 
 static int64_t module_arena_bytes(const cg_emitter *e)
 {
+    /* a GPU target's arena lives on the device (gpu_emit.c): the host's is unused */
+    if (e->target && e->target->gpu != CG_GPU_NONE) return 64;
     return e->max_ws > 0 ? workspace_offset(e->prog) + e->max_ws : e->prog->arena_bytes;
 }
 
@@ -1182,7 +1256,10 @@ static void emit_error_sites(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "};\n\n");
 }
 
-static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
+void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out);
+static void emit_module_info(cg_emitter *e, smelt_strbuf *out) { cg_emit_module_info(e, out); }
+
+void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
 {
     const ir_program *p = e->prog;
     bool embed = e->opts && e->opts->embed_weights && p->weight_bytes > 0;
@@ -1207,7 +1284,10 @@ static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
 
 /* ---- program ---- */
 
-static bool check_program(cg_emitter *e)
+bool cg_check_program(cg_emitter *e);
+static bool check_program(cg_emitter *e) { return cg_check_program(e); }
+
+bool cg_check_program(cg_emitter *e)
 {
     const ir_program *p = e->prog;
     if (!e->target) return cg_fail(e, SMELT_ERR_ARG, "codegen: no target"), false;
@@ -1246,14 +1326,34 @@ static void emit_part_heads(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "#endif\n#if SMELT_IN_PART(0)\n");
 }
 
-static bool is_called(const ir_program *p, const ir_func *f)
+bool cg_is_called(const ir_program *p, const ir_func *f);
+static bool is_called(const ir_program *p, const ir_func *f) { return cg_is_called(p, f); }
+
+bool cg_is_called(const ir_program *p, const ir_func *f)
 {
     for (int c = 0; c < p->n_calls; c++)
         if (p->calls[c].func == f) return true;
     return false;
 }
 
-static void emitter_fini(cg_emitter *e)
+void cg_emitter_init(cg_emitter *e, smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                     const cg_emit_options *opts)
+{
+    memset(e, 0, sizeof *e);
+    e->ctx = ctx;
+    e->target = t;
+    e->prog = p;
+    e->opts = opts;
+    smelt_arena_init(&e->arena);
+    ir_builder_init(&e->b, &e->arena);
+    smelt_strbuf_init(&e->protos);
+    smelt_strbuf_init(&e->tasks);
+}
+
+void cg_emitter_fini(cg_emitter *e);
+static void emitter_fini(cg_emitter *e) { cg_emitter_fini(e); }
+
+void cg_emitter_fini(cg_emitter *e)
 {
     cg_ptrmap_fini(&e->var_ids);
     cg_ptrmap_fini(&e->buf_ids);
@@ -1268,6 +1368,7 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
                                   const cg_emit_options *opts, smelt_strbuf *out)
 {
     if (!p || !out) return smelt_errf(ctx, SMELT_ERR_ARG, "codegen: no program or output");
+    if (t && t->gpu != CG_GPU_NONE) return cg_gpu_emit_host(ctx, p, t, opts, out);
     cg_emitter e;
     memset(&e, 0, sizeof e);
     e.ctx = ctx;

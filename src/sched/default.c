@@ -1963,10 +1963,64 @@ static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, const smelt
     return st;
 }
 
+/* ---- GPU targets ------------------------------------------------------------
+ * One thread per output element: a stage's data axes fused into one loop,
+ * split by the block size, the outer part bound to blockIdx.x and the inner
+ * to threadIdx.x; its reduction runs inside the thread.  Elementwise
+ * intermediates are inlined by the same rules as on CPUs; the other stages
+ * are computed at the root, each a kernel of its own (codegen/gpu_emit.c). */
+static smelt_status gpu_bind_stage(smelt_ctx *ctx, const te_tensor *t, int threads, sch_schedule *s)
+{
+    if (t->n_axes == 0) return SMELT_OK; /* a scalar: one thread */
+    const char *order[SMELT_MAX_RANK] = {0};
+    int64_t total = 1;
+    for (int d = 0; d < t->n_axes; d++) {
+        order[d] = t->axes[d].var->name;
+        total = sat_mul(total, t->axes[d].extent);
+    }
+    char fused[512], outer[520], inner[520];
+    SMELT_TRY(fuse_leading(ctx, s, t->buf->name, order, t->n_axes - 1, fused, sizeof fused));
+    SMELT_TRY(sch_split(ctx, s, t->buf->name, fused, total < threads ? (total > 0 ? total : 1) : threads));
+    snprintf(outer, sizeof outer, "%s.o", fused);
+    snprintf(inner, sizeof inner, "%s.i", fused);
+    SMELT_TRY(sch_bind(ctx, s, t->buf->name, outer, "blockIdx.x"));
+    return sch_bind(ctx, s, t->buf->name, inner, "threadIdx.x");
+}
+
+static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
+                                 sch_schedule *s)
+{
+    size_t n = (size_t)g->tensors.len + 1;
+    bool *inlined = smelt_calloc(n, sizeof *inlined);
+    expr_size *memo = smelt_calloc(n, sizeof *memo);
+    te_readers readers;
+    inline_plan plan = {g, &readers, inlined, memo};
+    smelt_status st = te_readers_build(ctx, g, &readers);
+    if (st == SMELT_OK && (!inlined || !memo)) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind != TE_COMPUTE || t->check) continue;
+        bool is_reduce = t->body && t->body->kind == IR_REDUCE;
+        if (!stage_is_output(g, t) && !is_reduce && !costly_and_shared(&plan, t) && inline_fits(&plan, t))
+            st = sch_compute_inline(ctx, s, t->buf->name);
+        else
+            st = gpu_bind_stage(ctx, t, hw->gpu_threads, s);
+    }
+    smelt_free(inlined);
+    smelt_free(memo);
+    te_readers_free(&readers);
+    return st;
+}
+
 smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                const sch_knobs *kn, sch_schedule *s)
 {
     int vector_width = hw->lanes;
+    if (hw->gpu_threads > 0) {
+        for (int k = 0; k < SCH_KNOB_COUNT_; k++)
+            if (kn && kn->v[k]) return bad_knob(ctx, "?", (sch_knob)k, kn->v[k]);
+        return schedule_gpu(ctx, g, hw, s);
+    }
     int64_t algo = knob(kn, SCH_KNOB_ALGO);
     if (algo >= 2) return schedule_algo(ctx, g, hw, kn, s);
     if (algo < 0 || (algo == 1 && !sch_winograd_candidate(g)))
