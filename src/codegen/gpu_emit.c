@@ -833,7 +833,10 @@ smelt_status cg_gpu_emit_device(smelt_ctx *ctx, const ir_program *p, const cg_ta
     if (s == SMELT_OK && out) emit_device_file(&g, &kernels, out);
     if (s == SMELT_OK && placement) {
         for (int f = 0; f < p->n_funcs; f++) {
-            smelt_strbuf_printf(placement, "f%d %s: ", f, p->funcs[f]->name);
+            const ir_func *fn = p->funcs[f];
+            smelt_strbuf_printf(placement, "f%d %s", f, fn->name);
+            if (fn->comment && *fn->comment) smelt_strbuf_printf(placement, " (%s)", fn->comment);
+            smelt_strbuf_append(placement, ": ");
             if (g.n_func_k[f] == 0) smelt_strbuf_append(placement, cg_is_called(p, p->funcs[f])
                                                                          ? "no work (empty)\n"
                                                                          : "not called\n");
