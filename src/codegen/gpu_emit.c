@@ -341,7 +341,22 @@ static void kernel_signature(gpu_emitter *g, const char *name)
                                                         : "unsigned char *ws_)\n{\n");
 }
 
-/* The parameters and root temporaries as typed pointers. */
+/* Whether the kernel just emitted named root temporary i (nvcc warns
+ * about a pointer set and never used, even with a (void) cast). */
+static bool temp_used(gpu_emitter *g, int i)
+{
+    int idx = -1;
+    return cg_ptrmap_get(&g->e.buf_ids, g->temps[i].buf, &idx) && idx >= 0 && g->e.bufs[idx].used;
+}
+
+static void temps_unused(gpu_emitter *g)
+{
+    int idx = -1;
+    for (int i = 0; i < g->n_temps; i++)
+        if (cg_ptrmap_get(&g->e.buf_ids, g->temps[i].buf, &idx) && idx >= 0) g->e.bufs[idx].used = false;
+}
+
+/* The parameters and the root temporaries the kernel uses as typed pointers. */
 static void kernel_pointers(gpu_emitter *g)
 {
     const ir_func *f = g->func;
@@ -357,10 +372,10 @@ static void kernel_pointers(gpu_emitter *g)
     for (int i = 0; i < f->n_params; i++) smelt_strbuf_printf(o, "    (void)p%d;\n", i);
     smelt_strbuf_append(o, "    (void)ws_;\n");
     for (int i = 0; i < g->n_temps; i++) {
+        if (!temp_used(g, i)) continue;
         const char *t = cg_storage_type(g->temps[i].buf->dtype);
-        smelt_strbuf_printf(o, "    %s%s *t%d = (%s%s *)(ws_ + %lld);\n    (void)t%d;\n", as, t,
-                            g->temps[i].number, as, t, (long long)g->temps[i].offset,
-                            g->temps[i].number);
+        smelt_strbuf_printf(o, "    %s%s *t%d = (%s%s *)(ws_ + %lld);\n", as, t, g->temps[i].number,
+                            as, t, (long long)g->temps[i].offset);
     }
 }
 
@@ -390,10 +405,12 @@ static void emit_kernel(gpu_emitter *g, const ir_stmt *s)
     smelt_strbuf_printf(&g->kernels, "/* %s: %lld block%s of %lld thread%s */\n", name,
                         (long long)blocks, blocks == 1 ? "" : "s", (long long)threads,
                         threads == 1 ? "" : "s");
-    kernel_signature(g, name);
-    kernel_pointers(g);
+    /* the body first: the declarations depend on what it uses */
+    smelt_strbuf body;
+    smelt_strbuf_init(&body);
+    temps_unused(g);
     smelt_strbuf *saved = e->out;
-    e->out = &g->kernels;
+    e->out = &body;
     e->indent = 1;
     g->threads = threads;
     cg_line(e, "const int64_t tid_ = %s;", g->lang->thread_id);
@@ -406,7 +423,11 @@ static void emit_kernel(gpu_emitter *g, const ir_stmt *s)
         block_stmt(g, s);
     }
     e->out = saved;
+    kernel_signature(g, name);
+    kernel_pointers(g);
+    smelt_strbuf_appendn(&g->kernels, body.data ? body.data : "", body.len);
     smelt_strbuf_append(&g->kernels, "}\n\n");
+    cg_sb_done(e, &body);
 }
 
 /* A function's root: temporaries (into the workspace) around kernels. */

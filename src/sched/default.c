@@ -1969,6 +1969,53 @@ static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, const smelt
  * to threadIdx.x; its reduction runs inside the thread.  Elementwise
  * intermediates are inlined by the same rules as on CPUs; the other stages
  * are computed at the root, each a kernel of its own (codegen/gpu_emit.c). */
+/* Whether every load of buf in e reads the element of the consumer's own
+ * point: indices are consumer's axes in order (an elementwise epilogue). */
+typedef struct own_point {
+    const ir_buffer *buf;
+    const te_tensor *consumer;
+    bool ok;
+} own_point;
+
+static void check_own_point(void *ctx, const ir_expr *e)
+{
+    own_point *op = ctx;
+    if (!op->ok) return;
+    if (e->kind == IR_LOAD && e->load.buf == op->buf) {
+        if (e->load.n != op->consumer->n_axes) op->ok = false;
+        for (int d = 0; op->ok && d < e->load.n; d++)
+            op->ok = e->load.idx[d]->kind == IR_VAR && e->load.idx[d]->var == op->consumer->axes[d].var;
+        return;
+    }
+    tir_expr_visit_children(e, check_own_point, ctx);
+}
+
+/* The one stage that reads reduction t, through a chain of inlined
+ * elementwise stages each read once, every link reading its producer at
+ * its own points (an epilogue: bias, activation): t is then computed inside
+ * that stage's thread, its accumulator a private variable (a register)
+ * instead of device memory, and the pair is one kernel.  NULL otherwise. */
+static const te_tensor *gpu_fusable_reader(const te_graph *g, const te_readers *r,
+                                           const bool *inlined, const te_tensor *t)
+{
+    const te_tensor *cur = t;
+    for (int depth = 0; depth < 64; depth++) {
+        if (stage_is_output(g, cur) || te_readers_count(r, cur->index) != 1) return NULL;
+        const te_tensor *c = g->tensors.items[te_readers_of(r, cur->index)[0]];
+        if (c->kind != TE_COMPUTE || c->check || c->n_axes != t->n_axes || c->n_axes == 0 ||
+            !c->body || c->body->kind == IR_REDUCE)
+            return NULL;
+        for (int d = 0; d < c->n_axes; d++)
+            if (c->axes[d].extent != t->axes[d].extent) return NULL;
+        own_point op = {cur->buf, c, true};
+        check_own_point(&op, c->body);
+        if (!op.ok) return NULL;
+        if (!inlined[c->index]) return c;
+        cur = c;
+    }
+    return NULL;
+}
+
 static smelt_status gpu_bind_stage(smelt_ctx *ctx, const te_tensor *t, int threads, sch_schedule *s)
 {
     if (t->n_axes == 0) return SMELT_OK; /* a scalar: one thread */
@@ -2003,8 +2050,26 @@ static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
         if (!stage_is_output(g, t) && !is_reduce && !costly_and_shared(&plan, t) && inline_fits(&plan, t))
             st = sch_compute_inline(ctx, s, t->buf->name);
-        else
+    }
+    /* readers before the reductions computed inside them (compute_at names
+     * the reader's thread loop) */
+    for (int i = g->tensors.len - 1; st == SMELT_OK && i >= 0; i--) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind != TE_COMPUTE || t->check || inlined[i]) continue;
+        bool is_reduce = t->body && t->body->kind == IR_REDUCE;
+        const te_tensor *c = is_reduce ? gpu_fusable_reader(g, &readers, inlined, t) : NULL;
+        if (!c) {
             st = gpu_bind_stage(ctx, t, hw->gpu_threads, s);
+            continue;
+        }
+        char at[520];
+        snprintf(at, sizeof at, "%s", c->axes[0].var->name);
+        for (int d = 1; d < c->n_axes; d++) {
+            size_t len = strlen(at);
+            snprintf(at + len, sizeof at - len, ".%s", c->axes[d].var->name);
+        }
+        strncat(at, ".i", sizeof at - strlen(at) - 1);
+        st = sch_compute_at(ctx, s, t->buf->name, c->buf->name, at);
     }
     smelt_free(inlined);
     smelt_free(memo);
