@@ -3,10 +3,15 @@
 # (PoCL here): outputs compared with the test data (PyTorch's or ONNX
 # Runtime's), and `compile --stats` must show every function as OpenCL
 # kernels.  Exit 77 (ctest: skipped) when no OpenCL platform is present.
-# usage: check_opencl.sh SMELT MODEL_DIR...
+# usage: check_opencl.sh SMELT [--schedule FILE] MODEL_DIR...
 set -euo pipefail
 smelt=$1
 shift
+opts=()
+if [ "${1:-}" = --schedule ]; then
+    opts=(--schedule "$2")
+    shift 2
+fi
 shopt -s nullglob
 icds=(/etc/OpenCL/vendors/*.icd)
 if ((${#icds[@]} == 0)); then
@@ -14,9 +19,9 @@ if ((${#icds[@]} == 0)); then
     exit 77
 fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
-"$smelt" check --target opencl --rtol 1e-3 --atol 1e-4 "$@"
+"$smelt" check --target opencl "${opts[@]}" --rtol 1e-3 --atol 1e-4 "$@"
 for dir in "$@"; do
-    stats=$("$smelt" compile --target opencl --stats "$dir/model.onnx")
+    stats=$("$smelt" compile --target opencl "${opts[@]}" --stats "$dir/model.onnx")
     n_funcs=$(grep -c '^f[0-9]* ' <<<"$stats" || true)
     n_gpu=$(grep -c '^f[0-9]* .*: opencl kernel f[0-9]*_k0 ' <<<"$stats" || true)
     ((n_funcs > 0)) || fail "$dir: compile --stats lists no function: $stats"
