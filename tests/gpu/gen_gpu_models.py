@@ -12,7 +12,7 @@ random inputs; weights are random; seeds are fixed.
               AveragePool, GlobalAveragePool and Gemm over [2, 3, 15, 15]
   gather      Gather with indices given at run time (a data check: the GPU
               targets refuse it, naming the node)
-  wide_mlp    --big only: the MLP at [64, 1024] -> 1024 -> 1000 (timings)
+  wide_mlp    --big only: the MLP at [64, 512] -> 512 -> 1000 (timings)
 
 usage: gen_gpu_models.py OUT_DIR [--big]
 Needs onnx, onnxruntime and numpy (scripts/setup.sh installs them for the
@@ -157,7 +157,7 @@ def main():
     models = {"mlp": mlp(), "eltwise": eltwise(), "norm_reduce": norm_reduce(),
               "cnn_pool": cnn_pool(), "gather": gather()}
     if "--big" in sys.argv[2:]:
-        models["wide_mlp"] = mlp(rows=64, d_in=1024, hidden=1024, d_out=1000, seed=6, name="wide_mlp")
+        models["wide_mlp"] = mlp(rows=64, d_in=512, hidden=512, d_out=1000, seed=6, name="wide_mlp")
     for name, mi in models.items():
         write(out, name, mi)
 
