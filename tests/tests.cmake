@@ -436,13 +436,13 @@ if(SMELT_PYTHON)
     COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_opencl.sh $<TARGET_FILE:smelt_cli>
             ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${SMELT_GPU_MODEL_DIR}/mlp
             ${SMELT_GPU_MODEL_DIR}/eltwise ${SMELT_GPU_MODEL_DIR}/norm_reduce
-            ${SMELT_GPU_MODEL_DIR}/cnn_pool)
+            ${SMELT_GPU_MODEL_DIR}/cnn_pool ${SMELT_GPU_MODEL_DIR}/gather)
   set_tests_properties(gpu/opencl_check PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
   add_test(NAME gpu/cuda_package
     COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_cuda_package.sh $<TARGET_FILE:smelt_cli>
             ${CMAKE_BINARY_DIR}/gpu/cuda ${CMAKE_SOURCE_DIR}/models/tiny_cnn
-            ${SMELT_GPU_MODEL_DIR}/eltwise)
+            ${SMELT_GPU_MODEL_DIR}/eltwise ${SMELT_GPU_MODEL_DIR}/gather)
   set_tests_properties(gpu/cuda_package PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()
@@ -463,8 +463,10 @@ add_test(NAME gpu/run_refused
 set_tests_properties(gpu/run_refused PROPERTIES
   PASS_REGULAR_EXPRESSION "target 'cuda' generates GPU kernels, which do not load into this process: `smelt compile --target cuda -o DIR` writes a package")
 if(SMELT_PYTHON)
-  add_test(NAME gpu/data_check_refused
-    COMMAND smelt_cli compile --target opencl -o ${CMAKE_BINARY_DIR}/gpu/gather ${SMELT_GPU_MODEL_DIR}/gather/model.onnx)
-  set_tests_properties(gpu/data_check_refused PROPERTIES FIXTURES_REQUIRED gpu_models
-    PASS_REGULAR_EXPRESSION "node 'y_node' \\(Gather\\): its run-time data check \\(.*\\) has no GPU version yet \\(target 'opencl'\\)")
+  # a data check failing on the device: the CPU's message (node, index, position)
+  add_test(NAME gpu/opencl_data_error
+    COMMAND sh -c "ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1 || { echo 'SKIP: no OpenCL platform'; exit 77; }; \"$0\" check --target opencl \"$1\""
+            $<TARGET_FILE:smelt_cli> ${SMELT_GPU_MODEL_DIR}/gather_bad)
+  set_tests_properties(gpu/opencl_data_error PROPERTIES FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77
+    PASS_REGULAR_EXPRESSION "FAIL gather_bad: node 'y_node' \\(Gather\\): index 99 at position 1 is out of range for axis 0 of size 16")
 endif()

@@ -794,14 +794,20 @@ static int site_index(cg_emitter *e, const ir_check_site *site)
 
 static void emit_check(cg_emitter *e, const ir_stmt *s)
 {
-    if (e->gpu) {
-        const ir_check_site *cs = s->check.site;
-        cg_fail(e, SMELT_ERR_UNSUPPORTED, "node '%s' (%s): its run-time data check (%s) has no GPU "
-                "version yet (target '%s')", cs && cs->node ? cs->node : "?",
-                cs && cs->op ? cs->op : "?", cs && cs->message ? cs->message : "", e->target->name);
+    int site = site_index(e, s->check.site);
+    if (e->gpu) { /* the first failing thread records it (gpu_emit.c's prelude) */
+        char *cond = expr_text(e, s->check.cond, CG_INDEX);
+        char *val = expr_text(e, s->check.value, CG_INDEX);
+        char *pos = expr_text(e, s->check.position, CG_INDEX);
+        if (site >= 0 && cond && val && pos)
+            cg_line(e, "if (!(%s)) smelt_gpu_check_fail_(rterr_, %d, (int64_t)(%s), (int64_t)(%s));",
+                    cond, site, val, pos);
+        e->gpu_checks = true;
+        smelt_free(cond);
+        smelt_free(val);
+        smelt_free(pos);
         return;
     }
-    int site = site_index(e, s->check.site);
     char *cond = expr_text(e, s->check.cond, CG_INDEX);
     char *val = expr_text(e, s->check.value, CG_INDEX);
     char *pos = expr_text(e, s->check.position, CG_INDEX);

@@ -95,6 +95,7 @@ typedef struct cg_emitter {
     int n_tasks;
     bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */
     bool gpu;            /* emitting a GPU kernel's thread code (gpu_emit.c) */
+    bool gpu_checks;     /* a kernel holds a data check (smelt_gpu_check_fail_) */
     bool uses_pool;
     bool needs_err;      /* a heap temp may fail: err_ is needed */
     bool has_checks;     /* the function takes rterr_ (it holds IR_STMT_CHECKs) */
@@ -192,6 +193,11 @@ void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out);
  * model_gpu_run_ in the device file. */
 smelt_status cg_gpu_emit_host(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
                               const cg_emit_options *opts, smelt_strbuf *out);
+/* What model_gpu_run_ is called with (both files declare it). */
+#define CG_GPU_RUN_PARAMS                                                                      \
+    "const unsigned char *weights, const void *const *inputs,\n"                               \
+    "                   void *const *outputs, smelt_rt_run_error *rterr"
+
 /* The helpers and min/max functions the kernels use, each declared with
  * fn_qual (e.g. "static __device__ inline"); fails naming the first helper
  * GPU kernels cannot have (float16 rounding, low-bit types...). */

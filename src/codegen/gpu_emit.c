@@ -47,6 +47,7 @@ typedef struct gpu_lang {
     const char *barrier;
     const char *fn_qual;     /* helper functions */
     const char *prelude;     /* types and macros the emitted C names */
+    const char *check_fail;  /* smelt_gpu_check_fail_: the first failing thread records */
 } gpu_lang;
 
 static const char opencl_prelude[] =
@@ -74,11 +75,24 @@ static const char common_macros[] =
     "#define SMELT_ALIGN64 __attribute__((aligned(64)))\n"
     "#define SMELT_UNROLL(n)\n#define SMELT_IVDEP\n\n";
 
+/* A failed data check: r = {flag, site, value, position} on the device; the
+ * first thread to set the flag records its site, value and position (not
+ * the lowest position as on CPUs: any failing element is reported). */
+static const char opencl_check_fail[] =
+    "static inline void smelt_gpu_check_fail_(__global int64_t *r, int site, int64_t value, int64_t pos)\n{\n"
+    "    if (atomic_cmpxchg((volatile __global int *)r, 0, 1) == 0) {\n"
+    "        r[1] = site;\n        r[2] = value;\n        r[3] = pos;\n    }\n}\n";
+static const char cuda_check_fail[] =
+    "static __device__ inline void smelt_gpu_check_fail_(int64_t *r, int site, int64_t value, int64_t pos)\n{\n"
+    "    if (atomicCAS((unsigned long long *)r, 0ull, 1ull) == 0ull) {\n"
+    "        r[1] = site;\n        r[2] = value;\n        r[3] = pos;\n    }\n}\n";
+
 static const gpu_lang langs[] = {
     {CG_GPU_OPENCL, "__kernel void", "((int64_t)get_group_id(0))", "((int64_t)get_local_id(0))",
-     "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);", "static inline", opencl_prelude},
+     "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);", "static inline", opencl_prelude,
+     opencl_check_fail},
     {CG_GPU_CUDA, "__global__ void", "((int64_t)blockIdx.x)", "((int64_t)threadIdx.x)",
-     "__syncthreads();", "static __device__ inline", cuda_prelude},
+     "__syncthreads();", "static __device__ inline", cuda_prelude, cuda_check_fail},
 };
 
 static const gpu_lang *lang_of(const cg_target *t)
@@ -337,8 +351,9 @@ static void kernel_signature(gpu_emitter *g, const char *name)
         else
             smelt_strbuf_printf(o, "%s%s *p%d, ", cq, cg_storage_type(f->params[i]->dtype), i);
     }
-    smelt_strbuf_append(o, g->lang->id == CG_GPU_OPENCL ? "__global uchar *wsb_, long wso_)\n{\n"
-                                                        : "unsigned char *ws_)\n{\n");
+    smelt_strbuf_append(o, g->lang->id == CG_GPU_OPENCL
+                               ? "__global uchar *rb_, long ro_, __global uchar *wsb_, long wso_)\n{\n"
+                               : "int64_t *rterr_, unsigned char *ws_)\n{\n");
 }
 
 /* Whether the kernel just emitted named root temporary i (nvcc warns
@@ -368,7 +383,10 @@ static void kernel_pointers(gpu_emitter *g)
         const char *t = cg_storage_type(f->params[i]->dtype);
         smelt_strbuf_printf(o, "    %s%s%s *p%d = (%s%s%s *)(b%d + o%d);\n", as, cq, t, i, as, cq, t, i, i);
     }
-    if (cl) smelt_strbuf_append(o, "    __global uchar *ws_ = wsb_ + wso_;\n");
+    if (cl)
+        smelt_strbuf_append(o, "    __global uchar *ws_ = wsb_ + wso_;\n"
+                               "    __global int64_t *rterr_ = (__global int64_t *)(rb_ + ro_);\n");
+    smelt_strbuf_append(o, "    (void)rterr_;\n");
     for (int i = 0; i < f->n_params; i++) smelt_strbuf_printf(o, "    (void)p%d;\n", i);
     smelt_strbuf_append(o, "    (void)ws_;\n");
     for (int i = 0; i < g->n_temps; i++) {
@@ -498,10 +516,10 @@ static void gpu_fini(gpu_emitter *g)
 /* Kernels of every called function (the plan in g, the source in
  * g->kernels, the prelude before it in *src). */
 static smelt_status plan_kernels(gpu_emitter *g, smelt_ctx *ctx, const ir_program *p,
-                                 const cg_target *t, smelt_strbuf *src)
+                                 const cg_target *t, const cg_emit_options *opts, smelt_strbuf *src)
 {
     memset(g, 0, sizeof *g);
-    cg_emitter_init(&g->e, ctx, p, t, NULL);
+    cg_emitter_init(&g->e, ctx, p, t, opts);
     smelt_strbuf_init(&g->kernels);
     g->lang = lang_of(t);
     if (!g->lang) return cg_fail(&g->e, SMELT_ERR_ARG, "codegen: target '%s' is not a GPU target",
@@ -517,6 +535,7 @@ static smelt_status plan_kernels(gpu_emitter *g, smelt_ctx *ctx, const ir_progra
     smelt_strbuf_append(src, g->lang->prelude);
     smelt_strbuf_append(src, common_macros);
     cg_gpu_prelude_helpers(&g->e, g->lang->fn_qual, src);
+    if (g->e.gpu_checks) smelt_strbuf_append(src, g->lang->check_fail);
     smelt_strbuf_append(src, "\n");
     smelt_strbuf_appendn(src, g->kernels.data ? g->kernels.data : "", g->kernels.len);
     if (src->failed || g->kernels.failed) cg_fail(&g->e, SMELT_ERR_NOMEM, "codegen: out of memory");
@@ -590,9 +609,11 @@ static void emit_launches(gpu_emitter *g, smelt_strbuf *o)
                     smelt_strbuf_printf(o, "smelt_cl_arg_(%d, %d, %s, %lld) ||\n        ", k, a, base,
                                         (long long)off);
                 }
-                smelt_strbuf_printf(o, "smelt_cl_arg_(%d, %d, smelt_cl_.arena, %lld) ||\n"
+                smelt_strbuf_printf(o, "smelt_cl_arg_(%d, %d, smelt_cl_.err, 0) ||\n"
+                                    "        smelt_cl_arg_(%d, %d, smelt_cl_.arena, %lld) ||\n"
                                     "        smelt_cl_launch_(%d, %lld, %lld))\n        return %s;\n",
-                                    k, cs->func->n_params, (long long)ws_offset(p), k,
+                                    k, cs->func->n_params, k, cs->func->n_params + 1,
+                                    (long long)ws_offset(p), k,
                                     (long long)gk->blocks, (long long)gk->threads, GPU_RUN_FAILED);
             } else {
                 smelt_strbuf_printf(o, "    f%d_k%d<<<%lld, %lld>>>(", gk->func, gk->index,
@@ -604,7 +625,8 @@ static void emit_launches(gpu_emitter *g, smelt_strbuf *o)
                                         cg_param_is_const(b) ? "const " : "", cg_storage_type(b->dtype),
                                         base, (long long)off);
                 }
-                smelt_strbuf_printf(o, "\n        smelt_cu_.arena + %lld);\n", (long long)ws_offset(p));
+                smelt_strbuf_printf(o, "\n        (int64_t *)(void *)smelt_cu_.err, smelt_cu_.arena + %lld);\n",
+                                    (long long)ws_offset(p));
                 smelt_strbuf_printf(o, "    if (smelt_cu_check_(cudaGetLastError(), \"launching f%d_k%d\"))\n"
                                     "        return %s;\n", gk->func, gk->index, GPU_RUN_FAILED);
             }
@@ -619,7 +641,7 @@ static const char opencl_host_text[] =
     "    cl_command_queue queue;\n"
     "    cl_program program;\n"
     "    cl_kernel kernels[SMELT_N_KERNELS + 1];\n"
-    "    cl_mem weights, arena, in[SMELT_N_IN + 1], out[SMELT_N_OUT + 1];\n"
+    "    cl_mem weights, arena, err, in[SMELT_N_IN + 1], out[SMELT_N_OUT + 1];\n"
     "    const unsigned char *weights_host;\n"
     "} smelt_cl_state_;\n\n"
     "/* One device state per process: the first run builds it. */\n"
@@ -687,7 +709,8 @@ static const char opencl_host_text[] =
     "    smelt_cl_.queue = clCreateCommandQueue(smelt_cl_.ctx, dev, 0, &err);\n"
     "    if (smelt_cl_check_(err, \"clCreateCommandQueue\") || smelt_cl_build_(dev)) return 1;\n"
     "    if (smelt_cl_buffer_(&smelt_cl_.weights, SMELT_WEIGHT_BYTES) ||\n"
-    "        smelt_cl_buffer_(&smelt_cl_.arena, SMELT_DEVICE_ARENA_BYTES))\n"
+    "        smelt_cl_buffer_(&smelt_cl_.arena, SMELT_DEVICE_ARENA_BYTES) ||\n"
+    "        smelt_cl_buffer_(&smelt_cl_.err, 4 * sizeof(cl_long)))\n"
     "        return 1;\n"
     "    for (i = 0; i < SMELT_N_IN; i++)\n"
     "        if (smelt_cl_buffer_(&smelt_cl_.in[i], smelt_in_bytes_[i])) return 1;\n"
@@ -711,7 +734,7 @@ static const char opencl_host_text[] =
 static const char cuda_host_text[] =
     "typedef struct smelt_cu_state_ {\n"
     "    int ready;\n"
-    "    unsigned char *weights, *arena, *in[SMELT_N_IN + 1], *out[SMELT_N_OUT + 1];\n"
+    "    unsigned char *weights, *arena, *err, *in[SMELT_N_IN + 1], *out[SMELT_N_OUT + 1];\n"
     "    const unsigned char *weights_host;\n"
     "} smelt_cu_state_;\n\n"
     "/* One device state per process: the first run builds it. */\n"
@@ -732,7 +755,8 @@ static const char cuda_host_text[] =
     "    if (smelt_cu_.ready)\n"
     "        return weights == smelt_cu_.weights_host ? 0 : smelt_cu_upload_weights_(weights);\n"
     "    if (smelt_cu_alloc_(&smelt_cu_.weights, SMELT_WEIGHT_BYTES) ||\n"
-    "        smelt_cu_alloc_(&smelt_cu_.arena, SMELT_DEVICE_ARENA_BYTES))\n"
+    "        smelt_cu_alloc_(&smelt_cu_.arena, SMELT_DEVICE_ARENA_BYTES) ||\n"
+    "        smelt_cu_alloc_(&smelt_cu_.err, 4 * sizeof(long long)))\n"
     "        return 1;\n"
     "    for (i = 0; i < SMELT_N_IN; i++)\n"
     "        if (smelt_cu_alloc_(&smelt_cu_.in[i], smelt_in_bytes_[i])) return 1;\n"
@@ -742,15 +766,50 @@ static const char cuda_host_text[] =
     "    smelt_cu_.ready = 1;\n"
     "    return 0;\n}\n\n";
 
-static void emit_run(gpu_emitter *g, smelt_strbuf *o)
+/* Data checks: the device's error record is cleared before the kernels and
+ * read back after them; a set flag fails the run with the check's site. */
+static void emit_error_record(gpu_emitter *g, smelt_strbuf *o, bool before)
 {
     bool cl = g->lang->id == CG_GPU_OPENCL;
+    if (before && cl)
+        smelt_strbuf_printf(o,
+            "    if (smelt_cl_check_(clEnqueueWriteBuffer(smelt_cl_.queue, smelt_cl_.err, CL_FALSE, 0,\n"
+            "                                             sizeof zero, zero, 0, NULL, NULL),\n"
+            "                        \"clearing the error record\"))\n        return %s;\n", GPU_RUN_FAILED);
+    else if (before)
+        smelt_strbuf_printf(o,
+            "    if (smelt_cu_check_(cudaMemset(smelt_cu_.err, 0, sizeof rec), \"clearing the error record\"))\n"
+            "        return %s;\n", GPU_RUN_FAILED);
+    else if (cl)
+        smelt_strbuf_printf(o,
+            "    if (smelt_cl_check_(clEnqueueReadBuffer(smelt_cl_.queue, smelt_cl_.err, CL_TRUE, 0, sizeof rec,\n"
+            "                                            rec, 0, NULL, NULL), \"reading the error record\"))\n"
+            "        return %s;\n", GPU_RUN_FAILED);
+    else
+        smelt_strbuf_printf(o,
+            "    if (smelt_cu_check_(cudaMemcpy(rec, smelt_cu_.err, sizeof rec, cudaMemcpyDeviceToHost),\n"
+            "                        \"reading the error record\"))\n        return %s;\n", GPU_RUN_FAILED);
+    if (!before)
+        smelt_strbuf_append(o, "    if (rec[0]) {\n"
+                               "        rterr->site = (int)rec[1];\n"
+                               "        rterr->value = rec[2];\n"
+                               "        rterr->position = rec[3];\n"
+                               "        return 1;\n    }\n");
+}
+
+static void emit_run(gpu_emitter *g, smelt_strbuf *o)
+{
+    bool cl = g->lang->id == CG_GPU_OPENCL, checks = g->e.gpu_checks;
     smelt_strbuf_printf(o, "/* Called by model.c's run entry: inputs to the device, the kernels in\n"
-                           " * program order, outputs back.  0, or %s with the reason on stderr. */\n",
+                           " * program order, outputs back.  0; 1 when a data check failed (rterr\n"
+                           " * says which); %s with the reason on stderr. */\n",
                         GPU_RUN_FAILED);
-    smelt_strbuf_append(o, "static int model_gpu_run_locked_(const unsigned char *weights,\n"
-                           "                                 const void *const *inputs, void *const *outputs)\n"
-                           "{\n    int i;\n");
+    smelt_strbuf_append(o, "static int model_gpu_run_locked_(" CG_GPU_RUN_PARAMS ")\n{\n    int i;\n");
+    if (checks)
+        smelt_strbuf_printf(o, "    %s rec[4] = {0, 0, 0, 0};\n%s", cl ? "cl_long" : "long long",
+                            cl ? "    static const cl_long zero[4] = {0, 0, 0, 0};\n" : "");
+    else
+        smelt_strbuf_append(o, "    (void)rterr;\n");
     if (cl) {
         smelt_strbuf_printf(o,
             "    if (smelt_cl_init_(weights)) return %s;\n"
@@ -767,6 +826,7 @@ static void emit_run(gpu_emitter *g, smelt_strbuf *o)
             "                                       cudaMemcpyHostToDevice), \"copying an input to the device\"))\n"
             "            return %s;\n", GPU_RUN_FAILED, GPU_RUN_FAILED);
     }
+    if (checks) emit_error_record(g, o, true);
     emit_launches(g, o);
     if (cl)
         smelt_strbuf_printf(o,
@@ -774,22 +834,21 @@ static void emit_run(gpu_emitter *g, smelt_strbuf *o)
             "        if (smelt_cl_check_(clEnqueueReadBuffer(smelt_cl_.queue, smelt_cl_.out[i], CL_TRUE, 0,\n"
             "                                                smelt_out_bytes_[i], outputs[i], 0, NULL, NULL),\n"
             "                            \"copying an output from the device\"))\n"
-            "            return %s;\n"
-            "    (void)inputs;\n    (void)outputs;\n    return 0;\n}\n\n", GPU_RUN_FAILED);
+            "            return %s;\n", GPU_RUN_FAILED);
     else
         smelt_strbuf_printf(o,
             "    for (i = 0; i < SMELT_N_OUT; i++)\n"
             "        if (smelt_cu_check_(cudaMemcpy(outputs[i], smelt_cu_.out[i], smelt_out_bytes_[i],\n"
             "                                       cudaMemcpyDeviceToHost), \"copying an output from the device\"))\n"
-            "            return %s;\n"
-            "    (void)inputs;\n    (void)outputs;\n    return 0;\n}\n\n", GPU_RUN_FAILED);
+            "            return %s;\n", GPU_RUN_FAILED);
+    if (checks) emit_error_record(g, o, false);
+    smelt_strbuf_append(o, "    (void)inputs;\n    (void)outputs;\n    return 0;\n}\n\n");
     /* one device state: concurrent runs (smelt_rt.h allows them) take turns */
     smelt_strbuf_printf(o, "static pthread_mutex_t smelt_gpu_mu_ = PTHREAD_MUTEX_INITIALIZER;\n\n"
-                           "%sint model_gpu_run_(const unsigned char *weights, const void *const *inputs,\n"
-                           "                   void *const *outputs)\n{\n"
+                           "%sint model_gpu_run_(" CG_GPU_RUN_PARAMS ")\n{\n"
                            "    int rc;\n"
                            "    pthread_mutex_lock(&smelt_gpu_mu_);\n"
-                           "    rc = model_gpu_run_locked_(weights, inputs, outputs);\n"
+                           "    rc = model_gpu_run_locked_(weights, inputs, outputs, rterr);\n"
                            "    pthread_mutex_unlock(&smelt_gpu_mu_);\n"
                            "    return rc;\n}\n", cl ? "" : "extern \"C\" ");
 }
@@ -833,8 +892,7 @@ static void emit_device_file(gpu_emitter *g, const smelt_strbuf *kernels, smelt_
             smelt_strbuf_printf(o, "    \"f%d_k%d\",\n", g->k[k].func, g->k[k].index);
         smelt_strbuf_append(o, "    NULL};\n\n");
         smelt_strbuf_append(o, opencl_host_text);
-        smelt_strbuf_append(o, "int model_gpu_run_(const unsigned char *weights, const void *const *inputs,\n"
-                               "                   void *const *outputs);\n\n");
+        smelt_strbuf_append(o, "int model_gpu_run_(" CG_GPU_RUN_PARAMS ");\n\n");
     } else {
         smelt_strbuf_append(o, "#include <cuda_runtime.h>\n#include <pthread.h>\n#include <stdio.h>\n\n#include \"smelt_rt.h\"\n\n");
         smelt_strbuf_appendn(o, kernels->data ? kernels->data : "", kernels->len);
@@ -850,7 +908,7 @@ smelt_status cg_gpu_emit_device(smelt_ctx *ctx, const ir_program *p, const cg_ta
     gpu_emitter g;
     smelt_strbuf kernels;
     smelt_strbuf_init(&kernels);
-    smelt_status s = plan_kernels(&g, ctx, p, t, &kernels);
+    smelt_status s = plan_kernels(&g, ctx, p, t, NULL, &kernels);
     if (s == SMELT_OK && out) emit_device_file(&g, &kernels, out);
     if (s == SMELT_OK && placement) {
         for (int f = 0; f < p->n_funcs; f++) {
@@ -879,26 +937,33 @@ smelt_status cg_gpu_emit_device(smelt_ctx *ctx, const ir_program *p, const cg_ta
 smelt_status cg_gpu_emit_host(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
                               const cg_emit_options *opts, smelt_strbuf *out)
 {
-    cg_emitter e;
-    cg_emitter_init(&e, ctx, p, t, opts);
+    /* the kernels' plan numbers the data checks' sites the module lists */
+    gpu_emitter g;
+    smelt_strbuf kernels;
+    smelt_strbuf_init(&kernels);
+    smelt_status s = plan_kernels(&g, ctx, p, t, opts, &kernels);
+    smelt_strbuf_fini(&kernels);
+    if (s != SMELT_OK) {
+        gpu_fini(&g);
+        return s;
+    }
     smelt_strbuf_printf(out, "/* Generated by smelt for target %s: the module; the kernels and the host\n"
                              " * code that launches them are in model_gpu.%s.  Do not edit. */\n",
                         t->name, t->gpu == CG_GPU_CUDA ? "cu" : "c");
     smelt_strbuf_append(out, "#include <stdint.h>\n#include <stdlib.h>\n\n#include \"smelt_rt.h\"\n\n"
                              "#if defined(__GNUC__)\n#define SMELT_ALIGN64 __attribute__((aligned(64)))\n"
                              "#else\n#define SMELT_ALIGN64\n#endif\n\n"
-                             "int model_gpu_run_(const unsigned char *weights, const void *const *inputs,\n"
-                             "                   void *const *outputs);\n\n"
+                             "int model_gpu_run_(" CG_GPU_RUN_PARAMS ");\n\n"
                              "/* The host arena is unused: the device has its own. */\n"
                              "static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, "
                              "unsigned char *arena,\n                      const void *const *inputs, "
                              "void *const *outputs, smelt_rt_run_error *rterr)\n{\n"
-                             "    (void)pool;\n    (void)arena;\n    (void)rterr;\n"
-                             "    return model_gpu_run_(weights, inputs, outputs);\n}\n\n");
-    if (cg_check_program(&e)) cg_emit_module_info(&e, out);
-    if (e.status == SMELT_OK && opts && opts->arena_bytes_out) *opts->arena_bytes_out = 64;
-    if (e.status == SMELT_OK && out->failed) cg_fail(&e, SMELT_ERR_NOMEM, "codegen: out of memory");
-    smelt_status s = e.status;
-    cg_emitter_fini(&e);
+                             "    (void)pool;\n    (void)arena;\n"
+                             "    return model_gpu_run_(weights, inputs, outputs, rterr);\n}\n\n");
+    cg_emit_module_info(&g.e, out);
+    if (g.e.status == SMELT_OK && opts && opts->arena_bytes_out) *opts->arena_bytes_out = 64;
+    if (g.e.status == SMELT_OK && out->failed) cg_fail(&g.e, SMELT_ERR_NOMEM, "codegen: out of memory");
+    s = g.e.status;
+    gpu_fini(&g);
     return s;
 }

@@ -10,8 +10,10 @@ random inputs; weights are random; seeds are fixed.
   norm_reduce LayerNormalization, ReduceMax and ReduceSum over [3, 5, 33]
   cnn_pool    strided and depthwise convolutions, BatchNorm, MaxPool,
               AveragePool, GlobalAveragePool and Gemm over [2, 3, 15, 15]
-  gather      Gather with indices given at run time (a data check: the GPU
-              targets refuse it, naming the node)
+  gather      Gather with indices given at run time (a data check on the device)
+  gather_bad  the same with an index out of range: the run must fail naming
+              the node, the index and its position (the expected output is
+              zeros: ONNX Runtime refuses it too)
   wide_mlp    --big only: the MLP at [64, 512] -> 512 -> 1000 (timings)
 
 usage: gen_gpu_models.py OUT_DIR [--big]
@@ -123,11 +125,11 @@ def cnn_pool():
     return m, {"x": b.rng.uniform(-1, 1, (2, 3, 15, 15)).astype(np.float32)}
 
 
-def gather():
+def gather(idx=(0, 7, 15)):
     b = Builder(5)
     b.node("Gather", [b.const("table", (16, 4)), "idx"], "y", axis=0)
     m = b.model("gather", [vi("idx", [3], TensorProto.INT64)], [vi("y", [3, 4])])
-    return m, {"idx": np.array([0, 7, 15], dtype=np.int64)}
+    return m, {"idx": np.array(idx, dtype=np.int64)}
 
 
 def write(out_dir, name, model_and_inputs):
@@ -137,8 +139,12 @@ def write(out_dir, name, model_and_inputs):
     data = os.path.join(d, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    outs = sess.run(None, inputs)
+    if name.endswith("_bad"):  # the run must fail: no reference output
+        outs = [np.zeros([d.dim_value for d in o.type.tensor_type.shape.dim], np.float32)
+                for o in model.graph.output]
+    else:
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        outs = sess.run(None, inputs)
     for i, inp in enumerate(model.graph.input):
         t = numpy_helper.from_array(inputs[inp.name], inp.name)
         with open(os.path.join(data, "input_%d.pb" % i), "wb") as f:
@@ -155,7 +161,7 @@ def main():
         sys.exit(__doc__)
     out = sys.argv[1]
     models = {"mlp": mlp(), "eltwise": eltwise(), "norm_reduce": norm_reduce(),
-              "cnn_pool": cnn_pool(), "gather": gather()}
+              "cnn_pool": cnn_pool(), "gather": gather(), "gather_bad": gather((0, 99, 15))}
     if "--big" in sys.argv[2:]:
         models["wide_mlp"] = mlp(rows=64, d_in=512, hidden=512, d_out=1000, seed=6, name="wide_mlp")
     for name, mi in models.items():
