@@ -630,6 +630,16 @@ static void emit_parallel(cg_emitter *e, const ir_stmt *s)
     fs_fini(&fs);
 }
 
+/* "function f3_conv (conv1 .. relu1 (2 nodes))": where a GPU refusal is. */
+static const char *func_desc(const cg_emitter *e, char *buf, size_t cap)
+{
+    const ir_func *f = e->prog && e->func_index >= 0 && e->func_index < e->prog->n_funcs
+                           ? e->prog->funcs[e->func_index] : NULL;
+    snprintf(buf, cap, "function %s (%s)", f && f->name ? f->name : "?",
+             f && f->comment ? f->comment : "");
+    return buf;
+}
+
 static void emit_for(cg_emitter *e, const ir_stmt *s)
 {
     switch (s->for_.kind) {
@@ -654,18 +664,20 @@ static void emit_for(cg_emitter *e, const ir_stmt *s)
         /* gpu_emit.c emits the bound loops it accepts itself; one met here
          * is misplaced (or the target is a CPU) */
         const char *idx = s->for_.kind == IR_FOR_GPU_BLOCK ? "blockIdx.x" : "threadIdx.x";
+        char where[400];
+        func_desc(e, where, sizeof where);
         if (!e->gpu)
-            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: loop '%s' is bound to %s (schedule step "
-                    "bind), which only GPU targets (opencl, cuda) have; target '%s' is a CPU",
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: loop '%s' is bound to %s (schedule step "
+                    "bind), which only GPU targets (opencl, cuda) have; target '%s' is a CPU", where,
                     s->for_.var->name, idx, e->target->name);
         else if (s->for_.kind == IR_FOR_GPU_BLOCK)
-            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: loop '%s' is bound to blockIdx.x but is "
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: loop '%s' is bound to blockIdx.x but is "
                     "not the outermost loop of its kernel (bind the outermost loop of the stage)",
-                    s->for_.var->name);
+                    where, s->for_.var->name);
         else
-            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: loop '%s' is bound to threadIdx.x inside "
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: loop '%s' is bound to threadIdx.x inside "
                     "another thread loop or a loop only thread 0 runs (one threadIdx.x loop per "
-                    "nest)", s->for_.var->name);
+                    "nest)", where, s->for_.var->name);
         return;
     }
     }
@@ -744,9 +756,10 @@ static void emit_allocate(cg_emitter *e, const ir_stmt *s)
     comment_line(e, on_stack ? "stack temp: " : e->in_task ? "heap temp: " : "workspace temp: ",
                  b->name);
     if (!on_stack && e->gpu) {
-        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: temporary '%s' (%lld bytes) inside a GPU "
+        char where[400];
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: temporary '%s' (%lld bytes) inside a GPU "
                 "thread is too large for private memory; compute the stage at the kernel's root",
-                b->name, (long long)bytes);
+                func_desc(e, where, sizeof where), b->name, (long long)bytes);
     } else if (on_stack) {
         cg_line(e, "%s t%d[%lld] SMELT_ALIGN64;", type, number, (long long)elems);
         cg_line(e, "(void)t%d;", number);
@@ -866,8 +879,10 @@ static bool note_microkernel(cg_emitter *e, const cg_microkernel *k)
 static void emit_call_stmt(cg_emitter *e, const ir_stmt *s)
 {
     if (e->gpu) {
-        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: micro-kernel '%s' (schedule step tensorize) has "
-                "no GPU version (target '%s')", s->call.kernel, e->target->name);
+        char where[400];
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: micro-kernel '%s' (schedule step tensorize, "
+                "or the op's own loop IR) has no GPU version (target '%s')",
+                func_desc(e, where, sizeof where), s->call.kernel, e->target->name);
         return;
     }
     const cg_microkernel *k = find_microkernel(e, s->call.kernel);

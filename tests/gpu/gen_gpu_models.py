@@ -14,6 +14,8 @@ random inputs; weights are random; seeds are fixed.
   gather_bad  the same with an index out of range: the run must fail naming
               the node, the index and its position (the expected output is
               zeros: ONNX Runtime refuses it too)
+  lstm        an LSTM layer over 5 steps (its op's loop IR calls a CPU
+              micro-kernel: the GPU targets refuse it, naming the function)
   wide_mlp    --big only: the MLP at [64, 512] -> 512 -> 1000 (timings)
 
 usage: gen_gpu_models.py OUT_DIR [--big]
@@ -132,6 +134,15 @@ def gather(idx=(0, 7, 15)):
     return m, {"idx": np.array(idx, dtype=np.int64)}
 
 
+def lstm():
+    b = Builder(7)
+    seq, batch, d_in, hidden = 5, 2, 8, 16
+    b.node("LSTM", ["x", b.const("W", (1, 4 * hidden, d_in)), b.const("R", (1, 4 * hidden, hidden))],
+           "y", hidden_size=hidden)
+    m = b.model("lstm", [vi("x", [seq, batch, d_in])], [vi("y", [seq, 1, batch, hidden])])
+    return m, {"x": b.rng.uniform(-1, 1, (seq, batch, d_in)).astype(np.float32)}
+
+
 def write(out_dir, name, model_and_inputs):
     import onnxruntime as ort
     model, inputs = model_and_inputs
@@ -161,7 +172,8 @@ def main():
         sys.exit(__doc__)
     out = sys.argv[1]
     models = {"mlp": mlp(), "eltwise": eltwise(), "norm_reduce": norm_reduce(),
-              "cnn_pool": cnn_pool(), "gather": gather(), "gather_bad": gather((0, 99, 15))}
+              "cnn_pool": cnn_pool(), "gather": gather(), "gather_bad": gather((0, 99, 15)),
+              "lstm": lstm()}
     if "--big" in sys.argv[2:]:
         models["wide_mlp"] = mlp(rows=64, d_in=512, hidden=512, d_out=1000, seed=6, name="wide_mlp")
     for name, mi in models.items():
