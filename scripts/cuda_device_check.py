@@ -170,8 +170,9 @@ def compare(d, meta, rtol, atol):
     return res
 
 
-def ort_ms(d, meta, runs):
-    """Median ms of ONNX Runtime (CPU) on the same inputs, or None."""
+def ort_ms(d, meta, runs, provider="CPUExecutionProvider"):
+    """Median ms of ONNX Runtime with `provider` on the same inputs, or None
+    (no model.onnx shipped, no onnxruntime, or not that provider)."""
     if not meta.get("onnx"):
         return None
     try:
@@ -179,7 +180,9 @@ def ort_ms(d, meta, runs):
         import onnxruntime as ort
     except ImportError:
         return None
-    sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+    if provider not in ort.get_available_providers():
+        return None
+    sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=[provider])
     feed = {}
     for i, inp in enumerate(meta["inputs"]):
         a = np.fromfile(os.path.join(d, "data", "in%d.bin" % i), dtype=inp["dtype"])
@@ -223,8 +226,9 @@ def run(args):
         write_summary(lines)
         return 0 if all(b[0] for b in built.values()) else 1
     say("GPU: %s" % "; ".join(gpus))
-    say("%-12s %-6s %10s %10s %12s %12s  %s" % ("model", "result", "smelt ms", "ORT cpu ms",
-                                               "max abs err", "max rel err", "outputs"))
+    say("%-12s %-6s %10s %10s %11s %12s %12s  %s" % ("model", "result", "smelt ms", "ORT cpu ms",
+                                                    "ORT cuda ms", "max abs err", "max rel err",
+                                                    "outputs"))
     failed = 0
     for m in models:
         d = os.path.join(top, m)
@@ -247,12 +251,15 @@ def run(args):
         ok = all(x[3] for x in res)
         failed += not ok
         ort = ort_ms(d, meta, args.runs)
-        say("%-12s %-6s %10.3f %10s %12.3g %12.3g  %s" % (
+        ort_cuda = ort_ms(d, meta, args.runs, "CUDAExecutionProvider")
+        say("%-12s %-6s %10.3f %10s %11s %12.3g %12.3g  %s" % (
             m, "PASS" if ok else "FAIL", ms, "%.3f" % ort if ort is not None else "n/a",
+            "%.3f" % ort_cuda if ort_cuda is not None else "n/a",
             max(x[1] for x in res), max(x[2] for x in res),
             ", ".join("%s: abs %.3g rel %.3g%s" % (n, a, rl, "" if k else " FAIL") for n, a, rl, k in res)))
     say("timings: median of %d runs after 3 warm-up runs; smelt's run includes the copies of the "
-        "inputs to the device and of the outputs back; tolerance |got - want| <= %g + %g |want|"
+        "inputs to the device and of the outputs back; ORT cuda: n/a without onnxruntime's "
+        "CUDA execution provider (onnxruntime-gpu); tolerance |got - want| <= %g + %g |want|"
         % (args.runs, atol, rtol))
     say("cuda_device_check: %s (%d of %d models passed)" %
         ("PASS" if failed == 0 else "FAIL", len(models) - failed, len(models)))
