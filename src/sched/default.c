@@ -1970,7 +1970,8 @@ static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, const smelt
  * intermediates are inlined by the same rules as on CPUs; the other stages
  * are computed at the root, each a kernel of its own (codegen/gpu_emit.c). */
 /* Whether every load of buf in e reads the element of the consumer's own
- * point: indices are consumer's axes in order (an elementwise epilogue). */
+ * point: indices are the consumer's axes in order, or 0 on an axis of
+ * extent 1 (an elementwise epilogue). */
 typedef struct own_point {
     const ir_buffer *buf;
     const te_tensor *consumer;
@@ -1983,8 +1984,12 @@ static void check_own_point(void *ctx, const ir_expr *e)
     if (!op->ok) return;
     if (e->kind == IR_LOAD && e->load.buf == op->buf) {
         if (e->load.n != op->consumer->n_axes) op->ok = false;
-        for (int d = 0; op->ok && d < e->load.n; d++)
-            op->ok = e->load.idx[d]->kind == IR_VAR && e->load.idx[d]->var == op->consumer->axes[d].var;
+        for (int d = 0; op->ok && d < e->load.n; d++) {
+            const ir_expr *ix = e->load.idx[d];
+            /* a dimension of extent 1 may be read at 0 (broadcasting ops do) */
+            op->ok = (ix->kind == IR_VAR && ix->var == op->consumer->axes[d].var) ||
+                     (ir_is_int(ix, 0) && op->consumer->axes[d].extent == 1);
+        }
         return;
     }
     tir_expr_visit_children(e, check_own_point, ctx);
