@@ -436,16 +436,18 @@ if(SMELT_PYTHON)
     COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_opencl.sh $<TARGET_FILE:smelt_cli>
             ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${SMELT_GPU_MODEL_DIR}/mlp
             ${SMELT_GPU_MODEL_DIR}/eltwise ${SMELT_GPU_MODEL_DIR}/norm_reduce
-            ${SMELT_GPU_MODEL_DIR}/cnn_pool ${SMELT_GPU_MODEL_DIR}/gather)
+            ${SMELT_GPU_MODEL_DIR}/cnn_pool ${SMELT_GPU_MODEL_DIR}/gather
+            ${SMELT_GPU_MODEL_DIR}/long_reduce)
   set_tests_properties(gpu/opencl_check PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
   # mlp: its softmax's root temporaries (nvcc failed on a temporary declared in a
-  # kernel that did not use it, set but never used)
+  # kernel that did not use it, set but never used); gather: the data check's
+  # atomics; long_reduce: block-shared partial sums
   add_test(NAME gpu/cuda_package
     COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_cuda_package.sh $<TARGET_FILE:smelt_cli>
             ${CMAKE_BINARY_DIR}/gpu/cuda ${CMAKE_SOURCE_DIR}/models/tiny_cnn
-            ${SMELT_GPU_MODEL_DIR}/eltwise ${SMELT_GPU_MODEL_DIR}/gather
-            ${SMELT_GPU_MODEL_DIR}/mlp)
+            ${SMELT_GPU_MODEL_DIR}/mlp ${SMELT_GPU_MODEL_DIR}/gather
+            ${SMELT_GPU_MODEL_DIR}/long_reduce)
   set_tests_properties(gpu/cuda_package PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
 endif()

@@ -48,6 +48,7 @@ typedef struct gpu_lang {
     const char *fn_qual;     /* helper functions */
     const char *prelude;     /* types and macros the emitted C names */
     const char *check_fail;  /* smelt_gpu_check_fail_: the first failing thread records */
+    const char *shared;      /* memory of a block: OpenCL __local, CUDA __shared__ */
 } gpu_lang;
 
 static const char opencl_prelude[] =
@@ -90,9 +91,9 @@ static const char cuda_check_fail[] =
 static const gpu_lang langs[] = {
     {CG_GPU_OPENCL, "__kernel void", "((int64_t)get_group_id(0))", "((int64_t)get_local_id(0))",
      "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);", "static inline", opencl_prelude,
-     opencl_check_fail},
+     opencl_check_fail, "__local"},
     {CG_GPU_CUDA, "__global__ void", "((int64_t)blockIdx.x)", "((int64_t)threadIdx.x)",
-     "__syncthreads();", "static __device__ inline", cuda_prelude, cuda_check_fail},
+     "__syncthreads();", "static __device__ inline", cuda_prelude, cuda_check_fail, "__shared__"},
 };
 
 static const gpu_lang *lang_of(const cg_target *t)
@@ -131,7 +132,13 @@ typedef struct gpu_emitter {
     int64_t ws_used, ws_peak; /* workspace of the current function */
     int64_t max_ws;           /* over functions */
     int64_t threads;          /* of the kernel being emitted */
+    smelt_strbuf shared_decls; /* the kernel's block-shared arrays (kernel scope) */
+    int64_t shared_bytes;
 } gpu_emitter;
+
+/* Shared memory a kernel may declare: CUDA's 48 KiB of static shared
+ * memory, and OpenCL's minimum local memory (32 KiB) */
+#define GPU_MAX_SHARED_BYTES ((int64_t)32 << 10)
 
 static smelt_status gfail(gpu_emitter *g, smelt_status code, const char *what)
 {
@@ -327,12 +334,27 @@ static void block_stmt(gpu_emitter *g, const ir_stmt *s)
         cg_line(e, "}");
         return;
     }
-    case IR_STMT_ALLOCATE: {
-        char msg[256];
-        snprintf(msg, sizeof msg, "temporary '%s' is shared by the threads of a block (a stage "
-                 "computed inside a bound loop): local/shared-memory staging is not supported yet",
-                 s->alloc.buf->name);
-        gfail(g, SMELT_ERR_UNSUPPORTED, msg);
+    case IR_STMT_ALLOCATE: { /* written by some threads, read by others: the block's memory */
+        const ir_buffer *b = s->alloc.buf;
+        int64_t bytes = cg_buffer_bytes(b);
+        const char *type = cg_storage_type(b->dtype);
+        if (bytes < 0 || !type || g->shared_bytes + bytes > GPU_MAX_SHARED_BYTES) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "temporary '%s' shared by the threads of a block needs %lld "
+                     "bytes of block memory (%lld available)", b->name, (long long)bytes,
+                     (long long)(GPU_MAX_SHARED_BYTES - g->shared_bytes));
+            gfail(g, SMELT_ERR_UNSUPPORTED, msg);
+            return;
+        }
+        int number = e->next_temp++;
+        int prev = cg_add_buf(e, b, false, false, number);
+        int64_t elems = bytes / (int64_t)smelt_dtype_size(b->dtype);
+        /* OpenCL wants __local arrays at the kernel's scope */
+        smelt_strbuf_printf(&g->shared_decls, "    %s %s t%d[%lld];\n", g->lang->shared, type, number,
+                            (long long)(elems > 0 ? elems : 1));
+        g->shared_bytes += bytes;
+        block_stmt(g, s->alloc.body);
+        cg_remove_buf(e, b, prev);
         return;
     }
     default: cg_fail(e, SMELT_ERR_INTERNAL, "codegen: statement kind %d holds a thread loop", (int)s->kind);
@@ -426,6 +448,9 @@ static void emit_kernel(gpu_emitter *g, const ir_stmt *s)
     /* the body first: the declarations depend on what it uses */
     smelt_strbuf body;
     smelt_strbuf_init(&body);
+    smelt_strbuf_fini(&g->shared_decls);
+    smelt_strbuf_init(&g->shared_decls);
+    g->shared_bytes = 0;
     temps_unused(g);
     smelt_strbuf *saved = e->out;
     e->out = &body;
@@ -443,6 +468,8 @@ static void emit_kernel(gpu_emitter *g, const ir_stmt *s)
     e->out = saved;
     kernel_signature(g, name);
     kernel_pointers(g);
+    smelt_strbuf_appendn(&g->kernels, g->shared_decls.data ? g->shared_decls.data : "",
+                         g->shared_decls.len);
     smelt_strbuf_appendn(&g->kernels, body.data ? body.data : "", body.len);
     smelt_strbuf_append(&g->kernels, "}\n\n");
     cg_sb_done(e, &body);
@@ -507,6 +534,7 @@ static void emit_function(gpu_emitter *g, const ir_func *f, int index)
 static void gpu_fini(gpu_emitter *g)
 {
     cg_emitter_fini(&g->e);
+    smelt_strbuf_fini(&g->shared_decls);
     smelt_strbuf_fini(&g->kernels);
     smelt_free(g->k);
     smelt_free(g->first_k);
@@ -521,6 +549,7 @@ static smelt_status plan_kernels(gpu_emitter *g, smelt_ctx *ctx, const ir_progra
     memset(g, 0, sizeof *g);
     cg_emitter_init(&g->e, ctx, p, t, opts);
     smelt_strbuf_init(&g->kernels);
+    smelt_strbuf_init(&g->shared_decls);
     g->lang = lang_of(t);
     if (!g->lang) return cg_fail(&g->e, SMELT_ERR_ARG, "codegen: target '%s' is not a GPU target",
                                  t ? t->name : "?");

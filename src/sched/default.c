@@ -2039,6 +2039,42 @@ static smelt_status gpu_bind_stage(smelt_ctx *ctx, const te_tensor *t, int threa
     return sch_bind(ctx, s, t->buf->name, inner, "threadIdx.x");
 }
 
+/* A long reduction with few outputs (a row's softmax sums, a reduction to a
+ * scalar) would leave most threads idle: rfactor splits its last reduce axis
+ * by the block size, each thread sums its slice into the block's memory
+ * (STAGE.rf, computed at STAGE's block), and thread 0 adds the partial sums
+ * (block_stmt in gpu_emit.c puts the barrier between). */
+#define GPU_RFACTOR_MIN_EXTENT 1024
+#define GPU_RFACTOR_MAX_OUTPUTS 256
+
+static bool gpu_wants_rfactor(const te_tensor *t, int threads)
+{
+    if (!t->body || t->body->kind != IR_REDUCE || t->body->reduce.n_axes == 0) return false;
+    int64_t outputs = 1;
+    for (int d = 0; d < t->n_axes; d++) outputs = sat_mul(outputs, t->axes[d].extent);
+    const ir_axis *r = &t->body->reduce.axes[t->body->reduce.n_axes - 1];
+    return outputs <= GPU_RFACTOR_MAX_OUTPUTS && r->extent >= GPU_RFACTOR_MIN_EXTENT &&
+           r->extent >= 2 * (int64_t)threads;
+}
+
+static smelt_status gpu_rfactor_stage(smelt_ctx *ctx, const te_tensor *t, int threads, sch_schedule *s)
+{
+    const char *name = t->buf->name;
+    const char *r = t->body->reduce.axes[t->body->reduce.n_axes - 1].var->name;
+    char rf[520], ri[520], fused[512];
+    snprintf(rf, sizeof rf, "%s.rf", name);
+    snprintf(ri, sizeof ri, "%s.i", r);
+    SMELT_TRY(sch_rfactor(ctx, s, name, r, threads));
+    if (t->n_axes > 0) { /* one block per output */
+        const char *order[SMELT_MAX_RANK] = {0};
+        for (int d = 0; d < t->n_axes; d++) order[d] = t->axes[d].var->name;
+        SMELT_TRY(fuse_leading(ctx, s, name, order, t->n_axes - 1, fused, sizeof fused));
+        SMELT_TRY(sch_bind(ctx, s, name, fused, "blockIdx.x"));
+        SMELT_TRY(sch_compute_at(ctx, s, rf, name, fused));
+    }
+    return sch_bind(ctx, s, rf, ri, "threadIdx.x");
+}
+
 static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                  sch_schedule *s)
 {
@@ -2063,6 +2099,10 @@ static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_
         if (t->kind != TE_COMPUTE || t->check || inlined[i]) continue;
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
         const te_tensor *c = is_reduce ? gpu_fusable_reader(g, &readers, inlined, t) : NULL;
+        if (!c && gpu_wants_rfactor(t, hw->gpu_threads)) {
+            st = gpu_rfactor_stage(ctx, t, hw->gpu_threads, s);
+            continue;
+        }
         if (!c) {
             st = gpu_bind_stage(ctx, t, hw->gpu_threads, s);
             continue;

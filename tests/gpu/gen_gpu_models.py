@@ -14,6 +14,8 @@ random inputs; weights are random; seeds are fixed.
   gather_bad  the same with an index out of range: the run must fail naming
               the node, the index and its position (the expected output is
               zeros: ONNX Runtime refuses it too)
+  long_reduce Softmax over rows of 5000 and a sum of everything (few outputs,
+              long reductions: split across a block's threads)
   lstm        an LSTM layer over 5 steps (its op's loop IR calls a CPU
               micro-kernel: the GPU targets refuse it, naming the function)
   wide_mlp    --big only: the MLP at [64, 512] -> 512 -> 1000 (timings)
@@ -134,6 +136,16 @@ def gather(idx=(0, 7, 15)):
     return m, {"idx": np.array(idx, dtype=np.int64)}
 
 
+def long_reduce():
+    b = Builder(8)
+    b.node("Softmax", ["x"], "p", axis=-1)
+    b.node("ReduceSum", ["x"], "total", keepdims=0)
+    b.node("ReduceMax", ["x"], "rowmax", axes=[1], keepdims=1)
+    m = b.model("long_reduce", [vi("x", [3, 5000])],
+                [vi("p", [3, 5000]), vi("total", []), vi("rowmax", [3, 1])])
+    return m, {"x": b.rng.uniform(-4, 4, (3, 5000)).astype(np.float32)}
+
+
 def lstm():
     b = Builder(7)
     seq, batch, d_in, hidden = 5, 2, 8, 16
@@ -173,7 +185,7 @@ def main():
     out = sys.argv[1]
     models = {"mlp": mlp(), "eltwise": eltwise(), "norm_reduce": norm_reduce(),
               "cnn_pool": cnn_pool(), "gather": gather(), "gather_bad": gather((0, 99, 15)),
-              "lstm": lstm()}
+              "lstm": lstm(), "long_reduce": long_reduce()}
     if "--big" in sys.argv[2:]:
         models["wide_mlp"] = mlp(rows=64, d_in=512, hidden=512, d_out=1000, seed=6, name="wide_mlp")
     for name, mi in models.items():
