@@ -66,17 +66,18 @@ def gen_models(work, with_resnet):
     gen = os.path.join(work, "gen")
     subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpu", "gen_gpu_models.py"), gen,
                     "--big"], check=True, stdout=subprocess.DEVNULL)
-    for m in ("mlp", "eltwise", "norm_reduce", "cnn_pool", "wide_mlp"):
+    for m in ("mlp", "eltwise", "norm_reduce", "cnn_pool", "gather", "long_reduce", "wide_mlp"):
         models.append((m, os.path.join(gen, m)))
-    if with_resnet:
-        torch_models = os.path.join(work, "torch")
-        r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "models", "gen_models.py"),
-                            "--out", torch_models, "--only", "resnet18"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode == 0:
-            models.append(("resnet18", os.path.join(torch_models, "resnet18")))
+    torch_names = ["bert_tiny_like", "gpt2_tiny_like"] + (["resnet18"] if with_resnet else [])
+    torch_models = os.path.join(work, "torch")
+    r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "models", "gen_models.py"),
+                        "--out", torch_models, "--only", ",".join(torch_names)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for m in torch_names:
+        if os.path.exists(os.path.join(torch_models, m, "model.onnx")):
+            models.append((m, os.path.join(torch_models, m)))
         else:
-            log("prepare: no resnet18 (tests/models/gen_models.py failed):\n" + r.stdout[-2000:])
+            log("prepare: no %s (tests/models/gen_models.py failed):\n%s" % (m, r.stdout[-2000:]))
     return models
 
 
@@ -103,7 +104,7 @@ def prepare(args):
         with open(os.path.join(d, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)
         manifest.append(name)
-        log("prepare: %-12s package, %d input(s), %d output(s)%s" %
+        log("prepare: %-15s package, %d input(s), %d output(s)%s" %
             (name, len(meta["inputs"]), len(meta["outputs"]),
              "" if meta["onnx"] else " (model.onnx too big to ship: no ONNX Runtime timing)"))
     shutil.rmtree(work)
@@ -219,14 +220,14 @@ def run(args):
                                         models)))
     for m in models:
         ok, text, secs = built[m]
-        say("build %-12s %s (%.1f s)%s" % (m, "ok" if ok else "FAILED", secs, "" if ok else "\n" + text))
+        say("build %-15s %s (%.1f s)%s" % (m, "ok" if ok else "FAILED", secs, "" if ok else "\n" + text))
     if not gpus:
         say("cuda_device_check: the packages built for %s, but no GPU was found (nvidia-smi -L "
             "lists none): nothing ran" % args.arch)
         write_summary(lines)
         return 0 if all(b[0] for b in built.values()) else 1
     say("GPU: %s" % "; ".join(gpus))
-    say("%-12s %-6s %10s %10s %11s %12s %12s  %s" % ("model", "result", "smelt ms", "ORT cpu ms",
+    say("%-15s %-6s %10s %10s %11s %12s %12s  %s" % ("model", "result", "smelt ms", "ORT cpu ms",
                                                     "ORT cuda ms", "max abs err", "max rel err",
                                                     "outputs"))
     failed = 0
@@ -235,14 +236,14 @@ def run(args):
         with open(os.path.join(d, "meta.json")) as f:
             meta = json.load(f)
         if not built[m][0]:
-            say("%-12s %-6s (the package did not build)" % (m, "FAIL"))
+            say("%-15s %-6s (the package did not build)" % (m, "FAIL"))
             failed += 1
             continue
         r = subprocess.run([os.path.join(d, "pkg", "check_run"), os.path.join(d, "pkg"),
                             os.path.join(d, "data"), str(args.runs)], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, timeout=300)
         if r.returncode != 0:
-            say("%-12s %-6s the run failed (exit %d):\n%s" % (m, "FAIL", r.returncode, r.stdout[-2000:]))
+            say("%-15s %-6s the run failed (exit %d):\n%s" % (m, "FAIL", r.returncode, r.stdout[-2000:]))
             failed += 1
             continue
         fields = r.stdout.split()
@@ -252,7 +253,7 @@ def run(args):
         failed += not ok
         ort = ort_ms(d, meta, args.runs)
         ort_cuda = ort_ms(d, meta, args.runs, "CUDAExecutionProvider")
-        say("%-12s %-6s %10.3f %10s %11s %12.3g %12.3g  %s" % (
+        say("%-15s %-6s %10.3f %10s %11s %12.3g %12.3g  %s" % (
             m, "PASS" if ok else "FAIL", ms, "%.3f" % ort if ort is not None else "n/a",
             "%.3f" % ort_cuda if ort_cuda is not None else "n/a",
             max(x[1] for x in res), max(x[2] for x in res),

@@ -4,9 +4,10 @@
 #
 #   scripts/cuda_device_check.sh prepare [DIR]   here, where smelt is built
 #       (build/smelt) and torch/onnxruntime are installed: compiles tiny_cnn,
-#       small MLP/elementwise/normalisation/pooling models, a 512-wide MLP
-#       and ResNet-18 to CUDA packages in DIR (default build/cuda_check),
-#       with their inputs and expected outputs.
+#       small MLP/elementwise/normalisation/pooling/Gather/long-reduction
+#       models, a 512-wide MLP, the tiny BERT and GPT-2 and ResNet-18 to CUDA
+#       packages in DIR (default build/cuda_check, about 56 MiB), with their
+#       inputs and expected outputs.
 #   scripts/cuda_device_check.sh run [DIR] [--runs N]   on the GPU machine
 #       (nvcc, make, python3 + numpy; onnxruntime for CPU timings): builds
 #       each package for sm_90, runs it, compares the outputs, times it and
