@@ -126,13 +126,23 @@ def find_nvcc():
 
 
 def gpu_names():
-    """The GPUs nvidia-smi lists ([] when none or no driver)."""
-    try:
-        r = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [l for l in r.stdout.splitlines() if l.startswith("GPU ")] if r.returncode == 0 else []
+    """The GPUs nvidia-smi lists, else what nvcc's device query finds ([]
+    when neither finds one: no GPU or no driver)."""
+    for cmd in (["nvidia-smi", "-L"], ["__nvcc_device_query"]):
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if r.returncode != 0:
+            continue
+        if cmd[0] == "nvidia-smi":
+            found = [l for l in r.stdout.splitlines() if l.startswith("GPU ")]
+        else:  # compute capabilities, e.g. "90"
+            found = ["GPU sm_%s (nvcc device query)" % c for c in r.stdout.replace(",", " ").split()]
+        if found:
+            return found
+    return []
 
 
 def build(d, runner, arch):
