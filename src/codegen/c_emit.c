@@ -876,8 +876,68 @@ static bool note_microkernel(cg_emitter *e, const cg_microkernel *k)
     return true;
 }
 
+/* A call argument as text: `(buf + (index))` for a buffer (pointer
+ * arithmetic keeps a GPU pointer's address space), else the scalar. */
+static char *call_arg_text(cg_emitter *e, const ir_call_arg *a)
+{
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    if (a->buf) {
+        const cg_bufinfo *bi = cg_buf(e, a->buf);
+        smelt_strbuf_printf(&sb, "(%s + (", bi ? bi->name : "?");
+        cg_expr(e, a->index, CG_INDEX, &sb);
+        smelt_strbuf_append(&sb, "))");
+    } else {
+        cg_expr(e, a->index, CG_INDEX, &sb);
+    }
+    return sb_text(e, &sb);
+}
+
+/* GPU kernels cannot call the CPU micro-kernels (vector types; OpenCL 1.2
+ * has no generic pointers): the two the ops' own loop IR uses (the RNNs'
+ * gemm, the layout transpose) are emitted as plain loops in the thread,
+ * each C element accumulated in k order like the micro-kernel's. */
+static bool emit_gpu_microkernel(cg_emitter *e, const ir_stmt *s)
+{
+    bool gemm = strcmp(s->call.kernel, "smelt.gemm_f32") == 0 && s->call.n == 11;
+    bool transpose = strcmp(s->call.kernel, "smelt.transpose_f32") == 0 && s->call.n == 6;
+    if (!gemm && !transpose) return false;
+    char *a[11] = {0};
+    for (int i = 0; i < s->call.n; i++) a[i] = call_arg_text(e, &s->call.args[i]);
+    int n = e->next_tmp++;
+    bool ok = e->status == SMELT_OK;
+    for (int i = 0; ok && i < s->call.n; i++) ok = a[i] != NULL;
+    if (ok && gemm) {
+        cg_line(e, "{ /* smelt.gemm_f32: C[i*ldc + j] += sum_k A[i*lda_i + k*lda_k] * B[k*ldb_k + j*ldb_j] */");
+        cg_line(e, "    const int64_t M%d = %s, N%d = %s, K%d = %s;", n, a[3], n, a[4], n, a[5]);
+        cg_line(e, "    const int64_t ldc%d = %s, lai%d = %s, lak%d = %s, lbk%d = %s, lbj%d = %s;", n, a[6],
+                n, a[7], n, a[8], n, a[9], n, a[10]);
+        cg_line(e, "    for (int64_t i%d = 0; i%d < M%d; ++i%d)", n, n, n, n);
+        cg_line(e, "        for (int64_t j%d = 0; j%d < N%d; ++j%d) {", n, n, n, n);
+        cg_line(e, "            float acc%d = %s[i%d * ldc%d + j%d];", n, a[0], n, n, n);
+        cg_line(e, "            for (int64_t k%d = 0; k%d < K%d; ++k%d)", n, n, n, n);
+        cg_line(e, "                acc%d += %s[i%d * lai%d + k%d * lak%d] * %s[k%d * lbk%d + j%d * lbj%d];", n,
+                a[1], n, n, n, n, a[2], n, n, n, n);
+        cg_line(e, "            %s[i%d * ldc%d + j%d] = acc%d;", a[0], n, n, n, n);
+        cg_line(e, "        }");
+        cg_line(e, "}");
+    } else if (ok) {
+        cg_line(e, "{ /* smelt.transpose_f32: dst[i*ldd + j] = src[i + j*lds] */");
+        cg_line(e, "    const int64_t M%d = %s, N%d = %s, ldd%d = %s, lds%d = %s;", n, a[2], n, a[3], n,
+                a[4], n, a[5]);
+        cg_line(e, "    for (int64_t i%d = 0; i%d < M%d; ++i%d)", n, n, n, n);
+        cg_line(e, "        for (int64_t j%d = 0; j%d < N%d; ++j%d)", n, n, n, n);
+        cg_line(e, "            %s[i%d * ldd%d + j%d] = %s[i%d + j%d * lds%d];", a[0], n, n, n, a[1], n, n,
+                n);
+        cg_line(e, "}");
+    }
+    for (int i = 0; i < s->call.n; i++) smelt_free(a[i]);
+    return true;
+}
+
 static void emit_call_stmt(cg_emitter *e, const ir_stmt *s)
 {
+    if (e->gpu && emit_gpu_microkernel(e, s)) return;
     if (e->gpu) {
         char where[400];
         cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: micro-kernel '%s' (schedule step tensorize, "

@@ -202,6 +202,9 @@ smelt_status cg_gpu_emit_host(smelt_ctx *ctx, const ir_program *p, const cg_targ
  * fn_qual (e.g. "static __device__ inline"); fails naming the first helper
  * GPU kernels cannot have (float16 rounding, low-bit types...). */
 void cg_gpu_prelude_helpers(cg_emitter *e, const char *fn_qual, smelt_strbuf *out);
+/* What the first helper the code so far needs and GPU kernels cannot have
+ * is for ("float16 arithmetic"), or NULL. */
+const char *cg_gpu_unsupported_helper(const cg_emitter *e);
 
 /* ---- prelude (c_prelude.c) ---- */
 void cg_prelude(cg_emitter *e, smelt_strbuf *out);

@@ -540,6 +540,13 @@ static const char *gpu_missing_helper(cg_helper h)
     }
 }
 
+const char *cg_gpu_unsupported_helper(const cg_emitter *e)
+{
+    for (int i = 0; i < CG_H_COUNT_; i++)
+        if (e->helpers[i] && gpu_missing_helper((cg_helper)i)) return gpu_missing_helper((cg_helper)i);
+    return NULL;
+}
+
 /* text with every "static inline " replaced by fn_qual and a blank. */
 static void append_qualified(smelt_strbuf *out, const char *text, const char *fn_qual)
 {

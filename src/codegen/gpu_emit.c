@@ -526,6 +526,12 @@ static void emit_function(gpu_emitter *g, const ir_func *f, int index)
     }
     smelt_strbuf_append(&g->kernels, " */\n");
     emit_root(g, f->body);
+    const char *missing = e->status == SMELT_OK ? cg_gpu_unsupported_helper(e) : NULL;
+    if (missing) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "it needs %s, which GPU kernels do not support yet", missing);
+        gfail(g, SMELT_ERR_UNSUPPORTED, msg);
+    }
     if (g->ws_peak > g->max_ws) g->max_ws = g->ws_peak;
     e->gpu = false;
     e->in_task = false;

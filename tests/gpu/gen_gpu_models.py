@@ -16,8 +16,11 @@ random inputs; weights are random; seeds are fixed.
               zeros: ONNX Runtime refuses it too)
   long_reduce Softmax over rows of 5000 and a sum of everything (few outputs,
               long reductions: split across a block's threads)
-  lstm        an LSTM layer over 5 steps (its op's loop IR calls a CPU
-              micro-kernel: the GPU targets refuse it, naming the function)
+  lstm        an LSTM layer over 5 steps (its op's loop IR calls the gemm
+              micro-kernel: plain loops in GPU kernels)
+  half        float16 arithmetic (Cast, Add, Mul in float16): the GPU targets
+              refuse it, naming the function and its nodes (only compiled:
+              ONNX Runtime's float16 results differ from smelt's by an ulp)
   wide_mlp    --big only: the MLP at [64, 512] -> 512 -> 1000 (timings)
 
 usage: gen_gpu_models.py OUT_DIR [--big]
@@ -146,6 +149,16 @@ def long_reduce():
     return m, {"x": b.rng.uniform(-4, 4, (3, 5000)).astype(np.float32)}
 
 
+def half():
+    b = Builder(9)
+    h = b.node("Cast", ["x"], "h", to=TensorProto.FLOAT16)
+    s = b.node("Add", [h, h], "s")
+    p = b.node("Mul", [s, h], "p")
+    b.node("Cast", [p], "y", to=TensorProto.FLOAT)
+    m = b.model("half", [vi("x", [4, 8])], [vi("y", [4, 8])])
+    return m, {"x": b.rng.uniform(-2, 2, (4, 8)).astype(np.float32)}
+
+
 def lstm():
     b = Builder(7)
     seq, batch, d_in, hidden = 5, 2, 8, 16
@@ -185,7 +198,7 @@ def main():
     out = sys.argv[1]
     models = {"mlp": mlp(), "eltwise": eltwise(), "norm_reduce": norm_reduce(),
               "cnn_pool": cnn_pool(), "gather": gather(), "gather_bad": gather((0, 99, 15)),
-              "lstm": lstm(), "long_reduce": long_reduce()}
+              "lstm": lstm(), "long_reduce": long_reduce(), "half": half()}
     if "--big" in sys.argv[2:]:
         models["wide_mlp"] = mlp(rows=64, d_in=512, hidden=512, d_out=1000, seed=6, name="wide_mlp")
     for name, mi in models.items():
