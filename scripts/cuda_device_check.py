@@ -66,7 +66,7 @@ def gen_models(work, with_resnet):
     gen = os.path.join(work, "gen")
     subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpu", "gen_gpu_models.py"), gen,
                     "--big"], check=True, stdout=subprocess.DEVNULL)
-    for m in ("mlp", "eltwise", "norm_reduce", "cnn_pool", "gather", "long_reduce", "wide_mlp"):
+    for m in ("mlp", "eltwise", "norm_reduce", "cnn_pool", "gather", "long_reduce", "lstm", "wide_mlp"):
         models.append((m, os.path.join(gen, m)))
     torch_names = ["bert_tiny_like", "gpt2_tiny_like"] + (["resnet18"] if with_resnet else [])
     torch_models = os.path.join(work, "torch")

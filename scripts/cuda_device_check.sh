@@ -4,7 +4,7 @@
 #
 #   scripts/cuda_device_check.sh prepare [DIR]   here, where smelt is built
 #       (build/smelt) and torch/onnxruntime are installed: compiles tiny_cnn,
-#       small MLP/elementwise/normalisation/pooling/Gather/long-reduction
+#       small MLP/elementwise/normalisation/pooling/Gather/long-reduction/LSTM
 #       models, a 512-wide MLP, the tiny BERT and GPT-2 and ResNet-18 to CUDA
 #       packages in DIR (default build/cuda_check, about 56 MiB), with their
 #       inputs and expected outputs.
