@@ -2075,8 +2075,10 @@ static smelt_status gpu_rfactor_stage(smelt_ctx *ctx, const te_tensor *t, int th
     return sch_bind(ctx, s, rf, ri, "threadIdx.x");
 }
 
-static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
-                                 sch_schedule *s)
+/* The GPU rules at a level: 2 all of them, 1 without rfactor, 0 only the
+ * per-stage binding (each stage at the root, which always replays). */
+static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
+                                       int level, sch_schedule *s)
 {
     size_t n = (size_t)g->tensors.len + 1;
     bool *inlined = smelt_calloc(n, sizeof *inlined);
@@ -2098,8 +2100,9 @@ static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || t->check || inlined[i]) continue;
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
-        const te_tensor *c = is_reduce ? gpu_fusable_reader(g, &readers, inlined, t) : NULL;
-        if (!c && gpu_wants_rfactor(t, hw->gpu_threads)) {
+        const te_tensor *c =
+            is_reduce && level >= 1 ? gpu_fusable_reader(g, &readers, inlined, t) : NULL;
+        if (!c && level >= 2 && gpu_wants_rfactor(t, hw->gpu_threads)) {
             st = gpu_rfactor_stage(ctx, t, hw->gpu_threads, s);
             continue;
         }
@@ -2120,6 +2123,31 @@ static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_
     smelt_free(memo);
     te_readers_free(&readers);
     return st;
+}
+
+/* A group the fusing rules (compute_at, rfactor) do not fit replays with
+ * fewer of them rather than failing the compile. */
+static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
+                                 sch_schedule *s)
+{
+    for (int level = 2; level > 0; level--) {
+        sch_schedule trial;
+        sch_schedule_init(&trial);
+        smelt_ctx local = {.status = SMELT_OK};
+        sch_state *st = NULL;
+        smelt_status r = schedule_gpu_level(&local, g, hw, level, &trial);
+        if (r == SMELT_OK) r = sch_state_build(&local, g, &trial, &st);
+        sch_state_free(st);
+        for (int i = 0; r == SMELT_OK && i < trial.n; i++) r = sch_add(ctx, s, &trial.steps[i]);
+        sch_schedule_fini(&trial);
+        if (r == SMELT_OK) return SMELT_OK;
+        if (local.status == SMELT_ERR_NOMEM || smelt_ctx_status(ctx) != SMELT_OK)
+            return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        if (smelt_debug_level() >= 1)
+            fprintf(stderr, "smelt: GPU schedule level %d does not replay (%s): fewer rules\n", level,
+                    local.message);
+    }
+    return schedule_gpu_level(ctx, g, hw, 0, s);
 }
 
 smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
