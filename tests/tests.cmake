@@ -463,6 +463,11 @@ add_test(NAME gpu/bind_on_cpu_refused
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx)
 set_tests_properties(gpu/bind_on_cpu_refused PROPERTIES
   PASS_REGULAR_EXPRESSION "loop 'y\\.i1' is bound to threadIdx.x \\(schedule step bind\\), which only GPU targets \\(opencl, cuda\\) have; target 'generic' is a CPU")
+add_test(NAME gpu/tune_refused
+  COMMAND smelt_cli tune --target opencl -o ${CMAKE_BINARY_DIR}/gpu/tune.jsonl
+          ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx)
+set_tests_properties(gpu/tune_refused PROPERTIES
+  PASS_REGULAR_EXPRESSION "target 'opencl' is a GPU target: the tuner measures candidates in this process and has no GPU search space yet")
 add_test(NAME gpu/run_refused
   COMMAND smelt_cli run --target cuda ${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx)
 set_tests_properties(gpu/run_refused PROPERTIES
