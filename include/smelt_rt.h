@@ -104,12 +104,17 @@ typedef struct smelt_rt_module_info {
     const unsigned char *embedded_weights; /* non-NULL when built with --embed-weights */
     /* Run the model: inputs/outputs in model order; arena has arena_bytes,
      * 64-byte aligned; returns 0, or non-zero when a temporary could not be
-     * allocated or a check failed (then rterr->site >= 0). */
+     * allocated or a check failed (then rterr->site >= 0), or
+     * SMELT_RT_RUN_DEVICE_FAILED when a GPU target's device API failed
+     * (its message went to stderr). */
     int (*run)(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
                const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr);
     int num_error_sites;
     const smelt_rt_error_site *error_sites;
 } smelt_rt_module_info;
+
+/* What run returns when a GPU module's device API (OpenCL, CUDA) failed. */
+#define SMELT_RT_RUN_DEVICE_FAILED 2
 
 /* Every generated module defines this symbol. */
 #define SMELT_RT_MODULE_SYMBOL "smelt_module_info"

@@ -528,6 +528,9 @@ smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inp
     int rc = info->run(m->pool, m->weights, slot->arena, inputs, outputs, &rterr);
     slot_give(m, slot);
     if (rc == 0) return SMELT_RT_OK;
+    if (rc == SMELT_RT_RUN_DEVICE_FAILED && rterr.site < 0)
+        return call_err(err, err_size, SMELT_RT_ERR_INTERNAL,
+                        "the GPU device failed (OpenCL or CUDA; its message is on stderr)");
     return rterr.site >= 0 ? report_check(m, &rterr, err, err_size)
                            : call_err(err, err_size, SMELT_RT_ERR_NOMEM,
                                       "out of memory for a temporary buffer while running");

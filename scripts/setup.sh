@@ -17,6 +17,7 @@ DEBIAN_PACKAGES=(
     libopenmpi-dev openmpi-bin              # smelt tune under mpirun (distributed measurement)
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # --target aarch64: the cross compiler and libc
     qemu-user file                          # aarch64 code run under qemu-aarch64 (smelt check, tests)
+    pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo  # --target opencl: run on PoCL (CPU OpenCL)
 )
 
 missing=()

@@ -165,7 +165,8 @@ class Model:
         """Optimise, generate C, build and load it; returns a Compiled model.
 
         target: "host", "avx512", "avx2", "generic" or "aarch64" (packages and
-        smelt check only on other hosts); opt_level: 0..3;
+        smelt check only on other hosts; the GPU targets "opencl" and "cuda"
+        give packages and smelt check, not in-process models); opt_level: 0..3;
         threads: 0 for every core; records: a `smelt tune` records file whose
         best schedules to apply; disabled_passes: graph pass names to skip;
         schedule: a schedule file written by hand ("task NAME" entries and

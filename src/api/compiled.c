@@ -207,6 +207,24 @@ smelt_status smelt_model_write_package(smelt_ctx *ctx, smelt_model *m, const cha
     return s;
 }
 
+smelt_status smelt_model_gpu_placement(smelt_ctx *ctx, smelt_model *m, const smelt_options *o,
+                                       smelt_strbuf *out)
+{
+    smelt_ctx_clear(ctx);
+    const cg_target *t = pick_target(ctx, o ? o->target : NULL);
+    if (!t) return SMELT_ERR_ARG;
+    if (t->gpu == CG_GPU_NONE)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "target '%s' is not a GPU target", t->name);
+    pthread_mutex_lock(&m->mu);
+    smelt_status s = smelt_model_optimize(ctx, m, o);
+    lowered_program *lp = NULL;
+    if (s == SMELT_OK) s = lower_model(ctx, m, t, &lp);
+    pthread_mutex_unlock(&m->mu);
+    if (s == SMELT_OK) s = cg_gpu_emit_device(ctx, &lp->prog, t, NULL, out);
+    lowered_program_free(lp);
+    return s;
+}
+
 bool smelt_model_totals(const smelt_model *m, smelt_compile_totals *t)
 {
     memset(t, 0, sizeof *t);

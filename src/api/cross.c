@@ -133,14 +133,25 @@ static smelt_status write_inputs(smelt_ctx *ctx, const smelt_model *m, const cha
     return SMELT_OK;
 }
 
+/* The C compiler of t's program: the cross compiler, or for a GPU target
+ * (whose host code runs here) the host's ($CC, else cc). */
+static const char *runner_cc(const cg_target *t)
+{
+    const char *cc = cg_target_cross_cc(t);
+    if (cc || t->gpu == CG_GPU_NONE) return cc;
+    cc = getenv("CC");
+    return cc && *cc && !strchr(cc, ' ') ? cc : "cc";
+}
+
 /* The compiler command, the flags an AOT package builds with (-Wextra too)
- * and the target's, the package's sources. */
+ * and the target's, the package's sources (an OpenCL package's device file
+ * too, linked with the ICD loader). */
 static smelt_status build_runner(smelt_ctx *ctx, const cg_target *t, const char *dir)
 {
     const char *argv[CROSS_MAX_ARGS + 1];
     char *owned[8] = {0};
     int argc = 0, no = 0;
-    argv[argc++] = cg_target_cross_cc(t);
+    argv[argc++] = runner_cc(t);
     static const char *const warn[] = {"-Wall", "-Wextra", "-Werror", NULL};
     for (const char *const *f = warn; *f; f++) argv[argc++] = *f;
     for (const char *const *f = cg_common_cflags(); *f; f++)
@@ -150,6 +161,10 @@ static smelt_status build_runner(smelt_ctx *ctx, const cg_target *t, const char 
                                         "runner.c"};
     argv[argc++] = "-o";
     for (size_t i = 0; i < SMELT_ARRAY_LEN(files); i++) argv[argc++] = owned[no++] = join(dir, files[i]);
+    if (t->gpu == CG_GPU_OPENCL) {
+        argv[argc++] = owned[no++] = join(dir, "model_gpu.c");
+        argv[argc++] = "-lOpenCL";
+    }
     argv[argc++] = "-lpthread";
     argv[argc++] = "-lm";
     argv[argc] = NULL;
@@ -158,7 +173,8 @@ static smelt_status build_runner(smelt_ctx *ctx, const cg_target *t, const char 
         if (!owned[i]) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (s == SMELT_OK) {
         char what[128];
-        snprintf(what, sizeof what, "cross-building the model for target '%s' with %s", t->name, argv[0]);
+        snprintf(what, sizeof what, "%s the model for target '%s' with %s",
+                 t->gpu != CG_GPU_NONE ? "building" : "cross-building", t->name, argv[0]);
         s = run_step(ctx, what, (char *const *)argv, SMELT_ERR_INTERNAL);
     }
     for (int i = 0; i < no; i++) smelt_free(owned[i]);
@@ -178,7 +194,10 @@ static smelt_status run_runner(smelt_ctx *ctx, const cg_target *t, const char *d
     argv[argc++] = nthreads;
     argv[argc] = NULL;
     char what[128];
-    snprintf(what, sizeof what, "running the model for target '%s' under %s", t->name, argv[0]);
+    if (t->emulator[0])
+        snprintf(what, sizeof what, "running the model for target '%s' under %s", t->name, argv[0]);
+    else
+        snprintf(what, sizeof what, "running the model for target '%s'", t->name);
     smelt_status s = prog ? run_step(ctx, what, (char *const *)argv, SMELT_ERR_RUNTIME)
                           : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_free(prog);
@@ -231,7 +250,7 @@ smelt_status smelt_model_run_cross(smelt_ctx *ctx, smelt_model *m, const smelt_t
     const char *tn = m->options.target;
     const cg_target *t = cg_target_find(tn && *tn ? tn : "host");
     if (!t) return smelt_errf(ctx, SMELT_ERR_ARG, "unknown target '%s' (known: %s)", tn, cg_target_names());
-    if (!t->emulator || !cg_target_cross_cc(t))
+    if (!t->emulator || !runner_cc(t))
         return smelt_errf(ctx, SMELT_ERR_ARG, "target '%s' has no emulator to run its code under", t->name);
     if (!smelt_graph_is_static(m->graph))
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "target '%s' runs as a cross-built program: "

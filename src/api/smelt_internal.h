@@ -55,6 +55,10 @@ smelt_status smelt_model_run_cross(smelt_ctx *ctx, smelt_model *m, const smelt_t
                                    int num_inputs, smelt_tensor *outputs, int num_outputs);
 /* Whether m's compiled runs go through smelt_model_run_cross. */
 bool smelt_model_runs_cross(const smelt_model *m);
+/* For a GPU target (o->target opencl or cuda): where each function of the
+ * model runs, a line per function (codegen/gpu_emit.c), into *out. */
+smelt_status smelt_model_gpu_placement(smelt_ctx *ctx, smelt_model *m, const smelt_options *o,
+                                       smelt_strbuf *out);
 void smelt_specializations_free(smelt_model *m);
 smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                                    int num_inputs, smelt_tensor *outputs, int num_outputs);

@@ -17,6 +17,9 @@ typedef struct smelt_hw {
     int tile_acc_max;
     int64_t l1_bytes; /* L1 data cache per core */
     int64_t l2_bytes; /* L2 cache per core */
+    /* GPU targets: threads per block the default rules bind (one thread
+     * per output element); 0 for CPUs. */
+    int gpu_threads;
 } smelt_hw;
 
 #endif

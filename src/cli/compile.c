@@ -4,6 +4,7 @@
 
 #include "api/smelt_internal.h"
 #include "cli/cli.h"
+#include "codegen/target.h"
 #include "ops/control.h"
 #include "ops/op.h"
 
@@ -201,6 +202,21 @@ static int print_graph(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
     return 0;
 }
 
+/* --stats for a GPU target: what the kernels are, per function (every
+ * function is a kernel or fails to compile: nothing falls back to the CPU). */
+static int print_gpu_placement(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
+{
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    if (smelt_model_gpu_placement(ctx, m, &c->o, &sb) != SMELT_OK) {
+        smelt_strbuf_fini(&sb);
+        return cli_fail(ctx);
+    }
+    printf("where each function runs (target %s):\n%s", c->o.target, smelt_strbuf_cstr(&sb));
+    smelt_strbuf_fini(&sb);
+    return 0;
+}
+
 /* Without -o: build the model (JIT cache) and report; -o DIR: AOT package. */
 static int compile_model(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
 {
@@ -217,6 +233,9 @@ static int compile_model(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
         printf("wrote package %s\n", c->out_dir);
         return 0;
     }
+    const cg_target *gpu = c->o.target ? cg_target_find(c->o.target) : NULL;
+    if (c->stats && gpu && gpu->gpu != CG_GPU_NONE) /* kernels, not a library to load */
+        return print_gpu_placement(ctx, m, c);
     if (smelt_model_compile(ctx, m, &c->o) != SMELT_OK) return cli_fail(ctx);
     cli_records_note(m);
     smelt_compile_totals t;

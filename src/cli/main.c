@@ -31,7 +31,8 @@ static const cli_command commands[] = {
      "        [--expected-failures FILE] DIR...\n"
      "      run every ONNX backend-style test folder under DIR (model.onnx +\n"
      "      test_data_set_*/) and compare with the expected outputs; a target this\n"
-     "      host cannot run (aarch64) is cross-built and run under its emulator\n"},
+     "      host cannot run (aarch64) is cross-built and run under its emulator;\n"
+     "      --target opencl builds a program that runs the kernels on the OpenCL device\n"},
     {"compile", cli_compile,
      "  compile MODEL... [-o DIR [--prefix NAME]] [--embed-weights] [--target T] [--stats [--json]]\n"
      "        [--dump-ir=graph|tir|c|all|after:PASS]\n"

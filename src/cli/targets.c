@@ -1,4 +1,5 @@
 /* smelt targets: the code generation targets and how each runs here. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,36 @@ static bool in_path(const char *cmd)
     return false;
 }
 
+/* Whether an OpenCL driver is registered with the ICD loader. */
+static bool has_opencl_icd(void)
+{
+    DIR *d = opendir("/etc/OpenCL/vendors");
+    bool found = false;
+    for (struct dirent *de; d && !found && (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        found = n > 4 && strcmp(de->d_name + n - 4, ".icd") == 0;
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+static void describe_gpu(const cg_target *t, char *out, size_t cap)
+{
+    if (t->gpu == CG_GPU_OPENCL)
+        snprintf(out, cap, has_opencl_icd() ? "yes (a program on the OpenCL device)"
+                                            : "no: no OpenCL driver (scripts/setup.sh installs PoCL)");
+    else
+        snprintf(out, cap, "packages only (%s; they run on an NVIDIA GPU)",
+                 in_path("nvcc") ? "nvcc found" : "nvcc not found");
+}
+
 /* How t's code runs on this host, in words. */
 static void describe_run(const cg_target *t, char *out, size_t cap)
 {
+    if (t->gpu != CG_GPU_NONE) {
+        describe_gpu(t, out, cap);
+        return;
+    }
     if (cg_target_runnable(t)) {
         snprintf(out, cap, "yes (in process)");
         return;

@@ -372,6 +372,59 @@ static void emit_makefile(const cg_target *t, smelt_strbuf *mk)
         ".PHONY: clean lib shared\n");
 }
 
+/* A GPU target's Makefile: the device file built by nvcc (CUDA) or linked
+ * with the OpenCL ICD loader. */
+static void emit_makefile_gpu(const cg_target *t, smelt_strbuf *mk)
+{
+    bool cuda = t->gpu == CG_GPU_CUDA;
+    smelt_strbuf_printf(mk, "# Builds the example program of this smelt package (target %s).\n", t->name);
+    if (cuda)
+        smelt_strbuf_append(mk,
+            "# Needs a C99 compiler and the CUDA toolkit (nvcc); runs on an NVIDIA GPU.\n"
+            "#   make                         the example program ./main (for CUDA_ARCH=sm_90)\n"
+            "#   make CUDA_ARCH=sm_80         for A100-class GPUs\n"
+            "#   make NVCC_ARCH='-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90'\n"
+            "#                                one program for both\n"
+            "#   make lib                     libmodel.a (model + runtime; link with nvcc or -lcudart)\n\n"
+            "CFLAGS ?= -std=c99 -O2 -Wall -Wextra -Werror\n"
+            "NVCC ?= nvcc\n"
+            "CUDA_ARCH ?= sm_90\n"
+            "NVCC_ARCH ?= -arch=$(CUDA_ARCH)\n"
+            "NVCCFLAGS ?= -O3 $(NVCC_ARCH) -Werror all-warnings -Xcompiler -Wall,-Wextra\n"
+            "LDLIBS = -lpthread -lm\n"
+            "LIB_OBJS = model.o model_gpu.o smelt_rt_pool.o smelt_rt_model.o\n"
+            "OBJS = main.o $(LIB_OBJS)\n\n"
+            "main: $(OBJS)\n"
+            "\t$(NVCC) $(NVCC_ARCH) -o $@ $(OBJS) $(LDLIBS)\n\n"
+            "model_gpu.o: model_gpu.cu smelt_rt.h\n"
+            "\t$(NVCC) $(NVCCFLAGS) -c model_gpu.cu\n\n");
+    else
+        smelt_strbuf_append(mk,
+            "# Needs a C99 compiler, the OpenCL headers and ICD loader (Debian:\n"
+            "# opencl-headers ocl-icd-opencl-dev) and an OpenCL driver (a GPU's, or\n"
+            "# pocl-opencl-icd for the CPU).  The kernels build at the first run.\n"
+            "#   make                the example program ./main\n"
+            "#   make lib            libmodel.a (model + runtime; link with -lOpenCL)\n\n"
+            "CFLAGS ?= -std=c99 -O2 -Wall -Wextra -Werror\n"
+            "LDLIBS = -lOpenCL -lpthread -lm\n"
+            "LIB_OBJS = model.o model_gpu.o smelt_rt_pool.o smelt_rt_model.o\n"
+            "OBJS = main.o $(LIB_OBJS)\n\n"
+            "main: $(OBJS)\n"
+            "\t$(CC) $(CFLAGS) -o $@ $(OBJS) $(LDLIBS)\n\n"
+            "model_gpu.o: model_gpu.c smelt_rt.h\n\n");
+    smelt_strbuf_append(mk,
+        "lib: libmodel.a\n"
+        "libmodel.a: $(LIB_OBJS)\n"
+        "\t$(AR) rcs $@ $(LIB_OBJS)\n\n"
+        "model.o: model.c model.h smelt_rt.h\n"
+        "main.o: main.c model.h smelt_rt.h\n"
+        "smelt_rt_pool.o: smelt_rt_pool.c smelt_rt.h\n"
+        "smelt_rt_model.o: smelt_rt_model.c smelt_rt.h\n\n"
+        "clean:\n"
+        "\trm -f main $(OBJS) libmodel.a\n\n"
+        ".PHONY: clean lib\n");
+}
+
 /* ---- the package ---- */
 
 static smelt_status write_runtime(smelt_ctx *ctx, const char *dir)
@@ -453,11 +506,17 @@ static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_
     if (prefix && *prefix)
         smelt_strbuf_printf(&c, "/* every exported symbol under the prefix '%s' */\n"
                             "#define smelt_module_info %s_module_info\n", prefix, prefix);
+    smelt_strbuf dev;
+    smelt_strbuf_init(&dev);
+    bool gpu = t->gpu != CG_GPU_NONE;
     smelt_status s = cg_emit_program_opts(ctx, p, t, &opts, &c);
+    if (s == SMELT_OK && gpu) s = cg_gpu_emit_device(ctx, p, t, &dev, NULL);
     if (s == SMELT_OK) {
         smelt_strbuf_append(&c, model_api_text);
         emit_model_h(p, t, heap_free(&c), arena_bytes, &h);
-        emit_makefile(t, &mk);
+        if (gpu) emit_makefile_gpu(t, &mk);
+        else emit_makefile(t, &mk);
+        if (gpu && !apply_prefix(prefix, &dev)) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
         smelt_strbuf_append(&m, main_text);
         if (!apply_prefix(prefix, &c) || !apply_prefix(prefix, &h) || !apply_prefix(prefix, &m))
             s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
@@ -465,6 +524,9 @@ static smelt_status write_sources(smelt_ctx *ctx, const ir_program *p, const cg_
     if (s == SMELT_OK) {
         s = write_text(ctx, dir, "model.c", &c);
     }
+    if (s == SMELT_OK && gpu)
+        s = write_text(ctx, dir, t->gpu == CG_GPU_CUDA ? "model_gpu.cu" : "model_gpu.c", &dev);
+    smelt_strbuf_fini(&dev);
     if (s == SMELT_OK) s = write_text(ctx, dir, "model.h", &h);
     if (s == SMELT_OK) s = write_text(ctx, dir, "Makefile", &mk);
     if (s == SMELT_OK) s = write_text(ctx, dir, "main.c", &m);
@@ -497,7 +559,8 @@ smelt_status cg_write_package_prefixed(smelt_ctx *ctx, const ir_program *p, cons
      * old sources) is removed, so nothing stale stays beside it. */
     static const char *const stale[] = {"main", "main.o", "model.o", "smelt_rt_pool.o",
                                         "smelt_rt_model.o", "libmodel.a", "libmodel.so",
-                                        "weights.bin"};
+                                        "weights.bin", "model_gpu.o", "model_gpu.c",
+                                        "model_gpu.cu"};
     for (size_t i = 0; i < SMELT_ARRAY_LEN(stale); i++) {
         char path[4096];
         if (strcmp(stale[i], "weights.bin") == 0 && !embed_weights) continue; /* rewritten */

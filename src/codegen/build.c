@@ -595,6 +595,12 @@ smelt_status cg_build_shared(smelt_ctx *ctx, const char *c_source, const cg_targ
 {
     *out_lib_path = NULL;
     if (!c_source || !t) return smelt_errf(ctx, SMELT_ERR_ARG, "cg_build_shared: no source or target");
+    if (t->gpu != CG_GPU_NONE)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "target '%s' generates GPU kernels, which do not load into this process: "
+                          "%s`smelt compile --target %s -o DIR` writes a package (README: Targets)",
+                          t->name, t->emulator ? "`smelt check --target opencl` runs a model on the "
+                          "OpenCL device as a program, " : "", t->name);
     if (!cg_target_loadable(t))
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                           "target '%s' is another architecture than this host's, so its code cannot "

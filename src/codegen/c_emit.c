@@ -637,20 +637,56 @@ static void emit_parallel(cg_emitter *e, const ir_stmt *s)
     fs_fini(&fs);
 }
 
+/* "function f3_conv (conv1 .. relu1 (2 nodes))": where a GPU refusal is. */
+static const char *func_desc(const cg_emitter *e, char *buf, size_t cap)
+{
+    const ir_func *f = e->prog && e->func_index >= 0 && e->func_index < e->prog->n_funcs
+                           ? e->prog->funcs[e->func_index] : NULL;
+    snprintf(buf, cap, "function %s (%s)", f && f->name ? f->name : "?",
+             f && f->comment ? f->comment : "");
+    return buf;
+}
+
 static void emit_for(cg_emitter *e, const ir_stmt *s)
 {
     switch (s->for_.kind) {
     case IR_FOR_SERIAL: cg_scalar_for(e, s, NULL); return;
     case IR_FOR_PARALLEL:
-        if (e->in_task) {
+        if (e->gpu) { /* inside a GPU thread */
+            cg_scalar_for(e, s, NULL);
+        } else if (e->in_task) {
             cg_line(e, "/* nested parallel loop: runs serially inside the outer one */");
             cg_scalar_for(e, s, NULL);
         } else {
             emit_parallel(e, s);
         }
         return;
-    case IR_FOR_VECTORIZED: cg_vector_for(e, s); return;
+    case IR_FOR_VECTORIZED:
+        if (e->gpu) cg_scalar_for(e, s, NULL); /* GPU kernels have no vector types here */
+        else cg_vector_for(e, s);
+        return;
     case IR_FOR_UNROLLED: emit_unrolled(e, s); return;
+    case IR_FOR_GPU_BLOCK:
+    case IR_FOR_GPU_THREAD: {
+        /* gpu_emit.c emits the bound loops it accepts itself; one met here
+         * is misplaced (or the target is a CPU) */
+        const char *idx = s->for_.kind == IR_FOR_GPU_BLOCK ? "blockIdx.x" : "threadIdx.x";
+        char where[400];
+        func_desc(e, where, sizeof where);
+        if (!e->gpu)
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: loop '%s' is bound to %s (schedule step "
+                    "bind), which only GPU targets (opencl, cuda) have; target '%s' is a CPU", where,
+                    s->for_.var->name, idx, e->target->name);
+        else if (s->for_.kind == IR_FOR_GPU_BLOCK)
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: loop '%s' is bound to blockIdx.x but is "
+                    "not the outermost loop of its kernel (bind the outermost loop of the stage)",
+                    where, s->for_.var->name);
+        else
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: loop '%s' is bound to threadIdx.x inside "
+                    "another thread loop or a loop only thread 0 runs (one threadIdx.x loop per "
+                    "nest)", where, s->for_.var->name);
+        return;
+    }
     }
     cg_fail(e, SMELT_ERR_INTERNAL, "codegen: unknown loop kind %d", (int)s->for_.kind);
 }
@@ -726,7 +762,12 @@ static void emit_allocate(cg_emitter *e, const ir_stmt *s)
     int prev = cg_add_buf(e, b, false, false, number);
     comment_line(e, on_stack ? "stack temp: " : e->in_task ? "heap temp: " : "workspace temp: ",
                  b->name);
-    if (on_stack) {
+    if (!on_stack && e->gpu) {
+        char where[400];
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: temporary '%s' (%lld bytes) inside a GPU "
+                "thread is too large for private memory; compute the stage at the kernel's root",
+                func_desc(e, where, sizeof where), b->name, (long long)bytes);
+    } else if (on_stack) {
         cg_line(e, "%s t%d[%lld] SMELT_ALIGN64;", type, number, (long long)elems);
         cg_line(e, "(void)t%d;", number);
         e->stack_bytes += bytes;
@@ -774,6 +815,19 @@ static int site_index(cg_emitter *e, const ir_check_site *site)
 static void emit_check(cg_emitter *e, const ir_stmt *s)
 {
     int site = site_index(e, s->check.site);
+    if (e->gpu) { /* the first failing thread records it (gpu_emit.c's prelude) */
+        char *cond = expr_text(e, s->check.cond, CG_INDEX);
+        char *val = expr_text(e, s->check.value, CG_INDEX);
+        char *pos = expr_text(e, s->check.position, CG_INDEX);
+        if (site >= 0 && cond && val && pos)
+            cg_line(e, "if (!(%s)) smelt_gpu_check_fail_(rterr_, %d, (int64_t)(%s), (int64_t)(%s));",
+                    cond, site, val, pos);
+        e->gpu_checks = true;
+        smelt_free(cond);
+        smelt_free(val);
+        smelt_free(pos);
+        return;
+    }
     char *cond = expr_text(e, s->check.cond, CG_INDEX);
     char *val = expr_text(e, s->check.value, CG_INDEX);
     char *pos = expr_text(e, s->check.position, CG_INDEX);
@@ -829,8 +883,75 @@ static bool note_microkernel(cg_emitter *e, const cg_microkernel *k)
     return true;
 }
 
+/* A call argument as text: `(buf + (index))` for a buffer (pointer
+ * arithmetic keeps a GPU pointer's address space), else the scalar. */
+static char *call_arg_text(cg_emitter *e, const ir_call_arg *a)
+{
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    if (a->buf) {
+        const cg_bufinfo *bi = cg_buf(e, a->buf);
+        smelt_strbuf_printf(&sb, "(%s + (", bi ? bi->name : "?");
+        cg_expr(e, a->index, CG_INDEX, &sb);
+        smelt_strbuf_append(&sb, "))");
+    } else {
+        cg_expr(e, a->index, CG_INDEX, &sb);
+    }
+    return sb_text(e, &sb);
+}
+
+/* GPU kernels cannot call the CPU micro-kernels (vector types; OpenCL 1.2
+ * has no generic pointers): the two the ops' own loop IR uses (the RNNs'
+ * gemm, the layout transpose) are emitted as plain loops in the thread,
+ * each C element accumulated in k order like the micro-kernel's. */
+static bool emit_gpu_microkernel(cg_emitter *e, const ir_stmt *s)
+{
+    bool gemm = strcmp(s->call.kernel, "smelt.gemm_f32") == 0 && s->call.n == 11;
+    bool transpose = strcmp(s->call.kernel, "smelt.transpose_f32") == 0 && s->call.n == 6;
+    if (!gemm && !transpose) return false;
+    char *a[11] = {0};
+    for (int i = 0; i < s->call.n; i++) a[i] = call_arg_text(e, &s->call.args[i]);
+    int n = e->next_tmp++;
+    bool ok = e->status == SMELT_OK;
+    for (int i = 0; ok && i < s->call.n; i++) ok = a[i] != NULL;
+    if (ok && gemm) {
+        cg_line(e, "{ /* smelt.gemm_f32: C[i*ldc + j] += sum_k A[i*lda_i + k*lda_k] * B[k*ldb_k + j*ldb_j] */");
+        cg_line(e, "    const int64_t M%d = %s, N%d = %s, K%d = %s;", n, a[3], n, a[4], n, a[5]);
+        cg_line(e, "    const int64_t ldc%d = %s, lai%d = %s, lak%d = %s, lbk%d = %s, lbj%d = %s;", n, a[6],
+                n, a[7], n, a[8], n, a[9], n, a[10]);
+        cg_line(e, "    for (int64_t i%d = 0; i%d < M%d; ++i%d)", n, n, n, n);
+        cg_line(e, "        for (int64_t j%d = 0; j%d < N%d; ++j%d) {", n, n, n, n);
+        cg_line(e, "            float acc%d = %s[i%d * ldc%d + j%d];", n, a[0], n, n, n);
+        cg_line(e, "            for (int64_t k%d = 0; k%d < K%d; ++k%d)", n, n, n, n);
+        cg_line(e, "                acc%d += %s[i%d * lai%d + k%d * lak%d] * %s[k%d * lbk%d + j%d * lbj%d];", n,
+                a[1], n, n, n, n, a[2], n, n, n, n);
+        cg_line(e, "            %s[i%d * ldc%d + j%d] = acc%d;", a[0], n, n, n, n);
+        cg_line(e, "        }");
+        cg_line(e, "}");
+    } else if (ok) {
+        cg_line(e, "{ /* smelt.transpose_f32: dst[i*ldd + j] = src[i + j*lds] */");
+        cg_line(e, "    const int64_t M%d = %s, N%d = %s, ldd%d = %s, lds%d = %s;", n, a[2], n, a[3], n,
+                a[4], n, a[5]);
+        cg_line(e, "    for (int64_t i%d = 0; i%d < M%d; ++i%d)", n, n, n, n);
+        cg_line(e, "        for (int64_t j%d = 0; j%d < N%d; ++j%d)", n, n, n, n);
+        cg_line(e, "            %s[i%d * ldd%d + j%d] = %s[i%d + j%d * lds%d];", a[0], n, n, n, a[1], n, n,
+                n);
+        cg_line(e, "}");
+    }
+    for (int i = 0; i < s->call.n; i++) smelt_free(a[i]);
+    return true;
+}
+
 static void emit_call_stmt(cg_emitter *e, const ir_stmt *s)
 {
+    if (e->gpu && emit_gpu_microkernel(e, s)) return;
+    if (e->gpu) {
+        char where[400];
+        cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: %s: micro-kernel '%s' (schedule step tensorize, "
+                "or the op's own loop IR) has no GPU version (target '%s')",
+                func_desc(e, where, sizeof where), s->call.kernel, e->target->name);
+        return;
+    }
     const cg_microkernel *k = find_microkernel(e, s->call.kernel);
     if (!k) {
         cg_fail(e, SMELT_ERR_INTERNAL, "codegen: unknown micro-kernel '%s'", s->call.kernel);
@@ -875,6 +996,9 @@ void cg_stmt(cg_emitter *e, const ir_stmt *s)
 
 /* ---- functions ---- */
 
+static int64_t buffer_bytes(const ir_buffer *b);
+int64_t cg_buffer_bytes(const ir_buffer *b) { return buffer_bytes(b); }
+
 static int64_t buffer_bytes(const ir_buffer *b)
 {
     int64_t n = (int64_t)smelt_dtype_size(b->dtype);
@@ -887,6 +1011,8 @@ static bool param_is_const(const ir_buffer *b)
 {
     return b->kind == IR_BUF_INPUT || b->kind == IR_BUF_CONST;
 }
+
+bool cg_param_is_const(const ir_buffer *b) { return param_is_const(b); }
 
 /* Two slots may share memory: same input/output, or overlapping byte ranges
  * of the arena or the weights. */
@@ -913,6 +1039,8 @@ static bool func_may_use_restrict(const ir_program *p, const ir_func *f)
     }
     return true;
 }
+
+void cg_remove_buf(cg_emitter *e, const ir_buffer *b, int previous) { remove_buf(e, b, previous); }
 
 static void reset_function_state(cg_emitter *e, int index)
 {
@@ -1018,20 +1146,26 @@ static bool shares_code(cg_emitter *e, const ir_func *f, int index, const smelt_
     return false;
 }
 
-static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strbuf *out)
+bool cg_begin_function(cg_emitter *e, const ir_func *f, int index)
 {
     reset_function_state(e, index);
-    e->has_checks = holds_check(f->body);
-    e->use_restrict = func_may_use_restrict(e->prog, f);
     for (int i = 0; i < f->n_params; i++) {
         const ir_buffer *b = f->params[i];
         if (!b || !cg_storage_type(b->dtype)) {
             cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: parameter %d of function %d has type %s", i,
                     index, b ? smelt_dtype_name(b->dtype) : "(null)");
-            return;
+            return false;
         }
         cg_add_buf(e, b, true, param_is_const(b), i);
     }
+    return e->status == SMELT_OK;
+}
+
+static void emit_function(cg_emitter *e, const ir_func *f, int index, smelt_strbuf *out)
+{
+    if (!cg_begin_function(e, f, index)) return;
+    e->has_checks = holds_check(f->body);
+    e->use_restrict = func_may_use_restrict(e->prog, f);
     smelt_strbuf body;
     smelt_strbuf_init(&body);
     e->out = &body;
@@ -1082,6 +1216,13 @@ static int64_t io_bytes(const ir_io_desc *d)
     for (int i = 0; i < d->rank; i++)
         if (d->dims[i] < 0 || smelt_mul_overflow_i64(n, d->dims[i], &n)) return -1;
     return n;
+}
+
+static bool check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const ir_buffer *b);
+
+bool cg_check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const ir_buffer *b)
+{
+    return check_slot(e, call, arg, s, b);
 }
 
 static bool check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const ir_buffer *b)
@@ -1141,7 +1282,10 @@ static void emit_slot_arg(const ir_slot *s, const ir_buffer *b, smelt_strbuf *ou
     }
 }
 
-static int func_index(const ir_program *p, const ir_func *f)
+int cg_func_index(const ir_program *p, const ir_func *f);
+static int func_index(const ir_program *p, const ir_func *f) { return cg_func_index(p, f); }
+
+int cg_func_index(const ir_program *p, const ir_func *f)
 {
     for (int i = 0; i < p->n_funcs; i++)
         if (p->funcs[i] == f) return i;
@@ -1153,6 +1297,8 @@ static int64_t workspace_offset(const ir_program *p) { return (p->arena_bytes + 
 
 static int64_t module_arena_bytes(const cg_emitter *e)
 {
+    /* a GPU target's arena lives on the device (gpu_emit.c): the host's is unused */
+    if (e->target && e->target->gpu != CG_GPU_NONE) return 64;
     return e->max_ws > 0 ? workspace_offset(e->prog) + e->max_ws : e->prog->arena_bytes;
 }
 
@@ -1357,7 +1503,10 @@ static void emit_error_sites(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "};\n\n");
 }
 
-static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
+void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out);
+static void emit_module_info(cg_emitter *e, smelt_strbuf *out) { cg_emit_module_info(e, out); }
+
+void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
 {
     const ir_program *p = e->prog;
     bool embed = e->opts && e->opts->embed_weights && p->weight_bytes > 0;
@@ -1382,7 +1531,10 @@ static void emit_module_info(cg_emitter *e, smelt_strbuf *out)
 
 /* ---- program ---- */
 
-static bool check_program(cg_emitter *e)
+bool cg_check_program(cg_emitter *e);
+static bool check_program(cg_emitter *e) { return cg_check_program(e); }
+
+bool cg_check_program(cg_emitter *e)
 {
     const ir_program *p = e->prog;
     if (!e->target) return cg_fail(e, SMELT_ERR_ARG, "codegen: no target"), false;
@@ -1421,14 +1573,34 @@ static void emit_part_heads(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "#endif\n#if SMELT_IN_PART(0)\n");
 }
 
-static bool is_called(const ir_program *p, const ir_func *f)
+bool cg_is_called(const ir_program *p, const ir_func *f);
+static bool is_called(const ir_program *p, const ir_func *f) { return cg_is_called(p, f); }
+
+bool cg_is_called(const ir_program *p, const ir_func *f)
 {
     for (int c = 0; c < p->n_calls; c++)
         if (p->calls[c].func == f) return true;
     return false;
 }
 
-static void emitter_fini(cg_emitter *e)
+void cg_emitter_init(cg_emitter *e, smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                     const cg_emit_options *opts)
+{
+    memset(e, 0, sizeof *e);
+    e->ctx = ctx;
+    e->target = t;
+    e->prog = p;
+    e->opts = opts;
+    smelt_arena_init(&e->arena);
+    ir_builder_init(&e->b, &e->arena);
+    smelt_strbuf_init(&e->protos);
+    smelt_strbuf_init(&e->tasks);
+}
+
+void cg_emitter_fini(cg_emitter *e);
+static void emitter_fini(cg_emitter *e) { cg_emitter_fini(e); }
+
+void cg_emitter_fini(cg_emitter *e)
 {
     cg_ptrmap_fini(&e->var_ids);
     cg_ptrmap_fini(&e->buf_ids);
@@ -1444,6 +1616,7 @@ smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_
                                   const cg_emit_options *opts, smelt_strbuf *out)
 {
     if (!p || !out) return smelt_errf(ctx, SMELT_ERR_ARG, "codegen: no program or output");
+    if (t && t->gpu != CG_GPU_NONE) return cg_gpu_emit_host(ctx, p, t, opts, out);
     cg_emitter e;
     memset(&e, 0, sizeof e);
     e.ctx = ctx;

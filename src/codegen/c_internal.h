@@ -96,6 +96,8 @@ typedef struct cg_emitter {
     smelt_strbuf protos; /* the functions' prototypes, for builds in parts */
     int n_tasks;
     bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */
+    bool gpu;            /* emitting a GPU kernel's thread code (gpu_emit.c) */
+    bool gpu_checks;     /* a kernel holds a data check (smelt_gpu_check_fail_) */
     bool uses_pool;
     bool needs_err;      /* a heap temp may fail: err_ is needed */
     bool has_checks;     /* the function takes rterr_ (it holds IR_STMT_CHECKs) */
@@ -170,6 +172,41 @@ void cg_scalar_for(cg_emitter *e, const ir_stmt *s, const char *pragma);
 
 /* ---- vectorised loops (c_vec.c) ---- */
 void cg_vector_for(cg_emitter *e, const ir_stmt *s);
+
+/* ---- pieces of c_emit.c the GPU emitter (gpu_emit.c) shares ---- */
+void cg_emitter_init(cg_emitter *e, smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                     const cg_emit_options *opts);
+void cg_emitter_fini(cg_emitter *e);
+bool cg_check_program(cg_emitter *e);
+bool cg_is_called(const ir_program *p, const ir_func *f);
+int cg_func_index(const ir_program *p, const ir_func *f); /* -1 if absent */
+/* Fresh per-function state with the parameters bound as p0, p1, ... */
+bool cg_begin_function(cg_emitter *e, const ir_func *f, int index);
+void cg_remove_buf(cg_emitter *e, const ir_buffer *b, int previous);
+bool cg_param_is_const(const ir_buffer *b);
+int64_t cg_buffer_bytes(const ir_buffer *b); /* -1 if invalid */
+/* Whether call `call`'s argument `arg` has room for its parameter. */
+bool cg_check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const ir_buffer *b);
+/* The io descriptions and the exported smelt_module_info. */
+void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out);
+
+/* ---- GPU targets (gpu_emit.c) ---- */
+/* model.c of a GPU target: the module info and a run entry that calls
+ * model_gpu_run_ in the device file. */
+smelt_status cg_gpu_emit_host(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                              const cg_emit_options *opts, smelt_strbuf *out);
+/* What model_gpu_run_ is called with (both files declare it). */
+#define CG_GPU_RUN_PARAMS                                                                      \
+    "const unsigned char *weights, const void *const *inputs,\n"                               \
+    "                   void *const *outputs, smelt_rt_run_error *rterr"
+
+/* The helpers and min/max functions the kernels use, each declared with
+ * fn_qual (e.g. "static __device__ inline"); fails naming the first helper
+ * GPU kernels cannot have (float16 rounding, low-bit types...). */
+void cg_gpu_prelude_helpers(cg_emitter *e, const char *fn_qual, smelt_strbuf *out);
+/* What the first helper the code so far needs and GPU kernels cannot have
+ * is for ("float16 arithmetic"), or NULL. */
+const char *cg_gpu_unsupported_helper(const cg_emitter *e);
 
 /* ---- prelude (c_prelude.c) ---- */
 void cg_prelude(cg_emitter *e, smelt_strbuf *out);

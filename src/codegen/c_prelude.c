@@ -539,3 +539,68 @@ void cg_prelude(cg_emitter *e, smelt_strbuf *out)
         smelt_strbuf_append(out, "\n");
     }
 }
+
+/* ---- GPU kernels' helpers ---- */
+
+/* What a helper GPU kernels cannot have is needed for, for the refusal. */
+static const char *gpu_missing_helper(cg_helper h)
+{
+    switch (h) {
+    case CG_H_F16: return "float16 arithmetic";
+    case CG_H_BF16: return "bfloat16 arithmetic";
+    case CG_H_F64_ODD: return "float64 to float16 rounding";
+    case CG_H_LOWBIT: return "float8/float4/int4 types";
+    case CG_H_SHUFFLE2: return "vector shuffles";
+    case CG_H_ALLOC64: return "heap temporaries";
+    case CG_H_PARALLEL: return "thread-pool loops";
+    case CG_H_SETERR:
+    case CG_H_CHECK_FAIL: return "run-time data checks";
+    default: return NULL;
+    }
+}
+
+const char *cg_gpu_unsupported_helper(const cg_emitter *e)
+{
+    for (int i = 0; i < CG_H_COUNT_; i++)
+        if (e->helpers[i] && gpu_missing_helper((cg_helper)i)) return gpu_missing_helper((cg_helper)i);
+    return NULL;
+}
+
+/* text with every "static inline " replaced by fn_qual and a blank. */
+static void append_qualified(smelt_strbuf *out, const char *text, const char *fn_qual)
+{
+    static const char from[] = "static inline ";
+    for (const char *q = text; *q;) {
+        const char *hit = strstr(q, from);
+        if (!hit) {
+            smelt_strbuf_append(out, q);
+            return;
+        }
+        smelt_strbuf_appendn(out, q, (size_t)(hit - q));
+        smelt_strbuf_printf(out, "%s ", fn_qual);
+        q = hit + sizeof from - 1;
+    }
+}
+
+void cg_gpu_prelude_helpers(cg_emitter *e, const char *fn_qual, smelt_strbuf *out)
+{
+    bool need[CG_H_COUNT_];
+    memcpy(need, e->helpers, sizeof need);
+    for (int i = 0; i < CG_H_COUNT_; i++)
+        if (need[i] && helpers[i].needs != CG_H_COUNT_) need[helpers[i].needs] = true;
+    for (int i = 0; i < CG_H_COUNT_; i++) {
+        if (!need[i]) continue;
+        const char *missing = gpu_missing_helper((cg_helper)i);
+        if (missing) {
+            cg_fail(e, SMELT_ERR_UNSUPPORTED, "codegen: the model needs %s, which GPU kernels "
+                    "(target '%s') do not support yet", missing, e->target->name);
+            return;
+        }
+        append_qualified(out, helpers[i].text, fn_qual);
+    }
+    smelt_strbuf tmp;
+    smelt_strbuf_init(&tmp);
+    emit_minmax_helpers(e, &tmp);
+    append_qualified(out, smelt_strbuf_cstr(&tmp), fn_qual);
+    cg_sb_done(e, &tmp);
+}

@@ -41,6 +41,14 @@ smelt_status cg_emit_program(smelt_ctx *ctx, const ir_program *p, const cg_targe
 smelt_status cg_emit_program_opts(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
                                   const cg_emit_options *opts, smelt_strbuf *out);
 
+/* GPU targets (gpu_emit.c): the device file of a package (model_gpu.c for
+ * opencl: kernels as a string + OpenCL host code; model_gpu.cu for cuda)
+ * into *out, and/or where each function runs, a line per function, into
+ * *placement (either may be NULL).  Fails naming the function and the
+ * problem for anything the GPU path cannot do: nothing runs on the CPU. */
+smelt_status cg_gpu_emit_device(smelt_ctx *ctx, const ir_program *p, const cg_target *t,
+                                smelt_strbuf *out, smelt_strbuf *placement);
+
 /* Build c_source into a shared library through the compile cache and return
  * its path in *out_lib_path (free with smelt_free).  The C compiler is $CC
  * (split on blanks, no shell) or cc.  The cache directory is

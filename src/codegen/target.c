@@ -23,6 +23,8 @@ static const char *const native_flags[] = {"-march=native", NULL};
 /* ARMv8.0-A: NEON and FMA are part of the base architecture */
 static const char *const aarch64_flags[] = {"-march=armv8-a", NULL};
 static const char *const qemu_aarch64[] = {"qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", NULL};
+/* GPU kernels run where the host program runs: no emulator */
+static const char *const run_natively[] = {NULL};
 
 /* Caches: the 48 KiB L1 the x86 rules were tuned with (a B panel up to
  * half of it stays there: Ice Lake and later, Zen 5) and a 1 MiB L2. */
@@ -38,6 +40,17 @@ static const char *const qemu_aarch64[] = {"qemu-aarch64", "-L", "/usr/aarch64-l
  * registers of their own up front (microkernel.c) */
 #define HW_NEON                                                                                 \
     {.lanes = 4, .vector_regs = 32, .tile_acc_max = 18, .l1_bytes = 64 << 10, .l2_bytes = 1 << 20}
+
+/* GPUs: no vectors in the kernels (one thread per output element), and the
+ * threads per block the default rules bind: 256 on CUDA GPUs (8 warps);
+ * 64 for OpenCL, which must also suit PoCL's CPU devices, where a
+ * work-group is one core's loop. */
+#define HW_CUDA                                                                                 \
+    {.lanes = 1, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = 48 << 10,                  \
+     .l2_bytes = 1 << 20, .gpu_threads = 256}
+#define HW_OPENCL                                                                               \
+    {.lanes = 1, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = 48 << 10,                  \
+     .l2_bytes = 1 << 20, .gpu_threads = 64}
 
 #define X86_TARGET(NAME, SUMMARY, ISA, BYTES, NATIVE, FLAGS, HW)                                  \
     {.name = NAME, .summary = SUMMARY, .isa = ISA, .arch = CG_ARCH_X86_64, .vector_bytes = BYTES, \
@@ -65,6 +78,14 @@ static const cg_target targets[] = {
      .isa = CG_ISA_NEON, .arch = CG_ARCH_AARCH64, .vector_bytes = 16, .native = false,
      .isa_flags = aarch64_flags, .hw = HW_NEON, .microkernels = CG_UK_NEON,
      .x86_vector_ops = false, .cross_cc = "aarch64-linux-gnu-gcc", .emulator = qemu_aarch64},
+    {.name = "opencl", .summary = "OpenCL C kernels + host code on the OpenCL API (runs here on PoCL)",
+     .isa = CG_ISA_GENERIC, .arch = CG_ARCH_GPU, .vector_bytes = 0, .native = false,
+     .isa_flags = no_flags, .hw = HW_OPENCL, .microkernels = CG_UK_X86, .x86_vector_ops = false,
+     .emulator = run_natively, .gpu = CG_GPU_OPENCL},
+    {.name = "cuda", .summary = "CUDA C++ kernels + host code for nvcc (sm_80, sm_90; AOT packages)",
+     .isa = CG_ISA_GENERIC, .arch = CG_ARCH_GPU, .vector_bytes = 0, .native = false,
+     .isa_flags = no_flags, .hw = HW_CUDA, .microkernels = CG_UK_X86, .x86_vector_ops = false,
+     .gpu = CG_GPU_CUDA},
 };
 
 /* Host variants: same ISA, built with -march=native. */
@@ -121,7 +142,7 @@ const cg_target *cg_target_find(const char *name)
 
 const char *cg_target_names(void)
 {
-    return "avx512, avx512-vnni, avx2, avx2-vnni, generic, aarch64, host";
+    return "avx512, avx512-vnni, avx2, avx2-vnni, generic, aarch64, opencl, cuda, host";
 }
 
 static bool host_has_dot(cg_int8_dot d)
@@ -143,7 +164,7 @@ const cg_target *cg_target_at(int i)
 
 bool cg_target_loadable(const cg_target *t)
 {
-    return t && (t->arch == CG_ARCH_ANY || t->arch == host_arch());
+    return t && t->gpu == CG_GPU_NONE && (t->arch == CG_ARCH_ANY || t->arch == host_arch());
 }
 
 bool cg_target_runnable(const cg_target *t)

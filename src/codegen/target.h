@@ -23,7 +23,15 @@ typedef enum cg_arch {
     CG_ARCH_ANY,     /* portable C: whatever the compiler targets */
     CG_ARCH_X86_64,
     CG_ARCH_AARCH64,
+    CG_ARCH_GPU, /* kernels for a GPU plus host code that launches them */
 } cg_arch;
+
+/* The kernel language of a GPU target (codegen/gpu_emit.c). */
+typedef enum cg_gpu_lang {
+    CG_GPU_NONE,   /* a CPU target */
+    CG_GPU_OPENCL, /* OpenCL C 1.2 kernels, host code on the OpenCL API (ICD loader) */
+    CG_GPU_CUDA,   /* CUDA C++ kernels and host code, built with nvcc */
+} cg_gpu_lang;
 
 /* Micro-kernel sources a target's code may carry (microkernel.c). */
 typedef enum cg_uk_family {
@@ -58,9 +66,10 @@ typedef struct cg_target {
      * arguments before the program (NULL: only on a machine of its arch). */
     const char *const *emulator;
     cg_int8_dot int8_dot;
+    cg_gpu_lang gpu; /* CG_GPU_NONE for CPUs */
 } cg_target;
 
-/* "avx512", "avx512-vnni", "avx2", "avx2-vnni", "generic", "aarch64", or "host"/"native" (the host's
+/* "avx512", "avx512-vnni", "avx2", "avx2-vnni", "generic", "aarch64", "opencl", "cuda", or "host"/"native" (the host's
  * best ISA, built with -march=native).  NULL for an unknown name. */
 const cg_target *cg_target_find(const char *name);
 

@@ -1978,10 +1978,202 @@ static smelt_status schedule_algo(smelt_ctx *ctx, const te_graph *g, const smelt
     return st;
 }
 
+/* ---- GPU targets ------------------------------------------------------------
+ * One thread per output element: a stage's data axes fused into one loop,
+ * split by the block size, the outer part bound to blockIdx.x and the inner
+ * to threadIdx.x; its reduction runs inside the thread.  Elementwise
+ * intermediates are inlined by the same rules as on CPUs; the other stages
+ * are computed at the root, each a kernel of its own (codegen/gpu_emit.c). */
+/* Whether every load of buf in e reads the element of the consumer's own
+ * point: indices are the consumer's axes in order, or 0 on an axis of
+ * extent 1 (an elementwise epilogue). */
+typedef struct own_point {
+    const ir_buffer *buf;
+    const te_tensor *consumer;
+    bool ok;
+} own_point;
+
+static void check_own_point(void *ctx, const ir_expr *e)
+{
+    own_point *op = ctx;
+    if (!op->ok) return;
+    if (e->kind == IR_LOAD && e->load.buf == op->buf) {
+        if (e->load.n != op->consumer->n_axes) op->ok = false;
+        for (int d = 0; op->ok && d < e->load.n; d++) {
+            const ir_expr *ix = e->load.idx[d];
+            /* a dimension of extent 1 may be read at 0 (broadcasting ops do) */
+            op->ok = (ix->kind == IR_VAR && ix->var == op->consumer->axes[d].var) ||
+                     (ir_is_int(ix, 0) && op->consumer->axes[d].extent == 1);
+        }
+        return;
+    }
+    tir_expr_visit_children(e, check_own_point, ctx);
+}
+
+/* The one stage that reads reduction t, through a chain of inlined
+ * elementwise stages each read once, every link reading its producer at
+ * its own points (an epilogue: bias, activation): t is then computed inside
+ * that stage's thread, its accumulator a private variable (a register)
+ * instead of device memory, and the pair is one kernel.  NULL otherwise. */
+static const te_tensor *gpu_fusable_reader(const te_graph *g, const te_readers *r,
+                                           const bool *inlined, const te_tensor *t)
+{
+    const te_tensor *cur = t;
+    for (int depth = 0; depth < 64; depth++) {
+        if (stage_is_output(g, cur) || te_readers_count(r, cur->index) != 1) return NULL;
+        const te_tensor *c = g->tensors.items[te_readers_of(r, cur->index)[0]];
+        if (c->kind != TE_COMPUTE || c->check || c->n_axes != t->n_axes || c->n_axes == 0 ||
+            !c->body || c->body->kind == IR_REDUCE)
+            return NULL;
+        for (int d = 0; d < c->n_axes; d++)
+            if (c->axes[d].extent != t->axes[d].extent) return NULL;
+        own_point op = {cur->buf, c, true};
+        check_own_point(&op, c->body);
+        if (!op.ok) return NULL;
+        if (!inlined[c->index]) return c;
+        cur = c;
+    }
+    return NULL;
+}
+
+static smelt_status gpu_bind_stage(smelt_ctx *ctx, const te_tensor *t, int threads, sch_schedule *s)
+{
+    if (t->n_axes == 0) return SMELT_OK; /* a scalar: one thread */
+    const char *order[SMELT_MAX_RANK] = {0};
+    int64_t total = 1;
+    for (int d = 0; d < t->n_axes; d++) {
+        order[d] = t->axes[d].var->name;
+        total = sat_mul(total, t->axes[d].extent);
+    }
+    char fused[512], outer[520], inner[520];
+    SMELT_TRY(fuse_leading(ctx, s, t->buf->name, order, t->n_axes - 1, fused, sizeof fused));
+    SMELT_TRY(sch_split(ctx, s, t->buf->name, fused, total < threads ? (total > 0 ? total : 1) : threads));
+    snprintf(outer, sizeof outer, "%s.o", fused);
+    snprintf(inner, sizeof inner, "%s.i", fused);
+    SMELT_TRY(sch_bind(ctx, s, t->buf->name, outer, "blockIdx.x"));
+    return sch_bind(ctx, s, t->buf->name, inner, "threadIdx.x");
+}
+
+/* A long reduction with few outputs (a row's softmax sums, a reduction to a
+ * scalar) would leave most threads idle: rfactor splits its last reduce axis
+ * by the block size, each thread sums its slice into the block's memory
+ * (STAGE.rf, computed at STAGE's block), and thread 0 adds the partial sums
+ * (block_stmt in gpu_emit.c puts the barrier between). */
+#define GPU_RFACTOR_MIN_EXTENT 1024
+#define GPU_RFACTOR_MAX_OUTPUTS 256
+
+static bool gpu_wants_rfactor(const te_tensor *t, int threads)
+{
+    if (!t->body || t->body->kind != IR_REDUCE || t->body->reduce.n_axes == 0) return false;
+    int64_t outputs = 1;
+    for (int d = 0; d < t->n_axes; d++) outputs = sat_mul(outputs, t->axes[d].extent);
+    const ir_axis *r = &t->body->reduce.axes[t->body->reduce.n_axes - 1];
+    return outputs <= GPU_RFACTOR_MAX_OUTPUTS && r->extent >= GPU_RFACTOR_MIN_EXTENT &&
+           r->extent >= 2 * (int64_t)threads;
+}
+
+static smelt_status gpu_rfactor_stage(smelt_ctx *ctx, const te_tensor *t, int threads, sch_schedule *s)
+{
+    const char *name = t->buf->name;
+    const char *r = t->body->reduce.axes[t->body->reduce.n_axes - 1].var->name;
+    char rf[520], ri[520], fused[512];
+    snprintf(rf, sizeof rf, "%s.rf", name);
+    snprintf(ri, sizeof ri, "%s.i", r);
+    SMELT_TRY(sch_rfactor(ctx, s, name, r, threads));
+    if (t->n_axes > 0) { /* one block per output */
+        const char *order[SMELT_MAX_RANK] = {0};
+        for (int d = 0; d < t->n_axes; d++) order[d] = t->axes[d].var->name;
+        SMELT_TRY(fuse_leading(ctx, s, name, order, t->n_axes - 1, fused, sizeof fused));
+        SMELT_TRY(sch_bind(ctx, s, name, fused, "blockIdx.x"));
+        SMELT_TRY(sch_compute_at(ctx, s, rf, name, fused));
+    }
+    return sch_bind(ctx, s, rf, ri, "threadIdx.x");
+}
+
+/* The GPU rules at a level: 2 all of them, 1 without rfactor, 0 only the
+ * per-stage binding (each stage at the root, which always replays). */
+static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
+                                       int level, sch_schedule *s)
+{
+    size_t n = (size_t)g->tensors.len + 1;
+    bool *inlined = smelt_calloc(n, sizeof *inlined);
+    expr_size *memo = smelt_calloc(n, sizeof *memo);
+    te_readers readers;
+    inline_plan plan = {g, &readers, inlined, memo};
+    smelt_status st = te_readers_build(ctx, g, &readers);
+    if (st == SMELT_OK && (!inlined || !memo)) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind != TE_COMPUTE || t->check) continue;
+        bool is_reduce = t->body && t->body->kind == IR_REDUCE;
+        if (!stage_is_output(g, t) && !is_reduce && !costly_and_shared(&plan, t) && inline_fits(&plan, t))
+            st = sch_compute_inline(ctx, s, t->buf->name);
+    }
+    /* readers before the reductions computed inside them (compute_at names
+     * the reader's thread loop) */
+    for (int i = g->tensors.len - 1; st == SMELT_OK && i >= 0; i--) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind != TE_COMPUTE || t->check || inlined[i]) continue;
+        bool is_reduce = t->body && t->body->kind == IR_REDUCE;
+        const te_tensor *c =
+            is_reduce && level >= 1 ? gpu_fusable_reader(g, &readers, inlined, t) : NULL;
+        if (!c && level >= 2 && gpu_wants_rfactor(t, hw->gpu_threads)) {
+            st = gpu_rfactor_stage(ctx, t, hw->gpu_threads, s);
+            continue;
+        }
+        if (!c) {
+            st = gpu_bind_stage(ctx, t, hw->gpu_threads, s);
+            continue;
+        }
+        char at[520];
+        snprintf(at, sizeof at, "%s", c->axes[0].var->name);
+        for (int d = 1; d < c->n_axes; d++) {
+            size_t len = strlen(at);
+            snprintf(at + len, sizeof at - len, ".%s", c->axes[d].var->name);
+        }
+        strncat(at, ".i", sizeof at - strlen(at) - 1);
+        st = sch_compute_at(ctx, s, t->buf->name, c->buf->name, at);
+    }
+    smelt_free(inlined);
+    smelt_free(memo);
+    te_readers_free(&readers);
+    return st;
+}
+
+/* A group the fusing rules (compute_at, rfactor) do not fit replays with
+ * fewer of them rather than failing the compile. */
+static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
+                                 sch_schedule *s)
+{
+    for (int level = 2; level > 0; level--) {
+        sch_schedule trial;
+        sch_schedule_init(&trial);
+        smelt_ctx local = {.status = SMELT_OK};
+        sch_state *st = NULL;
+        smelt_status r = schedule_gpu_level(&local, g, hw, level, &trial);
+        if (r == SMELT_OK) r = sch_state_build(&local, g, &trial, &st);
+        sch_state_free(st);
+        for (int i = 0; r == SMELT_OK && i < trial.n; i++) r = sch_add(ctx, s, &trial.steps[i]);
+        sch_schedule_fini(&trial);
+        if (r == SMELT_OK) return SMELT_OK;
+        if (local.status == SMELT_ERR_NOMEM || smelt_ctx_status(ctx) != SMELT_OK)
+            return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        if (smelt_debug_level() >= 1)
+            fprintf(stderr, "smelt: GPU schedule level %d does not replay (%s): fewer rules\n", level,
+                    local.message);
+    }
+    return schedule_gpu_level(ctx, g, hw, 0, s);
+}
+
 smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                const sch_knobs *kn, sch_schedule *s)
 {
     int vector_width = hw->lanes;
+    if (hw->gpu_threads > 0) {
+        for (int k = 0; k < SCH_KNOB_COUNT_; k++)
+            if (kn && kn->v[k]) return bad_knob(ctx, "?", (sch_knob)k, kn->v[k]);
+        return schedule_gpu(ctx, g, hw, s);
+    }
     int64_t algo = knob(kn, SCH_KNOB_ALGO);
     if (algo >= 2) return schedule_algo(ctx, g, hw, kn, s);
     if (algo < 0 || (algo == 1 && !sch_winograd_candidate(g)))

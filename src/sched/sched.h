@@ -15,6 +15,12 @@
  *   compute_inline T       compute_at T C i0.o  cache_write C
  *   tile C i0 i1 8 16      (= split i0 8, split i1 16, reorder i0.o i1.o i0.i i1.i)
  *   tensorize C i0.i smelt.gemm_f32   rfactor C r0 16
+ *   bind C i0.o blockIdx.x             bind C i0.i threadIdx.x
+ * bind (GPU targets: opencl, cuda) makes a data loop the blocks of a kernel
+ * launch (blockIdx.x; OpenCL's work-groups) or the threads of a block
+ * (threadIdx.x; work-items).  A block loop must be its kernel's outermost
+ * loop; code generation checks the rest (codegen/gpu_emit.c).  CPU targets
+ * refuse bound loops.
  * rfactor STAGE R F splits reduce axis R of a fresh reduction (no steps on
  * it yet) by F and keeps the F partial results apart: a new stage STAGE.rf
  * [data axes..., R.i] reduces over R.o (and the other reduce axes), with
@@ -70,6 +76,7 @@ typedef enum sch_kind {
     SCH_TENSORIZE,
     SCH_RFACTOR,
     SCH_WINOGRAD, /* winograd STAGE M: first step only (sched/winograd.c) */
+    SCH_BIND,     /* bind STAGE ITER blockIdx.x|threadIdx.x: GPU targets */
     SCH_KIND_COUNT_
 } sch_kind;
 
@@ -111,6 +118,9 @@ smelt_status sch_rfactor(smelt_ctx *ctx, sch_schedule *s, const char *stage, con
                          int64_t factor);
 smelt_status sch_tensorize(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
                            const char *kernel);
+/* tag: "blockIdx.x" or "threadIdx.x" (checked when the schedule replays). */
+smelt_status sch_bind(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
+                      const char *tag);
 /* Is `name` a micro-kernel tensorize knows the computation of? */
 bool sch_tensor_kernel_known(const char *name);
 /* split, split, reorder: outer0 outer1 inner0 inner1 */

@@ -17,6 +17,7 @@ static const char *const step_names[] = {
     [SCH_TENSORIZE] = "tensorize",
     [SCH_RFACTOR] = "rfactor",
     [SCH_WINOGRAD] = "winograd",
+    [SCH_BIND] = "bind",
 };
 _Static_assert(SMELT_ARRAY_LEN(step_names) == SCH_KIND_COUNT_, "step names");
 
@@ -125,6 +126,13 @@ smelt_status sch_tensorize(smelt_ctx *ctx, sch_schedule *s, const char *stage, c
     return sch_add(ctx, s, &st);
 }
 
+smelt_status sch_bind(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
+                      const char *tag)
+{
+    sch_step st = {.kind = SCH_BIND, .stage = stage, .n_iters = 1, .iters = {iter}, .target = tag};
+    return sch_add(ctx, s, &st);
+}
+
 smelt_status sch_tile(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *i0,
                       const char *i1, int64_t f0, int64_t f1)
 {
@@ -147,7 +155,7 @@ void sch_schedule_print(const sch_schedule *s, smelt_strbuf *out)
         if (st->kind == SCH_COMPUTE_AT) smelt_strbuf_printf(out, " %s", st->target);
         for (int k = 0; k < st->n_iters; k++) smelt_strbuf_printf(out, " %s", st->iters[k]);
         if (st->kind == SCH_SPLIT || st->kind == SCH_RFACTOR || st->kind == SCH_WINOGRAD) smelt_strbuf_printf(out, " %lld", (long long)st->factor);
-        if (st->kind == SCH_TENSORIZE) smelt_strbuf_printf(out, " %s", st->target);
+        if (st->kind == SCH_TENSORIZE || st->kind == SCH_BIND) smelt_strbuf_printf(out, " %s", st->target);
         smelt_strbuf_append(out, "\n");
     }
 }
@@ -212,6 +220,13 @@ static smelt_status parse_step(smelt_ctx *ctx, char **w, int n, int line, sch_sc
     }
     if (kind == SCH_TENSORIZE) {
         if (n != 4) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: tensorize STAGE ITER KERNEL", line);
+        st.target = w[3];
+        last = 3;
+    }
+    if (kind == SCH_BIND) {
+        if (n != 4)
+            return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: bind STAGE ITER blockIdx.x|threadIdx.x",
+                              line);
         st.target = w[3];
         last = 3;
     }

@@ -267,6 +267,24 @@ static smelt_status apply_annotate(smelt_ctx *ctx, const sch_step *step, sch_sta
 }
 
 
+/* bind: a data loop becomes the blocks or the threads of a GPU launch (a
+ * reduction loop would race on its accumulator). */
+static smelt_status apply_bind(smelt_ctx *ctx, const sch_step *step, sch_stage *sg)
+{
+    int it, pos;
+    SMELT_TRY(find_leaf(ctx, step, sg, step->iters[0], &it, &pos));
+    if (sg->iters[it].reduce)
+        return step_err(ctx, step, "cannot bind reduction loop '%s' to GPU threads (they would "
+                                   "race on the accumulator)", step->iters[0]);
+    if (strcmp(step->target, "blockIdx.x") == 0)
+        sg->iters[it].annot = IR_FOR_GPU_BLOCK;
+    else if (strcmp(step->target, "threadIdx.x") == 0)
+        sg->iters[it].annot = IR_FOR_GPU_THREAD;
+    else
+        return step_err(ctx, step, "unknown GPU index '%s' (blockIdx.x or threadIdx.x)", step->target);
+    return SMELT_OK;
+}
+
 /* Replace loads of `prod` inside e by prod's body with its axes bound to the
  * load's indices. */
 static ir_expr *inline_loads(ir_builder *b, ir_expr *e, const sch_stage *prod)
@@ -657,7 +675,8 @@ static smelt_status check_after_tensorize(smelt_ctx *ctx, const sch_step *step, 
                                    "step%s", NULL);
     case SCH_VECTORIZE:
     case SCH_UNROLL:
-    case SCH_PARALLEL: {
+    case SCH_PARALLEL:
+    case SCH_BIND: {
         int it = step->n_iters ? sch_iter_index(sg, step->iters[0]) : -1;
         int pos = it >= 0 ? leaf_position(sg, it) : -1;
         if (pos >= leaf_position(sg, sg->tensor_iter))
@@ -688,9 +707,10 @@ static smelt_status check_arity(smelt_ctx *ctx, const sch_step *step)
         if (!step->iters[i])
             return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': a missing iteration "
                               "variable", step->stage);
-    if ((step->kind == SCH_COMPUTE_AT || step->kind == SCH_TENSORIZE) && !step->target)
-        return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': no consumer or kernel named",
-                          step->stage);
+    if ((step->kind == SCH_COMPUTE_AT || step->kind == SCH_TENSORIZE || step->kind == SCH_BIND) &&
+        !step->target)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': no consumer, kernel or GPU "
+                          "index named", step->stage);
     return SMELT_OK;
 }
 
@@ -713,6 +733,7 @@ static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *st
     case SCH_VECTORIZE:
     case SCH_UNROLL:
     case SCH_PARALLEL: return apply_annotate(ctx, step, sg);
+    case SCH_BIND: return apply_bind(ctx, step, sg);
     case SCH_COMPUTE_INLINE: return apply_inline(ctx, st, step, si);
     case SCH_COMPUTE_AT: return apply_compute_at(ctx, st, step, si);
     case SCH_CACHE_WRITE: return apply_cache_write(ctx, st, step, si);

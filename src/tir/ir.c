@@ -719,6 +719,8 @@ static const char *for_kind_name(ir_for_kind k)
     case IR_FOR_PARALLEL: return "parallel for";
     case IR_FOR_VECTORIZED: return "vectorized for";
     case IR_FOR_UNROLLED: return "unrolled for";
+    case IR_FOR_GPU_BLOCK: return "blockIdx.x for";
+    case IR_FOR_GPU_THREAD: return "threadIdx.x for";
     }
     return "?";
 }

@@ -169,6 +169,11 @@ typedef enum ir_for_kind {
     IR_FOR_PARALLEL,   /* iterations run on the thread pool */
     IR_FOR_VECTORIZED, /* iterations map to vector lanes */
     IR_FOR_UNROLLED,
+    /* GPU targets only (sched `bind`): iterations are the blocks of a kernel
+     * launch (blockIdx.x, OpenCL's group id) or the threads of one block
+     * (threadIdx.x, the local id).  CPU code generation refuses them. */
+    IR_FOR_GPU_BLOCK,
+    IR_FOR_GPU_THREAD,
 } ir_for_kind;
 
 typedef enum ir_stmt_kind {

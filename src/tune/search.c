@@ -134,6 +134,10 @@ smelt_status tune_session_new(smelt_ctx *ctx, const tune_options *o, tune_sessio
     smelt_status st = s->target ? SMELT_OK
                                 : smelt_errf(ctx, SMELT_ERR_ARG, "unknown target '%s' (known: host, %s)",
                                              tn, cg_target_names());
+    if (st == SMELT_OK && s->target->gpu != CG_GPU_NONE) /* else every candidate fails to load */
+        st = smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "target '%s' is a GPU target: the tuner measures "
+                        "candidates in this process and has no GPU search space yet",
+                        s->target->name);
     if (st == SMELT_OK) {
         st = tune_target_key(ctx, s->target, s->target_key, sizeof s->target_key);
     }

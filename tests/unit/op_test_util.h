@@ -659,6 +659,8 @@ static inline smelt_status opt_run_schedule(opt_node *t, const te_graph *te,
 /* Seeds with this bit pick a random point of the default rules' knob space
  * (the tuner's candidates) instead of sch_random's steps. */
 #define OPT_KNOB_SEED ((uint64_t)1 << 32)
+/* the default schedule of the GPU targets (opencl's block size) */
+#define OPT_GPU_SEED ((uint64_t)1 << 40)
 #define OPT_KNOB_SCHEDULES 3
 
 /* The default rules with random knobs (each knob's values or 0); knobs the
@@ -705,6 +707,7 @@ static inline smelt_status opt_run_lowered(opt_node *t, uint64_t seed, sch_sched
     te_graph *te = NULL;
     SMELT_TRY(te_from_node(t->ctx, node, tin, t->te, &te));
     smelt_status r = seed == 0              ? sch_default(t->ctx, te, test_hw(8), s)
+                     : seed == OPT_GPU_SEED ? sch_default(t->ctx, te, &cg_target_find("opencl")->hw, s)
                      : seed & OPT_KNOB_SEED ? opt_knob_schedule(t->ctx, te, seed, s)
                                             : sch_random(t->ctx, te, seed, 10, s);
     if (r == SMELT_OK) r = opt_run_schedule(t, te, s);
@@ -759,7 +762,9 @@ static inline void opt_check_lowered(opt_node *t, const opt_tols *tols, const ch
                                      uint64_t seed)
 {
     char where[320];
-    if (seed)
+    if (seed == OPT_GPU_SEED)
+        snprintf(where, sizeof where, "%.280s [GPU default schedule]", what);
+    else if (seed)
         snprintf(where, sizeof where, "%.280s [random schedule %llu]", what,
                  (unsigned long long)seed);
     else
@@ -797,6 +802,8 @@ static inline void opt_check_paths(opt_node *t, const opt_suite *s, const char *
         opt_check_lowered(t, &s->tols, what, (uint64_t)k);
     for (int k = 1; k <= OPT_KNOB_SCHEDULES; k++)
         opt_check_lowered(t, &s->tols, what, OPT_KNOB_SEED + (uint64_t)k);
+    /* the GPU targets' schedule (bound loops run serially in the interpreter) */
+    opt_check_lowered(t, &s->tols, what, OPT_GPU_SEED);
 }
 
 static inline void opt_check_case(const opt_suite *s, const opt_case *c)

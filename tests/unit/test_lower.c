@@ -241,6 +241,12 @@ static void run_graph(const char *name, graph_fn make, const char *const *fixed,
     snprintf(what, sizeof what, "%s default", name);
     CHECK(check_schedule(ctx, g, &s, inputs, want, what));
     sch_schedule_fini(&s);
+    /* the GPU targets' default (bound loops run serially in the interpreter) */
+    sch_schedule_init(&s);
+    CHECK(sch_default(ctx, g, &cg_target_find("opencl")->hw, &s) == SMELT_OK);
+    snprintf(what, sizeof what, "%s GPU default", name);
+    CHECK(check_schedule(ctx, g, &s, inputs, want, what));
+    sch_schedule_fini(&s);
     for (int k = 0; fixed && fixed[k]; k++) {
         sch_schedule_init(&s);
         CHECK(sch_schedule_parse(ctx, fixed[k], &s) == SMELT_OK);
@@ -271,7 +277,9 @@ static void test_illegal_steps(void)
                          "fuse C i0 k", "compute_at C D nope", "split Q i0 2",
                          "rfactor C nope 4", "rfactor C i0 4", "rfactor D i0 4",
                          "split C i0 2\nrfactor C k 4", "rfactor C k 4\nrfactor C k 2",
-                         "rfactor C k 4\nvectorize C k.i", "rfactor C k", NULL};
+                         "rfactor C k 4\nvectorize C k.i", "rfactor C k",
+                         /* GPU bindings: a reduction loop, an unknown index, no index */
+                         "bind C k threadIdx.x", "bind C i0 warpIdx.x", "bind C i0", NULL};
     for (int i = 0; bad[i]; i++) {
         sch_schedule s;
         sch_schedule_init(&s);
@@ -288,8 +296,27 @@ static void test_illegal_steps(void)
     smelt_ctx_free(ctx);
 }
 
+/* bind's text form survives a print and a parse */
+static void test_bind_text(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    static const char text[] = "split C i0 4\nbind C i0.o blockIdx.x\nbind C i0.i threadIdx.x\n";
+    sch_schedule s;
+    sch_schedule_init(&s);
+    CHECK(sch_schedule_parse(ctx, text, &s) == SMELT_OK);
+    CHECK(s.n == 3 && s.steps[1].kind == SCH_BIND && strcmp(s.steps[1].target, "blockIdx.x") == 0);
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    sch_schedule_print(&s, &sb);
+    CHECK(strcmp(smelt_strbuf_cstr(&sb), text) == 0);
+    smelt_strbuf_fini(&sb);
+    sch_schedule_fini(&s);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
+    test_bind_text();
     static const char *const mm_fixed[] = {
         "tile D i0 i1 4 8\ncompute_at C D i1.o\nvectorize D i1.i\nparallel D i0.o",
         "tile D i0 i1 8 16\ncache_write C\ntile C i0 i1 8 16\ncompute_at C.local C i1.o\n"
@@ -298,6 +325,8 @@ int main(void)
         /* k's partial sums kept apart, k.i a data loop: 4 does not divide k */
         "rfactor C k 4\nreorder C.rf i0 i1 k.o k.i\nvectorize C.rf k.i\ncompute_at C.rf C i1",
         "rfactor C k 64\nunroll C k.i\nparallel C i0",
+        /* GPU: D's tiles to blocks and threads, C's accumulator in the thread */
+        "tile D i0 i1 4 8\nbind D i0.o blockIdx.x\nbind D i1.i threadIdx.x\ncompute_at C D i1.i",
         NULL};
     static const char *const conv_fixed[] = {
         "compute_inline P\nreorder Y i0 rc ry rx i1 i2\nsplit Y i2 4\nvectorize Y i2.i",

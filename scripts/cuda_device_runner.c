@@ -1,0 +1,98 @@
+/* Runs a smelt CUDA package for scripts/cuda_device_check.py: inputs from
+ * DATA/in<i>.bin (model order), WARMUP untimed runs, then RUNS timed runs
+ * (each a whole model_run: inputs to the device, the kernels, outputs
+ * back), outputs to DATA/out<i>.bin; prints "median_ms M min_ms m".
+ *   usage: cuda_device_runner PKG_DIR DATA_DIR RUNS
+ * Built against the package's libmodel.a (make lib) and linked by nvcc. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+
+#define WARMUP 3
+
+static void *read_all(const char *path, size_t want)
+{
+    FILE *f = fopen(path, "rb");
+    void *p = malloc(want ? want : 1);
+    size_t got = f && p ? fread(p, 1, want, f) : 0;
+    if (f) fclose(f);
+    if (got != want) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    char path[4096], err[1024];
+    const smelt_rt_module_info *info = model_info();
+    void *in[MODEL_NUM_INPUTS + 1];
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s PKG_DIR DATA_DIR RUNS\n", argv[0]);
+        return 2;
+    }
+    int runs = atoi(argv[3]);
+    if (runs < 1) runs = 1;
+    snprintf(path, sizeof path, "%s/weights.bin", argv[1]);
+    model_t *m = model_create(path, 1, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    for (int i = 0; i < info->num_inputs; i++) {
+        size_t bytes = smelt_rt_io_bytes(&info->inputs[i]);
+        snprintf(path, sizeof path, "%s/in%d.bin", argv[2], i);
+        if (!(in[i] = read_all(path, bytes))) {
+            fprintf(stderr, "cannot read %s (%zu bytes)\n", path, bytes);
+            return 2;
+        }
+        if (model_set_input(m, info->inputs[i].name, in[i], bytes) != SMELT_RT_OK) {
+            fprintf(stderr, "%s\n", model_error(m));
+            return 2;
+        }
+    }
+    double *ms = malloc(sizeof *ms * (size_t)runs);
+    if (!ms) return 2;
+    for (int r = 0; r < WARMUP + runs; r++) {
+        double t0 = now_ms();
+        if (model_run(m) != SMELT_RT_OK) {
+            fprintf(stderr, "%s\n", model_error(m));
+            return 3;
+        }
+        if (r >= WARMUP) ms[r - WARMUP] = now_ms() - t0;
+    }
+    qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+    for (int i = 0; i < info->num_outputs; i++) {
+        size_t bytes = 0;
+        const void *data = model_get_output(m, info->outputs[i].name, &bytes);
+        snprintf(path, sizeof path, "%s/out%d.bin", argv[2], i);
+        FILE *f = fopen(path, "wb");
+        if (!f || !data || fwrite(data, 1, bytes, f) != bytes || fclose(f) != 0) {
+            fprintf(stderr, "cannot write %s\n", path);
+            return 2;
+        }
+    }
+    printf("median_ms %.4f min_ms %.4f runs %d\n", ms[runs / 2], ms[0], runs);
+    for (int i = 0; i < info->num_inputs; i++) free(in[i]);
+    free(ms);
+    model_free(m);
+    return 0;
+}
