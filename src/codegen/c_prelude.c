@@ -516,7 +516,7 @@ void cg_prelude(cg_emitter *e, smelt_strbuf *out)
         smelt_strbuf_append(out, "/* micro-kernel ");
         cg_append_comment_text(out, e->microkernels[i]->name, 80);
         smelt_strbuf_append(out, " */\n");
-        smelt_strbuf_append(out, e->microkernels[i]->source);
+        smelt_strbuf_append(out, cg_microkernel_source(e->microkernels[i]));
         smelt_strbuf_append(out, "\n");
     }
 }

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "codegen/embed.h"
 #include "codegen/microkernel.h"
 #include "codegen/target.h"
 
@@ -255,6 +256,7 @@ static const cg_microkernel x86_kernels[] = {
     {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE},
     {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_SOURCE},
     {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE},
+    {"smelt.attention_f32", "smelt_uk_attention_f32", NULL},
 };
 
 /* the transposes' widest tile is 4 x 4 there already (no __AVX__) */
@@ -262,6 +264,7 @@ static const cg_microkernel neon_kernels[] = {
     {"smelt.copy_f32", "smelt_uk_copy_f32", COPY_F32_SOURCE},
     {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_NEON_SOURCE},
     {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE},
+    {"smelt.attention_f32", "smelt_uk_attention_f32", NULL},
 };
 
 _Static_assert(SMELT_ARRAY_LEN(x86_kernels) == SMELT_ARRAY_LEN(neon_kernels),
@@ -275,6 +278,16 @@ const cg_microkernel *cg_microkernel_find_for(const cg_target *t, const char *na
     for (size_t i = 0; i < SMELT_ARRAY_LEN(x86_kernels); i++)
         if (!strcmp(table[i].name, name)) return &table[i];
     return NULL;
+}
+
+/* The kernel's C text: its source, or the embedded file of that name
+ * (smelt.attention_f32: codegen/uk_attention_f32.h, embedded by CMake so
+ * it stays a C file one can read and compile on its own). */
+const char *cg_microkernel_source(const cg_microkernel *k)
+{
+    if (k->source) return k->source;
+    const cg_embedded_file *f = cg_runtime_file("smelt_uk_attention_f32.h");
+    return f ? (const char *)f->data : "#error smelt_uk_attention_f32.h is not embedded\n";
 }
 
 const cg_microkernel *cg_microkernel_find(const char *name)

@@ -8,7 +8,7 @@
 typedef struct cg_microkernel {
     const char *name;   /* the kernel name used in IR_STMT_CALL */
     const char *c_name; /* the C function the source defines (a C identifier) */
-    /* C99 text defining `static void c_name(...)` (or static inline); it may
+    /* NULL: the text is an embedded file (cg_microkernel_source).  C99 text defining `static void c_name(...)` (or static inline); it may
      * use <math.h>, <string.h>, <stdint.h> and the GNU vector extensions. */
     const char *source;
 } cg_microkernel;
@@ -20,5 +20,7 @@ typedef struct cg_target cg_target;
  * computation is the same in every family; only register blocks differ. */
 const cg_microkernel *cg_microkernel_find_for(const cg_target *t, const char *name);
 const cg_microkernel *cg_microkernel_find(const char *name);
+/* k's C text (the table's source, or an embedded file's contents). */
+const char *cg_microkernel_source(const cg_microkernel *k);
 
 #endif
