@@ -84,19 +84,33 @@ static float smelt_uka_softmax_row(float *s, int64_t kn, int64_t kp, int64_t r, 
     int64_t valid = kn; /* keys past the causal frontier are -inf */
     if (causal_shift >= 0 && i_abs + causal_shift + 1 - j0 < valid)
         valid = i_abs + causal_shift + 1 - j0 > 0 ? i_abs + causal_shift + 1 - j0 : 0;
-    for (int64_t jj = 0; jj < valid; jj++)
+    int64_t jj = 0;
+    if (mask_mode == 0 || (mask_mode == 1 && m_cs == 1)) { /* whole vectors: scale (+ mask) */
+        const float *mr = mask_mode ? (const float *)M + r * m_rs + j0 : NULL;
+        for (; jj + SMELT_UKA_LANES <= valid; jj += SMELT_UKA_LANES) {
+            smelt_uka_v x = *(smelt_uka_v *)&s[jj] * scale;
+            if (mr) x += *(const smelt_uka_v *)&mr[jj];
+            *(smelt_uka_v *)&s[jj] = x;
+        }
+    }
+    for (; jj < valid; jj++)
         s[jj] = smelt_uka_score(s[jj] * scale, M, r, j0 + jj, m_rs, m_cs, mask_mode, fill);
-    for (int64_t jj = valid; jj < kp; jj++) s[jj] = -INFINITY;
+    for (jj = valid; jj < kp; jj++) s[jj] = -INFINITY;
+    smelt_uka_v vmax = *(smelt_uka_v *)&s[0];
+    for (jj = SMELT_UKA_LANES; jj < kp; jj += SMELT_UKA_LANES) {
+        smelt_uka_v x = *(smelt_uka_v *)&s[jj];
+        vmax = smelt_uka_sel((smelt_uka_m)(x > vmax), x, vmax);
+    }
     float bm = -INFINITY;
-    for (int64_t jj = 0; jj < valid; jj++) bm = s[jj] > bm ? s[jj] : bm;
+    for (int k = 0; k < SMELT_UKA_LANES; k++) bm = vmax[k] > bm ? vmax[k] : bm;
     float m_new = bm > *m ? bm : *m;
     if (m_new == -INFINITY) { /* nothing unmasked yet: no contribution */
-        for (int64_t jj = 0; jj < kp; jj++) s[jj] = 0.0f;
+        for (jj = 0; jj < kp; jj++) s[jj] = 0.0f;
         return 1.0f;
     }
     float alpha = expf(*m - m_new);
     smelt_uka_v sum = {0};
-    for (int64_t jj = 0; jj < kp; jj += SMELT_UKA_LANES) {
+    for (jj = 0; jj < kp; jj += SMELT_UKA_LANES) {
         smelt_uka_v p = smelt_uka_exp(*(smelt_uka_v *)&s[jj] - m_new);
         *(smelt_uka_v *)&s[jj] = p;
         sum += p;

@@ -29,10 +29,14 @@
 enum { IN_Q, IN_K, IN_V, IN_MASK };
 enum { LAYOUT_BHSD = 0, LAYOUT_BSHD = 1, LAYOUT_BHDS = 2 };
 
-/* Query rows per parallel task and keys per streamed block (AVX2, BERT-base
- * heads: 64 x 64 keeps the packed K and V blocks and the row block's
- * accumulators in L1/L2; see docs/benchmarks.md). */
-#define FA_Q_BLOCK 64
+/* Query rows per parallel task (at most; fewer while there would be fewer
+ * than FA_MIN_TASKS tasks) and keys per streamed block.  Each task packs
+ * every K and V block once, so long query blocks pack less: BERT-base's
+ * attention (12 heads x 128 rows) on one Zen 3 core took 0.89 ms with 128
+ * rows per task, 0.97 with 64 (docs/benchmarks.md). */
+#define FA_Q_BLOCK 128
+#define FA_MIN_Q_BLOCK 32
+#define FA_MIN_TASKS 8
 #define FA_K_BLOCK 64
 /* The kernel keeps a packed K block and the accumulators on the stack. */
 #define FA_HEAD_MAX 256
@@ -299,13 +303,16 @@ static ir_stmt *build_attention(te_graph *g, ir_buffer *out, void *user)
     const fa_build *fb = user;
     const fa_dims *d = &fb->d;
     ir_builder *b = &g->b;
-    int64_t qblocks = (d->q_len + FA_Q_BLOCK - 1) / FA_Q_BLOCK;
+    int64_t qb = FA_Q_BLOCK;
+    while (qb > FA_MIN_Q_BLOCK && d->batch * d->heads * ((d->q_len + qb - 1) / qb) < FA_MIN_TASKS)
+        qb /= 2;
+    int64_t qblocks = (d->q_len + qb - 1) / qb;
     ir_var *t = ir_var_new(b, "fa_task", SMELT_DT_INT64);
     ir_expr *tv = ir_var_ref(b, t);
     ir_expr *bi = ir_binary(b, IR_DIV, tv, ir_int(b, d->heads * qblocks));
     ir_expr *hi = ir_binary(b, IR_MOD, ir_binary(b, IR_DIV, tv, ir_int(b, qblocks)), ir_int(b, d->heads));
-    ir_expr *q0 = ir_mul(b, ir_binary(b, IR_MOD, tv, ir_int(b, qblocks)), ir_int(b, FA_Q_BLOCK));
-    ir_expr *rows = ir_binary(b, IR_MIN, ir_int(b, FA_Q_BLOCK), ir_sub(b, ir_int(b, d->q_len), q0));
+    ir_expr *q0 = ir_mul(b, ir_binary(b, IR_MOD, tv, ir_int(b, qblocks)), ir_int(b, qb));
+    ir_expr *rows = ir_binary(b, IR_MIN, ir_int(b, qb), ir_sub(b, ir_int(b, d->q_len), q0));
     ir_expr *zero = ir_int(b, 0);
     const int64_t *mst = fb->mst;
     ir_call_arg args[22] = {
