@@ -187,6 +187,51 @@ SMELT_UKA_INLINE void smelt_uka_rows(const int rows, float *S, float *A, const f
         smelt_uka_pv_tile(A + r0 * vp, S, Vp, alpha, rows, c, kn, kp, vp);
 }
 
+#if SMELT_UKA_LANES == 8 && defined(__GNUC__) && !defined(__clang__) /* __builtin_shuffle */
+/* Kt[d*kp + j] = K[j*k_rs + d] for an 8 x 8 tile, transposed in registers
+ * (pairs interleaved, then pairs of pairs, then 128-bit halves). */
+static inline void smelt_uka_tr8(float *Kt, const float *K, int64_t kp, int64_t k_rs)
+{
+    typedef int32_t smelt_uka_i8 __attribute__((vector_size(32)));
+    smelt_uka_v r[8], t[8], u[8];
+    for (int k = 0; k < 8; k++) r[k] = *(const smelt_uka_v *)&K[k * k_rs];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = __builtin_shuffle(r[k], r[k + 1], (smelt_uka_i8){0, 8, 1, 9, 4, 12, 5, 13});
+        t[k + 1] = __builtin_shuffle(r[k], r[k + 1], (smelt_uka_i8){2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int k = 0; k < 8; k += 4) {
+        u[k] = __builtin_shuffle(t[k], t[k + 2], (smelt_uka_i8){0, 1, 8, 9, 4, 5, 12, 13});
+        u[k + 1] = __builtin_shuffle(t[k], t[k + 2], (smelt_uka_i8){2, 3, 10, 11, 6, 7, 14, 15});
+        u[k + 2] = __builtin_shuffle(t[k + 1], t[k + 3], (smelt_uka_i8){0, 1, 8, 9, 4, 5, 12, 13});
+        u[k + 3] = __builtin_shuffle(t[k + 1], t[k + 3], (smelt_uka_i8){2, 3, 10, 11, 6, 7, 14, 15});
+    }
+    for (int k = 0; k < 4; k++) {
+        *(smelt_uka_v *)&Kt[k * kp] = __builtin_shuffle(u[k], u[k + 4], (smelt_uka_i8){0, 1, 2, 3, 8, 9, 10, 11});
+        *(smelt_uka_v *)&Kt[(k + 4) * kp] = __builtin_shuffle(u[k], u[k + 4], (smelt_uka_i8){4, 5, 6, 7, 12, 13, 14, 15});
+    }
+}
+#define SMELT_UKA_TR8 1
+#endif
+
+/* One key block of K (kn keys from K) packed as Kt[d][j], j padded to kp
+ * with zeros. */
+static void smelt_uka_pack_kt(float *Kt, const float *K, int64_t kn, int64_t kp, int64_t D,
+                              int64_t k_rs, int64_t k_cs)
+{
+    int64_t j8 = 0, d8 = 0;
+#ifdef SMELT_UKA_TR8
+    if (k_cs == 1) { /* 8 x 8 tiles where they fit, the rest element by element */
+        j8 = kn / 8 * 8, d8 = D / 8 * 8;
+        for (int64_t j = 0; j < j8; j += 8)
+            for (int64_t d = 0; d < d8; d += 8) smelt_uka_tr8(&Kt[d * kp + j], &K[j * k_rs + d], kp, k_rs);
+    }
+#endif
+    for (int64_t d = 0; d < D; d++) {
+        for (int64_t j = d < d8 ? j8 : 0; j < kn; j++) Kt[d * kp + j] = K[j * k_rs + d * k_cs];
+        for (int64_t j = kn; j < kp; j++) Kt[d * kp + j] = 0.0f;
+    }
+}
+
 /* Rows [0, rows) of O, many rows: K and V packed per key block. */
 static void smelt_uka_block(float *O, const float *Q, const float *K, const float *V,
                             const void *M, int64_t rows, int64_t q0, int64_t nkv, int64_t D,
@@ -204,10 +249,7 @@ static void smelt_uka_block(float *O, const float *Q, const float *K, const floa
     for (int64_t j0 = 0; j0 < end; j0 += kb) {
         const int64_t kn = end - j0 < kb ? end - j0 : kb;
         const int64_t kp = (kn + SMELT_UKA_TILE - 1) / SMELT_UKA_TILE * SMELT_UKA_TILE;
-        for (int64_t d = 0; d < D; d++) {
-            for (int64_t j = 0; j < kn; j++) Kt[d * kp + j] = K[(j0 + j) * k_rs + d * k_cs];
-            for (int64_t j = kn; j < kp; j++) Kt[d * kp + j] = 0.0f;
-        }
+        smelt_uka_pack_kt(Kt, K + j0 * k_rs, kn, kp, D, k_rs, k_cs);
         for (int64_t j = 0; j < kn; j++) {
             for (int64_t c = 0; c < Dv; c++) Vp[j * vp + c] = V[(j0 + j) * v_rs + c];
             for (int64_t c = Dv; c < vp; c++) Vp[j * vp + c] = 0.0f;
