@@ -20,7 +20,8 @@
  * A single query row (decoding) reads K and V in place: dot products along
  * D, then P V along V's rows.  exp is the prelude's polynomial (smelt_vexp,
  * within 1.07 ulp) on this file's vector type.  A row whose every score is
- * -inf ends with l = 0 and gives NaN, as Softmax of that row does. */
+ * -inf ends with l = 0 and gives NaN, as Softmax of that row does, or zeros
+ * with masked_zero (ONNX Attention's fully-masked-row guard). */
 #if defined(__AVX512F__)
 #define SMELT_UKA_LANES 16
 #define SMELT_UKA_ROWS 8
@@ -237,7 +238,8 @@ static void smelt_uka_block(float *O, const float *Q, const float *K, const floa
                             const void *M, int64_t rows, int64_t q0, int64_t nkv, int64_t D,
                             int64_t Dv, int64_t q_rs, int64_t k_rs, int64_t k_cs, int64_t v_rs,
                             int64_t o_rs, int64_t m_rs, int64_t m_cs, int64_t mask_mode,
-                            float fill, float scale, int64_t causal_shift, int64_t kblock)
+                            float fill, float scale, int64_t causal_shift, int64_t kblock,
+                            int64_t masked_zero)
 {
     const int64_t kb = (kblock + SMELT_UKA_TILE - 1) / SMELT_UKA_TILE * SMELT_UKA_TILE;
     const int64_t vp = (Dv + SMELT_UKA_TILE - 1) / SMELT_UKA_TILE * SMELT_UKA_TILE;
@@ -279,8 +281,10 @@ static void smelt_uka_block(float *O, const float *Q, const float *K, const floa
         default: break;
         }
     }
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < Dv; c++) O[r * o_rs + c] = A[r * vp + c] / l[r];
+    for (int64_t r = 0; r < rows; r++) {
+        const int zero = l[r] == 0.0f && masked_zero;
+        for (int64_t c = 0; c < Dv; c++) O[r * o_rs + c] = zero ? 0.0f : A[r * vp + c] / l[r];
+    }
 }
 
 /* One query row (decoding, M = 1): scores as dot products along K's rows,
@@ -288,7 +292,8 @@ static void smelt_uka_block(float *O, const float *Q, const float *K, const floa
 static void smelt_uka_row(float *O, const float *Q, const float *K, const float *V,
                           const void *M, int64_t q0, int64_t nkv, int64_t D, int64_t Dv,
                           int64_t k_rs, int64_t v_rs, int64_t m_cs, int64_t mask_mode,
-                          float fill, float scale, int64_t causal_shift, int64_t kblock)
+                          float fill, float scale, int64_t causal_shift, int64_t kblock,
+                          int64_t masked_zero)
 {
     const int64_t kb = (kblock + SMELT_UKA_LANES - 1) / SMELT_UKA_LANES * SMELT_UKA_LANES;
     const int64_t Dl = D / SMELT_UKA_LANES * SMELT_UKA_LANES;
@@ -321,23 +326,25 @@ static void smelt_uka_row(float *O, const float *Q, const float *K, const float 
             for (int64_t c = Dvl; c < Dv; c++) A[c] += p * v[c];
         }
     }
-    for (int64_t c = 0; c < Dv; c++) O[c] = A[c] / l;
+    const int zero = l == 0.0f && masked_zero;
+    for (int64_t c = 0; c < Dv; c++) O[c] = zero ? 0.0f : A[c] / l;
 }
 
 /* The micro-kernel: rows query rows from absolute row q0 of one (batch, head).
  * Q, K, V, O, M point at that row / key 0; strides in elements (columns of
- * Q, V and O contiguous); M's type follows mask_mode (float, or bytes). */
+ * Q, V and O contiguous); M's type follows mask_mode (float, or bytes);
+ * masked_zero: a row with every score -inf gives zeros (else NaN). */
 static void smelt_uk_attention_f32(float *O, const float *Q, const float *K, const float *V,
                                    const void *M, int64_t rows, int64_t q0, int64_t nkv, int64_t D,
                                    int64_t Dv, int64_t q_rs, int64_t k_rs, int64_t k_cs,
                                    int64_t v_rs, int64_t o_rs, int64_t m_rs, int64_t m_cs,
                                    int64_t mask_mode, float fill, float scale,
-                                   int64_t causal_shift, int64_t kblock)
+                                   int64_t causal_shift, int64_t kblock, int64_t masked_zero)
 {
     if (rows == 1 && k_cs == 1)
         smelt_uka_row(O, Q, K, V, M, q0, nkv, D, Dv, k_rs, v_rs, m_cs, mask_mode, fill, scale,
-                      causal_shift, kblock);
+                      causal_shift, kblock, masked_zero);
     else
         smelt_uka_block(O, Q, K, V, M, rows, q0, nkv, D, Dv, q_rs, k_rs, k_cs, v_rs, o_rs, m_rs,
-                        m_cs, mask_mode, fill, scale, causal_shift, kblock);
+                        m_cs, mask_mode, fill, scale, causal_shift, kblock, masked_zero);
 }

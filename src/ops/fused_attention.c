@@ -6,6 +6,8 @@
  *     mask_mode 1: s += mask (float32, broadcast to [B, H, Sq, Skv]);
  *     mask_mode 2: s = mask ? fill : s;  3: s = mask ? s : fill (bool mask);
  *     causal 1: s = -inf where j > i.
+ *   masked_zero 1: a row whose every score is -inf gives zeros (ONNX
+ *     Attention's guard; else NaN, as Softmax of such a row gives).
  *
  * Attribute `layout` = [Q, K, V, Y], how each tensor holds [B, H, S, D]:
  *   0  [B, H, S, D] (4-D)
@@ -44,7 +46,7 @@ enum { LAYOUT_BHSD = 0, LAYOUT_BSHD = 1, LAYOUT_BHDS = 2 };
 typedef struct fa_attrs {
     float scale, fill;
     int64_t heads, mask_mode;
-    bool causal;
+    bool causal, masked_zero;
     int64_t layout[4];
 } fa_attrs;
 
@@ -68,13 +70,15 @@ static smelt_status fa_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
 {
     fa_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
     if (!a) return smelt_ctx_status(ctx);
-    int64_t causal;
+    int64_t causal, masked_zero;
     SMELT_TRY(op_attr_float(ctx, node, "scale", 1.0f, &a->scale));
     SMELT_TRY(op_attr_float(ctx, node, "fill", 0.0f, &a->fill));
     SMELT_TRY(op_attr_int(ctx, node, "heads", 0, &a->heads));
     SMELT_TRY(op_attr_int(ctx, node, "mask_mode", 0, &a->mask_mode));
     SMELT_TRY(op_attr_int(ctx, node, "causal", 0, &causal));
+    SMELT_TRY(op_attr_int(ctx, node, "masked_zero", 0, &masked_zero));
     a->causal = causal != 0;
+    a->masked_zero = masked_zero != 0;
     int n = 0;
     const int64_t *layout = NULL;
     SMELT_TRY(op_attr_ints(ctx, node, "layout", &n, &layout));
@@ -268,7 +272,9 @@ static smelt_status fa_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor
                     p[j] = ref_score(n->op_attrs, in, &d, mst, b, h, i, j);
                     mx = p[j] > mx ? p[j] : mx;
                 }
-                for (int64_t j = 0; j < d.kv_len; j++) sum += p[j] = exp(p[j] - mx);
+                bool zero = mx == -INFINITY && ((const fa_attrs *)n->op_attrs)->masked_zero;
+                for (int64_t j = 0; j < d.kv_len; j++) sum += p[j] = zero ? 0 : exp(p[j] - mx);
+                if (zero) sum = 1;
                 for (int64_t c = 0; c < d.v_head; c++) {
                     double acc = 0;
                     for (int64_t j = 0; j < d.kv_len; j++)
@@ -315,7 +321,7 @@ static ir_stmt *build_attention(te_graph *g, ir_buffer *out, void *user)
     ir_expr *rows = ir_binary(b, IR_MIN, ir_int(b, qb), ir_sub(b, ir_int(b, d->q_len), q0));
     ir_expr *zero = ir_int(b, 0);
     const int64_t *mst = fb->mst;
-    ir_call_arg args[22] = {
+    ir_call_arg args[23] = {
         {out, offset(b, d->st[3], bi, hi, q0)},
         {fb->q->buf, offset(b, d->st[0], bi, hi, q0)},
         {fb->k->buf, offset(b, d->st[1], bi, hi, zero)},
@@ -338,8 +344,9 @@ static ir_stmt *build_attention(te_graph *g, ir_buffer *out, void *user)
         {NULL, ir_const_float(b, SMELT_DT_FLOAT32, fb->a->scale)},
         {NULL, ir_int(b, fb->a->causal ? 0 : -1)},
         {NULL, ir_int(b, FA_K_BLOCK)},
+        {NULL, ir_int(b, fb->a->masked_zero)},
     };
-    ir_stmt *call = ir_call_stmt(b, "smelt.attention_f32", 22, args);
+    ir_stmt *call = ir_call_stmt(b, "smelt.attention_f32", 23, args);
     int64_t tasks = d->batch * d->heads * qblocks;
     return ir_for(b, t, zero, ir_int(b, tasks), tasks > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
 }

@@ -17,6 +17,14 @@
  * op's file).  A constant bool mask that keeps exactly j <= i with a fill of
  * -inf (or below -1e30, where exp gives 0 in float32) becomes causal = 1.
  *
+ * The ONNX Attention op (opset 23+) becomes FusedAttention too when it has
+ * nothing FusedAttention lacks: float32 Q, K, V (3-D with q_num_heads =
+ * kv_num_heads, or 4-D with equal head counts), an optional float (added)
+ * or bool (true keeps) mask whose last dim is the key count, is_causal,
+ * scale; no caches, nonpad_kv_seqlen, softcap, window, other softmax
+ * precision or extra outputs.  Its fully-masked-row guard (zeros) is the
+ * node's masked_zero.
+ *
  * Refusals leave the graph as it is: anything but float32, dims not static,
  * a batch or head dim broadcast by a MatMul, an intermediate (scores, scaled,
  * masked, probabilities) read elsewhere or a graph output, Softmax over
@@ -40,7 +48,7 @@ typedef struct fa_match {
     int64_t layout[4];
     int64_t heads, mask_mode;
     double scale, fill;
-    bool causal;
+    bool causal, masked_zero;
     gr_value *y;   /* the value the fused node takes over */
     gr_node *last; /* its producer, which goes */
 } fa_match;
@@ -303,6 +311,78 @@ static bool match(const fa_state *s, gr_node *sm, fa_match *m)
     return true;
 }
 
+/* ---- the ONNX Attention op (opset 23+) ---- */
+
+static bool attr_int_is(const gr_node *n, const char *name, int64_t def, int64_t want)
+{
+    int64_t v = def;
+    const gr_attr *a = gr_node_attr(n, name);
+    if (a && a->type == GR_ATTR_INT) v = a->i;
+    return (!a || a->type == GR_ATTR_INT) && v == want;
+}
+
+/* Only Y of an Attention node is read, and nothing it has is past what
+ * FusedAttention computes: float32, no caches, no padding lengths, no
+ * softcap, no window, the input type's softmax, as many K/V as Q heads. */
+static bool plain_attention(const gr_node *n)
+{
+    for (int i = 4; i < n->n_inputs; i++)
+        if (n->inputs[i]) return false;
+    for (int i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i]) return false;
+    const gr_attr *cap = gr_node_attr(n, "softcap");
+    if (cap && !(cap->type == GR_ATTR_FLOAT && cap->f == 0.0f)) return false;
+    const gr_attr *prec = gr_node_attr(n, "softmax_precision");
+    if (prec && !(prec->type == GR_ATTR_INT && prec->i == SMELT_DT_FLOAT32)) return false;
+    return attr_int_is(n, "left_window_size", -1, -1) &&
+           attr_int_is(n, "right_window_size", -1, -1);
+}
+
+/* Attention(Q, K, V[, mask]) with 3-D or 4-D operands of one head count:
+ * FusedAttention with masked_zero (ONNX's fully-masked-row guard); its bool
+ * mask keeps where true (fill -inf), a float one adds. */
+static bool match_attention_op(const gr_node *n, fa_match *m)
+{
+    memset(m, 0, sizeof *m);
+    if (n->n_inputs < 3 || !plain_attention(n) || !n->outputs[0]) return false;
+    gr_value *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2], *y = n->outputs[0];
+    gr_value *mask = n->n_inputs > 3 ? n->inputs[3] : NULL;
+    int rank = q ? q->rank : 0;
+    if ((rank != 3 && rank != 4) || !static_f32(q, rank) || !static_f32(k, rank) ||
+        !static_f32(v, rank) || !static_f32(y, rank))
+        return false;
+    int64_t heads = rank == 4 ? q->dims[1] : 0, kv_heads = rank == 4 ? k->dims[1] : 0;
+    const gr_attr *qh = gr_node_attr(n, "q_num_heads"), *kh = gr_node_attr(n, "kv_num_heads");
+    if (rank == 3) {
+        if (!qh || !kh || qh->type != GR_ATTR_INT || kh->type != GR_ATTR_INT || qh->i < 1)
+            return false;
+        heads = qh->i, kv_heads = kh->i;
+        if (q->dims[2] % heads || k->dims[2] % heads || v->dims[2] % heads) return false;
+    }
+    if (heads != kv_heads) return false;
+    int64_t d = rank == 4 ? q->dims[3] : q->dims[2] / heads;
+    int64_t dv = rank == 4 ? v->dims[3] : v->dims[2] / heads;
+    int64_t full[4] = {q->dims[0], heads, q->dims[rank - 2], k->dims[rank - 2]};
+    if (d > FA_HEAD_MAX || dv > FA_HEAD_MAX) return false;
+    if (mask) {
+        if ((mask->dtype != SMELT_DT_FLOAT32 && mask->dtype != SMELT_DT_BOOL) ||
+            !mask_fits(mask, full) || mask->dims[mask->rank - 1] != full[3])
+            return false; /* a shorter last dim is padded with -inf there */
+        m->mask = mask;
+        m->mask_mode = mask->dtype == SMELT_DT_BOOL ? 3 : 1;
+        m->fill = -INFINITY;
+    }
+    const gr_attr *sc = gr_node_attr(n, "scale"), *causal = gr_node_attr(n, "is_causal");
+    if ((sc && sc->type != GR_ATTR_FLOAT) || (causal && causal->type != GR_ATTR_INT)) return false;
+    m->scale = sc ? sc->f : 1.0 / sqrt((double)d);
+    m->causal = causal && causal->i;
+    m->masked_zero = true;
+    m->q = q, m->k = k, m->v = v, m->y = y, m->last = (gr_node *)n;
+    m->heads = heads;
+    for (int i = 0; i < 4; i++) m->layout[i] = rank == 3 ? 1 : 0;
+    return true;
+}
+
 /* ---- rewriting ---- */
 
 static smelt_status infer_output(fa_state *s, gr_node *n)
@@ -335,6 +415,7 @@ static smelt_status rewrite(fa_state *s, gr_node *sm, const fa_match *m)
     SMELT_TRY(pu_attr_int(s->ctx, s->g, n, "mask_mode", m->mask_mode));
     if (m->mask_mode >= 2) SMELT_TRY(pu_attr_float(s->ctx, s->g, n, "fill", (float)m->fill));
     if (m->causal) SMELT_TRY(pu_attr_int(s->ctx, s->g, n, "causal", 1));
+    if (m->masked_zero) SMELT_TRY(pu_attr_int(s->ctx, s->g, n, "masked_zero", 1));
     SMELT_TRY(pu_node_import(s->ctx, s->g, n));
     SMELT_TRY(infer_output(s, n));
     if (!pu_same_type(n->outputs[0], m->y))
@@ -355,7 +436,8 @@ smelt_status pass_fuse_attention(smelt_ctx *ctx, gr_graph *g)
     if (n0) memcpy(nodes, g->nodes.items, sizeof *nodes * (size_t)n0);
     smelt_status st = SMELT_OK;
     for (int i = 0; st == SMELT_OK && i < n0; i++) {
-        if (nodes[i]->op != OP_SOFTMAX || nodes[i]->n_outputs != 1) continue;
+        bool op23 = nodes[i]->op == OP_ATTENTION;
+        if (!op23 && (nodes[i]->op != OP_SOFTMAX || nodes[i]->n_outputs != 1)) continue;
         smelt_free(s.uses); /* counts change with every rewrite */
         s.uses = pu_use_counts(g);
         s.n_uses = g->values.len;
@@ -364,7 +446,8 @@ smelt_status pass_fuse_attention(smelt_ctx *ctx, gr_graph *g)
             break;
         }
         fa_match m;
-        if (match(&s, nodes[i], &m)) st = rewrite(&s, nodes[i], &m);
+        if (op23 ? match_attention_op(nodes[i], &m) : match(&s, nodes[i], &m))
+            st = rewrite(&s, nodes[i], &m);
     }
     smelt_free(s.uses);
     smelt_free(nodes);

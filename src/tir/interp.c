@@ -580,7 +580,7 @@ static smelt_status kernel_read(tir_interp *it, const tir_interp_buf *bb, int64_
 
 enum { ATT_O, ATT_Q, ATT_K, ATT_V, ATT_M, ATT_ROWS, ATT_Q0, ATT_NKV, ATT_D, ATT_DV, ATT_Q_RS,
        ATT_K_RS, ATT_K_CS, ATT_V_RS, ATT_O_RS, ATT_M_RS, ATT_M_CS, ATT_MODE, ATT_FILL, ATT_SCALE,
-       ATT_CAUSAL, ATT_KBLOCK, ATT_NARGS };
+       ATT_CAUSAL, ATT_KBLOCK, ATT_MASKED_ZERO, ATT_NARGS };
 
 /* One row's scores, masked (the micro-kernel's meaning, in double). */
 static smelt_status attention_scores(tir_interp *it, const tir_interp_buf *const *bb,
@@ -632,7 +632,9 @@ static smelt_status run_attention_f32(tir_interp *it, const ir_stmt *s)
         st = attention_scores(it, bb, base, v, r, p);
         double mx = -INFINITY, sum = 0;
         for (int64_t j = 0; j < (int64_t)v[ATT_NKV]; j++) mx = p[j] > mx ? p[j] : mx;
-        for (int64_t j = 0; j < (int64_t)v[ATT_NKV]; j++) sum += p[j] = exp(p[j] - mx);
+        bool zero = mx == -INFINITY && v[ATT_MASKED_ZERO] != 0;
+        for (int64_t j = 0; j < (int64_t)v[ATT_NKV]; j++) sum += p[j] = zero ? 0 : exp(p[j] - mx);
+        if (zero) sum = 1;
         for (int64_t c = 0; st == SMELT_OK && c < (int64_t)v[ATT_DV]; c++) {
             double acc = 0, x = 0;
             for (int64_t j = 0; st == SMELT_OK && j < (int64_t)v[ATT_NKV]; j++) {

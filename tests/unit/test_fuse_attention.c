@@ -22,7 +22,8 @@
 enum { K_SPLIT, K_BHSD, K_BHDS };                     /* how K^T is made */
 enum { S_NONE, S_MUL, S_DIV, S_QK };                  /* where the scale is */
 enum { M_NONE, M_ADD_ROW, M_ADD_FULL, M_FILL_TRUE, M_KEEP_TRUE, M_CAUSAL }; /* the mask */
-enum { R_NONE, R_SCORES_OUT, R_AXIS2, R_COL_SCALE, R_HEAD_BCAST, R_BAD_MASK, R_KEY_MASK }; /* refusals */
+enum { R_NONE, R_SCORES_OUT, R_AXIS2, R_COL_SCALE, R_HEAD_BCAST, R_BAD_MASK, R_KEY_MASK,
+       R_SOFTCAP, R_GQA, R_SHORT_MASK }; /* refusals (the last three: the Attention op) */
 
 typedef struct att_cfg {
     const char *name;
@@ -141,6 +142,43 @@ static void attention(gr_graph *g)
     tg_output(g, op1(g, OP_RELU, "relu", y));
 }
 
+/* The ONNX Attention op (opset 23): 3-D (split_q) or 4-D operands, a float
+ * mask [Sq, Skv] (M_ADD_FULL), a bool one whose row 0 keeps nothing
+ * (M_KEEP_TRUE: the op's guard gives zeros there), is_causal (M_CAUSAL),
+ * scale (S_MUL). */
+static void attention_op(gr_graph *g)
+{
+    g->opset = 23;
+    bool three = cfg.split_q;
+    int64_t kvh = cfg.refuse == R_GQA ? 1 : cfg.h;
+    gr_value *in[4];
+    in[0] = three ? tg_input(g, "q", 3, (int64_t[]){cfg.b, cfg.sq, cfg.h * cfg.d})
+                  : tg_input(g, "q", 4, (int64_t[]){cfg.b, cfg.h, cfg.sq, cfg.d});
+    in[1] = three ? tg_input(g, "k", 3, (int64_t[]){cfg.b, cfg.skv, kvh * cfg.d})
+                  : tg_input(g, "k", 4, (int64_t[]){cfg.b, kvh, cfg.skv, cfg.d});
+    in[2] = three ? tg_input(g, "v", 3, (int64_t[]){cfg.b, cfg.skv, kvh * cfg.dv})
+                  : tg_input(g, "v", 4, (int64_t[]){cfg.b, kvh, cfg.skv, cfg.dv});
+    int n_in = 3;
+    if (cfg.mask == M_ADD_FULL || cfg.refuse == R_SHORT_MASK)
+        in[n_in++] = tg_input(g, "mask", 2, (int64_t[]){cfg.sq, cfg.skv - (cfg.refuse == R_SHORT_MASK)});
+    if (cfg.mask == M_KEEP_TRUE) {
+        int64_t dims[2] = {cfg.sq, cfg.skv}, n = cfg.sq * cfg.skv;
+        unsigned char *m = malloc((size_t)n);
+        for (int64_t e = 0; e < n; e++) m[e] = e >= cfg.skv && (e * 7 + e / 5) % 4 != 0;
+        in[n_in++] = pu_const(tg_ctx, g, "mask", SMELT_DT_BOOL, 2, dims, m);
+        free(m);
+    }
+    gr_node *n = tg_node_attrs(g, OP_ATTENTION, "attention", n_in, in);
+    if (three) {
+        pu_attr_int(tg_ctx, g, n, "q_num_heads", cfg.h);
+        pu_attr_int(tg_ctx, g, n, "kv_num_heads", kvh);
+    }
+    if (cfg.mask == M_CAUSAL) pu_attr_int(tg_ctx, g, n, "is_causal", 1);
+    if (cfg.scale == S_MUL) pu_attr_float(tg_ctx, g, n, "scale", 0.3f);
+    if (cfg.refuse == R_SOFTCAP) pu_attr_float(tg_ctx, g, n, "softcap", 2.0f);
+    tg_output(g, op1(g, OP_RELU, "relu", tg_import(g, n)));
+}
+
 /* ---- compiled against the decomposed graph's reference kernels ---- */
 
 static int count_op(const gr_graph *g, op_kind k)
@@ -150,9 +188,9 @@ static int count_op(const gr_graph *g, op_kind k)
     return n;
 }
 
-static void check_compiled(void)
+static void check_compiled(tg_builder build)
 {
-    gr_graph *g = tg_build(attention);
+    gr_graph *g = tg_build(build);
     int n_in = g->inputs.len;
     smelt_tensor in[4], want = {0}, got = {0};
     for (int i = 0; i < n_in; i++) { /* values in [-2, 2), some -1e4 in an additive mask */
@@ -214,6 +252,16 @@ static const att_cfg k_refused[] = {
     {"mask broadcast along the keys is fused", 1, 2, 5, 6, 4, 4, true, true, true, K_SPLIT, S_MUL, M_NONE, R_KEY_MASK},
 };
 
+static const att_cfg k_op23[] = {
+    {"Attention 4-D, default scale", 1, 2, 70, 70, 16, 16, false, false, false, 0, S_NONE, M_NONE, 0},
+    {"Attention 3-D, float mask, causal", 2, 3, 33, 33, 8, 8, true, true, true, 0, S_MUL, M_ADD_FULL, 0},
+    {"Attention bool mask, a row masked whole", 1, 2, 5, 9, 8, 4, false, false, false, 0, S_NONE, M_KEEP_TRUE, 0},
+    {"Attention one query row", 1, 2, 1, 40, 16, 16, false, false, false, 0, S_MUL, M_NONE, 0},
+    {"Attention softcap stays", 1, 2, 5, 9, 8, 4, false, false, false, 0, S_NONE, M_NONE, R_SOFTCAP},
+    {"Attention grouped heads stay", 1, 2, 5, 9, 8, 4, true, true, true, 0, S_NONE, M_NONE, R_GQA},
+    {"Attention short mask stays", 1, 2, 5, 9, 8, 4, false, false, false, 0, S_NONE, M_NONE, R_SHORT_MASK},
+};
+
 /* The graph's node list with the pass off: what a refusal must leave. */
 static void unchanged_ops(char *out, size_t cap)
 {
@@ -227,7 +275,14 @@ int main(void)
     for (size_t i = 0; i < SMELT_ARRAY_LEN(k_fused); i++) {
         cfg = k_fused[i];
         tg_check_within(cfg.name, attention, pass_fuse_attention, "FusedAttention,Relu", 1e-5);
-        check_compiled();
+        check_compiled(attention);
+    }
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(k_op23); i++) {
+        cfg = k_op23[i];
+        bool fused = cfg.refuse == R_NONE;
+        tg_check_within(cfg.name, attention_op, pass_fuse_attention,
+                        fused ? "FusedAttention,Relu" : "Attention,Relu", 1e-5);
+        if (fused) check_compiled(attention_op);
     }
     /* the causal tril mask became the flag (no mask input) */
     cfg = k_fused[SMELT_ARRAY_LEN(k_fused) - 1];
@@ -243,7 +298,7 @@ int main(void)
         cfg = k_refused[i];
         if (cfg.refuse == R_KEY_MASK) { /* not a refusal: in the list for its graph */
             tg_check_within(cfg.name, attention, pass_fuse_attention, "FusedAttention,Relu", 1e-5);
-            check_compiled();
+            check_compiled(attention);
             continue;
         }
         unchanged_ops(ops, sizeof ops);
