@@ -35,11 +35,13 @@ enum { LAYOUT_BHSD = 0, LAYOUT_BSHD = 1, LAYOUT_BHDS = 2 };
  * than FA_MIN_TASKS tasks) and keys per streamed block.  Each task packs
  * every K and V block once, so long query blocks pack less: BERT-base's
  * attention (12 heads x 128 rows) on one Zen 3 core took 0.89 ms with 128
- * rows per task, 0.97 with 64 (docs/benchmarks.md). */
+ * rows per task, 0.97 with 64; 128 keys per block 0.92 ms, 64 keys 0.99,
+ * 32 keys 1.10 (seq 512: 16.9 / 17.7 ms for 128 / 64 keys; medians of 3-4
+ * runs of the kernel alone, docs/benchmarks.md). */
 #define FA_Q_BLOCK 128
 #define FA_MIN_Q_BLOCK 32
 #define FA_MIN_TASKS 8
-#define FA_K_BLOCK 64
+#define FA_K_BLOCK 128
 /* The kernel keeps a packed K block and the accumulators on the stack. */
 #define FA_HEAD_MAX 256
 

@@ -9,7 +9,7 @@
  *   - the whole model compiled (-O2: the pass, the extern stage, the
  *     micro-kernel smelt.attention_f32 in generated C) against the reference
  *     kernels of the decomposed graph, on shapes that are not multiples of
- *     the 64-row / 64-key blocks, one query row (the dot-product path), head
+ *     the 128-row / 128-key blocks (several of each), one query row (the dot-product path), head
  *     sizes that are not multiples of the vector width;
  * and the refusals leave the graph unchanged: scores read twice, Softmax over
  * another axis, a per-column scale, heads broadcast by the MatMul, a mask that
@@ -237,10 +237,10 @@ static const att_cfg k_fused[] = {
     {"4-D operands, K^T by perm 0,1,3,2, Div", 2, 2, 67, 130, 8, 12, false, false, false, K_BHSD, S_DIV, M_NONE, 0},
     {"K given transposed, full mask first", 1, 2, 9, 75, 12, 5, true, false, false, K_BHDS, S_MUL, M_ADD_FULL, 0},
     {"one query row (decoding), 3-D", 2, 3, 1, 37, 13, 9, true, true, true, K_SPLIT, S_DIV, M_ADD_ROW, 0},
-    {"one query row, K^T given", 1, 2, 1, 70, 16, 16, false, false, true, K_BHDS, S_MUL, M_NONE, 0},
+    {"one query row, K^T given, 3 key blocks", 1, 2, 1, 300, 16, 16, false, false, true, K_BHDS, S_MUL, M_NONE, 0},
     {"Where(m, fill, s), scales on Q and K", 1, 2, 65, 65, 16, 16, true, true, true, K_SPLIT, S_QK, M_FILL_TRUE, 0},
     {"Where(m, s, fill)", 2, 1, 20, 33, 24, 8, false, true, false, K_SPLIT, S_NONE, M_KEEP_TRUE, 0},
-    {"causal tril with -inf", 1, 2, 70, 70, 16, 16, true, true, true, K_SPLIT, S_DIV, M_CAUSAL, 0},
+    {"causal tril with -inf, 2 key blocks", 1, 2, 150, 150, 16, 16, true, true, true, K_SPLIT, S_DIV, M_CAUSAL, 0},
 };
 
 static const att_cfg k_refused[] = {
