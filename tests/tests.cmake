@@ -358,8 +358,9 @@ add_test(NAME fuzz/differential_models_replay
 set_tests_properties(fuzz/differential_models_replay PROPERTIES
   ENVIRONMENT "SMELT_FUZZ_MODEL_INPUT=1" TIMEOUT 300)
 
-# ---- Transformer patterns: decomposed LayerNorm / GELU recognised, and each
-# LayerNormalization, Gelu and Softmax one generated function (--stats --json);
+# ---- Transformer patterns: decomposed LayerNorm / GELU / attention recognised,
+# and each LayerNormalization, Gelu and FusedAttention one generated function
+# (--stats --json);
 # outputs the same at every optimisation level ----
 add_test(NAME models/transformer_fusion
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/check_fusion.py

@@ -265,6 +265,7 @@ static const cg_microkernel x86_kernels[] = {
     {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_SOURCE, NULL},
     {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE, NULL},
     INT8_KERNELS
+    {"smelt.attention_f32", "smelt_uk_attention_f32", NULL, "smelt_uk_attention_f32.h"},
 };
 
 /* the transposes' widest tile is 4 x 4 there already (no __AVX__) */
@@ -273,6 +274,7 @@ static const cg_microkernel neon_kernels[] = {
     {"smelt.gemm_f32", "smelt_uk_gemm_f32", GEMM_F32_NEON_SOURCE, NULL},
     {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE, NULL},
     INT8_KERNELS
+    {"smelt.attention_f32", "smelt_uk_attention_f32", NULL, "smelt_uk_attention_f32.h"},
 };
 
 _Static_assert(SMELT_ARRAY_LEN(x86_kernels) == SMELT_ARRAY_LEN(neon_kernels),

@@ -12,8 +12,8 @@ typedef struct cg_microkernel {
      * use <math.h>, <string.h>, <stdint.h> and the GNU vector extensions. */
     const char *source;
     /* or NULL and the name of an embedded file holding it (uk/qgemm_u8s8.c,
-     * embedded with the runtime's sources: it is also compiled as C by the
-     * loop-IR interpreter) */
+     * uk_attention_f32.h: embedded with the runtime's sources, C files one
+     * can read and compile on their own) */
     const char *embedded;
 } cg_microkernel;
 
@@ -24,7 +24,6 @@ typedef struct cg_target cg_target;
  * computation is the same in every family; only register blocks differ. */
 const cg_microkernel *cg_microkernel_find_for(const cg_target *t, const char *name);
 const cg_microkernel *cg_microkernel_find(const char *name);
-
 /* k's C text (source or its embedded file). */
 const char *cg_microkernel_text(const cg_microkernel *k);
 

@@ -36,6 +36,11 @@ smelt_status pass_eliminate_common(smelt_ctx *ctx, gr_graph *g);
 /* Algebraic identities and pattern recognition (see simplify_algebra.c). */
 smelt_status pass_simplify_algebra(smelt_ctx *ctx, gr_graph *g);
 
+/* Scaled dot-product attention (MatMul, scale, mask, Softmax, MatMul, with
+ * the head split and merge around it) as one FusedAttention node (see
+ * fuse_attention.c). */
+smelt_status pass_fuse_attention(smelt_ctx *ctx, gr_graph *g);
+
 /* BatchNormalization and per-channel Mul/Add by constants folded into the
  * weights and bias of the Conv before them. */
 smelt_status pass_fold_batchnorm(smelt_ctx *ctx, gr_graph *g);

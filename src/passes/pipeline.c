@@ -24,6 +24,7 @@ static const pass_row pass_table[] = {
     {"eliminate_dead", pass_eliminate_dead, 1, "drop nodes that reach no output"},
     {"eliminate_common", pass_eliminate_common, 1, "one node per (op, inputs, attributes)"},
     {"simplify_algebra", pass_simplify_algebra, 2, "identities, op chains, Pow, MatMul+Add"},
+    {"fuse_attention", pass_fuse_attention, 2, "attention blocks as one FusedAttention node"},
     {"fold_batchnorm", pass_fold_batchnorm, 2, "BatchNorm, per-channel Mul/Add into Conv"},
     {"alter_layout", pass_alter_layout, 2, "conv chains in the blocked layout NCHW[x]c"},
     {"pack_weights", pass_pack_weights, 2, "constant MatMul/Gemm weights in column panels"},

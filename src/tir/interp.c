@@ -611,6 +611,102 @@ static smelt_status run_qadd_u8(tir_interp *it, const ir_stmt *s)
     return SMELT_OK;
 }
 
+/* A call argument: the bound buffer (buffer arguments) or the value. */
+static smelt_status call_arg(tir_interp *it, const ir_stmt *s, int a, const tir_interp_buf **bb,
+                             tir_value *v)
+{
+    const ir_call_arg *arg = &s->call.args[a];
+    SMELT_TRY(tir_interp_eval(it, arg->index, v));
+    if (arg->buf && !(*bb = find_buf(it, arg->buf)))
+        return smelt_errf(it->ctx, SMELT_ERR_ARG, "tir interpreter: buffer '%s' is not bound", arg->buf->name);
+    return SMELT_OK;
+}
+
+/* Element base + off of a call's buffer argument as a double, bounds-checked. */
+static smelt_status kernel_read(tir_interp *it, const tir_interp_buf *bb, int64_t base, int64_t off,
+                                double *out)
+{
+    int64_t i = base + off;
+    if (i < 0 || i >= bb->n_elems)
+        return smelt_errf(it->ctx, SMELT_ERR_RUNTIME,
+                          "tir interpreter: micro-kernel access %lld outside '%s' (%lld elements)",
+                          (long long)i, bb->buf->name, (long long)bb->n_elems);
+    *out = tir_value_to_double(read_elem(bb->buf->dtype, bb->data, i));
+    return SMELT_OK;
+}
+
+enum { ATT_O, ATT_Q, ATT_K, ATT_V, ATT_M, ATT_ROWS, ATT_Q0, ATT_NKV, ATT_D, ATT_DV, ATT_Q_RS,
+       ATT_K_RS, ATT_K_CS, ATT_V_RS, ATT_O_RS, ATT_M_RS, ATT_M_CS, ATT_MODE, ATT_FILL, ATT_SCALE,
+       ATT_CAUSAL, ATT_KBLOCK, ATT_MASKED_ZERO, ATT_NARGS };
+
+/* One row's scores, masked (the micro-kernel's meaning, in double). */
+static smelt_status attention_scores(tir_interp *it, const tir_interp_buf *const *bb,
+                                     const int64_t *base, const double *v, int64_t r, double *p)
+{
+    for (int64_t j = 0; j < (int64_t)v[ATT_NKV]; j++) {
+        double s = 0, x = 0, y = 0;
+        for (int64_t d = 0; d < (int64_t)v[ATT_D]; d++) {
+            SMELT_TRY(kernel_read(it, bb[ATT_Q], base[ATT_Q], r * (int64_t)v[ATT_Q_RS] + d, &x));
+            SMELT_TRY(kernel_read(it, bb[ATT_K], base[ATT_K],
+                                  j * (int64_t)v[ATT_K_RS] + d * (int64_t)v[ATT_K_CS], &y));
+            s += x * y;
+        }
+        s *= v[ATT_SCALE];
+        if (v[ATT_MODE] != 0) {
+            SMELT_TRY(kernel_read(it, bb[ATT_M], base[ATT_M],
+                                  r * (int64_t)v[ATT_M_RS] + j * (int64_t)v[ATT_M_CS], &x));
+            if (v[ATT_MODE] == 1) s += x;
+            else if ((x != 0) == (v[ATT_MODE] == 2)) s = v[ATT_FILL];
+        }
+        if (v[ATT_CAUSAL] >= 0 && j > (int64_t)(v[ATT_Q0] + v[ATT_CAUSAL]) + r) s = -INFINITY;
+        p[j] = s;
+    }
+    return SMELT_OK;
+}
+
+/* smelt.attention_f32 (codegen/uk_attention_f32.h): per row, softmax of the
+ * masked scores times V, in double (the kernel's streaming is a schedule of
+ * this; tests compare within float tolerance). */
+static smelt_status run_attention_f32(tir_interp *it, const ir_stmt *s)
+{
+    if (s->call.n != ATT_NARGS)
+        return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: smelt.attention_f32 takes %d arguments", ATT_NARGS);
+    const tir_interp_buf *bb[ATT_M + 1] = {NULL};
+    int64_t base[ATT_M + 1] = {0};
+    double v[ATT_NARGS] = {0};
+    for (int a = 0; a < ATT_NARGS; a++) {
+        tir_value x;
+        if ((a <= ATT_M) != (s->call.args[a].buf != NULL))
+            return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: bad smelt.attention_f32 argument %d", a);
+        SMELT_TRY(call_arg(it, s, a, a <= ATT_M ? &bb[a] : NULL, &x));
+        if (a <= ATT_M) base[a] = cast_value(x, SMELT_DT_INT64).i;
+        else v[a] = tir_value_to_double(x);
+    }
+    double *p = smelt_alloc(sizeof *p * (size_t)(v[ATT_NKV] > 0 ? v[ATT_NKV] : 1));
+    if (!p) return smelt_errf(it->ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_status st = SMELT_OK;
+    for (int64_t r = 0; st == SMELT_OK && r < (int64_t)v[ATT_ROWS]; r++) {
+        st = attention_scores(it, bb, base, v, r, p);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < (int64_t)v[ATT_NKV]; j++) mx = p[j] > mx ? p[j] : mx;
+        bool zero = mx == -INFINITY && v[ATT_MASKED_ZERO] != 0;
+        for (int64_t j = 0; j < (int64_t)v[ATT_NKV]; j++) sum += p[j] = zero ? 0 : exp(p[j] - mx);
+        if (zero) sum = 1;
+        for (int64_t c = 0; st == SMELT_OK && c < (int64_t)v[ATT_DV]; c++) {
+            double acc = 0, x = 0;
+            for (int64_t j = 0; st == SMELT_OK && j < (int64_t)v[ATT_NKV]; j++) {
+                st = kernel_read(it, bb[ATT_V], base[ATT_V], j * (int64_t)v[ATT_V_RS] + c, &x);
+                acc += p[j] * x;
+            }
+            float *o = NULL;
+            if (st == SMELT_OK) st = kernel_elem(it, bb[ATT_O], base[ATT_O], r * (int64_t)v[ATT_O_RS] + c, &o);
+            if (st == SMELT_OK) *o = (float)(acc / sum);
+        }
+    }
+    smelt_free(p);
+    return st;
+}
+
 /* A failed check is the run's error, as in compiled code and the reference. */
 static smelt_status run_check(tir_interp *it, const ir_stmt *s)
 {
@@ -659,6 +755,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         if (!strcmp(s->call.kernel, "smelt.qpack_u8")) return run_qpack_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qgemm_u8s8")) return run_qgemm_u8s8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qadd_u8")) return run_qadd_u8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.attention_f32")) return run_attention_f32(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
                           s->call.kernel);
     default: return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: unknown statement");

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Transformer patterns as `smelt compile --stats --json` reports them.
 
-usage: check_fusion.py SMELT MODELS_DIR NAME:LAYERNORMS:GELUS:SOFTMAXES ...
+usage: check_fusion.py SMELT MODELS_DIR NAME:LAYERNORMS:GELUS:ATTENTIONS ...
 
-For each model: the decomposed LayerNorm and GELU pieces (ReduceMean, Erf,
-Pow, Sqrt) are gone; LayerNormalization, Gelu and Softmax appear as often as
-the model has them; the per-function listing covers every generated function
+For each model: the decomposed LayerNorm, GELU and attention pieces
+(ReduceMean, Erf, Pow, Sqrt, Softmax) are gone; LayerNormalization, Gelu and
+FusedAttention (passes/fuse_attention.c) appear as often as the model has
+them; the per-function listing covers every generated function
 and holds each of those nodes once, each Gelu inside its matmul's epilogue
 (MatMul, bias Add, Gelu in one function).  Exit status 1 on any failure.
 """
@@ -13,12 +14,12 @@ import json
 import subprocess
 import sys
 
-GONE = ("ReduceMean", "Erf", "Pow", "Sqrt")
+GONE = ("ReduceMean", "Erf", "Pow", "Sqrt", "Softmax")
 
 
 def check_model(smelt, models_dir, spec):
-    name, ln, gelu, softmax = spec.split(":")
-    want = {"LayerNormalization": int(ln), "Gelu": int(gelu), "Softmax": int(softmax)}
+    name, ln, gelu, attention = spec.split(":")
+    want = {"LayerNormalization": int(ln), "Gelu": int(gelu), "FusedAttention": int(attention)}
     model = f"{models_dir}/{name}/model.onnx"
     out = subprocess.run([smelt, "compile", model, "--stats", "--json"], check=True,
                          capture_output=True, text=True).stdout
