@@ -452,15 +452,23 @@ static smelt_status run_allocate(tir_interp *it, const ir_stmt *s)
 
 /* ---- micro-kernels ---- */
 
+/* Element base + off of a call's buffer argument, bounds-checked. */
+static smelt_status kernel_index(tir_interp *it, const tir_interp_buf *bb, int64_t base, int64_t off,
+                                 int64_t *i)
+{
+    *i = base + off;
+    if (*i >= 0 && *i < bb->n_elems) return SMELT_OK;
+    return smelt_errf(it->ctx, SMELT_ERR_RUNTIME,
+                      "tir interpreter: micro-kernel access %lld outside '%s' (%lld elements)",
+                      (long long)*i, bb->buf->name, (long long)bb->n_elems);
+}
+
 /* A float32 element at base + off of a call's buffer argument, bounds-checked. */
 static smelt_status kernel_elem(tir_interp *it, const tir_interp_buf *bb, int64_t base, int64_t off,
                                 float **out)
 {
-    int64_t i = base + off;
-    if (i < 0 || i >= bb->n_elems)
-        return smelt_errf(it->ctx, SMELT_ERR_RUNTIME,
-                          "tir interpreter: micro-kernel access %lld outside '%s' (%lld elements)",
-                          (long long)i, bb->buf->name, (long long)bb->n_elems);
+    int64_t i;
+    SMELT_TRY(kernel_index(it, bb, base, off, &i));
     *out = (float *)bb->data + i;
     return SMELT_OK;
 }
@@ -626,11 +634,8 @@ static smelt_status call_arg(tir_interp *it, const ir_stmt *s, int a, const tir_
 static smelt_status kernel_read(tir_interp *it, const tir_interp_buf *bb, int64_t base, int64_t off,
                                 double *out)
 {
-    int64_t i = base + off;
-    if (i < 0 || i >= bb->n_elems)
-        return smelt_errf(it->ctx, SMELT_ERR_RUNTIME,
-                          "tir interpreter: micro-kernel access %lld outside '%s' (%lld elements)",
-                          (long long)i, bb->buf->name, (long long)bb->n_elems);
+    int64_t i;
+    SMELT_TRY(kernel_index(it, bb, base, off, &i));
     *out = tir_value_to_double(read_elem(bb->buf->dtype, bb->data, i));
     return SMELT_OK;
 }
