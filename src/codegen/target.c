@@ -145,12 +145,26 @@ const char *cg_target_names(void)
     return "avx512, avx512-vnni, avx2, avx2-vnni, generic, aarch64, opencl, cuda, host";
 }
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
+
+/* AVX-VNNI: CPUID leaf 7 sub-leaf 1, EAX bit 4 (clang 14's
+ * __builtin_cpu_supports does not know "avxvnni"), with the AVX state the
+ * OS saves, which AVX2 support implies. */
+static bool host_has_avxvnni(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+    return (a & (1u << 4)) && __builtin_cpu_supports("avx2");
+}
+#endif
+
 static bool host_has_dot(cg_int8_dot d)
 {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
     __builtin_cpu_init();
     if (d == CG_DOT_AVX512VNNI) return __builtin_cpu_supports("avx512vnni");
-    if (d == CG_DOT_AVXVNNI) return __builtin_cpu_supports("avxvnni");
+    if (d == CG_DOT_AVXVNNI) return host_has_avxvnni();
 #endif
     return d == CG_DOT_NONE;
 }
