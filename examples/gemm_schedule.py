@@ -200,20 +200,43 @@ def best_seconds(fn, repeat, budget_s):
     return best, best_cpu
 
 
-def fma_peak(threads, cpu=False):
-    """GFLOP/s of bench/fma_peak.c (cc -O2 -march=native), None without a
-    compiler; with cpu, GFLOP per CPU-second (one core's rate)."""
-    src = os.path.join(REPO, "bench", "fma_peak.c")
-    with tempfile.TemporaryDirectory() as d:
-        exe = os.path.join(d, "fma_peak")
+class FmaPeak:
+    """bench/fma_peak.c built once (cc -O2 -march=native); unusable (None
+    results) without a compiler."""
+
+    def __init__(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.exe = os.path.join(self.dir.name, "fma_peak")
         try:
-            subprocess.run(["cc", "-O2", "-march=native", "-pthread", src, "-o", exe], check=True,
-                           capture_output=True)
-            argv = [exe, str(threads)] + (["cpu"] if cpu else [])
-            return max(float(subprocess.run(argv, check=True, capture_output=True,
-                                            text=True).stdout) for _ in range(3))
+            subprocess.run(["cc", "-O2", "-march=native", "-pthread",
+                            os.path.join(REPO, "bench", "fma_peak.c"), "-o", self.exe],
+                           check=True, capture_output=True)
+        except (OSError, subprocess.CalledProcessError):
+            self.exe = None
+
+    def gflops(self, threads, cpu=False):
+        """GFLOP/s (best of fma_peak's 30 short runs); with cpu, GFLOP per
+        CPU-second (one core's rate)."""
+        if not self.exe:
+            return None
+        argv = [self.exe, str(threads)] + (["cpu"] if cpu else [])
+        try:
+            return float(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
         except (OSError, subprocess.CalledProcessError, ValueError):
             return None
+
+
+def interleaved_peak_ratios(peak, fn, flop, threads, rounds, repeat):
+    """(peak GFLOP/s, fn's GFLOP/s) per round, the two measured back to back
+    in each round: this machine's speed drifts by tens of percent over
+    seconds, so a ratio is only meaningful within one time window."""
+    pairs = []
+    for _ in range(rounds):
+        p = peak.gflops(threads)
+        secs, _ = best_seconds(fn, repeat, budget_s=5)
+        if p:
+            pairs.append((p, flop / secs / 1e9))
+    return pairs
 
 
 def smelt_bench_gflops(n, threads, repeat):
@@ -238,6 +261,8 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=0, help="0: all cores")
     ap.add_argument("--repeat", type=int, default=20, help="runs per step (best is kept)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved rounds of the peak and the last step")
     ap.add_argument("--no-compare", action="store_true", help="skip the peak and smelt bench")
     ap.add_argument("--print-ir", action="store_true", help="print the loop IR of each step")
     a = ap.parse_args(argv)
@@ -266,13 +291,20 @@ def main(argv=None):
     print("  schedule of the last step:")
     print("    " + s.text.strip().replace("\n", "\n    "))
     if not a.no_compare:
-        peak = fma_peak(threads)
-        peak1 = fma_peak(1, cpu=True)
+        peak = FmaPeak()
+        pairs = interleaved_peak_ratios(peak, lambda: f(x, y, c), flop, threads, a.rounds,
+                                        a.repeat)
+        peak1 = peak.gflops(1, cpu=True)
         bench = smelt_bench_gflops(n, threads, a.repeat)
         last = rates[STEPS[-1][0]]
-        if peak:
-            print(f"fp32 FMA peak (bench/fma_peak.c, {threads} thread(s), wall clock): "
-                  f"{peak:.1f} GFLOP/s; the last step: {100 * last / peak:.0f}% of it")
+        if pairs:
+            ratios = sorted(r / p for p, r in pairs)
+            print(f"the last step against the fp32 FMA peak (bench/fma_peak.c, {threads} "
+                  f"thread(s)), {len(pairs)} rounds, each measuring both back to back:")
+            for p, r in pairs:
+                print(f"    peak {p:7.1f} GFLOP/s  last step {r:7.1f} GFLOP/s  {100 * r / p:3.0f}%")
+            print(f"  median {100 * ratios[len(ratios) // 2]:.0f}% of the peak "
+                  f"(range {100 * ratios[0]:.0f}-{100 * ratios[-1]:.0f}%)")
         if peak1:
             print(f"fp32 FMA peak per CPU-second (fma_peak.c 1 cpu): {peak1:.1f}; the last step "
                   f"per CPU-second: {100 * per_core[STEPS[-1][0]] / peak1:.0f}% of it (on a "
