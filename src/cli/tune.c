@@ -147,8 +147,9 @@ static smelt_status list_tries(smelt_ctx *ctx, tune_cli *c, int i)
             continue;
         }
         double ms = r.ms;
-        printf("       knobs %-31s %11.4f %9.2f  %.2fx default\n", strchr(tr->key, '=') + 1, ms,
-               ms > 0 ? t->flops / (ms * 1e6) : 0.0, ms > 0 ? base / ms : 0.0);
+        double speedup = ms > 0 ? base / ms : 0.0;
+        printf("       knobs %-31s %11.4f %9.2f  %.2fx default%s\n", strchr(tr->key, '=') + 1, ms,
+               ms > 0 ? t->flops / (ms * 1e6) : 0.0, speedup, r.paired ? " (paired)" : "");
     }
     return SMELT_OK;
 }

@@ -12,6 +12,15 @@
  * through a pipe.  A child that crashes, hangs or answers wrong only marks
  * its candidate invalid.
  *
+ * Each timing is paired with the task's default schedule (the reference
+ * candidate, built once per bench): the child alternates a run of each and
+ * reports the median of the per-pair ratios, which the parent turns into a
+ * time at the bench's anchor (the reference's median in its first paired
+ * timing).  On a shared or throttling machine the speed of the whole
+ * machine drifts by tens of percent over seconds; a ratio of runs taken
+ * microseconds apart does not, so candidates measured minutes apart still
+ * rank by what their schedule changes.
+ *
  * Test hook: SMELT_TUNE_FAULTS="crash:N,hang:N,wrong:N" makes the child of
  * the Nth measurement in this process (from 1) abort, hang or perturb its
  * output, so tests can prove the tuner survives each. */
@@ -43,6 +52,9 @@ struct tune_bench {
     int n_in, n_out;
     smelt_tensor *inputs;  /* program input order, seeded random */
     smelt_tensor *expected; /* program output order, from the reference kernels */
+    tune_candidate *reference; /* the default schedule, built on first use (NULL: unpaired) */
+    bool reference_tried;
+    double anchor_ms;          /* the reference's median in the first paired timing */
 };
 
 #define MEASURE_MAX_RUNS 2000
@@ -148,6 +160,8 @@ void tune_bench_free(tune_bench *b)
     for (int i = 0; b->expected && i < b->n_out; i++) smelt_free(b->expected[i].data);
     smelt_free(b->inputs);
     smelt_free(b->expected);
+    if (b->reference) tune_candidate_fini(b->reference);
+    smelt_free(b->reference);
     lowered_program_free(b->lp);
     smelt_free(b);
 }
@@ -288,6 +302,9 @@ typedef struct child_report {
     int status;
     double ms, spread;
     int runs;
+    bool paired;      /* timed against the reference, alternating */
+    double ref_ms;    /* the reference's median */
+    double rel;       /* median over the pairs of candidate / reference */
     char reason[160];
 } child_report;
 
@@ -347,32 +364,73 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void child_time(smelt_rt_model *m, const void *const *ins, const size_t *in_sizes, int n_in,
-                       void *const *outs, const size_t *out_sizes, int n_out, double min_ms,
-                       child_report *r)
+typedef struct timed_model {
+    smelt_rt_model *m;
+    const void *const *ins;
+    const size_t *in_sizes;
+    int n_in;
+    void *const *outs;
+    const size_t *out_sizes;
+    int n_out;
+} timed_model;
+
+static double time_one_run(const timed_model *x)
 {
-    static double t[MEASURE_MAX_RUNS];
+    double t0 = now_ms();
+    smelt_rt_model_run(x->m, x->ins, x->in_sizes, x->n_in, x->outs, x->out_sizes, x->n_out);
+    return now_ms() - t0;
+}
+
+/* Time c until min_ms of its runs have passed (at least 5 runs), each run
+ * next to one of ref when ref is set: ref before c in even pairs, after it
+ * in odd ones (the second of two runs can find the caches warmer or
+ * colder: ref always second measured the same code 5% apart). */
+static void child_time(const timed_model *c, const timed_model *ref, double min_ms, child_report *r)
+{
+    static double t[MEASURE_MAX_RUNS], tr[MEASURE_MAX_RUNS], ratio[MEASURE_MAX_RUNS];
     int runs = 0;
-    double start = now_ms();
+    double spent = 0, start = now_ms();
     while (runs < MEASURE_MAX_RUNS) {
-        double t0 = now_ms();
-        smelt_rt_model_run(m, ins, in_sizes, n_in, outs, out_sizes, n_out);
-        double t1 = now_ms();
-        t[runs++] = t1 - t0;
-        if (runs >= 5 && t1 - start >= min_ms) break;
-        if (runs >= 3 && t1 - start >= MEASURE_MAX_MS) break;
+        bool ref_first = ref && runs % 2 == 0; /* ABBA: which runs first alternates */
+        if (ref_first) tr[runs] = time_one_run(ref);
+        t[runs] = time_one_run(c);
+        if (ref && !ref_first) tr[runs] = time_one_run(ref);
+        spent += t[runs];
+        if (ref) ratio[runs] = tr[runs] > 0 ? t[runs] / tr[runs] : 1;
+        runs++;
+        if (runs >= 5 && spent >= min_ms) break;
+        if (runs >= 3 && now_ms() - start >= MEASURE_MAX_MS) break;
     }
     qsort(t, (size_t)runs, sizeof t[0], cmp_double);
     r->runs = runs;
     r->ms = t[runs / 2];
     r->spread = r->ms > 0 ? (t[runs * 9 / 10] - t[runs / 10]) / r->ms : 0;
+    r->paired = ref != NULL;
+    if (!ref) return;
+    qsort(tr, (size_t)runs, sizeof tr[0], cmp_double);
+    qsort(ratio, (size_t)runs, sizeof ratio[0], cmp_double);
+    r->ref_ms = tr[runs / 2];
+    r->rel = ratio[runs / 2];
+}
+
+/* The reference's model in the child, or NULL (the timing goes unpaired). */
+static smelt_rt_model *load_reference(const tune_bench *b, const tune_measure_options *o)
+{
+    const tune_candidate *ref = b->reference;
+    if (!ref || !ref->lib) return NULL;
+    smelt_ctx ctx = {.status = SMELT_OK};
+    void *handle = NULL;
+    const smelt_rt_module_info *info = NULL;
+    char err[256];
+    if (cg_load_module(&ctx, ref->lib, &handle, &info) != SMELT_OK) return NULL;
+    return smelt_rt_model_from_info(info, ref->lp->prog.weights, o->threads, err, sizeof err);
 }
 
 /* The child's whole job; never returns. */
 static _Noreturn void child_run(const tune_bench *b, const tune_candidate *c,
                                 const tune_measure_options *o, fault f, int fd, pid_t parent)
 {
-    child_report r = {TUNE_RUN_ERROR, 0, 0, 0, ""};
+    child_report r = {.status = TUNE_RUN_ERROR};
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
 #ifdef __linux__
@@ -421,8 +479,12 @@ static _Noreturn void child_run(const tune_bench *b, const tune_candidate *c,
                          i, (long long)at);
             }
         }
-        if (r.status == TUNE_OK)
-            child_time(m, ins, in_sizes, b->n_in, outs, out_sizes, b->n_out, o->min_ms, &r);
+        if (r.status == TUNE_OK) {
+            smelt_rt_model *ref = load_reference(b, o);
+            timed_model tc = {m, ins, in_sizes, b->n_in, outs, out_sizes, b->n_out};
+            timed_model tref = {ref, ins, in_sizes, b->n_in, outs, out_sizes, b->n_out};
+            child_time(&tc, ref ? &tref : NULL, o->min_ms, &r);
+        }
     }
     ssize_t w = write(fd, &r, sizeof r);
     (void)w;
@@ -471,8 +533,41 @@ static void wait_child(pid_t pid, int fd, double timeout_s, tune_result *res)
         res->ms = r.ms;
         res->spread = r.spread;
         res->runs = r.runs;
+        res->paired = r.paired;
+        res->ref_ms = r.ref_ms;
+        res->rel = r.rel;
         snprintf(res->reason, sizeof res->reason, "%s", r.reason);
     }
+}
+
+/* Build the bench's reference (the default schedule) once; when it cannot
+ * be built, timings go unpaired. */
+static smelt_status ensure_reference(smelt_ctx *ctx, tune_bench *b, const tune_measure_options *o)
+{
+    if (b->reference_tried) return SMELT_OK;
+    b->reference_tried = true;
+    tune_candidate *ref = smelt_calloc(1, sizeof *ref);
+    if (!ref) return oom(ctx);
+    sch_knobs none = {{0}};
+    smelt_status s = tune_candidate_init(ctx, ref, tune_bench_te(b), &b->target->hw, &none);
+    if (s == SMELT_OK && ref->result.status == TUNE_OK) s = tune_lower_candidate(ctx, b, ref);
+    if (s == SMELT_OK && ref->result.status == TUNE_OK) s = tune_build_candidates(ctx, b, &ref, 1, o);
+    if (s == SMELT_OK && ref->result.status == TUNE_OK && ref->lib) {
+        b->reference = ref;
+        return SMELT_OK;
+    }
+    tune_candidate_fini(ref);
+    smelt_free(ref);
+    return s;
+}
+
+/* A paired timing as a time at the bench's anchor: rel x anchor. */
+static void anchor_result(tune_bench *b, tune_result *res)
+{
+    if (res->status != TUNE_OK || !res->paired || res->ref_ms <= 0) return;
+    if (b->anchor_ms <= 0) b->anchor_ms = res->ref_ms;
+    res->raw_ms = res->ms;
+    res->ms = res->rel * b->anchor_ms;
 }
 
 smelt_status tune_measure(smelt_ctx *ctx, tune_bench *b, tune_candidate *c,
@@ -480,6 +575,7 @@ smelt_status tune_measure(smelt_ctx *ctx, tune_bench *b, tune_candidate *c,
 {
     static long ordinal;
     if (!c->lib || c->result.status != TUNE_OK) return SMELT_OK;
+    SMELT_TRY(ensure_reference(ctx, b, o));
     fault f = injected_fault(++ordinal);
     int fds[2];
     if (pipe(fds) != 0) return smelt_errf(ctx, SMELT_ERR_IO, "pipe: %s", strerror(errno));
@@ -497,5 +593,6 @@ smelt_status tune_measure(smelt_ctx *ctx, tune_bench *b, tune_candidate *c,
     close(fds[1]);
     wait_child(pid, fds[0], o->timeout_s, &c->result);
     close(fds[0]);
+    anchor_result(b, &c->result);
     return SMELT_OK;
 }

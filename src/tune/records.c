@@ -75,6 +75,12 @@ smelt_status tune_record_write(smelt_ctx *ctx, smelt_strbuf *out, const tune_rec
     json_number(out, r->spread);
     smelt_strbuf_append(out, ",\"flops\":");
     json_number(out, r->flops);
+    if (r->rel > 0) {
+        smelt_strbuf_append(out, ",\"raw_ms\":");
+        json_number(out, r->raw_ms);
+        smelt_strbuf_append(out, ",\"rel\":");
+        json_number(out, r->rel);
+    }
     smelt_strbuf_printf(out, ",\"verified\":%s,\"reason\":", r->verified ? "true" : "false");
     json_string(out, r->reason);
     smelt_strbuf_append(out, "}\n");
@@ -289,6 +295,8 @@ static smelt_status parse_field(json_in *in, const char *key, tune_record *r, in
     double *num = strcmp(key, "ms") == 0       ? &r->ms
                   : strcmp(key, "spread") == 0 ? &r->spread
                   : strcmp(key, "flops") == 0  ? &r->flops
+                  : strcmp(key, "raw_ms") == 0 ? &r->raw_ms
+                  : strcmp(key, "rel") == 0    ? &r->rel
                                                : NULL;
     if (num) {
         SMELT_TRY(parse_number(in, num));

@@ -298,12 +298,6 @@ static void random_knobs(tune_session *s, const sch_knob_space *sp, sch_knobs *k
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int cmp_measured(const void *a, const void *b)
 {
     double x = ((const measured *)a)->ms, y = ((const measured *)b)->ms;
@@ -456,6 +450,10 @@ static smelt_status record(smelt_ctx *ctx, tune_session *s, int ti, const tune_c
     r.ms = res->ms;
     r.spread = res->spread;
     r.flops = task->flops;
+    if (res->paired) {
+        r.raw_ms = res->raw_ms;
+        r.rel = res->rel;
+    }
     r.verified = verified;
     snprintf(r.reason, sizeof r.reason, "%s", res->reason);
     if (s->records) SMELT_TRY(tune_record_append(ctx, s->records, &r));
@@ -588,20 +586,24 @@ static smelt_status run_batch(smelt_ctx *ctx, tune_session *s, int ti)
     return st;
 }
 
-/* The median of n times (sorted in place). */
-static double median_of(double *v, int n)
+/* The rounds' medians; rel and raw_ms are those of the median round, so a
+ * paired record keeps ms = rel x the bench's anchor. */
+static void verified_result(tune_result *res, double *ms, const tune_result *round, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
-static void verified_result(tune_result *res, double *ms, int n)
-{
-    double med = median_of(ms, n);
+    int order[VERIFY_ROUNDS], mid;
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = 1; i < n; i++) /* insertion sort of the round indices by time */
+        for (int j = i; j > 0 && ms[order[j]] < ms[order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    mid = order[n / 2];
+    double med = ms[mid];
     if (!isfinite(med)) return;
-    res->status = TUNE_OK;
+    *res = round[mid];
     res->ms = med;
-    res->spread = med > 0 ? (ms[n - 1] - ms[0]) / med : 0;
+    res->spread = med > 0 ? (ms[order[n - 1]] - ms[order[0]]) / med : 0;
 }
 
 /* Re-measure the winner and the default interleaved, each in fresh child
@@ -630,16 +632,18 @@ static smelt_status verify(smelt_ctx *ctx, tune_session *s, int ti)
     tune_candidate *ptrs[2] = {&c[0], &c[1]};
     if (st == SMELT_OK) st = tune_build_candidates(ctx, t->bench, ptrs, n, &s->o.measure);
     double ms[2][VERIFY_ROUNDS] = {{0}};
+    tune_result rounds[2][VERIFY_ROUNDS];
     int wins = 0;
     for (int r = 0; st == SMELT_OK && r < VERIFY_ROUNDS; r++) {
         for (int i = 0; i < n && st == SMELT_OK; i++) {
             st = tune_measure(ctx, t->bench, &c[i], &s->o.measure);
             ms[i][r] = c[i].result.status == TUNE_OK ? c[i].result.ms : INFINITY;
+            rounds[i][r] = c[i].result;
         }
         wins += n == 2 && ms[1][r] < ms[0][r];
     }
     tune_result res[2] = {c[0].result, c[1].result};
-    for (int i = 0; i < n; i++) verified_result(&res[i], ms[i], VERIFY_ROUNDS);
+    for (int i = 0; i < n && st == SMELT_OK; i++) verified_result(&res[i], ms[i], rounds[i], VERIFY_ROUNDS);
     bool accepted = n == 2 && res[1].status == TUNE_OK && res[0].status == TUNE_OK &&
                     wins >= VERIFY_MIN_WINS && res[1].ms <= res[0].ms * VERIFY_MARGIN;
     if (st == SMELT_OK && c[0].schedule) st = record(ctx, s, ti, &c[0], &res[0], true);

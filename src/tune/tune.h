@@ -69,9 +69,13 @@ const char *tune_status_name(tune_status s);
 
 typedef struct tune_result {
     tune_status status;
-    double ms;      /* median of the timed runs */
-    double spread;  /* (p90 - p10) / median */
+    double ms;      /* median of the timed runs; paired: rel x the bench's anchor */
+    double spread;  /* (p90 - p10) / median of the candidate's own runs */
     int runs;
+    bool paired;    /* each run followed by one of the default schedule */
+    double raw_ms;  /* paired: the candidate's own median */
+    double ref_ms;  /* paired: the default's median in the same child */
+    double rel;     /* paired: median of the per-pair ratios candidate / default */
     char reason[160];
 } tune_result;
 
@@ -125,6 +129,7 @@ typedef struct tune_record {
     int64_t knobs[SCH_KNOB_COUNT_];
     tune_status status;
     double ms, spread, flops;
+    double raw_ms, rel; /* paired timings (0: unpaired): own median, ratio to the default */
     bool verified;    /* re-measured against the default before acceptance */
     char reason[160];
 } tune_record;

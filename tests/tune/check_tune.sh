@@ -1,7 +1,8 @@
 #!/bin/sh
 # smelt tune end to end on the checked-in tiny CNN (seconds):
-#   tiny     tune a few trials; records readable; --records applies them to
-#            every function and the model still passes smelt check
+#   tiny     tune a few trials; records readable, each timing paired with the
+#            default's; --records applies them to every function and the
+#            model still passes smelt check
 #   faults   candidates that crash, hang and answer wrong are recorded as
 #            invalid with their reason, and the run completes
 #   resume   a tuning run killed mid-way and restarted re-measures nothing
@@ -26,6 +27,21 @@ grep -q "<polyline" "$tmp/p.svg" || fail "tiny: no plot"
 n=$(grep -c '"status":"ok"' "$tmp/r.jsonl")
 [ "$n" -ge 6 ] || fail "tiny: only $n valid records"
 grep -q '"verified":true' "$tmp/r.jsonl" || fail "tiny: no verified record"
+# paired timings: every valid record has its ratio to the default, and a
+# task's times are one anchor (the default's first paired median) times it
+python3 - "$tmp/r.jsonl" >"$tmp/paired" 2>&1 <<'PY' || { fail "tiny: paired timings"; cat "$tmp/paired"; }
+import json, sys
+anchors = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["status"] != "ok":
+        continue
+    assert r.get("rel", 0) > 0 and r.get("raw_ms", 0) > 0, "no ratio in " + line
+    a = r["ms"] / r["rel"]
+    b = anchors.setdefault(r["task"], a)
+    assert abs(a - b) <= 1e-3 * b, "task %s: anchors %g and %g" % (r["task"], a, b)
+print(len(anchors), "tasks")
+PY
 "$smelt" records show "$tmp/r.jsonl" >"$tmp/show" 2>&1 || fail "records show failed"
 "$smelt" check --compiled --records "$tmp/r.jsonl" --rtol 1e-3 --atol 1e-4 "$dir" >"$tmp/check" 2>&1 \
     || { fail "tiny: check with records failed"; cat "$tmp/check"; }
