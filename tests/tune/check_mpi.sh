@@ -38,8 +38,8 @@ export OMPI_MCA_btl=self,vader
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # Every task of the model has a verified record in $1.
+tasks=$("$smelt" tune "$model" --list-tasks 2>/dev/null | grep -c '^[0-9]')
 all_verified() {
-    tasks=$("$smelt" tune "$model" --list-tasks 2>/dev/null | grep -c '^[0-9]')
     got=$(grep '"verified":true' "$1" | sed 's/.*"task":"\([0-9a-f]*\)".*/\1/' | sort -u | wc -l)
     [ "$tasks" -ge 1 ] && [ "$got" -eq "$tasks" ]
 }
@@ -76,7 +76,9 @@ mp=$!
 rank1=
 hung=
 i=0
-while [ "$i" -lt 150 ] && [ -z "$hung" ]; do
+# polls for up to 2 minutes (ctest runs other tests beside this one); the
+# hanging measurement lasts --timeout 20 s, the 2 s check fits in it
+while [ "$i" -lt 600 ] && [ -z "$hung" ]; do
     sleep 0.2
     i=$((i + 1))
     if [ -z "$rank1" ]; then
@@ -121,7 +123,7 @@ mpirun --enable-recovery -np 2 "$smelt" tune "$model" -o "$tmp/z.jsonl" --trials
 mp=$!
 rank0=
 i=0
-while [ "$i" -lt 150 ] && [ "$(cat "$tmp/z.jsonl" 2>/dev/null | wc -l)" -lt 4 ]; do sleep 0.2; i=$((i + 1)); done
+while [ "$i" -lt 600 ] && [ "$(cat "$tmp/z.jsonl" 2>/dev/null | wc -l)" -lt 4 ]; do sleep 0.2; i=$((i + 1)); done
 for p in $(pgrep -P "$mp"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && rank0=$p
 done
