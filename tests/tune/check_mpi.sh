@@ -45,7 +45,8 @@ all_verified() {
 }
 
 # ---- basic ----
-if ! mpirun -np 2 "$smelt" tune "$model" -o "$tmp/r.jsonl" --trials 6 --min-ms 1 >"$tmp/out" 2>"$tmp/err"; then
+# (2 trials per task: 12 candidates for rank 1, each a C build and a measurement)
+if ! mpirun -np 2 "$smelt" tune "$model" -o "$tmp/r.jsonl" --trials 2 --min-ms 1 >"$tmp/out" 2>"$tmp/err"; then
     fail "basic: mpirun -np 2 smelt tune failed"; cat "$tmp/out" "$tmp/err"
 fi
 grep -q "rank 0 searches, 1 worker rank measures" "$tmp/err" || fail "basic: rank 1 did not connect"
@@ -68,7 +69,8 @@ grep -q "records: 6 of 6 functions scheduled" "$tmp/check" || { fail "basic: rec
 # ---- kill ----
 # MPMD: rank 1 alone hangs in its 3rd measurement (for up to --timeout);
 # --jobs 2: rank 0 hands it at most 2 candidates at a time, all it can lose
-args="$model -o $tmp/k.jsonl --trials 8 --min-ms 1 --timeout 20 --jobs 2"
+# (3 trials per task: 18 candidates, at least 14 left for rank 0 to take over)
+args="$model -o $tmp/k.jsonl --trials 3 --min-ms 1 --timeout 20 --jobs 2"
 # shellcheck disable=SC2086
 mpirun --enable-recovery -np 1 "$smelt" tune $args : -np 1 -x SMELT_TUNE_FAULTS=hang:3 "$smelt" tune $args \
     >"$tmp/kout" 2>"$tmp/kerr" &
