@@ -71,18 +71,29 @@ if(SMELT_PYTHON)
     set_tests_properties(conformance/current_onnx_compiled_${shard} PROPERTIES
       FIXTURES_REQUIRED current_onnx TIMEOUT 1500)
   endforeach()
+  # 905 of the 932 onnx 1.12 node tests are current tests again and generate
+  # the same C: run after the shards, they load it from the compile cache
+  # instead of building it a second time (side by side, both built it: with a
+  # cold cache the three took 180, 175 and 160 s)
+  if(TEST conformance/onnx_node_compiled)
+    set_tests_properties(conformance/onnx_node_compiled PROPERTIES
+      DEPENDS "conformance/current_onnx_compiled_0;conformance/current_onnx_compiled_1")
+  endif()
 endif()
 
 # Generated node-test folders: conformance/NAME_cases_generate writes them
 # (PYTHON SCRIPT --out DIR), then smelt check runs them on the reference
-# kernels and compiled.
+# kernels and compiled.  Here and in the model checks every `smelt check`
+# names an expected-failures list (/dev/null: none), so a case that turns
+# UNSUPPORTED fails instead of counting as skipped.
 function(smelt_generated_cases name python script)
   set(dir ${CMAKE_BINARY_DIR}/tests/${name}_cases)
   add_test(NAME conformance/${name}_cases_generate
     COMMAND ${python} ${CMAKE_SOURCE_DIR}/tests/conformance/${script} --out ${dir})
   set_tests_properties(conformance/${name}_cases_generate PROPERTIES FIXTURES_SETUP ${name}_cases)
   foreach(mode reference compiled)
-    add_test(NAME conformance/${name}_cases_${mode} COMMAND smelt_cli check --${mode} ${dir})
+    add_test(NAME conformance/${name}_cases_${mode}
+      COMMAND smelt_cli check --${mode} --expected-failures /dev/null ${dir})
     set_tests_properties(conformance/${name}_cases_${mode} PROPERTIES FIXTURES_REQUIRED ${name}_cases)
   endforeach()
 endfunction()
@@ -103,7 +114,7 @@ if(SMELT_PYTHON)
     list(APPEND quant_kernel_dirs ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_${c})
   endforeach()
   add_test(NAME conformance/quant_kernel_cases_generic
-    COMMAND smelt_cli check --compiled --target generic ${quant_kernel_dirs})
+    COMMAND smelt_cli check --compiled --expected-failures /dev/null --target generic ${quant_kernel_dirs})
   add_test(NAME conformance/quant_kernel_cases_use_kernels
     COMMAND smelt_cli compile ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_s8_groups/model.onnx
             --dump-ir=c)
@@ -112,7 +123,7 @@ if(SMELT_PYTHON)
   # cross-built for aarch64 (the plain C branch; the check builds with -Wall -Werror:
   # a module carries every kernel of the file and calls some) and run under qemu
   add_test(NAME aarch64/quant_kernel_cases
-    COMMAND smelt_cli check --target aarch64 ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_k_tail_7bit
+    COMMAND smelt_cli check --target aarch64 --expected-failures /dev/null ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_k_tail_7bit
             ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_qadd_u8_tail)
   set_tests_properties(conformance/quant_kernel_cases_generic conformance/quant_kernel_cases_use_kernels
     aarch64/quant_kernel_cases PROPERTIES FIXTURES_REQUIRED quant_cases)
@@ -173,10 +184,10 @@ set(SMELT_TEST_MODELS resnet50 resnet18 mobilenet_v2 mobilenet_v3_small efficien
     densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like lstm_lm gru_lm)
 foreach(m ${SMELT_TEST_MODELS})
   add_test(NAME models/${m}_reference
-    COMMAND smelt_cli check --reference --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+    COMMAND smelt_cli check --reference --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_reference PROPERTIES FIXTURES_REQUIRED torch_models)
   add_test(NAME models/${m}_compiled
-    COMMAND smelt_cli check --compiled --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+    COMMAND smelt_cli check --compiled --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_compiled PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
 endforeach()
 # A torch.jit.script model whose export is a Loop (trip count a model input) with a
@@ -201,22 +212,22 @@ endforeach()
 # (the _compiled tests above run at the default -O2, the highest level in use).
 foreach(m resnet18 mobilenet_v2 bert_tiny_like)
   add_test(NAME models/${m}_O0
-    COMMAND smelt_cli check --compiled -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+    COMMAND smelt_cli check --compiled --expected-failures /dev/null -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_O0 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
 endforeach()
 foreach(level O0 O3)
   add_test(NAME models/tiny_cnn_${level}
-    COMMAND smelt_cli check --compiled -${level} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+    COMMAND smelt_cli check --compiled --expected-failures /dev/null -${level} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 endforeach()
 # The generated C built in 4 parts compiled at once, then linked,
 # in a cache of its own so that no earlier build of the same source is reused
 set(SMELT_PARTS_CACHE ${CMAKE_BINARY_DIR}/tests/parts_cache)
 add_test(NAME models/tiny_cnn_parts
-  COMMAND sh -c "rm -rf '${SMELT_PARTS_CACHE}' && SMELT_CC_PARTS=4 SMELT_CACHE_DIR='${SMELT_PARTS_CACHE}' \"$0\" check --compiled --rtol 1e-3 --atol 1e-4 '${CMAKE_SOURCE_DIR}/models/tiny_cnn'"
+  COMMAND sh -c "rm -rf '${SMELT_PARTS_CACHE}' && SMELT_CC_PARTS=4 SMELT_CACHE_DIR='${SMELT_PARTS_CACHE}' \"$0\" check --compiled --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 '${CMAKE_SOURCE_DIR}/models/tiny_cnn'"
           $<TARGET_FILE:smelt_cli>)
 foreach(mode reference compiled)
   add_test(NAME models/tiny_cnn_${mode}
-    COMMAND smelt_cli check --${mode} --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+    COMMAND smelt_cli check --${mode} --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 endforeach()
 
 # ---- Errors: bad and hostile models give a clean error, never a crash ----
@@ -293,8 +304,9 @@ foreach(h ${SMELT_FUZZ_HARNESSES})
               $<TARGET_FILE:fuzz_${h}> -max_total_time=60 -timeout=10 -rss_limit_mb=2048 ${dict}
               -artifact_prefix=${CMAKE_BINARY_DIR}/fuzz/artifacts/${h}-
               ${scratch} ${dirs})
-    # one fuzzer at a time: each wants a core for its minute
-    set_tests_properties(fuzz/${h}_brief PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+    # each wants a core for its minute: scripts/test.sh runs them with
+    # ctest -j$(nproc), as many at once as there are cores
+    set_tests_properties(fuzz/${h}_brief PROPERTIES TIMEOUT 300)
   endif()
 endforeach()
 # the runtime harness builds its module through the compile cache at startup;
@@ -370,12 +382,12 @@ set_tests_properties(models/transformer_fusion PROPERTIES FIXTURES_REQUIRED torc
 foreach(m bert_tiny_like gpt2_tiny_like)
   foreach(level O1 O3)
     add_test(NAME models/${m}_${level}
-      COMMAND smelt_cli check --compiled -${level} --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
+      COMMAND smelt_cli check --compiled --expected-failures /dev/null -${level} --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
     set_tests_properties(models/${m}_${level} PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
   endforeach()
 endforeach()
 add_test(NAME models/gpt2_tiny_like_O0
-  COMMAND smelt_cli check --compiled -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/gpt2_tiny_like)
+  COMMAND smelt_cli check --compiled --expected-failures /dev/null -O0 --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/gpt2_tiny_like)
 set_tests_properties(models/gpt2_tiny_like_O0 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
 
 # The string maps' hash key is random per process: the printed IR, the C and
@@ -407,7 +419,9 @@ add_test(NAME models/wide_concat
 add_test(NAME tune/end_to_end
   COMMAND ${CMAKE_SOURCE_DIR}/tests/tune/check_tune.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
-set_tests_properties(tune/end_to_end PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
+# not RUN_SERIAL: nothing it checks depends on timing (its polls wait for
+# progress, not for a time), and a serial test leaves the other core idle
+set_tests_properties(tune/end_to_end PROPERTIES TIMEOUT 900)
 
 # ---- Distributed tuning: mpirun -np 2 smelt tune on this host (issue 9, item
 # 7): rank 1 measures, rank 0 records; a SIGKILLed rank loses only its
@@ -422,6 +436,9 @@ endif()
 add_test(NAME tune/mpi
   COMMAND ${CMAKE_SOURCE_DIR}/tests/tune/check_mpi.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${SMELT_CLI_MPI})
+# RUN_SERIAL: a rank silent for 10 s counts as dead (tune_mpi.c), and beside
+# another test on a loaded 2-core machine the sanitized ranks went silent that
+# long (rank 1 was counted lost in the basic run)
 set_tests_properties(tune/mpi PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
 
 # Allocation failures through the whole compile (load, optimise, lower, emit):
@@ -483,7 +500,7 @@ endif()
 # ---- aarch64 (NEON): cross-built with Debian's gcc-aarch64-linux-gnu, run under qemu-user ----
 target_compile_definitions(test_target_aarch64 PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_test(NAME aarch64/tiny_cnn_check
-  COMMAND smelt_cli check --target aarch64 --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
+  COMMAND smelt_cli check --target aarch64 --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${CMAKE_SOURCE_DIR}/models/tiny_cnn)
 add_test(NAME aarch64/tiny_cnn_package
   COMMAND ${CMAKE_SOURCE_DIR}/tests/aarch64/check_package.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_BINARY_DIR}/aarch64/tiny_cnn)
@@ -567,3 +584,24 @@ if(SMELT_PYTHON)
   set_tests_properties(gpu/float16_refused PROPERTIES FIXTURES_REQUIRED gpu_models
     PASS_REGULAR_EXPRESSION "target 'cuda': function f0_cast \\(h_node \\.\\. y_node \\(4 nodes\\)\\): it needs float16 arithmetic, which GPU kernels do not support yet")
 endif()
+
+# ---- Long tests first.  ctest -j starts the ready tests by COST, highest
+# first; a fresh clone (CI) has no Testing/Temporary/CTestCostData.txt to
+# learn it from and would start them in declaration order, so a long test
+# could start last and leave the other core idle.  About the seconds under
+# ASan on a 2-core CI machine with a cold compile cache (fixture set-ups such
+# as models/generate always run before the tests that need them). ----
+set(SMELT_TEST_COSTS
+  conformance/current_onnx_compiled_0 170
+  conformance/current_onnx_compiled_1 170 unit/test_compute_layout 120 tune/mpi 60
+  tune/end_to_end 50 unit/test_winograd 60 unit/test_compute_sample 40
+  unit/test_alloc_fail_compile 36 python/pytest 33 unit/test_alloc_fail_compile_per_node 33
+  unit/test_sched_matmul 26 models/mobilenet_v2_O0 21 aot/embedding 18
+  unit/test_codegen_aot 17 gpu/cuda_package 16 conformance/quant_cases_compiled 16
+  models/resnet50_reference 16 unit/test_schedule_fuzz 15)
+while(SMELT_TEST_COSTS)
+  list(POP_FRONT SMELT_TEST_COSTS name cost)
+  if(TEST ${name})
+    set_tests_properties(${name} PROPERTIES COST ${cost})
+  endif()
+endwhile()

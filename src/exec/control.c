@@ -166,6 +166,61 @@ static smelt_status parts_stack(smelt_ctx *ctx, const gr_node *n, exec_budget *b
     return SMELT_OK;
 }
 
+/* ---- shared by Loop and Scan ---- */
+
+/* Body output index of state k: a Loop's body outputs cond first. */
+static int body_state0(bool is_loop) { return is_loop ? 1 : 0; }
+
+/* After a body run (status `s` so far): its state outputs replace the carried
+ * state (a Loop's state may change shape between iterations, a Scan's may
+ * not), its scan outputs' slices are kept, and all its outputs are dropped. */
+static smelt_status carry_step(smelt_ctx *ctx, const gr_node *n, exec_budget *b, bool is_loop,
+                               smelt_status s, smelt_tensor *state, scan_parts *parts,
+                               smelt_tensor *body_out)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    smelt_tensor *fresh = body_out + body_state0(is_loop);
+    for (int k = 0; k < a->n_state; k++) {
+        if (s == SMELT_OK && is_loop && fresh[k].dtype != state[k].dtype)
+            s = op_errf(ctx, n, SMELT_ERR_MODEL, "loop-carried value %d changes type", k);
+        if (s == SMELT_OK && !is_loop && !same_type(&fresh[k], &state[k]))
+            s = op_errf(ctx, n, SMELT_ERR_MODEL, "state %d changes type or shape", k);
+        drop(b, &state[k]);
+        state[k] = fresh[k];
+        fresh[k].data = NULL;
+    }
+    for (int k = 0; s == SMELT_OK && k < a->n_scan_out; k++)
+        s = parts_push(ctx, n, k, &parts[k], &fresh[a->n_state + k]);
+    drop_all(b, body_out, a->body->outputs.len);
+    return s;
+}
+
+/* The node's outputs: the carried state handed over, then each scan output
+ * stacked from its slices (a Loop's along axis 0, a Scan's along its
+ * scan_output_axes, reversed where scan_output_directions says). */
+static smelt_status finish_outputs(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
+                                   bool is_loop, smelt_tensor *state, scan_parts *parts,
+                                   smelt_tensor *out)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    for (int k = 0; k < a->n_scan_out; k++) {
+        const gr_value *decl = a->body->outputs.items[body_state0(is_loop) + a->n_state + k];
+        int64_t axis = is_loop ? 0 : a->out_axes[k];
+        bool rev = !is_loop && a->out_rev[k] != 0;
+        smelt_status s = parts_stack(ctx, n, b, &parts[k], decl, axis, rev, &out[a->n_state + k]);
+        if (s != SMELT_OK) {
+            drop_all(b, &out[a->n_state], k);
+            return s;
+        }
+        parts_free(b, &parts[k]);
+    }
+    for (int k = 0; k < a->n_state; k++) {
+        out[k] = state[k];
+        state[k].data = NULL;
+    }
+    return SMELT_OK;
+}
+
 /* ---- Loop ---- */
 
 typedef struct loop_run {
@@ -189,7 +244,6 @@ static smelt_status loop_step(smelt_ctx *ctx, loop_run *r, const smelt_tensor *c
     r->formal[1] = (smelt_tensor){.dtype = SMELT_DT_BOOL, .rank = 0, .data = &cond_in};
     for (int k = 0; k < a->n_state; k++) r->formal[2 + k] = r->state[k];
     bind_body_inputs(a->body, in, r->formal, r->body_in);
-    int n_out = a->body->outputs.len;
     SMELT_TRY(exec_graph_budget(ctx, a->body, r->mode, r->body_in, r->body_out, r->b));
     smelt_status s = SMELT_OK;
     if (op_numel(&r->body_out[0]) != 1)
@@ -197,18 +251,7 @@ static smelt_status loop_step(smelt_ctx *ctx, loop_run *r, const smelt_tensor *c
                     (long long)op_numel(&r->body_out[0]));
     else
         *cond = read_bool(&r->body_out[0]);
-    drop(r->b, &r->body_out[0]);
-    for (int k = 0; k < a->n_state; k++) {
-        if (s == SMELT_OK && r->body_out[1 + k].dtype != r->state[k].dtype)
-            s = op_errf(ctx, r->n, SMELT_ERR_MODEL, "loop-carried value %d changes type", k);
-        drop(r->b, &r->state[k]);
-        r->state[k] = r->body_out[1 + k];
-        r->body_out[1 + k].data = NULL;
-    }
-    for (int k = 0; s == SMELT_OK && k < a->n_scan_out; k++)
-        s = parts_push(ctx, r->n, k, &r->parts[k], &r->body_out[1 + a->n_state + k]);
-    drop_all(r->b, r->body_out, n_out);
-    return s;
+    return carry_step(ctx, r->n, r->b, true, s, r->state, r->parts, r->body_out);
 }
 
 static smelt_status loop_iterate(smelt_ctx *ctx, loop_run *r, const smelt_tensor *const *in)
@@ -219,26 +262,6 @@ static smelt_status loop_iterate(smelt_ctx *ctx, loop_run *r, const smelt_tensor
     for (int k = 0; k < a->n_state; k++)
         SMELT_TRY(copy_charged(ctx, r->n, r->b, in[2 + k], &r->state[k]));
     for (int64_t it = 0; it < trips && cond; it++) SMELT_TRY(loop_step(ctx, r, in, it, &cond));
-    return SMELT_OK;
-}
-
-static smelt_status loop_outputs(smelt_ctx *ctx, loop_run *r, smelt_tensor *out)
-{
-    const ctl_attrs *a = r->a;
-    for (int k = 0; k < a->n_scan_out; k++) {
-        const gr_value *decl = a->body->outputs.items[1 + a->n_state + k];
-        smelt_status s = parts_stack(ctx, r->n, r->b, &r->parts[k], decl, 0, false,
-                                     &out[a->n_state + k]);
-        if (s != SMELT_OK) {
-            drop_all(r->b, &out[a->n_state], k);
-            return s;
-        }
-        parts_free(r->b, &r->parts[k]);
-    }
-    for (int k = 0; k < a->n_state; k++) {
-        out[k] = r->state[k];
-        r->state[k].data = NULL;
-    }
     return SMELT_OK;
 }
 
@@ -258,7 +281,7 @@ static smelt_status run_loop(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
     smelt_status s = r.state && r.parts && r.formal && r.body_in && r.body_out
                          ? loop_iterate(ctx, &r, in)
                          : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (s == SMELT_OK) s = loop_outputs(ctx, &r, out);
+    if (s == SMELT_OK) s = finish_outputs(ctx, n, b, true, r.state, r.parts, out);
     if (s == SMELT_OK) drop_omitted(n, b, out);
     for (int k = 0; r.state && k < a->n_state; k++) drop(b, &r.state[k]);
     for (int k = 0; r.parts && k < a->n_scan_out; k++) parts_free(b, &r.parts[k]);
@@ -337,17 +360,7 @@ static smelt_status scan_step(smelt_ctx *ctx, scan_run *r, const smelt_tensor *c
     }
     drop_all(r->b, &r->formal[a->n_state], a->n_scan_in);
     if (s != SMELT_OK) return s;
-    for (int k = 0; k < a->n_state; k++) {
-        if (s == SMELT_OK && !same_type(&r->body_out[k], &r->state[k]))
-            s = op_errf(ctx, r->n, SMELT_ERR_MODEL, "state %d changes type or shape", k);
-        drop(r->b, &r->state[k]);
-        r->state[k] = r->body_out[k];
-        r->body_out[k].data = NULL;
-    }
-    for (int k = 0; s == SMELT_OK && k < a->n_scan_out; k++)
-        s = parts_push(ctx, r->n, k, &r->parts[k], &r->body_out[a->n_state + k]);
-    drop_all(r->b, r->body_out, a->body->outputs.len);
-    return s;
+    return carry_step(ctx, r->n, r->b, false, s, r->state, r->parts, r->body_out);
 }
 
 /* A zero slice for scan output k past a short sequence (of the type of
@@ -380,21 +393,7 @@ static smelt_status scan_iterate(smelt_ctx *ctx, scan_run *r, const smelt_tensor
     for (int64_t t = 0; t < r->trips; t++) SMELT_TRY(scan_step(ctx, r, in, t));
     for (int k = 0; k < a->n_scan_out; k++)
         for (int64_t t = r->trips; t < full; t++) SMELT_TRY(push_zeros(ctx, r, k));
-    for (int k = 0; k < a->n_scan_out; k++) {
-        const gr_value *decl = a->body->outputs.items[a->n_state + k];
-        smelt_status s = parts_stack(ctx, r->n, r->b, &r->parts[k], decl, a->out_axes[k],
-                                     a->out_rev[k] != 0, &out[a->n_state + k]);
-        if (s != SMELT_OK) {
-            drop_all(r->b, &out[a->n_state], k);
-            return s;
-        }
-        parts_free(r->b, &r->parts[k]);
-    }
-    for (int k = 0; k < a->n_state; k++) {
-        out[k] = r->state[k];
-        r->state[k].data = NULL;
-    }
-    return SMELT_OK;
+    return finish_outputs(ctx, r->n, r->b, false, r->state, r->parts, out);
 }
 
 static smelt_status run_scan9(smelt_ctx *ctx, const gr_node *n, exec_mode mode,

@@ -390,9 +390,8 @@ static int64_t nearest_index(op_resize_nearest mode, double src, double scale)
     return (int64_t)lo;
 }
 
-static void cubic_weights(double r, double A, double w[4])
+void op_cubic_weights(double r, double A, double w[4])
 {
-    /* Keys' cubic convolution at distances 1+r, r, 1-r, 2-r */
     double d[4] = {1.0 + r, r, 1.0 - r, 2.0 - r};
     for (int i = 0; i < 4; i++) {
         double t = d[i];
@@ -423,7 +422,7 @@ static void resize_make_taps(const op_resize_attrs *a, double src, int64_t in, d
         t->n = 2;
     } else {
         for (int i = 0; i < 4; i++) idx[i] = first - 1 + i;
-        cubic_weights(r, a->cubic_coeff_a, t->w);
+        op_cubic_weights(r, a->cubic_coeff_a, t->w);
         t->n = 4;
     }
     double sum = 0.0;
@@ -791,13 +790,11 @@ static ir_expr *resize_te_nearest(ir_builder *b, const resize_te *r, int d, ir_e
     return lo;
 }
 
-/* Keys' cubic convolution kernel at distance t (cubic_weights' formula). */
-static ir_expr *resize_te_cubic(ir_builder *b, double A, ir_expr *t, bool near)
+ir_expr *op_te_cubic(ir_builder *b, double A, ir_expr *t, bool near)
 {
-    ir_expr *tt = ir_mul(b, t, t);
     if (near) {
         ir_expr *p = ir_sub(b, ir_mul(b, f64(b, A + 2.0), t), f64(b, A + 3.0));
-        return ir_add(b, ir_mul(b, p, tt), f64(b, 1.0));
+        return ir_add(b, ir_mul(b, ir_mul(b, p, t), t), f64(b, 1.0));
     }
     ir_expr *p = ir_sub(b, ir_mul(b, f64(b, A), t), f64(b, 5.0 * A));
     p = ir_add(b, ir_mul(b, p, t), f64(b, 8.0 * A));
@@ -849,11 +846,11 @@ static void resize_te_make_taps(ir_builder *b, const resize_te *r, int d, ir_exp
         ir_expr *d0 = f_bin(b, IR_ADD, one, frac);
         t->n = 4;
         /* only 1 + frac can reach the kernel's knot at 1 (when frac == 0) */
-        t->w[0] = f_select(b, ir_binary(b, IR_LE, d0, one), resize_te_cubic(b, A, d0, true),
-                           resize_te_cubic(b, A, d0, false));
-        t->w[1] = resize_te_cubic(b, A, frac, true);
-        t->w[2] = resize_te_cubic(b, A, f_bin(b, IR_SUB, one, frac), true);
-        t->w[3] = resize_te_cubic(b, A, f_bin(b, IR_SUB, f64(b, 2.0), frac), false);
+        t->w[0] = f_select(b, ir_binary(b, IR_LE, d0, one), op_te_cubic(b, A, d0, true),
+                           op_te_cubic(b, A, d0, false));
+        t->w[1] = op_te_cubic(b, A, frac, true);
+        t->w[2] = op_te_cubic(b, A, f_bin(b, IR_SUB, one, frac), true);
+        t->w[3] = op_te_cubic(b, A, f_bin(b, IR_SUB, f64(b, 2.0), frac), false);
     }
     for (int k = 0; k < t->n; k++)
         t->idx[k] = resize_te_index(b, f_bin(b, IR_ADD, lo, f64(b, (double)(first + k))), in);

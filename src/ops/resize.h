@@ -49,4 +49,13 @@ typedef struct op_resize_attrs {
     int64_t axes[SMELT_MAX_RANK];
 } op_resize_attrs;
 
+/* Keys' cubic convolution (coefficient A), shared by Resize and GridSample:
+ * the weights of the 4 taps at distances 1+t, t, 1-t, 2-t (0 <= t < 1), and
+ * as an expression the kernel at distance d, `near` for its piece d <= 1
+ * (float64, in the reference's operation order). */
+void op_cubic_weights(double t, double A, double w[4]);
+struct ir_builder;
+struct ir_expr;
+struct ir_expr *op_te_cubic(struct ir_builder *b, double A, struct ir_expr *d, bool near);
+
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ops/op.h"
+#include "ops/resize.h"
 #include "te/te.h"
 
 static const smelt_dtype k_floats_16[] = {SMELT_DT_FLOAT16, SMELT_DT_FLOAT32, SMELT_DT_FLOAT64,
@@ -64,6 +65,8 @@ static ir_expr *f64(ir_builder *b, double v) { return ir_const_float(b, SMELT_DT
 
 typedef enum gs_mode { GS_LINEAR, GS_NEAREST, GS_CUBIC } gs_mode;
 typedef enum gs_pad { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
+/* Keys' coefficient of GridSample's cubic mode (PyTorch's and onnx's) */
+#define GS_CUBIC_A (-0.75)
 
 typedef struct op_grid_sample_attrs {
     gs_mode mode;
@@ -185,17 +188,6 @@ static double gs_coord(const op_grid_sample_attrs *a, smelt_dtype gt, double g, 
     return x;
 }
 
-/* Keys' cubic weights (A = -0.75) of the 4 taps around a point t past the first. */
-static void gs_cubic_weights(double t, double w[4])
-{
-    const double A = -0.75;
-    double t1 = t + 1.0, t2 = 1.0 - t, t3 = 2.0 - t;
-    w[0] = ((A * t1 - 5.0 * A) * t1 + 8.0 * A) * t1 - 4.0 * A;
-    w[1] = ((A + 2.0) * t - (A + 3.0)) * t * t + 1.0;
-    w[2] = ((A + 2.0) * t2 - (A + 3.0)) * t2 * t2 + 1.0;
-    w[3] = ((A * t3 - 5.0 * A) * t3 + 8.0 * A) * t3 - 4.0 * A;
-}
-
 typedef struct gs_taps {
     int n;
     int64_t idx[4];
@@ -233,7 +225,7 @@ static void gs_make_taps(const op_grid_sample_attrs *a, double x, int64_t len, g
         t->w[1] = frac;
     } else {
         t->n = 4;
-        gs_cubic_weights(frac, t->w);
+        op_cubic_weights(frac, GS_CUBIC_A, t->w);
     }
     for (int k = 0; k < t->n; k++) gs_fetch(a, x0 + first + k, len, &t->idx[k], &t->valid[k]);
 }
@@ -411,20 +403,14 @@ static ir_expr *gs_idx_body(te_graph *g, ir_expr *const *idx, void *user)
     return v;
 }
 
-/* Keys' weight of tap k (0..3) at fraction t, as gs_cubic_weights. */
+/* Keys' weight of tap k (0..3) at fraction t, as op_cubic_weights: the
+ * outer piece at t + 1 and 2 - t, the inner one at t and 1 - t. */
 static ir_expr *gs_cubic_w(ir_builder *b, ir_expr *t, int k)
 {
-    const double A = -0.75;
     ir_expr *one = f64(b, 1.0);
-    if (k == 0 || k == 3) { /* the outer piece at t + 1 and 2 - t */
-        ir_expr *u = k == 0 ? ir_add(b, t, one) : ir_sub(b, f64(b, 2.0), t);
-        ir_expr *v = ir_sub(b, ir_mul(b, f64(b, A), u), f64(b, 5.0 * A));
-        v = ir_add(b, ir_mul(b, v, u), f64(b, 8.0 * A));
-        return ir_sub(b, ir_mul(b, v, u), f64(b, 4.0 * A));
-    }
-    ir_expr *u = k == 1 ? t : ir_sub(b, one, t); /* the inner piece at t and 1 - t */
-    ir_expr *v = ir_sub(b, ir_mul(b, f64(b, A + 2.0), u), f64(b, A + 3.0));
-    return ir_add(b, ir_mul(b, ir_mul(b, v, u), u), one);
+    ir_expr *d = k == 0 ? ir_add(b, t, one) : k == 1 ? t : k == 2 ? ir_sub(b, one, t)
+                                                           : ir_sub(b, f64(b, 2.0), t);
+    return op_te_cubic(b, GS_CUBIC_A, d, k == 1 || k == 2);
 }
 
 static ir_expr *gs_w_body(te_graph *g, ir_expr *const *idx, void *user)

@@ -385,23 +385,6 @@ static bool match_attention_op(const gr_node *n, fa_match *m)
 
 /* ---- rewriting ---- */
 
-static smelt_status infer_output(fa_state *s, gr_node *n)
-{
-    smelt_tensor infos[4], out;
-    const smelt_tensor *in[4] = {NULL, NULL, NULL, NULL};
-    for (int k = 0; k < n->n_inputs; k++) {
-        infos[k] = gr_value_info(n->inputs[k]);
-        in[k] = &infos[k];
-    }
-    memset(&out, 0, sizeof out);
-    SMELT_TRY(op_get(n->op)->def->infer(s->ctx, n, in, &out));
-    gr_value *v = n->outputs[0];
-    v->dtype = out.dtype;
-    v->rank = out.rank;
-    memcpy(v->dims, out.dims, sizeof(int64_t) * (size_t)out.rank);
-    return SMELT_OK;
-}
-
 static smelt_status rewrite(fa_state *s, gr_node *sm, const fa_match *m)
 {
     gr_value *in[4] = {m->q, m->k, m->v, m->mask};
@@ -417,7 +400,7 @@ static smelt_status rewrite(fa_state *s, gr_node *sm, const fa_match *m)
     if (m->causal) SMELT_TRY(pu_attr_int(s->ctx, s->g, n, "causal", 1));
     if (m->masked_zero) SMELT_TRY(pu_attr_int(s->ctx, s->g, n, "masked_zero", 1));
     SMELT_TRY(pu_node_import(s->ctx, s->g, n));
-    SMELT_TRY(infer_output(s, n));
+    SMELT_TRY(pu_infer_output(s->ctx, n, "fuse_attention"));
     if (!pu_same_type(n->outputs[0], m->y))
         return op_errf(s->ctx, n, SMELT_ERR_INTERNAL, "fuse_attention: the fused output's type "
                        "differs from '%s'", m->y->name);

@@ -80,26 +80,6 @@ static gr_value *packed_of(pack_state *s, const gr_value *b, bool trans, int64_t
     return v;
 }
 
-/* Output type of a new one-output node from its op's shape inference. */
-static smelt_status infer_output(pack_state *s, gr_node *n)
-{
-    smelt_tensor infos[2], out;
-    const smelt_tensor *in[2] = {NULL, NULL};
-    if (n->n_inputs > 2 || n->n_outputs != 1)
-        return op_errf(s->ctx, n, SMELT_ERR_INTERNAL, "pack_weights: unexpected node arity");
-    for (int k = 0; k < n->n_inputs; k++) {
-        infos[k] = gr_value_info(n->inputs[k]);
-        in[k] = &infos[k];
-    }
-    memset(&out, 0, sizeof out);
-    SMELT_TRY(op_get(n->op)->def->infer(s->ctx, n, in, &out));
-    gr_value *v = n->outputs[0];
-    v->dtype = out.dtype;
-    v->rank = out.rank;
-    memcpy(v->dims, out.dims, sizeof(int64_t) * (size_t)out.rank);
-    return SMELT_OK;
-}
-
 static gr_node *new_node(pack_state *s, const gr_node *from, const char *suffix, op_kind kind,
                          gr_value *const *in, int n_in)
 {
@@ -122,14 +102,14 @@ static smelt_status replace_product(pack_state *s, gr_node *n, gr_value *a, cons
     if (!p) return smelt_ctx_status(s->ctx);
     SMELT_TRY(pu_attr_int(s->ctx, s->g, p, "n", cols));
     SMELT_TRY(pu_node_import(s->ctx, s->g, p));
-    SMELT_TRY(infer_output(s, p));
+    SMELT_TRY(pu_infer_output(s->ctx, p, "pack_weights"));
     gr_node *last = p;
     if (c) {
         gr_value *sum_in[2] = {p->outputs[0], c};
         last = new_node(s, n, "/bias", OP_ADD, sum_in, 2);
         if (!last) return smelt_ctx_status(s->ctx);
         SMELT_TRY(pu_node_import(s->ctx, s->g, last));
-        SMELT_TRY(infer_output(s, last));
+        SMELT_TRY(pu_infer_output(s->ctx, last, "pack_weights"));
     }
     if (!pu_same_type(last->outputs[0], y))
         return op_errf(s->ctx, n, SMELT_ERR_INTERNAL, "pack_weights: the packed product's type differs");

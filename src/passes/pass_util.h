@@ -44,6 +44,10 @@ smelt_status pu_attr_string(smelt_ctx *ctx, gr_graph *g, gr_node *n, const char 
 smelt_status pu_attr_ints(smelt_ctx *ctx, gr_graph *g, gr_node *n, const char *name,
                           const int64_t *v, int count);
 smelt_status pu_node_import(smelt_ctx *ctx, gr_graph *g, gr_node *n);
+/* Dtype and shape of a new one-output node's output (at most PU_INFER_MAX_INPUTS
+ * inputs) from its op's shape inference; `pass` names the caller in errors. */
+#define PU_INFER_MAX_INPUTS 4
+smelt_status pu_infer_output(smelt_ctx *ctx, gr_node *n, const char *pass);
 
 /* New constant tensor values: any dtype (data holds its elements), float32, int64. */
 gr_value *pu_const(smelt_ctx *ctx, gr_graph *g, const char *hint, smelt_dtype dt, int rank,

@@ -38,14 +38,15 @@ export OMPI_MCA_btl=self,vader
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # Every task of the model has a verified record in $1.
+tasks=$("$smelt" tune "$model" --list-tasks 2>/dev/null | grep -c '^[0-9]')
 all_verified() {
-    tasks=$("$smelt" tune "$model" --list-tasks 2>/dev/null | grep -c '^[0-9]')
     got=$(grep '"verified":true' "$1" | sed 's/.*"task":"\([0-9a-f]*\)".*/\1/' | sort -u | wc -l)
     [ "$tasks" -ge 1 ] && [ "$got" -eq "$tasks" ]
 }
 
 # ---- basic ----
-if ! mpirun -np 2 "$smelt" tune "$model" -o "$tmp/r.jsonl" --trials 6 --min-ms 1 >"$tmp/out" 2>"$tmp/err"; then
+# (2 trials per task: 12 candidates for rank 1, each a C build and a measurement)
+if ! mpirun -np 2 "$smelt" tune "$model" -o "$tmp/r.jsonl" --trials 2 --min-ms 1 >"$tmp/out" 2>"$tmp/err"; then
     fail "basic: mpirun -np 2 smelt tune failed"; cat "$tmp/out" "$tmp/err"
 fi
 grep -q "rank 0 searches, 1 worker rank measures" "$tmp/err" || fail "basic: rank 1 did not connect"
@@ -68,7 +69,8 @@ grep -q "records: 6 of 6 functions scheduled" "$tmp/check" || { fail "basic: rec
 # ---- kill ----
 # MPMD: rank 1 alone hangs in its 3rd measurement (for up to --timeout);
 # --jobs 2: rank 0 hands it at most 2 candidates at a time, all it can lose
-args="$model -o $tmp/k.jsonl --trials 8 --min-ms 1 --timeout 20 --jobs 2"
+# (3 trials per task: 18 candidates, at least 14 left for rank 0 to take over)
+args="$model -o $tmp/k.jsonl --trials 3 --min-ms 1 --timeout 20 --jobs 2"
 # shellcheck disable=SC2086
 mpirun --enable-recovery -np 1 "$smelt" tune $args : -np 1 -x SMELT_TUNE_FAULTS=hang:3 "$smelt" tune $args \
     >"$tmp/kout" 2>"$tmp/kerr" &
@@ -76,7 +78,9 @@ mp=$!
 rank1=
 hung=
 i=0
-while [ "$i" -lt 150 ] && [ -z "$hung" ]; do
+# polls for up to 2 minutes (ctest runs other tests beside this one); the
+# hanging measurement lasts --timeout 20 s, the 2 s check fits in it
+while [ "$i" -lt 600 ] && [ -z "$hung" ]; do
     sleep 0.2
     i=$((i + 1))
     if [ -z "$rank1" ]; then
@@ -121,7 +125,7 @@ mpirun --enable-recovery -np 2 "$smelt" tune "$model" -o "$tmp/z.jsonl" --trials
 mp=$!
 rank0=
 i=0
-while [ "$i" -lt 150 ] && [ "$(cat "$tmp/z.jsonl" 2>/dev/null | wc -l)" -lt 4 ]; do sleep 0.2; i=$((i + 1)); done
+while [ "$i" -lt 600 ] && [ "$(cat "$tmp/z.jsonl" 2>/dev/null | wc -l)" -lt 4 ]; do sleep 0.2; i=$((i + 1)); done
 for p in $(pgrep -P "$mp"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && rank0=$p
 done

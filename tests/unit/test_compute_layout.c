@@ -328,10 +328,56 @@ static bool run_lowered(te_graph *te, const sch_schedule *s, const smelt_tensor 
     return ok;
 }
 
+/* The schedules already run on one case's te graph, as text: many knob
+ * values and tile combinations give the schedule another one gave (the
+ * default's own choice, a tile the shape clamps), which would lower to the
+ * same loops and compute the same outputs again. */
+typedef struct seen_schedules {
+    char **text;
+    int n, cap, repeats;
+} seen_schedules;
+
+static bool seen_before(seen_schedules *seen, const sch_schedule *s)
+{
+    smelt_strbuf sb;
+    smelt_strbuf_init(&sb);
+    sch_schedule_print(s, &sb);
+    const char *t = smelt_strbuf_cstr(&sb);
+    bool found = false;
+    for (int i = 0; i < seen->n && !found; i++) found = strcmp(seen->text[i], t) == 0;
+    if (found) {
+        seen->repeats++;
+    } else {
+        if (seen->n == seen->cap) {
+            seen->cap = seen->cap ? 2 * seen->cap : 32;
+            seen->text = realloc(seen->text, sizeof *seen->text * (size_t)seen->cap);
+        }
+        size_t len = strlen(t) + 1;
+        seen->text[seen->n] = memcpy(malloc(len), t, len);
+        seen->n++;
+    }
+    smelt_strbuf_fini(&sb);
+    return found;
+}
+
+static void seen_free(seen_schedules *seen)
+{
+    for (int i = 0; i < seen->n; i++) free(seen->text[i]);
+    free(seen->text);
+}
+
+/* run_lowered for a schedule not run on this case before. */
+static bool run_new(seen_schedules *seen, te_graph *te, const sch_schedule *s,
+                    const smelt_tensor *const *in, int n_in, const conv_data *d, const char *what)
+{
+    return seen_before(seen, s) || run_lowered(te, s, in, n_in, d, what);
+}
+
 /* Reduction batches (tile_k) with the nests and tiles they combine with:
  * pixels outer, oh alone parallel, two channel blocks and two rows. */
 static void check_nchwc_batches(te_graph *te, const sch_knob_space *sp,
-                                const smelt_tensor *const *in, int n_in, const conv_data *d, int ci)
+                                const smelt_tensor *const *in, int n_in, const conv_data *d, int ci,
+                                seen_schedules *seen)
 {
     static const int64_t combos[][SCH_KNOB_COUNT_] = {
         {0, 0, 0, 5}, {0, 0, 0, 4}, {0, 2, 0, 2, 0, 2}, {4, 2, 0, 5, 0, 2}, {0, 0, 2, 5}};
@@ -352,7 +398,7 @@ static void check_nchwc_batches(te_graph *te, const sch_knob_space *sp,
                 bool refused = st == SMELT_ERR_ARG && strstr(smelt_ctx_message(ctx), "accumulators");
                 if (st != SMELT_OK && !refused) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
                 CHECK(st == SMELT_OK || refused);
-                CHECK(st != SMELT_OK || run_lowered(te, &s, in, n_in, d, what));
+                CHECK(st != SMELT_OK || run_new(seen, te, &s, in, n_in, d, what));
                 smelt_ctx_clear(ctx);
                 sch_schedule_fini(&s);
             }
@@ -374,6 +420,7 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
     out_type.data = NULL;
     te_graph *te = NULL;
     CHECK(te_from_node(ctx, f.node, tp, &out_type, &te) == SMELT_OK);
+    seen_schedules seen = {0};
     /* every value of every knob of the conv rule (the tuner's space), one at a time */
     sch_knob_space sp;
     CHECK(!te || sch_default_space(ctx, te, test_hw(16), &sp) == SMELT_OK);
@@ -390,11 +437,11 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
             bool too_big = st == SMELT_ERR_ARG && strstr(smelt_ctx_message(ctx), "accumulators");
             if (st != SMELT_OK && !too_big) fprintf(stderr, "%s: %s\n", what, smelt_ctx_message(ctx));
             CHECK(st == SMELT_OK || too_big); /* a tile past the register file is refused */
-            CHECK(st != SMELT_OK || run_lowered(te, &s, in, f.node->n_inputs, d, what));
+            CHECK(st != SMELT_OK || run_new(&seen, te, &s, in, f.node->n_inputs, d, what));
             smelt_ctx_clear(ctx);
             sch_schedule_fini(&s);
         }
-    check_nchwc_batches(te, &sp, in, f.node->n_inputs, d, ci);
+    check_nchwc_batches(te, &sp, in, f.node->n_inputs, d, ci, &seen);
     for (int k = 0; te && k < 2 + RANDOM_SCHEDULES; k++) {
         sch_schedule s;
         sch_schedule_init(&s);
@@ -404,9 +451,11 @@ static void check_schedules(const conv_case *c, const conv_data *d, int ci)
         smelt_status st = k < 2 ? sch_default(ctx, te, test_hw(k == 0 ? 16 : 8), &s)
                                 : sch_random(ctx, te, (uint64_t)(ci * 100 + k), 10, &s);
         CHECK(st == SMELT_OK);
-        CHECK(st == SMELT_OK && run_lowered(te, &s, in, f.node->n_inputs, d, what));
+        CHECK(st == SMELT_OK && run_new(&seen, te, &s, in, f.node->n_inputs, d, what));
         sch_schedule_fini(&s);
     }
+    printf("ConvNCHWc case %d: %d schedules run, %d repeats skipped\n", ci, seen.n, seen.repeats);
+    seen_free(&seen);
     te_graph_free(te);
     gr_graph_free(f.g);
 }
