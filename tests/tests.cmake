@@ -605,3 +605,10 @@ while(SMELT_TEST_COSTS)
     set_tests_properties(${name} PROPERTIES COST ${cost})
   endif()
 endwhile()
+
+# The weight blob holds only what compiled code reads: an LSTM's / GRU's W and R
+# are read as compile-time transposes, the originals stay out of the blob
+add_test(NAME models/weight_bytes
+  COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/check_weight_bytes.py $<TARGET_FILE:smelt_cli>
+          ${SMELT_MODEL_DIR}/lstm_lm ${SMELT_MODEL_DIR}/gru_lm)
+set_tests_properties(models/weight_bytes PROPERTIES FIXTURES_REQUIRED torch_models)

@@ -1230,6 +1230,12 @@ static bool check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const
     const ir_program *p = e->prog;
     int64_t need = buffer_bytes(b);
     int64_t have = -1;
+    if (s->kind == IR_SLOT_UNUSED) { /* never read: no bytes needed */
+        if (param_is_const(b)) return true;
+        cg_fail(e, SMELT_ERR_INTERNAL, "codegen: call %d argument %d: an unused slot for a written parameter",
+                call, arg);
+        return false;
+    }
     switch (s->kind) {
     case IR_SLOT_INPUT:
     case IR_SLOT_OUTPUT: {
@@ -1243,6 +1249,7 @@ static bool check_slot(cg_emitter *e, int call, int arg, const ir_slot *s, const
         }
         break;
     }
+    case IR_SLOT_UNUSED: break;
     case IR_SLOT_WEIGHT:
     case IR_SLOT_ARENA: {
         int64_t size = s->kind == IR_SLOT_WEIGHT ? p->weight_bytes : p->arena_bytes;
@@ -1279,6 +1286,7 @@ static void emit_slot_arg(const ir_slot *s, const ir_buffer *b, smelt_strbuf *ou
     case IR_SLOT_ARENA:
         smelt_strbuf_printf(out, "(%s%s *)(void *)(arena + %lld)", cq, t, (long long)s->offset);
         break;
+    case IR_SLOT_UNUSED: smelt_strbuf_printf(out, "(const %s *)0", t); break;
     }
 }
 
@@ -1320,6 +1328,7 @@ static bool emit_slot_bytes(cg_emitter *e, const ir_slot *s, bool src, smelt_str
     case IR_SLOT_ARENA:
         smelt_strbuf_printf(out, "(arena + %lld)", (long long)s->offset);
         return true;
+    case IR_SLOT_UNUSED: break;
     }
     cg_fail(e, SMELT_ERR_INTERNAL, "codegen: a control step writes a model input or the weights");
     return false;

@@ -616,6 +616,8 @@ static void slot_place(const gpu_lang *l, const ir_slot *s, char *base, size_t c
     case IR_SLOT_OUTPUT: snprintf(base, cap, "%s.out[%d]", st, s->index); break;
     case IR_SLOT_WEIGHT: snprintf(base, cap, "%s.weights", st); *off = s->offset; break;
     case IR_SLOT_ARENA: snprintf(base, cap, "%s.arena", st); *off = s->offset; break;
+    /* never read: any valid buffer will do (a null cl_mem is not portable) */
+    case IR_SLOT_UNUSED: snprintf(base, cap, "%s.weights", st); break;
     }
 }
 

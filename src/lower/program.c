@@ -239,6 +239,11 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         }
         if (i >= n_in)
             return smelt_errf(pb->ctx, SMELT_ERR_INTERNAL, "%s: more inputs than values", f->name);
+        if (in_vals[i]->constant && !ir_stmt_reads(f->body, f->params[p])) {
+            args[p] = (ir_slot){IR_SLOT_UNUSED, 0, 0}; /* its data stays out of the weights */
+            vargs[i++] = args[p];
+            continue;
+        }
         SMELT_TRY(bind_unit_io(pb, in_vals[i], false));
         SMELT_TRY(prog_slot_of(pb, in_vals[i], &args[p]));
         vargs[i++] = args[p];

@@ -19,6 +19,9 @@ typedef enum ir_slot_kind {
     IR_SLOT_OUTPUT, /* the model's output number `index` (caller's buffer) */
     IR_SLOT_WEIGHT, /* `offset` bytes into the weight blob */
     IR_SLOT_ARENA,  /* `offset` bytes into the activation arena */
+    IR_SLOT_UNUSED, /* a constant parameter the function never reads (NULL):
+                       e.g. an LSTM's W when its compile-time transpose is read
+                       instead, so the weight blob does not carry it */
 } ir_slot_kind;
 
 typedef struct ir_slot {

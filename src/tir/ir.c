@@ -402,6 +402,37 @@ bool ir_expr_reads(const ir_expr *e, const ir_buffer *buf)
     }
 }
 
+bool ir_stmt_reads(const ir_stmt *s, const ir_buffer *buf)
+{
+    if (!s) return false;
+    switch (s->kind) {
+    case IR_STMT_FOR:
+        return ir_expr_reads(s->for_.min, buf) || ir_expr_reads(s->for_.extent, buf) ||
+               ir_stmt_reads(s->for_.body, buf);
+    case IR_STMT_SEQ:
+        for (int i = 0; i < s->seq.n; i++)
+            if (ir_stmt_reads(s->seq.items[i], buf)) return true;
+        return false;
+    case IR_STMT_LET: return ir_expr_reads(s->let.value, buf) || ir_stmt_reads(s->let.body, buf);
+    case IR_STMT_STORE:
+        for (int i = 0; i < s->store.n; i++)
+            if (ir_expr_reads(s->store.idx[i], buf)) return true;
+        return ir_expr_reads(s->store.value, buf);
+    case IR_STMT_ALLOCATE: return ir_stmt_reads(s->alloc.body, buf);
+    case IR_STMT_IF:
+        return ir_expr_reads(s->if_.cond, buf) || ir_stmt_reads(s->if_.then_, buf) ||
+               ir_stmt_reads(s->if_.else_, buf);
+    case IR_STMT_CALL:
+        for (int i = 0; i < s->call.n; i++)
+            if (s->call.args[i].buf == buf || ir_expr_reads(s->call.args[i].index, buf)) return true;
+        return false;
+    case IR_STMT_CHECK:
+        return ir_expr_reads(s->check.cond, buf) || ir_expr_reads(s->check.value, buf) ||
+               ir_expr_reads(s->check.position, buf);
+    default: return true; /* a statement kind not listed: assume it reads */
+    }
+}
+
 bool ir_stmt_uses_var(const ir_stmt *s, const ir_var *v)
 {
     if (!s) return false;

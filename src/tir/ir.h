@@ -301,6 +301,7 @@ bool ir_expr_equal(const ir_expr *a, const ir_expr *b); /* structural */
 bool ir_expr_uses_var(const ir_expr *e, const ir_var *v);
 bool ir_stmt_uses_var(const ir_stmt *s, const ir_var *v);
 bool ir_expr_reads(const ir_expr *e, const ir_buffer *buf); /* loads buf anywhere in e */
+bool ir_stmt_reads(const ir_stmt *s, const ir_buffer *buf); /* loads or passes buf to a call */
 
 /* Substitute variables: map[i].var -> map[i].value.  Returns e itself when
  * nothing changes. */
