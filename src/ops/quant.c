@@ -969,6 +969,8 @@ static smelt_status matmul_integer_compute(op_compute_args *a)
     te_input_types(a, types, in);
     product_params pp = {.ia = 0, .ib = 1};
     SMELT_TRY(product_check(a->ctx, a->node, in, 2, 3, &pp, &shape));
+    SMELT_TRY(op_matmul_integer_fast(a, &a->out[0])); /* constant B: int8 micro-kernel */
+    if (a->out[0]) return SMELT_OK;
     a->out[0] = product_compute_sum(a, &pp, 2, 3, "y");
     return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
@@ -1082,6 +1084,8 @@ static smelt_status qlinear_matmul_compute(op_compute_args *a)
     qmatmul_te *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
     if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
     SMELT_TRY(qlinear_matmul_check(a->ctx, a->node, in, &d->pp, &shape));
+    SMELT_TRY(op_qlinear_matmul_fast(a, &a->out[0])); /* constant B: int8 micro-kernel */
+    if (a->out[0]) return SMELT_OK;
     d->acc = product_compute_sum(a, &d->pp, QM_AZ, QM_BZ, "acc");
     if (!d->acc) return smelt_ctx_status(a->ctx);
     d->a_scale = a->in[QM_AS];

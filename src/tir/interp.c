@@ -537,8 +537,8 @@ static smelt_status run_transpose_f32(tir_interp *it, const ir_stmt *s)
  * first n_bufs, int64 values for the rest; each buffer must hold at least
  * need[i] elements from its index (computed by the caller's check). */
 typedef struct kernel_args {
-    void *ptr[5];
-    int64_t room[5]; /* elements from the pointer to the buffer's end */
+    void *ptr[6];
+    int64_t room[6]; /* elements from the pointer to the buffer's end */
     int64_t v[24];
 } kernel_args;
 
@@ -604,6 +604,25 @@ static smelt_status run_qgemm_u8s8(tir_interp *it, const ir_stmt *s)
     SMELT_TRY(kernel_room(it, s, &ka, 4, v[10]));
     smelt_uk_qgemm_u8s8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], ka.ptr[4], v[5], v[6], v[7], v[8],
                         v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17]);
+    return SMELT_OK;
+}
+
+/* smelt.qmatmul_u8s8(Y, A, Bq, colsum, mult, Az, t, n_nt, MT, NT, M, N, K, flip, yz, lo, hi,
+ *                    requant, safe16) */
+static smelt_status run_qmatmul_u8s8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 19, 6, &ka));
+    const int64_t *v = ka.v;
+    int64_t M = v[10], N = v[11], K = v[12], Npad = (N + 15) / 16 * 16;
+    SMELT_TRY(kernel_room(it, s, &ka, 0, M * N));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, M * K));
+    SMELT_TRY(kernel_room(it, s, &ka, 2, Npad * ((K + 3) / 4) * 4));
+    SMELT_TRY(kernel_room(it, s, &ka, 3, Npad));
+    if (v[17]) SMELT_TRY(kernel_room(it, s, &ka, 4, Npad));
+    SMELT_TRY(kernel_room(it, s, &ka, 5, 1));
+    smelt_uk_qmatmul_u8s8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], ka.ptr[4], ka.ptr[5], v[6], v[7],
+                          v[8], v[9], M, N, K, v[13], v[14], v[15], v[16], v[17], v[18]);
     return SMELT_OK;
 }
 
@@ -759,6 +778,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         if (!strcmp(s->call.kernel, "smelt.transpose_f32")) return run_transpose_f32(it, s);
         if (!strcmp(s->call.kernel, "smelt.qpack_u8")) return run_qpack_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qgemm_u8s8")) return run_qgemm_u8s8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.qmatmul_u8s8")) return run_qmatmul_u8s8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qadd_u8")) return run_qadd_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.attention_f32")) return run_attention_f32(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
