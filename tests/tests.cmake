@@ -101,7 +101,8 @@ if(SMELT_PYTHON)
   set(quant_kernel_dirs)
   foreach(c k_tail_7bit 8bit_stride_dilation s8_groups s8_zp_max u8_weights_zp wide_rows tasks_batch
             mm_k_tail_7bit mm_no_zero_points mm_s8_8bit_runtime_zp mm_s8_zp_max mm_u8_weights_zp_tasks
-            qmm_per_column_tasks qmm_s8_saturate qmm_u8_weights_s8_out qmm_yz_max)
+            qmm_per_column_tasks qmm_s8_saturate qmm_u8_weights_s8_out qmm_yz_max
+            dw_3x3_pad dw_s8_stride2_asym dw_u8_weights_dilated dw_s8_2x2_zp_max)
     list(APPEND quant_kernel_dirs ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_${c})
   endforeach()
   add_test(NAME conformance/quant_kernel_cases_generic
@@ -116,11 +117,17 @@ if(SMELT_PYTHON)
             --dump-ir=c)
   set_tests_properties(conformance/quant_kernel_cases_use_matmul_kernel PROPERTIES
     PASS_REGULAR_EXPRESSION "smelt_uk_qmatmul_u8s8\\(&" FIXTURES_REQUIRED quant_cases)
+  add_test(NAME conformance/quant_kernel_cases_use_dwconv_kernel
+    COMMAND smelt_cli compile ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_dw_s8_stride2_asym/model.onnx
+            --dump-ir=c)
+  set_tests_properties(conformance/quant_kernel_cases_use_dwconv_kernel PROPERTIES
+    PASS_REGULAR_EXPRESSION "smelt_uk_qdwconv_u8\\(&" FIXTURES_REQUIRED quant_cases)
   # cross-built for aarch64 (the plain C branch; the check builds with -Wall -Werror:
   # a module carries every kernel of the file and calls some) and run under qemu
   add_test(NAME aarch64/quant_kernel_cases
     COMMAND smelt_cli check --target aarch64 ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_k_tail_7bit
             ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_mm_k_tail_7bit
+            ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_dw_s8_stride2_asym
             ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_qadd_u8_tail)
   set_tests_properties(conformance/quant_kernel_cases_generic conformance/quant_kernel_cases_use_kernels
     aarch64/quant_kernel_cases PROPERTIES FIXTURES_REQUIRED quant_cases)

@@ -71,8 +71,11 @@ static bool constants_known(const op_compute_args *a)
 
 static bool is_8bit(smelt_dtype dt) { return dt == SMELT_DT_UINT8 || dt == SMELT_DT_INT8; }
 
+/* One input and one output channel per group: smelt.qdwconv_u8. */
+static bool is_depthwise(const qconv_plan *q) { return q->G > 1 && q->G == q->C && q->G == q->Co; }
+
 /* Geometry: 2-D, static, groups of at least QF_ROW_ALIGN output channels
- * (depthwise convolutions would pad each group's single row to 8). */
+ * (the GEMM kernel would pad a smaller group's rows to 8) or depthwise. */
 static bool plan_shape(op_compute_args *a, qconv_plan *q)
 {
     const te_tensor *x = a->in[QF_X];
@@ -92,7 +95,7 @@ static bool plan_shape(op_compute_args *a, qconv_plan *q)
     if (q->Ho <= 0 || q->Wo <= 0 || q->G < 1) return false;
     q->Cg = q->C / q->G;
     q->M = q->Co / q->G;
-    if (q->G > 1 && q->M < QF_ROW_ALIGN) return false;
+    if (q->G > 1 && q->M < QF_ROW_ALIGN && !is_depthwise(q)) return false;
     q->K = q->Cg * q->KH * q->KW;
     if (q->K <= 0 || q->M <= 0) return false; /* empty: the loop nest handles it */
     q->K4 = (q->K + 3) / 4;
@@ -248,6 +251,99 @@ static ir_stmt *build_qconv(te_graph *g, ir_buffer *out, void *user)
     return b->failed ? NULL : body;
 }
 
+/* ---- depthwise: smelt.qdwconv_u8 ----------------------------------------------------
+ *
+ *   per image n: parallel over channel chunks: smelt.qdwconv_u8 x -> y
+ *
+ * The weights minus their zero point as int16 tap pairs, comp and the
+ * multipliers per channel at compile time; each task pads its channels'
+ * planes into its own slice of a temporary (layout in uk/qgemm_u8s8.c). */
+
+#define QF_DW_TASKS 16
+
+typedef struct qdw_plan {
+    const qconv_plan *q;
+    const te_tensor *w16;
+    int64_t ct, tasks, slice;
+} qdw_plan;
+
+/* w16, comp and mult into q and d. */
+static bool qdw_pack_constants(op_compute_args *a, qconv_plan *q, qdw_plan *d)
+{
+    bool present;
+    const smelt_tensor *w = a->in_const[QF_W], *wz = const_input(a, QF_WZ, &present);
+    const smelt_tensor *bias = const_input(a, QF_B, &present), *ws = a->in_const[QF_WS];
+    int64_t T = q->KH * q->KW, TP = (T + 1) / 2;
+    int16_t *w16 = smelt_calloc((size_t)(q->C * TP * 2), sizeof *w16);
+    int32_t *comp = smelt_calloc((size_t)q->C, sizeof *comp);
+    double *mult = smelt_calloc((size_t)q->C, sizeof *mult);
+    if (!w16 || !comp || !mult) {
+        smelt_free(w16), smelt_free(comp), smelt_free(mult);
+        return false;
+    }
+    double xs = op_get_f64(a->in_const[QF_XS], 0), ys = op_get_f64(a->in_const[QF_YS], 0);
+    for (int64_t c = 0; c < q->C; c++) {
+        int64_t zp = weight_zero_point(wz, c), sum = 0;
+        for (int64_t i = 0; i < T; i++) sum += w16[c * TP * 2 + i] = (int16_t)shifted_weight(w, zp, c * T + i);
+        int64_t b = bias ? op_get_i64(bias, c) : 0;
+        comp[c] = (int32_t)(uint32_t)(uint64_t)(b - q->xz * sum);
+        mult[c] = op_quant_multiplier(a->in_const[QF_XS]->dtype, xs,
+                                      op_get_f64(ws, op_numel(ws) == 1 ? 0 : c), ys);
+    }
+    d->w16 = const_tensor(a, "qdw_w", SMELT_DT_INT16, q->C * TP * 2, w16);
+    q->comp = const_tensor(a, "qdw_comp", SMELT_DT_INT32, q->C, comp);
+    q->mult = const_tensor(a, "qdw_mult", SMELT_DT_FLOAT64, q->C, mult);
+    return d->w16 && q->comp && q->mult;
+}
+
+static ir_stmt *build_qdwconv(te_graph *g, ir_buffer *out, void *user)
+{
+    const qdw_plan *d = user;
+    const qconv_plan *q = d->q;
+    ir_builder *b = &g->b;
+    int64_t tmp_elems = d->tasks * d->slice;
+    ir_buffer *tmp = ir_buffer_new(b, "qdw_planes", SMELT_DT_UINT8, 1, &tmp_elems, IR_BUF_TEMP);
+    ir_var *n = ir_var_new(b, "qn", SMELT_DT_INT64), *t = ir_var_new(b, "qt", SMELT_DT_INT64);
+    ir_expr *x_off = ir_mul(b, ir_var_ref(b, n), ii(b, q->C * q->H * q->W));
+    ir_expr *y_off = ir_mul(b, ir_var_ref(b, n), ii(b, q->C * q->P));
+    ir_call_arg args[26] = {
+        {out, y_off}, {q->x->buf, x_off}, {d->w16->buf, ii(b, 0)}, {q->comp->buf, ii(b, 0)},
+        {q->mult->buf, ii(b, 0)}, {tmp, ii(b, 0)}, {NULL, ir_var_ref(b, t)}, {NULL, ii(b, d->ct)},
+        {NULL, ii(b, q->C)}, {NULL, ii(b, q->H)}, {NULL, ii(b, q->W)}, {NULL, ii(b, q->KH)},
+        {NULL, ii(b, q->KW)}, {NULL, ii(b, q->Ho)}, {NULL, ii(b, q->Wo)}, {NULL, ii(b, q->sh)},
+        {NULL, ii(b, q->sw)}, {NULL, ii(b, q->ph)}, {NULL, ii(b, q->pw)}, {NULL, ii(b, q->dh)},
+        {NULL, ii(b, q->dw)}, {NULL, ii(b, q->xz)}, {NULL, ii(b, q->flip)}, {NULL, ii(b, q->yz)},
+        {NULL, ii(b, q->lo)}, {NULL, ii(b, q->hi)},
+    };
+    ir_stmt *call = ir_call_stmt(b, "smelt.qdwconv_u8", 26, args);
+    ir_stmt *body = ir_for(b, t, ii(b, 0), ii(b, d->tasks), d->tasks > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
+    body = ir_for(b, n, ii(b, 0), ii(b, q->N), IR_FOR_SERIAL, body);
+    body = ir_allocate(b, tmp, body);
+    return b->failed ? NULL : body;
+}
+
+static smelt_status qdwconv_fast(op_compute_args *a, qconv_plan *q, te_tensor **out)
+{
+    qdw_plan *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
+    if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    d->q = q;
+    d->ct = (q->C + QF_DW_TASKS - 1) / QF_DW_TASKS;
+    d->tasks = (q->C + d->ct - 1) / d->ct;
+    /* one channel's phases: uk/qgemm_u8s8.c's SMELT_UKQ_DW_HP x SMELT_UKQ_DW_WQ, sw of them */
+    int64_t hp = (q->Ho - 1) * q->sh + (q->KH - 1) * q->dh + 1;
+    int64_t wq = q->Wo + 16 + (q->KW - 1) * q->dw / q->sw;
+    d->slice = q->sw * hp * wq;
+    if (!qdw_pack_constants(a, q, d)) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    smelt_dtype ydt = a->in_const[QF_YZ]->dtype;
+    const smelt_tensor *y = &a->out_type[0];
+    te_tensor *inputs[4] = {(te_tensor *)q->x, (te_tensor *)d->w16, (te_tensor *)q->comp,
+                            (te_tensor *)q->mult};
+    double flops = 2.0 * (double)q->N * (double)q->C * (double)q->P * (double)(q->KH * q->KW);
+    *out = te_extern_stage(a->te, "y", ydt, y->rank, y->dims, 4, inputs, build_qdwconv, d, "qdwconv_int8",
+                           flops);
+    return *out ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
 {
     *out = NULL;
@@ -256,7 +352,7 @@ smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
     if (!is_8bit(xdt) || !is_8bit(ydt) || !is_8bit(a->in_const[QF_W]->dtype)) return SMELT_OK;
     qconv_plan *q = smelt_arena_alloc(&a->te->arena, sizeof *q);
     if (!q) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
-    if (!plan_shape(a, q) || !weights_fit_s8(a, q)) return SMELT_OK;
+    if (!plan_shape(a, q)) return SMELT_OK;
     bool present;
     const smelt_tensor *xz = const_input(a, QF_XZ, &present);
     q->flip = xdt == SMELT_DT_INT8 ? 0x80 : 0;
@@ -264,6 +360,8 @@ smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
     q->yz = op_get_i64(a->in_const[QF_YZ], 0);
     q->lo = ydt == SMELT_DT_INT8 ? -128 : 0;
     q->hi = ydt == SMELT_DT_INT8 ? 127 : 255;
+    if (is_depthwise(q)) return qdwconv_fast(a, q, out);
+    if (!weights_fit_s8(a, q)) return SMELT_OK;
     if (!pack_constants(a, q)) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
     const smelt_tensor *y = &a->out_type[0];
     te_tensor *inputs[4] = {(te_tensor *)q->x, (te_tensor *)q->ap, (te_tensor *)q->comp,

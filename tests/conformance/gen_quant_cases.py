@@ -221,6 +221,31 @@ def kernel_cases(out):
                       RNG.uniform(0.002, 0.02, 70), u8(40))
 
 
+def qdwconv_kernel_cases(out):
+    """Depthwise QLinearConvs (group = channels): the smelt.qdwconv_u8
+    kernel.  Output rows not a multiple of 8 or 16, strides, dilations,
+    asymmetric padding, odd and even tap counts, batch 2, zero points at
+    both ends of their ranges, s8 and u8 activations and outputs, full
+    8-bit s8 weights and u8 weights with per-channel zero points,
+    per-channel scales."""
+    u8 = lambda v: np.array(v, np.uint8)
+    i8 = lambda v: np.array(v, np.int8)
+    qconv_kernel_case(out, "quant_kernel_dw_3x3_pad", ints(np.uint8, (1, 19, 13, 21)), u8(255),
+                      ints(np.int8, (19, 1, 3, 3)), np.zeros(19, np.int8), RNG.uniform(0.002, 0.02, 19),
+                      u8(0), ys=0.3, group=19, pads=[1, 1, 1, 1])
+    qconv_kernel_case(out, "quant_kernel_dw_s8_stride2_asym", ints(np.int8, (2, 10, 14, 17)), i8(-128),
+                      ints(np.int8, (10, 1, 3, 3), -100, 100), np.zeros(10, np.int8),
+                      RNG.uniform(0.002, 0.02, 10), i8(127), group=10, strides=[2, 2], pads=[0, 1, 1, 0])
+    wz = ints(np.uint8, (8,), 100, 150)
+    wu = np.clip(wz[:, None, None, None].astype(np.int64) + ints(np.int8, (8, 1, 5, 5)).astype(np.int64),
+                 0, 255).astype(np.uint8)
+    qconv_kernel_case(out, "quant_kernel_dw_u8_weights_dilated", ints(np.uint8, (1, 8, 20, 40)), u8(0),
+                      wu, wz, RNG.uniform(0.002, 0.02, 8), u8(255), group=8, strides=[1, 2],
+                      dilations=[2, 2], pads=[4, 4, 4, 4])
+    qconv_kernel_case(out, "quant_kernel_dw_s8_2x2_zp_max", ints(np.int8, (1, 3, 6, 9)), i8(127),
+                      ints(np.int8, (3, 1, 2, 2)), i8(0), 0.01, i8(-128), group=3, bias=False)
+
+
 def qmatmul_kernel_cases(out):
     """MatMulInteger and QLinearMatMul with a constant B: compiled, they run
     the int8 matrix-product micro-kernel (smelt_uk_qmatmul_u8s8), whose
@@ -319,7 +344,7 @@ def main():
     p.add_argument("--out", required=True)
     args = p.parse_args()
     for cases in (quantize_cases, dequantize_cases, integer_product_cases, conv_cases,
-                  kernel_cases, qmatmul_kernel_cases, qadd_cases, dynamic_cases):
+                  kernel_cases, qdwconv_kernel_cases, qmatmul_kernel_cases, qadd_cases, dynamic_cases):
         cases(args.out)
     print("gen_quant_cases: wrote the quantization node tests to %s" % args.out)
 

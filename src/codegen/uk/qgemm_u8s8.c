@@ -605,6 +605,111 @@ SMELT_UKQ_KERNEL void smelt_uk_qmatmul_u8s8(void *Y, const void *A, const int8_t
         }
 }
 
+/* ---- smelt.qdwconv_u8: depthwise QLinearConv (one input channel per output) ---- */
+
+/* Per channel: the input plane with x_zp padding, split into sw column
+ * phases (phase p holds padded columns p, p + sw, ...; Wq bytes a row, the
+ * last ones slack), so that each tap reads consecutive bytes for
+ * consecutive outputs whatever the stride and dilation.  Two taps' bytes
+ * are interleaved, widened to 16 bits and multiplied with vpmaddwd against
+ * the pair (w'[2i], w'[2i + 1]) (w' = w - w_zp in [-255, 255]): exact for
+ * every 8-bit operand.  comp[c] = bias - x_zp * sum w' cancels the x_zp
+ * that padding holds.  W16 [C][TP][2] int16, TP = ceil(KH * KW / 2). */
+
+/* rows and bytes per row of one phase: the padded rows the windows read,
+ * and the columns of 16 outputs past the last one plus the widest tap */
+#define SMELT_UKQ_DW_HP ((Ho - 1) * sh + (KH - 1) * dh + 1)
+#define SMELT_UKQ_DW_WQ (Wo + 16 + (KW - 1) * dw / sw)
+
+/* The phases of channel plane x (flipped) into tmp. */
+SMELT_UKQ_INLINE void smelt_ukq_dw_phases(uint8_t *tmp, const uint8_t *x, int64_t H, int64_t W,
+                                          int64_t Hp, int64_t Wq, int64_t sw, int64_t ph, int64_t pw,
+                                          uint8_t z, uint8_t f)
+{
+    memset(tmp, z, (size_t)(sw * Hp * Wq));
+    for (int64_t r = 0; r < Hp; r++) {
+        int64_t ih = r - ph;
+        if (ih < 0 || ih >= H) continue;
+        const uint8_t *row = x + ih * W;
+        for (int64_t p = 0; p < sw; p++) {
+            uint8_t *dst = tmp + (p * Hp + r) * Wq;
+            /* phase column q reads input column q * sw + p - pw */
+            int64_t q0 = (pw - p + sw - 1) / sw, col = q0 * sw + p - pw;
+            if (q0 < 0) q0 = 0, col = p - pw;
+            for (int64_t q = q0; q < Wq && col < W; q++, col += sw) dst[q] = (uint8_t)(row[col] ^ f);
+        }
+    }
+}
+
+/* Y (channel-major [C][Ho][Wo], u8 or s8 when lo < 0) for channels
+ * [t * CT, t * CT + CT) of one image X [C][H][W]; tmp holds one channel's
+ * phases per task. */
+SMELT_UKQ_KERNEL void smelt_uk_qdwconv_u8(void *Y, const void *X, const int16_t *W16, const int32_t *comp,
+                                         const double *mult, uint8_t *tmp, int64_t t, int64_t CT,
+                                         int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW,
+                                         int64_t Ho, int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
+                                         int64_t pw, int64_t dh, int64_t dw, int64_t xz, int64_t flip,
+                                         int64_t yz, int64_t lo, int64_t hi)
+{
+    const int64_t Hp = SMELT_UKQ_DW_HP, Wq = SMELT_UKQ_DW_WQ, T = KH * KW, TP = (T + 1) / 2;
+    const uint8_t z = (uint8_t)xz, f = (uint8_t)flip;
+    uint8_t *ph_buf = tmp + t * sw * Hp * Wq;
+    int64_t c1 = t * CT + CT < C ? t * CT + CT : C;
+    for (int64_t c = t * CT; c < c1; c++) {
+        const uint8_t *x = (const uint8_t *)X + c * H * W;
+        const int16_t *w = W16 + c * TP * 2;
+        smelt_ukq_dw_phases(ph_buf, x, H, W, Hp, Wq, sw, ph, pw, z, f);
+#if defined(__AVX2__)
+        /* tap i reads ph_buf + base[i] + oh * sh * Wq + ow */
+        int64_t base[64];
+        int64_t nt = T < 64 ? T : 64;
+        for (int64_t i = 0; i < nt; i++) {
+            int64_t kh = i / KW, kw = i % KW;
+            base[i] = ((kw * dw) % sw * Hp + kh * dh) * Wq + (kw * dw) / sw;
+        }
+        if (T <= 64) {
+            for (int64_t oh = 0; oh < Ho; oh++) {
+                const uint8_t *rowp = ph_buf + oh * sh * Wq;
+                for (int64_t ow = 0; ow < Wo; ow += 16) {
+                    __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0;
+                    for (int64_t i = 0; i < TP; i++) {
+                        const uint8_t *pa = rowp + base[2 * i] + ow;
+                        const uint8_t *pb = 2 * i + 1 < T ? rowp + base[2 * i + 1] + ow : pa;
+                        __m128i va = _mm_loadu_si128((const __m128i *)pa);
+                        __m128i vb = _mm_loadu_si128((const __m128i *)pb);
+                        int32_t pair;
+                        memcpy(&pair, w + 2 * i, 4);
+                        __m256i wp = _mm256_set1_epi32(pair);
+                        __m256i l16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(va, vb));
+                        __m256i h16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(va, vb));
+                        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(l16, wp));
+                        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(h16, wp));
+                    }
+                    int64_t off = (c * Ho + oh) * Wo + ow, n = Wo - ow;
+                    smelt_ukq_store8(Y, off, n < 8 ? (int)n : 8, acc0, comp[c], mult[c], yz, lo, hi);
+                    if (n > 8)
+                        smelt_ukq_store8(Y, off + 8, n < 16 ? (int)n - 8 : 8, acc1, comp[c], mult[c], yz,
+                                         lo, hi);
+                }
+            }
+            continue;
+        }
+#endif
+        /* plain C: tap by tap from the phases */
+        for (int64_t oh = 0; oh < Ho; oh++)
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                int32_t acc = 0;
+                for (int64_t i = 0; i < T; i++) {
+                    int64_t kh = i / KW, kw = i % KW;
+                    int64_t at = ((kw * dw) % sw * Hp + oh * sh + kh * dh) * Wq + ow + (kw * dw) / sw;
+                    acc += (int32_t)ph_buf[at] * (int32_t)w[i];
+                }
+                smelt_ukq_store(Y, (c * Ho + oh) * Wo + ow,
+                                smelt_ukq_requant(acc, comp[c], mult[c], yz, lo, hi), lo);
+            }
+    }
+}
+
 /* ---- smelt.qadd_u8: Add of two quantized tensors (QLinearAdd) ---- */
 
 /* One element of QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b))
