@@ -649,6 +649,17 @@ static smelt_status run_qdwconv_u8(tir_interp *it, const ir_stmt *s)
     return SMELT_OK;
 }
 
+/* smelt.dynq_u8(Y, X, n) */
+static smelt_status run_dynq_u8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 3, 2, &ka));
+    SMELT_TRY(kernel_room(it, s, &ka, 0, ka.v[2]));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, ka.v[2]));
+    smelt_uk_dynq_u8(ka.ptr[0], ka.ptr[1], ka.v[2]);
+    return SMELT_OK;
+}
+
 /* smelt.qadd_u8(Y, A, B, prm, t, chunk, n, a_signed, b_signed, y_signed) */
 static smelt_status run_qadd_u8(tir_interp *it, const ir_stmt *s)
 {
@@ -803,6 +814,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         if (!strcmp(s->call.kernel, "smelt.qgemm_u8s8")) return run_qgemm_u8s8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qmatmul_u8s8")) return run_qmatmul_u8s8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qdwconv_u8")) return run_qdwconv_u8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.dynq_u8")) return run_dynq_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qadd_u8")) return run_qadd_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.attention_f32")) return run_attention_f32(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",

@@ -337,6 +337,14 @@ def dynamic_cases(out):
     write_case(out, "quant_dynamicquantizelinear_random", 11,
                node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
                [("x", floats((3, 5, 7), 4.0) + 1.0)])
+    # the vectorised kernel (smelt.dynq_u8): a range that starts at 0 (all
+    # positive), one that ends at 0 (all negative), a tail of 3 past the vectors
+    write_case(out, "quant_dynamicquantizelinear_positive", 11,
+               node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
+               [("x", np.abs(floats((7, 29), 3.0)))])
+    write_case(out, "quant_dynamicquantizelinear_negative", 11,
+               node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
+               [("x", -np.abs(floats((1, 128, 19), 0.5)))])
 
 
 def main():

@@ -710,6 +710,60 @@ SMELT_UKQ_KERNEL void smelt_uk_qdwconv_u8(void *Y, const void *X, const int16_t 
     }
 }
 
+/* ---- smelt.dynq_u8: DynamicQuantizeLinear's y ---- */
+
+/* y = clamp(rint(x / scale) + zp, 0, 255) with DynamicQuantizeLinear's
+ * float32 scale and zero point from the range [min(0, min x), max(0, max
+ * x)] (NaN skipped, as the reference's compares do), all in float32 as the
+ * reference kernel computes them.  One call for all n values: the range
+ * needs every value before the first is quantized. */
+SMELT_UKQ_KERNEL void smelt_uk_dynq_u8(uint8_t *Y, const float *X, int64_t n)
+{
+    float lo = 0.0f, hi = 0.0f;
+    int64_t i = 0;
+#if defined(__AVX2__)
+    __m256 vlo = _mm256_setzero_ps(), vhi = vlo;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(X + i);
+        vlo = _mm256_min_ps(x, vlo); /* NaN x: the second operand */
+        vhi = _mm256_max_ps(x, vhi);
+    }
+    float l8[8], h8[8];
+    _mm256_storeu_ps(l8, vlo);
+    _mm256_storeu_ps(h8, vhi);
+    for (int j = 0; j < 8; j++) {
+        lo = l8[j] < lo ? l8[j] : lo;
+        hi = h8[j] > hi ? h8[j] : hi;
+    }
+#endif
+    for (int64_t j = i; j < n; j++) {
+        lo = X[j] < lo ? X[j] : lo;
+        hi = X[j] > hi ? X[j] : hi;
+    }
+    float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    float z = 0.0f - lo / scale;
+    z = z > 0.0f ? z : 0.0f;
+    z = rintf(z < 255.0f ? z : 255.0f);
+    i = 0;
+#if defined(__AVX2__)
+    const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(z);
+    const __m256 v0 = _mm256_setzero_ps(), v255 = _mm256_set1_ps(255.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 q = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(X + i), vs),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(q, vz), v0), v255); /* NaN: 0 */
+        __m256i v = _mm256_cvtps_epi32(q);
+        __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(Y + i), _mm_packus_epi16(w16, w16));
+    }
+#endif
+    for (; i < n; i++) {
+        float q = rintf(X[i] / scale) + z;
+        q = q > 0.0f ? q : 0.0f; /* NaN: 0 */
+        Y[i] = (uint8_t)(q < 255.0f ? q : 255.0f);
+    }
+}
+
 /* ---- smelt.qadd_u8: Add of two quantized tensors (QLinearAdd) ---- */
 
 /* One element of QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b))
