@@ -631,6 +631,14 @@ SMELT_UKQ_INLINE void smelt_ukq_dw_phases(uint8_t *tmp, const uint8_t *x, int64_
         int64_t ih = r - ph;
         if (ih < 0 || ih >= H) continue;
         const uint8_t *row = x + ih * W;
+        if (sw == 1) { /* one phase: the row shifted by pw, copied in runs */
+            int64_t q0 = pw > 0 ? pw : 0, c0 = q0 - pw, cnt = W - c0 < Wq - q0 ? W - c0 : Wq - q0;
+            uint8_t *dst = tmp + r * Wq + q0;
+            if (cnt > 0 && !f) memcpy(dst, row + c0, (size_t)cnt);
+            else
+                for (int64_t q = 0; q < cnt; q++) dst[q] = (uint8_t)(row[c0 + q] ^ f);
+            continue;
+        }
         for (int64_t p = 0; p < sw; p++) {
             uint8_t *dst = tmp + (p * Hp + r) * Wq;
             /* phase column q reads input column q * sw + p - pw */
