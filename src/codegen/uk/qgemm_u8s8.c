@@ -1,6 +1,9 @@
 /* The int8 micro-kernels (issue #10, docs/quantization.md): the convolution
- * (smelt_uk_qpack_u8, smelt_uk_qgemm_u8s8: QLinearConv) and the add of two
- * quantized tensors (smelt_uk_qadd_u8: smelt.QLinearAdd).
+ * (smelt_uk_qpack_u8, smelt_uk_qgemm_u8s8: QLinearConv; smelt_uk_qdwconv_u8:
+ * depthwise QLinearConv), the matrix product with a constant B
+ * (smelt_uk_qmatmul_u8s8: MatMulInteger, QLinearMatMul), DynamicQuantizeLinear's
+ * y (smelt_uk_dynq_u8) and the add of two quantized tensors (smelt_uk_qadd_u8:
+ * smelt.QLinearAdd).
  *
  * This file is C99 text that the code generator copies into a module
  * (embedded at build time, microkernel.c) and that the loop-IR interpreter
