@@ -172,6 +172,19 @@ if(SMELT_PYTHON)
               $<TARGET_FILE:smelt_cli> --${mode} ${SMELT_QUANT_MODEL_DIR} qdq_cnn qop_cnn qdq_conv_relu qdq_mlp dynamic_mlp)
     set_tests_properties(models/quant_${mode} PROPERTIES FIXTURES_REQUIRED quant_models)
   endforeach()
+  # the int8 kernels' file in AOT packages built with AVX2 by GCC and clang
+  # (-Wall -Wextra -Werror): GCC 12 warned of undefined behaviour in
+  # smelt_uk_dynq_u8's tail loops when it cloned it for a constant n, clang of
+  # the unused plain C helpers
+  foreach(cc cc clang)
+    foreach(m dynamic_mlp qdq_cnn)
+      add_test(NAME aot/quant_${m}_avx2_${cc}
+        COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
+                ${SMELT_QUANT_MODEL_DIR}/${m} ${CMAKE_BINARY_DIR}/aot/quant_${m}_avx2_${cc})
+      set_tests_properties(aot/quant_${m}_avx2_${cc} PROPERTIES FIXTURES_REQUIRED quant_models
+        ENVIRONMENT "AOT_CC=${cc} -mavx2 -mfma")
+    endforeach()
+  endforeach()
   # every allocation of the QDQ CNN's compile (fuse_qdq, the integer ops) refused in turn
   add_test(NAME unit/test_alloc_fail_compile_qdq
     COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)

@@ -42,10 +42,16 @@
 /* the file carries every kernel; a module calls some (AOT packages build
  * with -Wall -Werror) */
 #define SMELT_UKQ_KERNEL static __attribute__((unused))
-#define SMELT_UKQ_INLINE static inline __attribute__((always_inline))
+#define SMELT_UKQ_INLINE static inline __attribute__((always_inline, unused))
 /* keeps x * m and + zp two roundings (no FMA contraction), as in the reference */
 #define SMELT_UKQ_NOFMA(x) __asm__("" : "+m"(x))
+#if defined(__clang__)
+#define SMELT_UKQ_NOIPA
 #else
+#define SMELT_UKQ_NOIPA __attribute__((noipa))
+#endif
+#else
+#define SMELT_UKQ_NOIPA
 #define SMELT_UKQ_KERNEL static
 #define SMELT_UKQ_INLINE static inline
 #define SMELT_UKQ_NOFMA(x) (void)0
@@ -728,7 +734,9 @@ SMELT_UKQ_KERNEL void smelt_uk_qdwconv_u8(void *Y, const void *X, const int16_t 
  * x)] (NaN skipped, as the reference's compares do), all in float32 as the
  * reference kernel computes them.  One call for all n values: the range
  * needs every value before the first is quantized. */
-SMELT_UKQ_KERNEL void smelt_uk_dynq_u8(uint8_t *Y, const float *X, int64_t n)
+/* (no inlining or cloning for a constant n: GCC 12 -O3 -mavx2 then warned,
+ * as an error in AOT packages, of undefined behaviour in the tail loops) */
+SMELT_UKQ_KERNEL SMELT_UKQ_NOIPA void smelt_uk_dynq_u8(uint8_t *Y, const float *X, int64_t n)
 {
     float lo = 0.0f, hi = 0.0f;
     int64_t i = 0;
