@@ -20,14 +20,14 @@ def inputs_of(model_path):
     init = {i.name for i in m.graph.initializer}
     rng = np.random.default_rng(0)
     feeds = {}
-    types = {1: np.float32, 7: np.int64, 6: np.int32, 9: np.bool_}
+    types = {1: np.float32, 7: np.int64, 6: np.int32, 9: np.bool_, 2: np.uint8, 3: np.int8}
     for vi in m.graph.input:
         if vi.name in init:
             continue
         t = vi.type.tensor_type
         shape = [d.dim_value for d in t.shape.dim]
         dt = types[t.elem_type]
-        feeds[vi.name] = (rng.integers(0, 100, shape).astype(dt) if dt in (np.int64, np.int32)
+        feeds[vi.name] = (rng.integers(0, 100, shape).astype(dt) if dt in (np.int64, np.int32, np.uint8, np.int8)
                           else rng.standard_normal(shape).astype(dt))
     return feeds
 

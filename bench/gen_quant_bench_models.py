@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """Quantize fp32 benchmark models (tests/models/gen_models.py output) with
-onnxruntime.quantization.quantize_static: QDQ, per-channel s8 weights, u8
-activations, reduce_range=True (7-bit weights, see docs/quantization.md),
-calibrated on seeded random inputs.  Writes OUT/<name>_int8/model.onnx
+onnxruntime.quantization: CNNs with quantize_static (QDQ, per-channel s8
+weights, u8 activations, calibrated on seeded random inputs), transformers
+(--dynamic) with quantize_dynamic (DynamicQuantizeLinear -> MatMulInteger
+-> Cast/Mul, s8 weights per tensor), both with reduce_range=True (7-bit
+weights, see docs/quantization.md).  Writes OUT/<name>_int8/model.onnx
 beside a symlink OUT/<name>/ to the fp32 model, so bench/bench_models.py
 times both in one run.
 
-usage: gen_quant_bench_models.py FP32_MODELS_DIR OUT [--models resnet50,...] [--calib N]
+usage: gen_quant_bench_models.py FP32_MODELS_DIR OUT [--models resnet50,...]
+                                 [--dynamic bert_base_like,...] [--calib N]
 """
 import argparse, os, sys
 
 import numpy as np
 import onnx
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                      quantize_static)
 
 
 class RandomReader(CalibrationDataReader):
@@ -36,9 +40,11 @@ def main():
     ap.add_argument("fp32_dir")
     ap.add_argument("out")
     ap.add_argument("--models", default="resnet50")
+    ap.add_argument("--dynamic", default="", help="models for quantize_dynamic")
     ap.add_argument("--calib", type=int, default=4)
     a = ap.parse_args()
-    for name in a.models.split(","):
+    dynamic = [n for n in a.dynamic.split(",") if n]
+    for name in [n for n in a.models.split(",") if n] + dynamic:
         src = os.path.abspath(os.path.join(a.fp32_dir, name, "model.onnx"))
         link = os.path.join(a.out, name)
         os.makedirs(link, exist_ok=True)
@@ -46,6 +52,11 @@ def main():
             os.symlink(src, os.path.join(link, "model.onnx"))
         qdir = os.path.join(a.out, name + "_int8")
         os.makedirs(qdir, exist_ok=True)
+        if name in dynamic:
+            quantize_dynamic(src, os.path.join(qdir, "model.onnx"), weight_type=QuantType.QInt8,
+                             reduce_range=True, op_types_to_quantize=["MatMul"])
+            print("wrote", qdir)
+            continue
         quantize_static(src, os.path.join(qdir, "model.onnx"),
                         RandomReader(onnx.load(src, load_external_data=False), a.calib, 5),
                         quant_format=QuantFormat.QDQ, per_channel=True,

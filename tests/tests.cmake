@@ -110,7 +110,10 @@ if(SMELT_PYTHON)
   # the int8 micro-kernel cases (quant_kernel_*) also built for the generic
   # target (the kernels' plain C branch), and the kernels must be what runs
   set(quant_kernel_dirs)
-  foreach(c k_tail_7bit 8bit_stride_dilation s8_groups s8_zp_max u8_weights_zp wide_rows tasks_batch)
+  foreach(c k_tail_7bit 8bit_stride_dilation s8_groups s8_zp_max u8_weights_zp wide_rows tasks_batch
+            mm_k_tail_7bit mm_no_zero_points mm_s8_8bit_runtime_zp mm_s8_zp_max mm_u8_weights_zp_tasks
+            qmm_per_column_tasks qmm_s8_saturate qmm_u8_weights_s8_out qmm_yz_max
+            dw_3x3_pad dw_s8_stride2_asym dw_u8_weights_dilated dw_s8_2x2_zp_max)
     list(APPEND quant_kernel_dirs ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_${c})
   endforeach()
   add_test(NAME conformance/quant_kernel_cases_generic
@@ -120,10 +123,22 @@ if(SMELT_PYTHON)
             --dump-ir=c)
   set_tests_properties(conformance/quant_kernel_cases_use_kernels PROPERTIES
     PASS_REGULAR_EXPRESSION "smelt_uk_qgemm_u8s8\\(&")
+  add_test(NAME conformance/quant_kernel_cases_use_matmul_kernel
+    COMMAND smelt_cli compile ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_mm_s8_8bit_runtime_zp/model.onnx
+            --dump-ir=c)
+  set_tests_properties(conformance/quant_kernel_cases_use_matmul_kernel PROPERTIES
+    PASS_REGULAR_EXPRESSION "smelt_uk_qmatmul_u8s8\\(&" FIXTURES_REQUIRED quant_cases)
+  add_test(NAME conformance/quant_kernel_cases_use_dwconv_kernel
+    COMMAND smelt_cli compile ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_dw_s8_stride2_asym/model.onnx
+            --dump-ir=c)
+  set_tests_properties(conformance/quant_kernel_cases_use_dwconv_kernel PROPERTIES
+    PASS_REGULAR_EXPRESSION "smelt_uk_qdwconv_u8\\(&" FIXTURES_REQUIRED quant_cases)
   # cross-built for aarch64 (the plain C branch; the check builds with -Wall -Werror:
   # a module carries every kernel of the file and calls some) and run under qemu
   add_test(NAME aarch64/quant_kernel_cases
     COMMAND smelt_cli check --target aarch64 --expected-failures /dev/null ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_k_tail_7bit
+            ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_mm_k_tail_7bit
+            ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_dw_s8_stride2_asym
             ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_qadd_u8_tail)
   set_tests_properties(conformance/quant_kernel_cases_generic conformance/quant_kernel_cases_use_kernels
     aarch64/quant_kernel_cases PROPERTIES FIXTURES_REQUIRED quant_cases)
@@ -167,6 +182,19 @@ if(SMELT_PYTHON)
       COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/check_quant_models.py
               $<TARGET_FILE:smelt_cli> --${mode} ${SMELT_QUANT_MODEL_DIR} qdq_cnn qop_cnn qdq_conv_relu qdq_mlp dynamic_mlp)
     set_tests_properties(models/quant_${mode} PROPERTIES FIXTURES_REQUIRED quant_models)
+  endforeach()
+  # the int8 kernels' file in AOT packages built with AVX2 by GCC and clang
+  # (-Wall -Wextra -Werror): GCC 12 warned of undefined behaviour in
+  # smelt_uk_dynq_u8's tail loops when it cloned it for a constant n, clang of
+  # the unused plain C helpers
+  foreach(cc cc clang)
+    foreach(m dynamic_mlp qdq_cnn)
+      add_test(NAME aot/quant_${m}_avx2_${cc}
+        COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
+                ${SMELT_QUANT_MODEL_DIR}/${m} ${CMAKE_BINARY_DIR}/aot/quant_${m}_avx2_${cc})
+      set_tests_properties(aot/quant_${m}_avx2_${cc} PROPERTIES FIXTURES_REQUIRED quant_models
+        ENVIRONMENT "AOT_CC=${cc} -mavx2 -mfma")
+    endforeach()
   endforeach()
   # every allocation of the QDQ CNN's compile (fuse_qdq, the integer ops) refused in turn
   add_test(NAME unit/test_alloc_fail_compile_qdq

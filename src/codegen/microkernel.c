@@ -255,6 +255,9 @@
 #define INT8_KERNELS                                                             \
     {"smelt.qpack_u8", "smelt_uk_qpack_u8", NULL, "smelt_uk_qgemm_u8s8.c"},     \
     {"smelt.qgemm_u8s8", "smelt_uk_qgemm_u8s8", NULL, "smelt_uk_qgemm_u8s8.c"},       \
+    {"smelt.qmatmul_u8s8", "smelt_uk_qmatmul_u8s8", NULL, "smelt_uk_qgemm_u8s8.c"},   \
+    {"smelt.qdwconv_u8", "smelt_uk_qdwconv_u8", NULL, "smelt_uk_qgemm_u8s8.c"},       \
+    {"smelt.dynq_u8", "smelt_uk_dynq_u8", NULL, "smelt_uk_qgemm_u8s8.c"},       \
     {"smelt.qadd_u8", "smelt_uk_qadd_u8", NULL, "smelt_uk_qgemm_u8s8.c"},
 
 /* One table per micro-kernel family (cg_target.microkernels); every

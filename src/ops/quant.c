@@ -662,6 +662,29 @@ static ir_expr *dynamic_zp_out_body(te_graph *g, ir_expr *const *idx, void *user
     return ir_cast(&g->b, SMELT_DT_UINT8, te_read(g, ((const dynamic_te *)user)->zp, NULL));
 }
 
+/* y through smelt.dynq_u8 (one vectorised pass for the range, one to
+ * quantize; the generic stage converts float to u8 one value at a time). */
+static ir_stmt *build_dynq(te_graph *g, ir_buffer *out, void *user)
+{
+    const te_tensor *x = user;
+    ir_builder *b = &g->b;
+    int64_t n = 1;
+    for (int d = 0; d < x->n_axes; d++) n *= x->buf->shape[d];
+    ir_call_arg args[3] = {{out, ir_int(b, 0)}, {x->buf, ir_int(b, 0)}, {NULL, ir_int(b, n)}};
+    ir_stmt *s = ir_call_stmt(b, "smelt.dynq_u8", 3, args);
+    return b->failed ? NULL : s;
+}
+
+static te_tensor *dynamic_y_stage(op_compute_args *a, dynamic_te *d)
+{
+    const smelt_tensor *y = &a->out_type[0];
+    if (d->x->kind != TE_PLACEHOLDER)
+        return te_compute(a->te, "y", SMELT_DT_UINT8, y->rank, y->dims, dynamic_y_body, d, "injective");
+    te_tensor *inputs[1] = {(te_tensor *)d->x};
+    return te_extern_stage(a->te, "y", SMELT_DT_UINT8, y->rank, y->dims, 1, inputs, build_dynq,
+                           (void *)d->x, "dynq_u8", 2.0 * (double)op_numel(y));
+}
+
 static smelt_status dynamic_quantize_compute(op_compute_args *a)
 {
     te_graph *g = a->te;
@@ -679,10 +702,7 @@ static smelt_status dynamic_quantize_compute(op_compute_args *a)
     d->zp = d->scale ? te_compute(g, "zp_f", SMELT_DT_FLOAT32, 0, no_dims, dynamic_zp_body, d,
                                   "injective")
                      : NULL;
-    const smelt_tensor *y = &a->out_type[0];
-    a->out[0] = d->zp ? te_compute(g, "y", SMELT_DT_UINT8, y->rank, y->dims, dynamic_y_body, d,
-                                   "injective")
-                      : NULL;
+    a->out[0] = d->zp ? dynamic_y_stage(a, d) : NULL;
     a->out[1] = (te_tensor *)d->scale;
     a->out[2] = a->out[0] ? te_compute(g, "y_zero_point", SMELT_DT_UINT8, 0, no_dims,
                                        dynamic_zp_out_body, d, "injective")
@@ -969,6 +989,8 @@ static smelt_status matmul_integer_compute(op_compute_args *a)
     te_input_types(a, types, in);
     product_params pp = {.ia = 0, .ib = 1};
     SMELT_TRY(product_check(a->ctx, a->node, in, 2, 3, &pp, &shape));
+    SMELT_TRY(op_matmul_integer_fast(a, &a->out[0])); /* constant B: int8 micro-kernel */
+    if (a->out[0]) return SMELT_OK;
     a->out[0] = product_compute_sum(a, &pp, 2, 3, "y");
     return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
@@ -1082,6 +1104,8 @@ static smelt_status qlinear_matmul_compute(op_compute_args *a)
     qmatmul_te *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
     if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
     SMELT_TRY(qlinear_matmul_check(a->ctx, a->node, in, &d->pp, &shape));
+    SMELT_TRY(op_qlinear_matmul_fast(a, &a->out[0])); /* constant B: int8 micro-kernel */
+    if (a->out[0]) return SMELT_OK;
     d->acc = product_compute_sum(a, &d->pp, QM_AZ, QM_BZ, "acc");
     if (!d->acc) return smelt_ctx_status(a->ctx);
     d->a_scale = a->in[QM_AS];

@@ -25,5 +25,9 @@ struct te_tensor;
  * writing y, when the op's constants and shape allow it; *out = NULL (and
  * SMELT_OK) when they do not, and the caller builds the generic loop nest. */
 smelt_status op_qlinear_conv_fast(struct op_compute_args *a, struct te_tensor **out);
+/* MatMulInteger and QLinearMatMul with a constant 2-D B as calls of the
+ * int8 matrix-product micro-kernel (quant_fast.c), under the same contract. */
+smelt_status op_matmul_integer_fast(struct op_compute_args *a, struct te_tensor **out);
+smelt_status op_qlinear_matmul_fast(struct op_compute_args *a, struct te_tensor **out);
 
 #endif

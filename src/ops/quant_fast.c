@@ -71,8 +71,11 @@ static bool constants_known(const op_compute_args *a)
 
 static bool is_8bit(smelt_dtype dt) { return dt == SMELT_DT_UINT8 || dt == SMELT_DT_INT8; }
 
+/* One input and one output channel per group: smelt.qdwconv_u8. */
+static bool is_depthwise(const qconv_plan *q) { return q->G > 1 && q->G == q->C && q->G == q->Co; }
+
 /* Geometry: 2-D, static, groups of at least QF_ROW_ALIGN output channels
- * (depthwise convolutions would pad each group's single row to 8). */
+ * (the GEMM kernel would pad a smaller group's rows to 8) or depthwise. */
 static bool plan_shape(op_compute_args *a, qconv_plan *q)
 {
     const te_tensor *x = a->in[QF_X];
@@ -92,7 +95,7 @@ static bool plan_shape(op_compute_args *a, qconv_plan *q)
     if (q->Ho <= 0 || q->Wo <= 0 || q->G < 1) return false;
     q->Cg = q->C / q->G;
     q->M = q->Co / q->G;
-    if (q->G > 1 && q->M < QF_ROW_ALIGN) return false;
+    if (q->G > 1 && q->M < QF_ROW_ALIGN && !is_depthwise(q)) return false;
     q->K = q->Cg * q->KH * q->KW;
     if (q->K <= 0 || q->M <= 0) return false; /* empty: the loop nest handles it */
     q->K4 = (q->K + 3) / 4;
@@ -248,6 +251,99 @@ static ir_stmt *build_qconv(te_graph *g, ir_buffer *out, void *user)
     return b->failed ? NULL : body;
 }
 
+/* ---- depthwise: smelt.qdwconv_u8 ----------------------------------------------------
+ *
+ *   per image n: parallel over channel chunks: smelt.qdwconv_u8 x -> y
+ *
+ * The weights minus their zero point as int16 tap pairs, comp and the
+ * multipliers per channel at compile time; each task pads its channels'
+ * planes into its own slice of a temporary (layout in uk/qgemm_u8s8.c). */
+
+#define QF_DW_TASKS 16
+
+typedef struct qdw_plan {
+    const qconv_plan *q;
+    const te_tensor *w16;
+    int64_t ct, tasks, slice;
+} qdw_plan;
+
+/* w16, comp and mult into q and d. */
+static bool qdw_pack_constants(op_compute_args *a, qconv_plan *q, qdw_plan *d)
+{
+    bool present;
+    const smelt_tensor *w = a->in_const[QF_W], *wz = const_input(a, QF_WZ, &present);
+    const smelt_tensor *bias = const_input(a, QF_B, &present), *ws = a->in_const[QF_WS];
+    int64_t T = q->KH * q->KW, TP = (T + 1) / 2;
+    int16_t *w16 = smelt_calloc((size_t)(q->C * TP * 2), sizeof *w16);
+    int32_t *comp = smelt_calloc((size_t)q->C, sizeof *comp);
+    double *mult = smelt_calloc((size_t)q->C, sizeof *mult);
+    if (!w16 || !comp || !mult) {
+        smelt_free(w16), smelt_free(comp), smelt_free(mult);
+        return false;
+    }
+    double xs = op_get_f64(a->in_const[QF_XS], 0), ys = op_get_f64(a->in_const[QF_YS], 0);
+    for (int64_t c = 0; c < q->C; c++) {
+        int64_t zp = weight_zero_point(wz, c), sum = 0;
+        for (int64_t i = 0; i < T; i++) sum += w16[c * TP * 2 + i] = (int16_t)shifted_weight(w, zp, c * T + i);
+        int64_t b = bias ? op_get_i64(bias, c) : 0;
+        comp[c] = (int32_t)(uint32_t)(uint64_t)(b - q->xz * sum);
+        mult[c] = op_quant_multiplier(a->in_const[QF_XS]->dtype, xs,
+                                      op_get_f64(ws, op_numel(ws) == 1 ? 0 : c), ys);
+    }
+    d->w16 = const_tensor(a, "qdw_w", SMELT_DT_INT16, q->C * TP * 2, w16);
+    q->comp = const_tensor(a, "qdw_comp", SMELT_DT_INT32, q->C, comp);
+    q->mult = const_tensor(a, "qdw_mult", SMELT_DT_FLOAT64, q->C, mult);
+    return d->w16 && q->comp && q->mult;
+}
+
+static ir_stmt *build_qdwconv(te_graph *g, ir_buffer *out, void *user)
+{
+    const qdw_plan *d = user;
+    const qconv_plan *q = d->q;
+    ir_builder *b = &g->b;
+    int64_t tmp_elems = d->tasks * d->slice;
+    ir_buffer *tmp = ir_buffer_new(b, "qdw_planes", SMELT_DT_UINT8, 1, &tmp_elems, IR_BUF_TEMP);
+    ir_var *n = ir_var_new(b, "qn", SMELT_DT_INT64), *t = ir_var_new(b, "qt", SMELT_DT_INT64);
+    ir_expr *x_off = ir_mul(b, ir_var_ref(b, n), ii(b, q->C * q->H * q->W));
+    ir_expr *y_off = ir_mul(b, ir_var_ref(b, n), ii(b, q->C * q->P));
+    ir_call_arg args[26] = {
+        {out, y_off}, {q->x->buf, x_off}, {d->w16->buf, ii(b, 0)}, {q->comp->buf, ii(b, 0)},
+        {q->mult->buf, ii(b, 0)}, {tmp, ii(b, 0)}, {NULL, ir_var_ref(b, t)}, {NULL, ii(b, d->ct)},
+        {NULL, ii(b, q->C)}, {NULL, ii(b, q->H)}, {NULL, ii(b, q->W)}, {NULL, ii(b, q->KH)},
+        {NULL, ii(b, q->KW)}, {NULL, ii(b, q->Ho)}, {NULL, ii(b, q->Wo)}, {NULL, ii(b, q->sh)},
+        {NULL, ii(b, q->sw)}, {NULL, ii(b, q->ph)}, {NULL, ii(b, q->pw)}, {NULL, ii(b, q->dh)},
+        {NULL, ii(b, q->dw)}, {NULL, ii(b, q->xz)}, {NULL, ii(b, q->flip)}, {NULL, ii(b, q->yz)},
+        {NULL, ii(b, q->lo)}, {NULL, ii(b, q->hi)},
+    };
+    ir_stmt *call = ir_call_stmt(b, "smelt.qdwconv_u8", 26, args);
+    ir_stmt *body = ir_for(b, t, ii(b, 0), ii(b, d->tasks), d->tasks > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
+    body = ir_for(b, n, ii(b, 0), ii(b, q->N), IR_FOR_SERIAL, body);
+    body = ir_allocate(b, tmp, body);
+    return b->failed ? NULL : body;
+}
+
+static smelt_status qdwconv_fast(op_compute_args *a, qconv_plan *q, te_tensor **out)
+{
+    qdw_plan *d = smelt_arena_alloc(&a->te->arena, sizeof *d);
+    if (!d) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    d->q = q;
+    d->ct = (q->C + QF_DW_TASKS - 1) / QF_DW_TASKS;
+    d->tasks = (q->C + d->ct - 1) / d->ct;
+    /* one channel's phases: uk/qgemm_u8s8.c's SMELT_UKQ_DW_HP x SMELT_UKQ_DW_WQ, sw of them */
+    int64_t hp = (q->Ho - 1) * q->sh + (q->KH - 1) * q->dh + 1;
+    int64_t wq = q->Wo + 16 + (q->KW - 1) * q->dw / q->sw;
+    d->slice = q->sw * hp * wq;
+    if (!qdw_pack_constants(a, q, d)) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    smelt_dtype ydt = a->in_const[QF_YZ]->dtype;
+    const smelt_tensor *y = &a->out_type[0];
+    te_tensor *inputs[4] = {(te_tensor *)q->x, (te_tensor *)d->w16, (te_tensor *)q->comp,
+                            (te_tensor *)q->mult};
+    double flops = 2.0 * (double)q->N * (double)q->C * (double)q->P * (double)(q->KH * q->KW);
+    *out = te_extern_stage(a->te, "y", ydt, y->rank, y->dims, 4, inputs, build_qdwconv, d, "qdwconv_int8",
+                           flops);
+    return *out ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
 {
     *out = NULL;
@@ -256,7 +352,7 @@ smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
     if (!is_8bit(xdt) || !is_8bit(ydt) || !is_8bit(a->in_const[QF_W]->dtype)) return SMELT_OK;
     qconv_plan *q = smelt_arena_alloc(&a->te->arena, sizeof *q);
     if (!q) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
-    if (!plan_shape(a, q) || !weights_fit_s8(a, q)) return SMELT_OK;
+    if (!plan_shape(a, q)) return SMELT_OK;
     bool present;
     const smelt_tensor *xz = const_input(a, QF_XZ, &present);
     q->flip = xdt == SMELT_DT_INT8 ? 0x80 : 0;
@@ -264,6 +360,8 @@ smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
     q->yz = op_get_i64(a->in_const[QF_YZ], 0);
     q->lo = ydt == SMELT_DT_INT8 ? -128 : 0;
     q->hi = ydt == SMELT_DT_INT8 ? 127 : 255;
+    if (is_depthwise(q)) return qdwconv_fast(a, q, out);
+    if (!weights_fit_s8(a, q)) return SMELT_OK;
     if (!pack_constants(a, q)) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
     const smelt_tensor *y = &a->out_type[0];
     te_tensor *inputs[4] = {(te_tensor *)q->x, (te_tensor *)q->ap, (te_tensor *)q->comp,
@@ -272,6 +370,191 @@ smelt_status op_qlinear_conv_fast(op_compute_args *a, te_tensor **out)
     *out = te_extern_stage(a->te, "y", ydt, y->rank, y->dims, 4, inputs, build_qconv, q, "qconv_int8",
                            flops);
     return *out ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+/* ---- MatMulInteger and QLinearMatMul with a constant B --------------------------------
+ *
+ *   parallel over row x column chunks: smelt.qmatmul_u8s8 A, Bq -> y
+ *
+ * A (any rank >= 2, its leading dims flattened into rows) is read in place;
+ * B [K, N] minus its zero point is packed at compile time as Bq (layout in
+ * uk/qgemm_u8s8.c) with its column sums, and QLinearMatMul's per-column
+ * multipliers a_scale * b_scale / y_scale.  A's zero point is per tensor
+ * and may be computed at run time (DynamicQuantizeLinear's output). */
+
+#define QM_COL_ALIGN 16 /* the kernel's column block */
+#define QM_ROW_ALIGN 4  /* and its rows */
+#define QM_TASK_ROWS 64
+#define QM_TASK_COLS 128
+
+typedef struct qmatmul_plan {
+    int64_t M, N, K, K4, Npad;
+    int64_t flip, yz, lo, hi;
+    bool requant, safe16;
+    const te_tensor *a, *az, *bq, *colsum, *mult;
+} qmatmul_plan;
+
+/* Input positions: MatMulInteger (a, b, a_zp, b_zp) or QLinearMatMul (a,
+ * a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp); -1: not an input. */
+typedef struct qmatmul_inputs {
+    int a, az, b, bz, as, bs, ys, yz;
+} qmatmul_inputs;
+
+static const qmatmul_inputs k_matmul_integer = {0, 2, 1, 3, -1, -1, -1, -1};
+static const qmatmul_inputs k_qlinear_matmul = {0, 2, 3, 5, 1, 4, 6, 7};
+
+static bool has_input(const op_compute_args *a, int i)
+{
+    return i >= 0 && i < a->node->n_inputs && a->node->inputs[i];
+}
+
+/* A per-tensor or per-column (1-D [N]) constant, or absent. */
+static bool column_param_ok(const op_compute_args *a, int i, int64_t N)
+{
+    if (!has_input(a, i)) return true;
+    const smelt_tensor *p = a->in_const[i];
+    return p && (op_numel(p) == 1 || (p->rank == 1 && p->dims[0] == N));
+}
+
+static int64_t column_value_index(const smelt_tensor *p, int64_t n) { return op_numel(p) == 1 ? 0 : n; }
+
+/* A, B and the params in the forms the kernel takes. */
+static bool qmatmul_shape_ok(const op_compute_args *a, const qmatmul_inputs *in, qmatmul_plan *q)
+{
+    const te_tensor *x = a->in[in->a];
+    const smelt_tensor *b = a->in_const[in->b];
+    if (x->kind != TE_PLACEHOLDER || x->n_axes < 2 || !b || b->rank != 2) return false;
+    if (!is_8bit(x->buf->dtype) || !is_8bit(b->dtype)) return false;
+    for (int d = 0; d < x->n_axes; d++)
+        if (x->buf->shape[d] <= 0) return false;
+    q->K = b->dims[0];
+    q->N = b->dims[1];
+    if (x->buf->shape[x->n_axes - 1] != q->K || q->K <= 0 || q->N <= 0) return false;
+    q->M = 1;
+    for (int d = 0; d < x->n_axes - 1; d++) q->M *= x->buf->shape[d];
+    if (!column_param_ok(a, in->bz, q->N)) return false;
+    if (has_input(a, in->az)) { /* per tensor, constant or computed */
+        const te_tensor *az = a->in[in->az];
+        int64_t n = 1;
+        for (int d = 0; d < az->n_axes; d++) n *= az->buf->shape[d];
+        if (az->kind != TE_PLACEHOLDER || n != 1 || az->n_axes > 1) return false;
+    }
+    if (in->as < 0) return true;
+    const smelt_tensor *as = a->in_const[in->as], *ys = a->in_const[in->ys], *yz = a->in_const[in->yz];
+    return as && op_numel(as) == 1 && ys && yz && is_8bit(yz->dtype) && a->in_const[in->bs] &&
+           column_param_ok(a, in->bs, q->N);
+}
+
+/* Bq (B - b_zp packed), colsum, safe16 and the multipliers; false when a
+ * shifted value leaves s8 (u8 weights without a zero point: the loop nest). */
+static bool qmatmul_pack(op_compute_args *a, const qmatmul_inputs *in, qmatmul_plan *q, bool *fits)
+{
+    const smelt_tensor *b = a->in_const[in->b];
+    const smelt_tensor *bz = has_input(a, in->bz) ? a->in_const[in->bz] : NULL;
+    q->K4 = (q->K + 3) / 4;
+    q->Npad = round_up(q->N, QM_COL_ALIGN);
+    int8_t *bq = smelt_calloc((size_t)(q->Npad * q->K4 * 4), 1);
+    int32_t *colsum = smelt_calloc((size_t)q->Npad, sizeof *colsum);
+    double *mult = smelt_calloc((size_t)q->Npad, sizeof *mult);
+    if (!bq || !colsum || !mult) {
+        smelt_free(bq), smelt_free(colsum), smelt_free(mult);
+        return false;
+    }
+    *fits = true;
+    for (int64_t n = 0; n < q->N && *fits; n++) {
+        int64_t zp = bz ? op_get_i64(bz, column_value_index(bz, n)) : 0, sum = 0;
+        int8_t *panel = bq + (n / 16) * q->K4 * 64 + (n % 16) * 4;
+        for (int64_t k = 0; k < q->K; k++) {
+            int64_t v = shifted_weight(b, zp, k * q->N + n);
+            if (v < -128 || v > 127) *fits = false;
+            panel[(k / 4) * 64 + k % 4] = (int8_t)v;
+            sum += v;
+        }
+        colsum[n] = (int32_t)(uint32_t)(uint64_t)sum;
+    }
+    q->safe16 = true; /* vpmaddubsw adds the products of k = 2i, 2i + 1 */
+    for (int64_t n = 0; n < q->N && *fits && q->safe16; n++)
+        for (int64_t k4 = 0; k4 < q->K4 && q->safe16; k4++) {
+            const int8_t *w = bq + (n / 16) * q->K4 * 64 + k4 * 64 + (n % 16) * 4;
+            q->safe16 = row_safe16(w, 4);
+        }
+    if (q->requant) {
+        const smelt_tensor *bs = a->in_const[in->bs];
+        double as = op_get_f64(a->in_const[in->as], 0), ys = op_get_f64(a->in_const[in->ys], 0);
+        for (int64_t n = 0; n < q->N; n++)
+            mult[n] = op_quant_multiplier(a->in_const[in->as]->dtype, as,
+                                          op_get_f64(bs, column_value_index(bs, n)), ys);
+    }
+    q->bq = const_tensor(a, "qmm_b", SMELT_DT_INT8, q->Npad * q->K4 * 4, bq);
+    q->colsum = const_tensor(a, "qmm_colsum", SMELT_DT_INT32, q->Npad, colsum);
+    q->mult = const_tensor(a, "qmm_mult", SMELT_DT_FLOAT64, q->Npad, mult);
+    return q->bq && q->colsum && q->mult;
+}
+
+static ir_stmt *build_qmatmul(te_graph *g, ir_buffer *out, void *user)
+{
+    const qmatmul_plan *q = user;
+    ir_builder *b = &g->b;
+    int64_t mt = q->M < QM_TASK_ROWS ? round_up(q->M, QM_ROW_ALIGN) : QM_TASK_ROWS;
+    int64_t nt = q->Npad < QM_TASK_COLS ? q->Npad : QM_TASK_COLS;
+    int64_t n_mt = (q->M + mt - 1) / mt, n_nt = (q->N + nt - 1) / nt, tasks = n_mt * n_nt;
+    ir_var *t = ir_var_new(b, "qt", SMELT_DT_INT64);
+    ir_call_arg args[19] = {
+        {out, ii(b, 0)}, {q->a->buf, ii(b, 0)}, {q->bq->buf, ii(b, 0)}, {q->colsum->buf, ii(b, 0)},
+        {q->mult->buf, ii(b, 0)}, {q->az->buf, ii(b, 0)}, {NULL, ir_var_ref(b, t)},
+        {NULL, ii(b, n_nt)}, {NULL, ii(b, mt)}, {NULL, ii(b, nt)}, {NULL, ii(b, q->M)},
+        {NULL, ii(b, q->N)}, {NULL, ii(b, q->K)}, {NULL, ii(b, q->flip)}, {NULL, ii(b, q->yz)},
+        {NULL, ii(b, q->lo)}, {NULL, ii(b, q->hi)}, {NULL, ii(b, q->requant ? 1 : 0)},
+        {NULL, ii(b, q->safe16 ? 1 : 0)},
+    };
+    ir_stmt *call = ir_call_stmt(b, "smelt.qmatmul_u8s8", 19, args);
+    ir_stmt *s = ir_for(b, t, ii(b, 0), ii(b, tasks), tasks > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
+    return b->failed ? NULL : s;
+}
+
+/* A's zero point as a te tensor: the input, or a constant 0 of A's type. */
+static const te_tensor *qmatmul_zero_point(op_compute_args *a, const qmatmul_inputs *in)
+{
+    if (has_input(a, in->az)) return a->in[in->az];
+    void *zero = smelt_calloc(1, 1);
+    return zero ? const_tensor(a, "qmm_azp", a->in[in->a]->buf->dtype, 1, zero) : NULL;
+}
+
+static smelt_status qmatmul_fast(op_compute_args *a, const qmatmul_inputs *in, te_tensor **out)
+{
+    *out = NULL;
+    qmatmul_plan *q = smelt_arena_alloc(&a->te->arena, sizeof *q);
+    if (!q) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    *q = (qmatmul_plan){.a = a->in[in->a], .requant = in->as >= 0};
+    if (!qmatmul_shape_ok(a, in, q)) return SMELT_OK;
+    smelt_dtype ydt = q->requant ? a->in_const[in->yz]->dtype : SMELT_DT_INT32;
+    q->flip = q->a->buf->dtype == SMELT_DT_INT8;
+    if (q->requant) {
+        q->yz = op_get_i64(a->in_const[in->yz], 0);
+        q->lo = ydt == SMELT_DT_INT8 ? -128 : 0;
+        q->hi = ydt == SMELT_DT_INT8 ? 127 : 255;
+    }
+    bool fits;
+    if (!qmatmul_pack(a, in, q, &fits)) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    if (!fits) return SMELT_OK; /* the packed constants stay unused */
+    if (!(q->az = qmatmul_zero_point(a, in))) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    const smelt_tensor *y = &a->out_type[0];
+    te_tensor *inputs[5] = {(te_tensor *)q->a, (te_tensor *)q->bq, (te_tensor *)q->colsum,
+                            (te_tensor *)q->mult, (te_tensor *)q->az};
+    double flops = 2.0 * (double)q->M * (double)q->N * (double)q->K;
+    *out = te_extern_stage(a->te, "y", ydt, y->rank, y->dims, 5, inputs, build_qmatmul, q, "qmatmul_int8",
+                           flops);
+    return *out ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+smelt_status op_matmul_integer_fast(op_compute_args *a, te_tensor **out)
+{
+    return qmatmul_fast(a, &k_matmul_integer, out);
+}
+
+smelt_status op_qlinear_matmul_fast(op_compute_args *a, te_tensor **out)
+{
+    return qmatmul_fast(a, &k_qlinear_matmul, out);
 }
 
 /* ---- smelt.QLinearAdd ---------------------------------------------------------------- */

@@ -537,9 +537,9 @@ static smelt_status run_transpose_f32(tir_interp *it, const ir_stmt *s)
  * first n_bufs, int64 values for the rest; each buffer must hold at least
  * need[i] elements from its index (computed by the caller's check). */
 typedef struct kernel_args {
-    void *ptr[5];
-    int64_t room[5]; /* elements from the pointer to the buffer's end */
-    int64_t v[24];
+    void *ptr[6];
+    int64_t room[6]; /* elements from the pointer to the buffer's end */
+    int64_t v[26];
 } kernel_args;
 
 static smelt_status read_kernel_args(tir_interp *it, const ir_stmt *s, int n, int n_bufs,
@@ -604,6 +604,59 @@ static smelt_status run_qgemm_u8s8(tir_interp *it, const ir_stmt *s)
     SMELT_TRY(kernel_room(it, s, &ka, 4, v[10]));
     smelt_uk_qgemm_u8s8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], ka.ptr[4], v[5], v[6], v[7], v[8],
                         v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17]);
+    return SMELT_OK;
+}
+
+/* smelt.qmatmul_u8s8(Y, A, Bq, colsum, mult, Az, t, n_nt, MT, NT, M, N, K, flip, yz, lo, hi,
+ *                    requant, safe16) */
+static smelt_status run_qmatmul_u8s8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 19, 6, &ka));
+    const int64_t *v = ka.v;
+    int64_t M = v[10], N = v[11], K = v[12], Npad = (N + 15) / 16 * 16;
+    SMELT_TRY(kernel_room(it, s, &ka, 0, M * N));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, M * K));
+    SMELT_TRY(kernel_room(it, s, &ka, 2, Npad * ((K + 3) / 4) * 4));
+    SMELT_TRY(kernel_room(it, s, &ka, 3, Npad));
+    if (v[17]) SMELT_TRY(kernel_room(it, s, &ka, 4, Npad));
+    SMELT_TRY(kernel_room(it, s, &ka, 5, 1));
+    smelt_uk_qmatmul_u8s8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], ka.ptr[4], ka.ptr[5], v[6], v[7],
+                          v[8], v[9], M, N, K, v[13], v[14], v[15], v[16], v[17], v[18]);
+    return SMELT_OK;
+}
+
+/* smelt.qdwconv_u8(Y, X, W16, comp, mult, tmp, t, CT, C, H, W, KH, KW, Ho, Wo, sh, sw, ph, pw, dh,
+ *                  dw, xz, flip, yz, lo, hi) */
+static smelt_status run_qdwconv_u8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 26, 6, &ka));
+    const int64_t *v = ka.v;
+    int64_t C = v[8], H = v[9], W = v[10], KH = v[11], KW = v[12], Ho = v[13], Wo = v[14];
+    int64_t sh = v[15], sw = v[16], dh = v[19], dw = v[20], CT = v[7], t = v[6];
+    if (sw < 1 || KH < 1 || KW < 1 || Ho < 1 || Wo < 1 || CT < 1)
+        return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: bad %s geometry", s->call.kernel);
+    int64_t slice = sw * ((Ho - 1) * sh + (KH - 1) * dh + 1) * (Wo + 16 + (KW - 1) * dw / sw);
+    SMELT_TRY(kernel_room(it, s, &ka, 0, C * Ho * Wo));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, C * H * W));
+    SMELT_TRY(kernel_room(it, s, &ka, 2, C * ((KH * KW + 1) / 2) * 2));
+    SMELT_TRY(kernel_room(it, s, &ka, 3, C));
+    SMELT_TRY(kernel_room(it, s, &ka, 4, C));
+    SMELT_TRY(kernel_room(it, s, &ka, 5, (t + 1) * slice));
+    smelt_uk_qdwconv_u8(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], ka.ptr[4], ka.ptr[5], t, CT, C, H, W,
+                        KH, KW, Ho, Wo, sh, sw, v[17], v[18], dh, dw, v[21], v[22], v[23], v[24], v[25]);
+    return SMELT_OK;
+}
+
+/* smelt.dynq_u8(Y, X, n) */
+static smelt_status run_dynq_u8(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 3, 2, &ka));
+    SMELT_TRY(kernel_room(it, s, &ka, 0, ka.v[2]));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, ka.v[2]));
+    smelt_uk_dynq_u8(ka.ptr[0], ka.ptr[1], ka.v[2]);
     return SMELT_OK;
 }
 
@@ -759,6 +812,9 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         if (!strcmp(s->call.kernel, "smelt.transpose_f32")) return run_transpose_f32(it, s);
         if (!strcmp(s->call.kernel, "smelt.qpack_u8")) return run_qpack_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qgemm_u8s8")) return run_qgemm_u8s8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.qmatmul_u8s8")) return run_qmatmul_u8s8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.qdwconv_u8")) return run_qdwconv_u8(it, s);
+        if (!strcmp(s->call.kernel, "smelt.dynq_u8")) return run_dynq_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qadd_u8")) return run_qadd_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.attention_f32")) return run_attention_f32(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",

@@ -221,6 +221,75 @@ def kernel_cases(out):
                       RNG.uniform(0.002, 0.02, 70), u8(40))
 
 
+def qdwconv_kernel_cases(out):
+    """Depthwise QLinearConvs (group = channels): the smelt.qdwconv_u8
+    kernel.  Output rows not a multiple of 8 or 16, strides, dilations,
+    asymmetric padding, odd and even tap counts, batch 2, zero points at
+    both ends of their ranges, s8 and u8 activations and outputs, full
+    8-bit s8 weights and u8 weights with per-channel zero points,
+    per-channel scales."""
+    u8 = lambda v: np.array(v, np.uint8)
+    i8 = lambda v: np.array(v, np.int8)
+    qconv_kernel_case(out, "quant_kernel_dw_3x3_pad", ints(np.uint8, (1, 19, 13, 21)), u8(255),
+                      ints(np.int8, (19, 1, 3, 3)), np.zeros(19, np.int8), RNG.uniform(0.002, 0.02, 19),
+                      u8(0), ys=0.3, group=19, pads=[1, 1, 1, 1])
+    qconv_kernel_case(out, "quant_kernel_dw_s8_stride2_asym", ints(np.int8, (2, 10, 14, 17)), i8(-128),
+                      ints(np.int8, (10, 1, 3, 3), -100, 100), np.zeros(10, np.int8),
+                      RNG.uniform(0.002, 0.02, 10), i8(127), group=10, strides=[2, 2], pads=[0, 1, 1, 0])
+    wz = ints(np.uint8, (8,), 100, 150)
+    wu = np.clip(wz[:, None, None, None].astype(np.int64) + ints(np.int8, (8, 1, 5, 5)).astype(np.int64),
+                 0, 255).astype(np.uint8)
+    qconv_kernel_case(out, "quant_kernel_dw_u8_weights_dilated", ints(np.uint8, (1, 8, 20, 40)), u8(0),
+                      wu, wz, RNG.uniform(0.002, 0.02, 8), u8(255), group=8, strides=[1, 2],
+                      dilations=[2, 2], pads=[4, 4, 4, 4])
+    qconv_kernel_case(out, "quant_kernel_dw_s8_2x2_zp_max", ints(np.int8, (1, 3, 6, 9)), i8(127),
+                      ints(np.int8, (3, 1, 2, 2)), i8(0), 0.01, i8(-128), group=3, bias=False)
+
+
+def qmatmul_kernel_cases(out):
+    """MatMulInteger and QLinearMatMul with a constant B: compiled, they run
+    the int8 matrix-product micro-kernel (smelt_uk_qmatmul_u8s8), whose
+    results must equal the reference's exactly.  K and N not multiples of
+    the blocks (4 and 16), rows not a multiple of 4, several tasks of rows
+    and columns, A's zero point constant, absent or a graph input (run
+    time, as DynamicQuantizeLinear gives it) at both ends of its range,
+    B's per tensor or per column, 7-bit B (vpmaddubsw) and full 8-bit B
+    (vpmaddwd), u8 B with zero points, s8 and u8 A and outputs, per-column
+    scales."""
+    u8 = lambda v: np.array(v, np.uint8)
+    i8 = lambda v: np.array(v, np.int8)
+    mmi = lambda name, a, azp, b, bzp, consts=("b", "bzp"): write_case(
+        out, name, 10, node("MatMulInteger", ["a", "b", "azp", "bzp"]),
+        [("a", a), ("b", b), ("azp", azp), ("bzp", bzp)], consts=consts)
+    mmi("quant_kernel_mm_k_tail_7bit", ints(np.uint8, (3, 7, 37)), u8(255),
+        ints(np.int8, (37, 45), -60, 60), ints(np.int8, (45,), -3, 3), consts=("b", "bzp", "azp"))
+    mmi("quant_kernel_mm_s8_8bit_runtime_zp", ints(np.int8, (5, 70)), i8(-128), ints(np.int8, (70, 33)),
+        i8(0))
+    mmi("quant_kernel_mm_s8_zp_max", ints(np.int8, (2, 3, 12)), i8(127), ints(np.int8, (12, 16), -100, 100),
+        i8(5))
+    bz = ints(np.uint8, (40,), 100, 150)
+    bu = np.clip(bz[None, :].astype(np.int64) + ints(np.int8, (29, 40)).astype(np.int64), 0, 255).astype(np.uint8)
+    mmi("quant_kernel_mm_u8_weights_zp_tasks", ints(np.uint8, (150, 29)), u8(0), bu, bz)
+    write_case(out, "quant_kernel_mm_no_zero_points", 10, node("MatMulInteger", ["a", "b"]),
+               [("a", ints(np.uint8, (9, 8))), ("b", ints(np.int8, (8, 20)))], consts=("b",))
+
+    def qmm(name, a, az, b, bz, bs, yz, as_=0.02, ys=0.9):
+        inputs = [("a", a), ("as", np.array(as_, np.float32)), ("az", az), ("b", b),
+                  ("bs", np.asarray(bs, np.float32)), ("bz", bz), ("ys", np.array(ys, np.float32)),
+                  ("yz", yz)]
+        write_case(out, name, 10, node("QLinearMatMul", [n for n, _ in inputs]), inputs,
+                   consts=tuple(n for n, _ in inputs if n != "a"))
+    qmm("quant_kernel_qmm_per_column_tasks", ints(np.uint8, (2, 67, 19)), u8(3),
+        ints(np.int8, (19, 150), -60, 60), ints(np.int8, (150,), -2, 2), RNG.uniform(0.002, 0.02, 150),
+        u8(0), ys=0.3)
+    qmm("quant_kernel_qmm_s8_saturate", ints(np.int8, (6, 41)), i8(-128), ints(np.int8, (41, 23)),
+        i8(0), 0.01, i8(127), ys=0.5)
+    qmm("quant_kernel_qmm_u8_weights_s8_out", ints(np.int8, (4, 29)), i8(127), bu[:, :7].copy(),
+        bz[:7].copy(), RNG.uniform(0.002, 0.02, 7), i8(-128), ys=0.2)
+    qmm("quant_kernel_qmm_yz_max", ints(np.uint8, (3, 64)), u8(128), ints(np.int8, (64, 17), -64, 63),
+        i8(1), 0.005, u8(255), ys=0.4)
+
+
 def qadd_case(out, name, a, az, b, bz, yz, as_=0.05, bs=0.03, ys=0.07, relu=False):
     """QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)) (+ Relu):
     fuse_qdq makes it one smelt.QLinearAdd (a vectorised kernel) computing
@@ -268,6 +337,14 @@ def dynamic_cases(out):
     write_case(out, "quant_dynamicquantizelinear_random", 11,
                node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
                [("x", floats((3, 5, 7), 4.0) + 1.0)])
+    # the vectorised kernel (smelt.dynq_u8): a range that starts at 0 (all
+    # positive), one that ends at 0 (all negative), a tail of 3 past the vectors
+    write_case(out, "quant_dynamicquantizelinear_positive", 11,
+               node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
+               [("x", np.abs(floats((7, 29), 3.0)))])
+    write_case(out, "quant_dynamicquantizelinear_negative", 11,
+               node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"]),
+               [("x", -np.abs(floats((1, 128, 19), 0.5)))])
 
 
 def main():
@@ -275,7 +352,7 @@ def main():
     p.add_argument("--out", required=True)
     args = p.parse_args()
     for cases in (quantize_cases, dequantize_cases, integer_product_cases, conv_cases,
-                  kernel_cases, qadd_cases, dynamic_cases):
+                  kernel_cases, qdwconv_kernel_cases, qmatmul_kernel_cases, qadd_cases, dynamic_cases):
         cases(args.out)
     print("gen_quant_cases: wrote the quantization node tests to %s" % args.out)
 

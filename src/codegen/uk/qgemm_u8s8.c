@@ -1,6 +1,9 @@
 /* The int8 micro-kernels (issue #10, docs/quantization.md): the convolution
- * (smelt_uk_qpack_u8, smelt_uk_qgemm_u8s8: QLinearConv) and the add of two
- * quantized tensors (smelt_uk_qadd_u8: smelt.QLinearAdd).
+ * (smelt_uk_qpack_u8, smelt_uk_qgemm_u8s8: QLinearConv; smelt_uk_qdwconv_u8:
+ * depthwise QLinearConv), the matrix product with a constant B
+ * (smelt_uk_qmatmul_u8s8: MatMulInteger, QLinearMatMul), DynamicQuantizeLinear's
+ * y (smelt_uk_dynq_u8) and the add of two quantized tensors (smelt_uk_qadd_u8:
+ * smelt.QLinearAdd).
  *
  * This file is C99 text that the code generator copies into a module
  * (embedded at build time, microkernel.c) and that the loop-IR interpreter
@@ -39,10 +42,16 @@
 /* the file carries every kernel; a module calls some (AOT packages build
  * with -Wall -Werror) */
 #define SMELT_UKQ_KERNEL static __attribute__((unused))
-#define SMELT_UKQ_INLINE static inline __attribute__((always_inline))
+#define SMELT_UKQ_INLINE static inline __attribute__((always_inline, unused))
 /* keeps x * m and + zp two roundings (no FMA contraction), as in the reference */
 #define SMELT_UKQ_NOFMA(x) __asm__("" : "+m"(x))
+#if defined(__clang__)
+#define SMELT_UKQ_NOIPA
 #else
+#define SMELT_UKQ_NOIPA __attribute__((noipa))
+#endif
+#else
+#define SMELT_UKQ_NOIPA
 #define SMELT_UKQ_KERNEL static
 #define SMELT_UKQ_INLINE static inline
 #define SMELT_UKQ_NOFMA(x) (void)0
@@ -385,6 +394,393 @@ SMELT_UKQ_KERNEL void smelt_uk_qgemm_u8s8(void *Y, const uint8_t *Bp, const int8
             smelt_ukq_block_c(Y, Bp, Ap, comp, mult, m, p, M, P, Pp, K4, yz, lo, hi);
 #endif
         }
+}
+
+/* ---- smelt.qmatmul_u8s8: A (run time, u8 or s8) @ B (constant, packed s8) ---- */
+
+/* MatMulInteger and QLinearMatMul with a constant B (ops/quant_fast.c):
+ *   Bq [Npad/16][K4][16][4] s8  B minus its zero point, in panels of 16
+ *                       columns (one register block's), four consecutive k
+ *                       of one column in a 32-bit word; zeros past K and N
+ *   colsum [Npad] int32 sum_k Bq of each column
+ * A [M][K] (row-major, read in place) is u8, or s8 turned into u8 by
+ * flipping the sign bit (flip = 1, its zero point + 128 too).  Then
+ * sum_k (a - a_zp) * Bq = acc - a_zp * colsum, with a_zp read at run time
+ * (DynamicQuantizeLinear computes it).  The register block is the
+ * convolution's transposed: four rows of A broadcast, 16 columns of Bq. */
+
+/* four bytes of A as one word, flipped */
+SMELT_UKQ_INLINE int32_t smelt_ukq_aword(const uint8_t *p, uint32_t flip)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return (int32_t)(w ^ flip);
+}
+
+/* The epilogue of one output value: acc - z * colsum (wrapping, as the
+ * reference's int32 sum), stored as int32 (requant 0) or requantized. */
+SMELT_UKQ_INLINE void smelt_ukq_mm_store1(void *Y, int64_t i, int32_t acc, int32_t colsum, int32_t z,
+                                          const double *mult, int64_t n, int64_t yz, int64_t lo,
+                                          int64_t hi, int64_t requant)
+{
+    int32_t comp = (int32_t)(0u - (uint32_t)z * (uint32_t)colsum);
+    if (requant)
+        smelt_ukq_store(Y, i, smelt_ukq_requant(acc, comp, mult[n], yz, lo, hi), lo);
+    else
+        ((int32_t *)Y)[i] = (int32_t)((uint32_t)acc + (uint32_t)comp);
+}
+
+/* Rows [m, m + 4) x columns [n, n + 16), plain C (other ISAs). */
+SMELT_UKQ_INLINE void smelt_ukq_mm_block_c(void *Y, const uint8_t *A, const int8_t *Bq,
+                                           const int32_t *colsum, const double *mult, int32_t z,
+                                           int64_t m, int64_t n, int64_t M, int64_t N, int64_t K,
+                                           int64_t K4, uint8_t flip, int64_t yz, int64_t lo,
+                                           int64_t hi, int64_t requant)
+{
+    for (int64_t r = m; r < m + SMELT_UKQ_ROWS && r < M; r++)
+        for (int64_t j = n; j < n + SMELT_UKQ_COLS && j < N; j++) {
+            int32_t acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (int32_t)(uint8_t)(A[r * K + k] ^ flip) * (int32_t)Bq[SMELT_UKQ_AT(k / 4, j, k % 4)];
+            smelt_ukq_mm_store1(Y, r * N + j, acc, colsum[j], z, mult, j, yz, lo, hi, requant);
+        }
+}
+
+#if defined(__AVX2__)
+/* Eight accumulators of one row (columns n .. n + 7, the first cnt
+ * stored): + comp, then int32 or requantized with per-column multipliers. */
+SMELT_UKQ_INLINE void smelt_ukq_mm_store8(void *Y, int64_t off, int cnt, __m256i acc, __m256i comp,
+                                          const double *mult, int64_t yz, int64_t lo, int64_t hi,
+                                          int64_t requant)
+{
+    __m256i v = _mm256_add_epi32(acc, comp);
+    if (!requant) {
+        int32_t *y = (int32_t *)Y + off;
+        if (cnt == 8) {
+            _mm256_storeu_si256((__m256i *)y, v);
+        } else {
+            int32_t tmp[8];
+            _mm256_storeu_si256((__m256i *)tmp, v);
+            memcpy(y, tmp, (size_t)cnt * sizeof *y);
+        }
+        return;
+    }
+    __m256d z = _mm256_set1_pd((double)yz), l = _mm256_set1_pd((double)lo), h = _mm256_set1_pd((double)hi);
+    __m256d d0 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), _mm256_loadu_pd(mult));
+    __m256d d1 = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1)), _mm256_loadu_pd(mult + 4));
+    __asm__("" : "+x"(d0), "+x"(d1)); /* no FMA contraction with the + zp */
+    d0 = _mm256_round_pd(_mm256_add_pd(d0, z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    d1 = _mm256_round_pd(_mm256_add_pd(d1, z), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    d0 = _mm256_min_pd(_mm256_max_pd(d0, l), h);
+    d1 = _mm256_min_pd(_mm256_max_pd(d1, l), h);
+    __m128i w16 = _mm_packs_epi32(_mm256_cvtpd_epi32(d0), _mm256_cvtpd_epi32(d1));
+    __m128i w8 = lo < 0 ? _mm_packs_epi16(w16, w16) : _mm_packus_epi16(w16, w16);
+    uint8_t *y = (uint8_t *)Y + off;
+    if (cnt == 8) {
+        _mm_storel_epi64((__m128i *)y, w8);
+    } else {
+        uint8_t tmp[16];
+        _mm_storeu_si128((__m128i *)tmp, w8);
+        memcpy(y, tmp, (size_t)cnt);
+    }
+}
+
+/* One row of A (word w broadcast) against the panel's two vectors b0, b1;
+ * the empty asm keeps the accumulators in registers (see SMELT_UKQ_ROW). */
+#define SMELT_UKQ_MMROW(acc0, acc1, w)                                 \
+    do {                                                               \
+        __m256i a_ = _mm256_set1_epi32(w);                             \
+        SMELT_UKQ_DOT(acc0, a_, b0);                                   \
+        SMELT_UKQ_DOT(acc1, a_, b1);                                   \
+        __asm__("" : "+x"(acc0), "+x"(acc1));                          \
+    } while (0)
+/* the exact AVX2 row: A's even and odd bytes zero-extended to 16 bits
+ * against B's sign-extended ones (be0, bo0, be1, bo1) */
+#define SMELT_UKQ_MMROW16(acc0, acc1, w)                                                        \
+    do {                                                                                        \
+        __m256i w_ = _mm256_set1_epi32(w);                                                      \
+        __m256i ae_ = _mm256_and_si256(w_, low), ao_ = _mm256_srli_epi16(w_, 8);                \
+        SMELT_UKQ_DOT16(acc0, be0, bo0, ae_, ao_);                                              \
+        SMELT_UKQ_DOT16(acc1, be1, bo1, ae_, ao_);                                              \
+        __asm__("" : "+x"(acc0), "+x"(acc1));                                                   \
+    } while (0)
+/* one k4 step of the block: the panel's 64 bytes at b, four rows' words at p0..p3 */
+#define SMELT_UKQ_MMSTEP(ROW, PREP, p0, p1, p2, p3)                             \
+    do {                                                                        \
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)b);                    \
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + 32));             \
+        PREP;                                                                   \
+        ROW(c00, c01, smelt_ukq_aword(p0, flip));                               \
+        ROW(c10, c11, smelt_ukq_aword(p1, flip));                               \
+        ROW(c20, c21, smelt_ukq_aword(p2, flip));                               \
+        ROW(c30, c31, smelt_ukq_aword(p3, flip));                               \
+    } while (0)
+/* all k: whole words read in place, the last (K % 4) bytes from tail */
+#define SMELT_UKQ_MMLOOP(ROW, PREP)                                                        \
+    do {                                                                                   \
+        const int8_t *b = bq;                                                              \
+        for (int64_t k = 0; k < K4f * 4; k += 4, b += 64)                                  \
+            SMELT_UKQ_MMSTEP(ROW, PREP, r0 + k, r1 + k, r2 + k, r3 + k);                   \
+        if (K4f < K4) SMELT_UKQ_MMSTEP(ROW, PREP, tail[0], tail[1], tail[2], tail[3]);     \
+    } while (0)
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define SMELT_UKQ_MM_PREP16 (void)0
+#else
+/* (a macro argument: declarations without top-level commas) */
+#define SMELT_UKQ_MM_PREP16                                           \
+    __m256i be0 = _mm256_srai_epi16(_mm256_slli_epi16(b0, 8), 8);     \
+    __m256i bo0 = _mm256_srai_epi16(b0, 8);                           \
+    __m256i be1 = _mm256_srai_epi16(_mm256_slli_epi16(b1, 8), 8);     \
+    __m256i bo1 = _mm256_srai_epi16(b1, 8)
+#endif
+
+SMELT_UKQ_INLINE void smelt_ukq_mm_block_avx2(void *Y, const uint8_t *A, const int8_t *Bq,
+                                              const int32_t *colsum, const double *mult, int32_t z,
+                                              int64_t m, int64_t n, int64_t M, int64_t N, int64_t K,
+                                              int64_t K4, uint32_t flip, int64_t yz, int64_t lo,
+                                              int64_t hi, int64_t requant, const int safe16)
+{
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+            c30 = c00, c31 = c00;
+    /* rows past M repeat the last row (read, never stored) */
+    const uint8_t *r0 = A + m * K, *r1 = A + (m + 1 < M ? m + 1 : M - 1) * K;
+    const uint8_t *r2 = A + (m + 2 < M ? m + 2 : M - 1) * K, *r3 = A + (m + 3 < M ? m + 3 : M - 1) * K;
+    const int8_t *bq = Bq + (n >> 4) * K4 * 64;
+    const int64_t K4f = K / 4;
+    uint8_t tail[4][4] = {{0}};
+    if (K4f < K4) {
+        memcpy(tail[0], r0 + K4f * 4, (size_t)(K - K4f * 4));
+        memcpy(tail[1], r1 + K4f * 4, (size_t)(K - K4f * 4));
+        memcpy(tail[2], r2 + K4f * 4, (size_t)(K - K4f * 4));
+        memcpy(tail[3], r3 + K4f * 4, (size_t)(K - K4f * 4));
+    }
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+    (void)safe16;
+    SMELT_UKQ_MMLOOP(SMELT_UKQ_MMROW, (void)0);
+#else
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi16(0xff);
+    if (safe16) {
+        (void)low;
+        SMELT_UKQ_MMLOOP(SMELT_UKQ_MMROW, (void)0);
+    } else {
+        (void)ones;
+        SMELT_UKQ_MMLOOP(SMELT_UKQ_MMROW16, SMELT_UKQ_MM_PREP16);
+    }
+#endif
+    const __m256i nz = _mm256_set1_epi32((int32_t)(0u - (uint32_t)z));
+    const __m256i comp0 = _mm256_mullo_epi32(nz, _mm256_loadu_si256((const __m256i *)(colsum + n)));
+    const __m256i comp1 = _mm256_mullo_epi32(nz, _mm256_loadu_si256((const __m256i *)(colsum + n + 8)));
+    __m256i c[SMELT_UKQ_ROWS][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+    for (int r = 0; r < SMELT_UKQ_ROWS && m + r < M; r++)
+        for (int v = 0; v < 2; v++) {
+            int64_t j = n + 8 * v, cnt = N - j < 8 ? N - j : 8;
+            if (cnt > 0)
+                smelt_ukq_mm_store8(Y, (m + r) * N + j, (int)cnt, c[r][v], v ? comp1 : comp0,
+                                    mult + j, yz, lo, hi, requant);
+        }
+}
+#endif
+
+/* Y [M][N] (int32 when requant is 0, else u8, or s8 when lo < 0) for the
+ * rows and columns of task t: row chunk t / n_nt of MT rows (a multiple of
+ * 4), column chunk t % n_nt of NT columns (a multiple of 16).  Az: A's zero
+ * point (one value of A's type); colsum and mult (requant only) hold Npad
+ * values.  safe16: no pair of B's values can saturate vpmaddubsw. */
+SMELT_UKQ_KERNEL void smelt_uk_qmatmul_u8s8(void *Y, const void *A, const int8_t *Bq,
+                                           const int32_t *colsum, const double *mult, const void *Az,
+                                           int64_t t, int64_t n_nt, int64_t MT, int64_t NT,
+                                           int64_t M, int64_t N, int64_t K, int64_t flip,
+                                           int64_t yz, int64_t lo, int64_t hi, int64_t requant,
+                                           int64_t safe16)
+{
+    const uint8_t *a = (const uint8_t *)A;
+    int32_t z = flip ? (int32_t)*(const int8_t *)Az + 128 : (int32_t)*(const uint8_t *)Az;
+    int64_t K4 = (K + 3) / 4, m0 = t / n_nt * MT, n0 = t % n_nt * NT;
+    int64_t m1 = m0 + MT < M ? m0 + MT : M, n1 = n0 + NT < N ? n0 + NT : N;
+    for (int64_t n = n0; n < n1; n += SMELT_UKQ_COLS)
+        for (int64_t m = m0; m < m1; m += SMELT_UKQ_ROWS) {
+#if defined(__AVX2__)
+            if (safe16)
+                smelt_ukq_mm_block_avx2(Y, a, Bq, colsum, mult, z, m, n, M, N, K, K4,
+                                        flip ? 0x80808080u : 0u, yz, lo, hi, requant, 1);
+            else
+                smelt_ukq_mm_block_avx2(Y, a, Bq, colsum, mult, z, m, n, M, N, K, K4,
+                                        flip ? 0x80808080u : 0u, yz, lo, hi, requant, 0);
+#else
+            (void)safe16;
+            smelt_ukq_mm_block_c(Y, a, Bq, colsum, mult, z, m, n, M, N, K, K4, flip ? 0x80 : 0, yz,
+                                 lo, hi, requant);
+#endif
+        }
+}
+
+/* ---- smelt.qdwconv_u8: depthwise QLinearConv (one input channel per output) ---- */
+
+/* Per channel: the input plane with x_zp padding, split into sw column
+ * phases (phase p holds padded columns p, p + sw, ...; Wq bytes a row, the
+ * last ones slack), so that each tap reads consecutive bytes for
+ * consecutive outputs whatever the stride and dilation.  Two taps' bytes
+ * are interleaved, widened to 16 bits and multiplied with vpmaddwd against
+ * the pair (w'[2i], w'[2i + 1]) (w' = w - w_zp in [-255, 255]): exact for
+ * every 8-bit operand.  comp[c] = bias - x_zp * sum w' cancels the x_zp
+ * that padding holds.  W16 [C][TP][2] int16, TP = ceil(KH * KW / 2). */
+
+/* rows and bytes per row of one phase: the padded rows the windows read,
+ * and the columns of 16 outputs past the last one plus the widest tap */
+#define SMELT_UKQ_DW_HP ((Ho - 1) * sh + (KH - 1) * dh + 1)
+#define SMELT_UKQ_DW_WQ (Wo + 16 + (KW - 1) * dw / sw)
+
+/* The phases of channel plane x (flipped) into tmp. */
+SMELT_UKQ_INLINE void smelt_ukq_dw_phases(uint8_t *tmp, const uint8_t *x, int64_t H, int64_t W,
+                                          int64_t Hp, int64_t Wq, int64_t sw, int64_t ph, int64_t pw,
+                                          uint8_t z, uint8_t f)
+{
+    memset(tmp, z, (size_t)(sw * Hp * Wq));
+    for (int64_t r = 0; r < Hp; r++) {
+        int64_t ih = r - ph;
+        if (ih < 0 || ih >= H) continue;
+        const uint8_t *row = x + ih * W;
+        if (sw == 1) { /* one phase: the row shifted by pw, copied in runs */
+            int64_t q0 = pw > 0 ? pw : 0, c0 = q0 - pw, cnt = W - c0 < Wq - q0 ? W - c0 : Wq - q0;
+            uint8_t *dst = tmp + r * Wq + q0;
+            if (cnt > 0 && !f) memcpy(dst, row + c0, (size_t)cnt);
+            else
+                for (int64_t q = 0; q < cnt; q++) dst[q] = (uint8_t)(row[c0 + q] ^ f);
+            continue;
+        }
+        for (int64_t p = 0; p < sw; p++) {
+            uint8_t *dst = tmp + (p * Hp + r) * Wq;
+            /* phase column q reads input column q * sw + p - pw */
+            int64_t q0 = (pw - p + sw - 1) / sw, col = q0 * sw + p - pw;
+            if (q0 < 0) q0 = 0, col = p - pw;
+            for (int64_t q = q0; q < Wq && col < W; q++, col += sw) dst[q] = (uint8_t)(row[col] ^ f);
+        }
+    }
+}
+
+/* Y (channel-major [C][Ho][Wo], u8 or s8 when lo < 0) for channels
+ * [t * CT, t * CT + CT) of one image X [C][H][W]; tmp holds one channel's
+ * phases per task. */
+SMELT_UKQ_KERNEL void smelt_uk_qdwconv_u8(void *Y, const void *X, const int16_t *W16, const int32_t *comp,
+                                         const double *mult, uint8_t *tmp, int64_t t, int64_t CT,
+                                         int64_t C, int64_t H, int64_t W, int64_t KH, int64_t KW,
+                                         int64_t Ho, int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
+                                         int64_t pw, int64_t dh, int64_t dw, int64_t xz, int64_t flip,
+                                         int64_t yz, int64_t lo, int64_t hi)
+{
+    const int64_t Hp = SMELT_UKQ_DW_HP, Wq = SMELT_UKQ_DW_WQ, T = KH * KW, TP = (T + 1) / 2;
+    const uint8_t z = (uint8_t)xz, f = (uint8_t)flip;
+    uint8_t *ph_buf = tmp + t * sw * Hp * Wq;
+    int64_t c1 = t * CT + CT < C ? t * CT + CT : C;
+    for (int64_t c = t * CT; c < c1; c++) {
+        const uint8_t *x = (const uint8_t *)X + c * H * W;
+        const int16_t *w = W16 + c * TP * 2;
+        smelt_ukq_dw_phases(ph_buf, x, H, W, Hp, Wq, sw, ph, pw, z, f);
+#if defined(__AVX2__)
+        /* tap i reads ph_buf + base[i] + oh * sh * Wq + ow */
+        int64_t base[64];
+        int64_t nt = T < 64 ? T : 64;
+        for (int64_t i = 0; i < nt; i++) {
+            int64_t kh = i / KW, kw = i % KW;
+            base[i] = ((kw * dw) % sw * Hp + kh * dh) * Wq + (kw * dw) / sw;
+        }
+        if (T <= 64) {
+            for (int64_t oh = 0; oh < Ho; oh++) {
+                const uint8_t *rowp = ph_buf + oh * sh * Wq;
+                for (int64_t ow = 0; ow < Wo; ow += 16) {
+                    __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0;
+                    for (int64_t i = 0; i < TP; i++) {
+                        const uint8_t *pa = rowp + base[2 * i] + ow;
+                        const uint8_t *pb = 2 * i + 1 < T ? rowp + base[2 * i + 1] + ow : pa;
+                        __m128i va = _mm_loadu_si128((const __m128i *)pa);
+                        __m128i vb = _mm_loadu_si128((const __m128i *)pb);
+                        int32_t pair;
+                        memcpy(&pair, w + 2 * i, 4);
+                        __m256i wp = _mm256_set1_epi32(pair);
+                        __m256i l16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(va, vb));
+                        __m256i h16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(va, vb));
+                        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(l16, wp));
+                        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(h16, wp));
+                    }
+                    int64_t off = (c * Ho + oh) * Wo + ow, n = Wo - ow;
+                    smelt_ukq_store8(Y, off, n < 8 ? (int)n : 8, acc0, comp[c], mult[c], yz, lo, hi);
+                    if (n > 8)
+                        smelt_ukq_store8(Y, off + 8, n < 16 ? (int)n - 8 : 8, acc1, comp[c], mult[c], yz,
+                                         lo, hi);
+                }
+            }
+            continue;
+        }
+#endif
+        /* plain C: tap by tap from the phases */
+        for (int64_t oh = 0; oh < Ho; oh++)
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                int32_t acc = 0;
+                for (int64_t i = 0; i < T; i++) {
+                    int64_t kh = i / KW, kw = i % KW;
+                    int64_t at = ((kw * dw) % sw * Hp + oh * sh + kh * dh) * Wq + ow + (kw * dw) / sw;
+                    acc += (int32_t)ph_buf[at] * (int32_t)w[i];
+                }
+                smelt_ukq_store(Y, (c * Ho + oh) * Wo + ow,
+                                smelt_ukq_requant(acc, comp[c], mult[c], yz, lo, hi), lo);
+            }
+    }
+}
+
+/* ---- smelt.dynq_u8: DynamicQuantizeLinear's y ---- */
+
+/* y = clamp(rint(x / scale) + zp, 0, 255) with DynamicQuantizeLinear's
+ * float32 scale and zero point from the range [min(0, min x), max(0, max
+ * x)] (NaN skipped, as the reference's compares do), all in float32 as the
+ * reference kernel computes them.  One call for all n values: the range
+ * needs every value before the first is quantized. */
+/* (no inlining or cloning for a constant n: GCC 12 -O3 -mavx2 then warned,
+ * as an error in AOT packages, of undefined behaviour in the tail loops) */
+SMELT_UKQ_KERNEL SMELT_UKQ_NOIPA void smelt_uk_dynq_u8(uint8_t *Y, const float *X, int64_t n)
+{
+    float lo = 0.0f, hi = 0.0f;
+    int64_t i = 0;
+#if defined(__AVX2__)
+    __m256 vlo = _mm256_setzero_ps(), vhi = vlo;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(X + i);
+        vlo = _mm256_min_ps(x, vlo); /* NaN x: the second operand */
+        vhi = _mm256_max_ps(x, vhi);
+    }
+    float l8[8], h8[8];
+    _mm256_storeu_ps(l8, vlo);
+    _mm256_storeu_ps(h8, vhi);
+    for (int j = 0; j < 8; j++) {
+        lo = l8[j] < lo ? l8[j] : lo;
+        hi = h8[j] > hi ? h8[j] : hi;
+    }
+#endif
+    for (int64_t j = i; j < n; j++) {
+        lo = X[j] < lo ? X[j] : lo;
+        hi = X[j] > hi ? X[j] : hi;
+    }
+    float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    float z = 0.0f - lo / scale;
+    z = z > 0.0f ? z : 0.0f;
+    z = rintf(z < 255.0f ? z : 255.0f);
+    i = 0;
+#if defined(__AVX2__)
+    const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(z);
+    const __m256 v0 = _mm256_setzero_ps(), v255 = _mm256_set1_ps(255.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 q = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(X + i), vs),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(q, vz), v0), v255); /* NaN: 0 */
+        __m256i v = _mm256_cvtps_epi32(q);
+        __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(Y + i), _mm_packus_epi16(w16, w16));
+    }
+#endif
+    for (; i < n; i++) {
+        float q = rintf(X[i] / scale) + z;
+        q = q > 0.0f ? q : 0.0f; /* NaN: 0 */
+        Y[i] = (uint8_t)(q < 255.0f ? q : 255.0f);
+    }
 }
 
 /* ---- smelt.qadd_u8: Add of two quantized tensors (QLinearAdd) ---- */
