@@ -590,13 +590,114 @@ static smelt_status mel_eval(smelt_ctx *ctx, const gr_node *node, const smelt_te
     return st;
 }
 
-/* Reached only when the inputs were not known at specialisation. */
+/* The compute: the integer inputs known (they give the shape), the edges
+ * read at run time.  mel_of and the band edges as expressions; log1p and
+ * expm1 become log(1 + x) and exp(x) - 1 in double, which round differently
+ * only far below float's precision (an edge could move only where
+ * (dft_length + 1) * hz / sample_rate lies that close to an integer).
+ * Values: 1 at the band's center, rising from its left edge, falling to its
+ * right edge, 0 elsewhere: what the reference's writes leave. */
+typedef struct mel_te {
+    const te_tensor *lo, *hi;
+    int64_t bins, dft, rate, rows;
+    smelt_dtype dt; /* the output's */
+} mel_te;
+
+static ir_expr *mel_te_of(te_graph *g, const te_tensor *t)
+{
+    ir_builder *b = &g->b;
+    ir_expr *zero = ir_int(b, 0), *hz = te_read(g, t, t->n_axes ? &zero : NULL);
+    if (t->buf->dtype == SMELT_DT_FLOAT64) {
+        ir_expr *l = ir_add(b, c64(b, 1.0), ir_binary(b, IR_DIV, hz, c64(b, 700.0)));
+        l = ir_call(b, IR_CALL_LOG, SMELT_DT_FLOAT64, 1, &l);
+        return ir_binary(b, IR_DIV, ir_mul(b, c64(b, 2595.0), l), c64(b, log(10.0)));
+    }
+    ir_expr *f = ir_binary(b, IR_DIV, ir_cast(b, SMELT_DT_FLOAT32, hz),
+                           ir_const_float(b, SMELT_DT_FLOAT32, 700.0));
+    ir_expr *l = ir_add(b, c64(b, 1.0), ir_cast(b, SMELT_DT_FLOAT64, f));
+    l = ir_cast(b, SMELT_DT_FLOAT32, ir_call(b, IR_CALL_LOG, SMELT_DT_FLOAT64, 1, &l));
+    ir_expr *m = ir_mul(b, ir_const_float(b, SMELT_DT_FLOAT32, 2595.0), l);
+    return ir_binary(b, IR_DIV, ir_cast(b, SMELT_DT_FLOAT64, m), c64(b, log(10.0)));
+}
+
+/* Spectrogram bin of band edge k (an int64 expression). */
+static ir_expr *mel_te_edge(te_graph *g, const mel_te *s, ir_expr *k)
+{
+    ir_builder *b = &g->b;
+    ir_expr *lo = mel_te_of(g, s->lo), *hi = mel_te_of(g, s->hi);
+    ir_expr *step = ir_binary(b, IR_DIV, ir_sub(b, hi, lo), c64(b, (double)(s->bins + 2)));
+    ir_expr *mel = ir_add(b, ir_mul(b, ir_cast(b, SMELT_DT_FLOAT64, k), step), lo);
+    ir_expr *e = ir_mul(b, ir_binary(b, IR_DIV, mel, c64(b, 2595.0)), c64(b, log(10.0)));
+    e = ir_call(b, IR_CALL_EXP, SMELT_DT_FLOAT64, 1, &e);
+    ir_expr *hz = ir_mul(b, c64(b, 700.0), ir_sub(b, e, c64(b, 1.0)));
+    ir_expr *bin = ir_binary(b, IR_DIV, ir_mul(b, c64(b, (double)(s->dft + 1)), hz),
+                             c64(b, (double)s->rate));
+    bin = ir_call(b, IR_CALL_FLOOR, SMELT_DT_FLOAT64, 1, &bin);
+    /* clamped before the conversion (a NaN or huge edge is caught by the check) */
+    bin = ir_binary(b, IR_MIN, ir_binary(b, IR_MAX, bin, c64(b, -1.0)), c64(b, (double)s->rows + 1));
+    return ir_cast(b, SMELT_DT_INT64, bin);
+}
+
+/* 0 where band i's edges fit the spectrogram (as the reference requires), else 1. */
+static ir_expr *mel_check_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const mel_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *l = mel_te_edge(g, s, idx[0]), *c = mel_te_edge(g, s, ir_add(b, idx[0], ir_int(b, 1)));
+    ir_expr *h = mel_te_edge(g, s, ir_add(b, idx[0], ir_int(b, 2)));
+    ir_expr *ok = ir_binary(b, IR_AND, ir_binary(b, IR_GE, l, ir_int(b, 0)),
+                            ir_binary(b, IR_LE, l, c));
+    ok = ir_binary(b, IR_AND, ok, ir_binary(b, IR_LE, c, h));
+    ok = ir_binary(b, IR_AND, ok, ir_binary(b, IR_LT, c, ir_int(b, s->rows)));
+    ok = ir_binary(b, IR_AND, ok, ir_binary(b, IR_LE, h, ir_int(b, s->rows)));
+    return ir_select(b, ok, ir_int(b, 0), ir_int(b, 1));
+}
+
+static ir_expr *mel_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const mel_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *j = idx[0], *i = idx[1];
+    ir_expr *l = mel_te_edge(g, s, i), *c = mel_te_edge(g, s, ir_add(b, i, ir_int(b, 1)));
+    ir_expr *h = mel_te_edge(g, s, ir_add(b, i, ir_int(b, 2)));
+    ir_expr *fj = ir_cast(b, SMELT_DT_FLOAT64, j), *fl = ir_cast(b, SMELT_DT_FLOAT64, l);
+    ir_expr *fc = ir_cast(b, SMELT_DT_FLOAT64, c), *fh = ir_cast(b, SMELT_DT_FLOAT64, h);
+    ir_expr *rise = ir_binary(b, IR_DIV, ir_sub(b, fj, fl), ir_sub(b, fc, fl));
+    ir_expr *fall = ir_binary(b, IR_DIV, ir_sub(b, fh, fj), ir_sub(b, fh, fc));
+    ir_expr *in_rise = ir_binary(b, IR_AND, ir_binary(b, IR_LE, l, j), ir_binary(b, IR_LT, j, c));
+    ir_expr *in_fall = ir_binary(b, IR_AND, ir_binary(b, IR_LT, c, j), ir_binary(b, IR_LT, j, h));
+    ir_expr *v = ir_select(b, in_fall, fall, c64(b, 0.0));
+    v = ir_select(b, in_rise, rise, v);
+    v = ir_select(b, ir_binary(b, IR_EQ, j, c), c64(b, 1.0), v);
+    return ir_cast(b, s->dt, v);
+}
+
 static smelt_status mel_compute(op_compute_args *a)
 {
-    return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
-                   "compiled code has MelWeightMatrix only where its scalar inputs are known "
-                   "when the model is specialised (constants, or model inputs), and then as the "
-                   "folded matrix");
+    for (int i = 0; i < 3; i++)
+        if (!a->in_const[i])
+            return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                           "num_mel_bins, dft_length and sample_rate must be known at compile "
+                           "time (constants, or model inputs compiled code specialises on)");
+    mel_te *s = smelt_arena_alloc(&a->te->arena, sizeof *s);
+    if (!s) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    *s = (mel_te){a->in[3], a->in[4], op_get_i64(a->in_const[0], 0),
+                  op_get_i64(a->in_const[1], 0), op_get_i64(a->in_const[2], 0), 0,
+                  SMELT_DT_UNDEFINED};
+    s->rows = s->dft / 2 + 1;
+    s->dt = a->out_type[0].dtype;
+    ir_builder *b = &a->te->b;
+    ir_var *v = ir_var_new(b, "bad", SMELT_DT_INT64);
+    ir_expr *ok = ir_binary(b, IR_EQ, ir_var_ref(b, v), ir_int(b, 0));
+    ir_check_site site = {.node = a->node->name, .op = a->node->op_type,
+                          .message = "mel band {position} spans spectrogram bins outside the "
+                                     "one-sided DFT (check the edges and sample_rate)"};
+    int64_t bins = s->bins;
+    if (!te_check_compute(a->te, "check", 1, &bins, mel_check_body, s, v, ok, &site))
+        return smelt_ctx_status(a->ctx) ? smelt_ctx_status(a->ctx) : SMELT_ERR_NOMEM;
+    const smelt_tensor *o = &a->out_type[0];
+    a->out[0] = te_compute(a->te, "y", o->dtype, o->rank, o->dims, mel_body, s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 
 const op_def op_def_MEL_WEIGHT_MATRIX = {
