@@ -1,10 +1,13 @@
-/* Resampling: Resize (opsets 10, 11, 13, 18) and the deprecated Upsample.
+/* Resampling: Resize (opsets 10, 11, 13, 18, 19) and the deprecated Upsample.
  *
  * Both share one kernel.  Each output coordinate of each axis is mapped back
  * to an input coordinate (the coordinate transformation mode) and turned into
- * at most 4 taps (input index, weight) for that axis; an output element is the
- * sum over the product of its axes' taps.  Indices outside the input are
- * clamped to the edge, as the ONNX reference does.
+ * at most 4 taps (input index, weight) for that axis, or, antialiasing a
+ * shrink, the linear/cubic kernel widened by 1 / scale (up to 32 taps); an
+ * output element is the sum over the product of its axes' taps.  Indices
+ * outside the input are clamped to the edge, as the ONNX reference does.
+ * keep_aspect_ratio_policy gives every resized axis one scale (the smallest
+ * or largest of those the sizes ask for).
  */
 #include <math.h>
 #include <string.h>
@@ -13,7 +16,9 @@
 #include "ops/resize.h"
 #include "te/te.h"
 
-#define RESIZE_MAX_TAPS 4
+/* 4 without antialiasing; antialiasing a shrink by scale s takes about
+ * 2 / s (linear) or 4 / s (cubic) taps, refused beyond this */
+#define RESIZE_MAX_TAPS 32
 
 /* ---- import ----------------------------------------------------------------------- */
 
@@ -65,15 +70,15 @@ static smelt_status parse_resize11(smelt_ctx *ctx, const gr_node *node, op_resiz
     SMELT_TRY(op_attr_float(ctx, node, "extrapolation_value", 0.0f, &a->extrapolation_value));
 
     SMELT_TRY(op_attr_bool(ctx, node, "antialias", false, &antialias));
-    if (antialias)
-        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                       "attribute 'antialias' is 1; antialiasing is not implemented");
-    const char *policy;
-    SMELT_TRY(op_attr_string(ctx, node, "keep_aspect_ratio_policy", "stretch", &policy));
-    if (strcmp(policy, "stretch") != 0)
-        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                       "attribute 'keep_aspect_ratio_policy' is '%s'; only 'stretch' is "
-                       "implemented", policy);
+    if (antialias && a->mode == OP_RESIZE_NEAREST)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'antialias' is 1 with mode nearest; antialiasing is defined "
+                       "for the linear and cubic modes");
+    a->antialias = antialias;
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
+    int policy = 0;
+    SMELT_TRY(parse_choice(ctx, node, "keep_aspect_ratio_policy", "stretch", policies, 3, &policy));
+    a->policy = (op_resize_policy)policy;
     int count;
     const int64_t *axes;
     SMELT_TRY(op_attr_ints(ctx, node, "axes", &count, &axes));
@@ -221,6 +226,34 @@ static smelt_status read_count(smelt_ctx *ctx, const gr_node *node, const smelt_
     return SMELT_OK;
 }
 
+/* keep_aspect_ratio_policy: every resized axis takes the smallest or the
+ * largest of their scales, and its size is scale * dim rounded half up
+ * (the coordinate transform uses the unrounded length, as the reference). */
+static smelt_status apply_policy(smelt_ctx *ctx, const gr_node *node, const resize_inputs *r,
+                                 const int *axis_of, int n, resize_params *p)
+{
+    const op_resize_attrs *a = node->op_attrs;
+    if (a->policy == OP_RESIZE_STRETCH || n == 0) return SMELT_OK;
+    double s = p->scale[axis_of[0]];
+    for (int i = 1; i < n; i++) {
+        double t = p->scale[axis_of[i]];
+        s = a->policy == OP_RESIZE_NOT_LARGER ? fmin(s, t) : fmax(s, t);
+    }
+    for (int i = 0; i < n; i++) {
+        int d = axis_of[i];
+        if (r->x->dims[d] < 0)
+            return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                           "keep_aspect_ratio_policy needs the input's dims known (axis %d)", d);
+        double size = floor(s * (double)r->x->dims[d] + 0.5);
+        if (size > (double)SMELT_LIMIT_TENSOR_ELEMS)
+            return op_errf(ctx, node, SMELT_ERR_LIMIT, "axis %d would exceed the element limit", d);
+        p->scale[d] = s;
+        p->resized[d] = s * (double)r->x->dims[d];
+        p->out[d] = (int64_t)size;
+    }
+    return SMELT_OK;
+}
+
 static smelt_status params_from_sizes(smelt_ctx *ctx, const gr_node *node,
                                       const resize_inputs *r, const int *axis_of, int n,
                                       resize_params *p)
@@ -243,7 +276,7 @@ static smelt_status params_from_sizes(smelt_ctx *ctx, const gr_node *node,
         p->scale[d] = dim > 0 ? (double)size / (double)dim : 1.0;
         p->resized[d] = (double)size;
     }
-    return SMELT_OK;
+    return apply_policy(ctx, node, r, axis_of, n, p);
 }
 
 static smelt_status params_from_scales(smelt_ctx *ctx, const gr_node *node,
@@ -298,6 +331,23 @@ static smelt_status params_roi(smelt_ctx *ctx, const gr_node *node, const resize
     return SMELT_OK;
 }
 
+static int resize_axis_taps(const op_resize_attrs *a, double scale);
+
+/* Antialiasing a strong shrink would take more taps than the kernels hold. */
+static smelt_status check_taps(smelt_ctx *ctx, const gr_node *node, int rank,
+                               const resize_params *p)
+{
+    const op_resize_attrs *a = node->op_attrs;
+    for (int d = 0; d < rank; d++) {
+        int n = resize_axis_taps(a, p->scale[d]);
+        if (n > RESIZE_MAX_TAPS)
+            return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                           "antialiasing axis %d at scale %g takes %d taps; at most %d are "
+                           "implemented", d, p->scale[d], n, RESIZE_MAX_TAPS);
+    }
+    return SMELT_OK;
+}
+
 static smelt_status resize_params_make(smelt_ctx *ctx, const gr_node *node,
                                        const smelt_tensor *const *in, resize_params *p)
 {
@@ -328,7 +378,7 @@ static smelt_status resize_params_make(smelt_ctx *ctx, const gr_node *node,
     }
     if (a->coord == OP_RESIZE_TF_CROP_AND_RESIZE)
         SMELT_TRY(params_roi(ctx, node, &r, axis_of, n, p));
-    return SMELT_OK;
+    return check_taps(ctx, node, r.x->rank, p);
 }
 
 static smelt_status resize_infer(smelt_ctx *ctx, const gr_node *node,
@@ -401,13 +451,60 @@ static void cubic_weights(double r, double A, double w[4])
     }
 }
 
+/* Antialiasing (linear and cubic): the kernel stretched by 1 / min(scale, 1)
+ * over taps first .. first + n - 1 around src, normalised to sum 1.  As the
+ * reference: an integral src counts as ratio 1 from the index below it;
+ * taps start at floor(-support / s) + 1 from that index, n = 2 - 2 * start. */
+static int antialias_start(op_resize_mode mode, double scale)
+{
+    double s = scale < 1.0 ? scale : 1.0;
+    return (int)floor((mode == OP_RESIZE_CUBIC ? -2.0 : -1.0) / s) + 1;
+}
+
+static int resize_axis_taps(const op_resize_attrs *a, double scale)
+{
+    if (a->mode == OP_RESIZE_NEAREST) return 1;
+    if (a->antialias) return 2 - 2 * antialias_start(a->mode, scale);
+    return a->mode == OP_RESIZE_CUBIC ? 4 : 2;
+}
+
+static double antialias_weight(op_resize_mode mode, double A, double x)
+{
+    x = fabs(x);
+    if (mode == OP_RESIZE_LINEAR) return x < 1.0 ? 1.0 - x : 0.0;
+    double x2 = x * x, x3 = x * x2;
+    if (x <= 1.0) return (A + 2.0) * x3 - (A + 3.0) * x2 + 1.0;
+    if (x < 2.0) return A * x3 - 5.0 * A * x2 + 8.0 * A * x - 4.0 * A;
+    return 0.0;
+}
+
+static void antialias_taps(const op_resize_attrs *a, double src, double scale, int64_t *idx,
+                           resize_taps *t)
+{
+    double lo = floor(src), ratio = src - lo, s = scale < 1.0 ? scale : 1.0, sum = 0.0;
+    if (ratio == 0.0) {
+        lo -= 1.0;
+        ratio = 1.0;
+    }
+    int start = antialias_start(a->mode, scale);
+    t->n = 2 - 2 * start;
+    for (int i = 0; i < t->n; i++) {
+        idx[i] = (int64_t)lo + start + i;
+        t->w[i] = antialias_weight(a->mode, a->cubic_coeff_a, s * ((double)(start + i) - ratio));
+        sum += t->w[i];
+    }
+    for (int i = 0; i < t->n; i++) t->w[i] /= sum;
+}
+
 static void resize_make_taps(const op_resize_attrs *a, double src, int64_t in, double scale,
                              int64_t stride, resize_taps *t)
 {
     double lo = floor(src), r = src - lo;
     int64_t first = (int64_t)lo, idx[RESIZE_MAX_TAPS];
     t->n = 0;
-    if (a->mode == OP_RESIZE_NEAREST) {
+    if (a->antialias) {
+        antialias_taps(a, src, scale, idx, t);
+    } else if (a->mode == OP_RESIZE_NEAREST) {
         idx[0] = nearest_index(a->nearest, src, scale);
         t->w[0] = 1.0;
         t->n = 1;
@@ -476,10 +573,6 @@ typedef struct resize_row {
     double *w;
 } resize_row;
 
-static int resize_max_taps(op_resize_mode mode)
-{
-    return mode == OP_RESIZE_CUBIC ? 4 : mode == OP_RESIZE_LINEAR ? 2 : 1;
-}
 
 static void resize_row_make(resize_taps *const *table, const int64_t *idx, int outer,
                             resize_row *row)
@@ -591,7 +684,7 @@ static smelt_status resize_eval(smelt_ctx *ctx, const gr_node *node,
     SMELT_TRY(resize_build_taps(ctx, node, x, y, &p, table, &storage));
     int outer = rank - 1;
     size_t cap = 1;
-    for (int d = 0; d < outer; d++) cap *= (size_t)resize_max_taps(a->mode);
+    for (int d = 0; d < outer; d++) cap *= (size_t)resize_axis_taps(a, p.scale[d]);
     resize_row row = {.off = smelt_calloc(cap, sizeof(int64_t)),
                       .w = smelt_calloc(cap, sizeof(double))};
     if (!row.off || !row.w) {
@@ -822,6 +915,43 @@ static void resize_te_exclude(ir_builder *b, ir_expr *lo, int first, int64_t in,
         t->w[i] = ir_select(b, nonzero, ir_binary(b, IR_DIV, t->w[i], sum), t->w[i]);
 }
 
+/* antialias_weight as an expression of the distance x (float64). */
+static ir_expr *resize_te_aa_weight(ir_builder *b, op_resize_mode mode, double A, ir_expr *x)
+{
+    x = ir_call(b, IR_CALL_ABS, SMELT_DT_FLOAT64, 1, &x);
+    ir_expr *one = f64(b, 1.0), *zero = f64(b, 0.0);
+    if (mode == OP_RESIZE_LINEAR)
+        return ir_select(b, ir_binary(b, IR_LT, x, one), ir_sub(b, one, x), zero);
+    ir_expr *x2 = ir_mul(b, x, x), *x3 = ir_mul(b, x, x2);
+    ir_expr *near = ir_add(b, ir_sub(b, ir_mul(b, f64(b, A + 2.0), x3), ir_mul(b, f64(b, A + 3.0), x2)),
+                           one);
+    ir_expr *far = ir_sub(b, ir_mul(b, f64(b, A), x3), ir_mul(b, f64(b, 5.0 * A), x2));
+    far = ir_sub(b, ir_add(b, far, ir_mul(b, f64(b, 8.0 * A), x)), f64(b, 4.0 * A));
+    ir_expr *outer = ir_select(b, ir_binary(b, IR_LT, x, f64(b, 2.0)), far, zero);
+    return ir_select(b, ir_binary(b, IR_LE, x, one), near, outer);
+}
+
+/* antialias_taps as expressions (the scale is known: it sets the count). */
+static void resize_te_aa_taps(ir_builder *b, const resize_te *r, int d, ir_expr *src,
+                              resize_te_taps *t)
+{
+    double scale = r->scale[d]->f, s = scale < 1.0 ? scale : 1.0;
+    ir_expr *lo = f_call(b, IR_CALL_FLOOR, src), *frac = f_bin(b, IR_SUB, src, lo);
+    ir_expr *whole = ir_binary(b, IR_EQ, frac, f64(b, 0.0));
+    lo = ir_select(b, whole, ir_sub(b, lo, f64(b, 1.0)), lo);
+    ir_expr *ratio = ir_select(b, whole, f64(b, 1.0), frac), *sum = NULL;
+    int start = antialias_start(r->a->mode, scale);
+    t->n = 2 - 2 * start;
+    for (int k = 0; k < t->n; k++) {
+        ir_expr *dist = ir_mul(b, ir_sub(b, f64(b, (double)(start + k)), ratio), f64(b, s));
+        t->w[k] = resize_te_aa_weight(b, r->a->mode, r->a->cubic_coeff_a, dist);
+        sum = sum ? ir_add(b, sum, t->w[k]) : t->w[k];
+        t->idx[k] = resize_te_index(b, ir_add(b, lo, f64(b, (double)(start + k))), r->in[d]);
+    }
+    for (int k = 0; k < t->n; k++) t->w[k] = ir_binary(b, IR_DIV, t->w[k], sum);
+    if (r->a->exclude_outside) resize_te_exclude(b, lo, start, r->in[d], t);
+}
+
 static void resize_te_make_taps(ir_builder *b, const resize_te *r, int d, ir_expr *i,
                                 resize_te_taps *t)
 {
@@ -833,6 +963,10 @@ static void resize_te_make_taps(ir_builder *b, const resize_te *r, int d, ir_exp
         return;
     }
     ir_expr *src = resize_te_source(b, r, d, ir_cast(b, SMELT_DT_FLOAT64, i));
+    if (r->a->antialias) {
+        resize_te_aa_taps(b, r, d, src, t);
+        return;
+    }
     if (r->a->mode == OP_RESIZE_NEAREST) {
         t->idx[0] = resize_te_index(b, resize_te_nearest(b, r, d, src), in);
         return;
@@ -1049,6 +1183,17 @@ static smelt_status resize_compute(op_compute_args *a)
     SMELT_TRY(resize_params_make(a->ctx, a->node, tin, &p));
     SMELT_TRY(resize_axes(a->ctx, a->node, r.x->n_axes, axis_of, &n));
     bool known = resize_te_params(a, &r, &p, axis_of, n);
+    if ((at->antialias || at->policy != OP_RESIZE_STRETCH) && !known)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "compiled Resize with antialias or keep_aspect_ratio_policy needs its "
+                       "scales or sizes known at compile time (constants, or model inputs "
+                       "compiled code specialises on)");
+    int64_t terms = 1; /* antialias: the expression grows with the taps' product */
+    for (int d = 0; d < r.x->n_axes; d++) terms *= resize_axis_taps(at, p.scale[d]);
+    if (at->antialias && terms > 1024)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "compiled Resize sums at most 1024 taps per element (%lld here)",
+                       (long long)terms);
     for (int d = 0; d < r.x->n_axes; d++)
         r.identity[d] = known && resize_axis_is_identity(at, &p, d, r.in[d], r.out[d]);
     r.acc_dt = dt == SMELT_DT_FLOAT32 || dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16
