@@ -469,8 +469,11 @@ typedef struct bad_value {
 } bad_value;
 
 static const bad_value k_bad_values[] = {
-    {"Resize", "antialias", 19, 1, NULL},
-    {"Resize", "keep_aspect_ratio_policy", 19, 0, "not_larger"},
+    {"Resize", "antialias", 19, 1, NULL}, /* with the default mode, nearest */
+    {"BitCast", "to", 26, 8 /* STRING */, NULL},
+    {"BitCast", "to", 26, 17 /* FLOAT8E4M3FN */, NULL},
+    {"Range", "stash_type", 27, 10 /* FLOAT16 */, NULL},
+    {"MelWeightMatrix", "output_datatype", 17, 9 /* BOOL */, NULL},
     {"Cast", "to", 25, 27 /* FLOAT6E2M3 */, NULL},
     {"QuantizeLinear", "output_dtype", 25, 24 /* FLOAT8E8M0: a scale type */, NULL},
     {"Cast", "to", 13, 999, NULL},
