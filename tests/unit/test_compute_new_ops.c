@@ -1,7 +1,9 @@
-/* BitCast, SwiGLU, TensorScatter and MaxUnpool: compute definitions against
+/* BitCast, SwiGLU, TensorScatter, MaxUnpool and CausalConvWithState:
+ * compute definitions against
  * reference kernels (te interpreter, default and random schedules:
  * op_test_util.h), the references against values worked out by hand, and
- * the refusals (types, windows, write indices) naming node and op. */
+ * the refusals (types, windows, write indices) naming node and op;
+ * LinearAttention's reference by hand and its compiled refusal. */
 #include "op_test_util.h"
 
 /* Floats in [-4, 4); integers of kind 0 small, kind 1 spread over the
@@ -60,6 +62,16 @@ static const opt_case k_cases[] = {
      {X(F32, 4, 1, 1, 2, 2), OPT_RUNTIME(I64, OPT_VALS(0, 3, 9, 14), 4, 1, 1, 2, 2),
       OPT_CONST1(I64, 2, 1, 5, 6)},
      {AINTS("kernel_shape", 2, 2, 2), AINTS("strides", 2, 2, 2)}},
+    {"causal conv, no state", OP_CAUSAL_CONV_WITH_STATE, 27, "yy", 2, 0,
+     {X(F32, 3, 2, 3, 7), X(F32, 3, 3, 1, 4)}, {{0}}},
+    {"causal conv, bias and past, silu", OP_CAUSAL_CONV_WITH_STATE, 27, "yy", 4, 1,
+     {X(F32, 3, 2, 3, 5), X(F32, 3, 3, 1, 3), X(F32, 1, 3), X(F32, 3, 2, 3, 2)},
+     {AS("activation", "silu")}},
+    {"causal conv, input shorter than the state, f16", OP_CAUSAL_CONV_WITH_STATE, 27, "yy", 4, 1,
+     {X(F16, 3, 1, 2, 2), X(F16, 3, 2, 1, 4), OPT_NONE, X(F16, 3, 1, 2, 3)},
+     {AS("activation", "swish")}},
+    {"causal conv, k = 1", OP_CAUSAL_CONV_WITH_STATE, 27, "y-", 2, 0,
+     {X(F32, 3, 1, 2, 4), X(F32, 3, 2, 1, 1)}, {{0}}},
 };
 
 static void test_bitcast_values(void)
@@ -167,8 +179,64 @@ static void test_max_unpool_window_check(void)
     opt_fini(&t);
 }
 
+/* linear rule, one head, d_k = d_v = 1, scale 1: S1 = k1 v1, S2 = S1 + k2 v2;
+ * gated: S2 = exp(g2) S1 + k2 v2; delta: v2 replaced by beta (v2 - S1 k2). */
+static void test_linear_attention_values(void)
+{
+    static const char *const rules[] = {"linear", "gated", "delta"};
+    const float want[3][2] = {{2 * 3, 2 * (3 + 4 * 5)},
+                              {2 * 3, 2 * (float)(exp(0.5) * 3 + 4 * 5)},
+                              {2 * 3, 2 * (3 + 4 * (0.5f * (5 - 3 * 4)))}};
+    for (int r = 0; r < 3; r++) {
+        opt_node t;
+        int n_in = r == 0 ? 3 : 6;
+        opt_init(&t, NULL, OP_LINEAR_ATTENTION, 27, n_in, 2);
+        opt_attr_int(&t, "q_num_heads", 1);
+        opt_attr_int(&t, "kv_num_heads", 1);
+        opt_attr_float(&t, "scale", 1.0f);
+        opt_attr_string(&t, "update_rule", rules[r]);
+        smelt_tensor in[6] = {
+            opt_tensor(F32, 3, OPT_DIMS(1, 2, 1), OPT_F32S(2, 2)),
+            opt_tensor(F32, 3, OPT_DIMS(1, 2, 1), OPT_F32S(1, 4)),
+            opt_tensor(F32, 3, OPT_DIMS(1, 2, 1), OPT_F32S(3, 5)),
+            {0},
+            opt_tensor(F32, 3, OPT_DIMS(1, 2, 1), OPT_F32S(0, 0.5f)),
+            opt_tensor(F32, 3, OPT_DIMS(1, 2, 1), OPT_F32S(1, 0.5f))};
+        if (r > 0) {
+            opt_omit_input(&t, 3);
+            if (r == 1) opt_omit_input(&t, 5);
+            if (r == 2) opt_omit_input(&t, 4);
+        }
+        CHECK(opt_run(&t, in, n_in) == SMELT_OK);
+        OPT_EXPECT_F32(&t.out[0], want[r], 2, OPT_REL(1e-6));
+        opt_fini(&t);
+    }
+}
+
+static void test_linear_attention_refusals(void)
+{
+    opt_node t;
+    opt_init(&t, NULL, OP_LINEAR_ATTENTION, 27, 3, 1);
+    opt_attr_int(&t, "q_num_heads", 3);
+    opt_attr_int(&t, "kv_num_heads", 2);
+    CHECK(opt_import(&t) == SMELT_ERR_ATTR);
+    CHECK_STR_CONTAINS(opt_message(&t), "must be a positive multiple of kv_num_heads 2");
+    opt_fini(&t);
+
+    const opt_case c = {"linear attention compiled", OP_LINEAR_ATTENTION, 27, "y", 3, 3,
+                        {X(F32, 3, 1, 2, 4), X(F32, 3, 1, 2, 4), X(F32, 3, 1, 2, 4)},
+                        {AI("q_num_heads", 2), AI("kv_num_heads", 2), AS("update_rule", "linear")}};
+    CHECK(opt_case_init(&t, &k_suite, &c) == SMELT_OK);
+    CHECK(opt_run_reference(&t) == SMELT_OK);
+    CHECK(opt_run_te(&t) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(opt_message(&t), "compiled LinearAttention is not implemented");
+    opt_fini(&t);
+}
+
 int main(void)
 {
+    test_linear_attention_values();
+    test_linear_attention_refusals();
     test_max_unpool_window_check();
     test_bitcast_values();
     test_swiglu_values();
