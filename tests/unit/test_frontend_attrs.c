@@ -272,6 +272,7 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "num_groups") == 0) set_int(m, n, 1);
     else if (strcmp(n, "direction") == 0) set_string(m, n, "LEFT");
     else if (strcmp(n, "num_scan_inputs") == 0) set_int(m, n, 1);
+    else if (strcmp(n, "q_num_heads") == 0 || strcmp(n, "kv_num_heads") == 0) set_int(m, n, 1);
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
@@ -498,6 +499,8 @@ static const bad_value k_bad_values[] = {
     {"RoiAlign", "sampling_ratio", 22, -1, NULL},
     {"RoiAlign", "output_height", 16, 0, NULL},
     {"HannWindow", "output_datatype", 17, 7 /* INT64 */, NULL},
+    {"LinearAttention", "chunk_size", 27, 0, NULL},
+    {"CausalConvWithState", "activation", 27, 0, "gelu"},
 };
 
 static void test_bad_values(void)
