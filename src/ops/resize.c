@@ -722,6 +722,10 @@ typedef struct resize_te {
     ir_expr *scale[SMELT_MAX_RANK], *resized[SMELT_MAX_RANK];
     ir_expr *roi_lo[SMELT_MAX_RANK], *roi_hi[SMELT_MAX_RANK];
     bool identity[SMELT_MAX_RANK]; /* known to read input i at output i */
+    /* antialias: per axis, tables [out, taps] of input index and weight made
+     * at compile time by the reference's resize_make_taps (NULL: none) */
+    const te_tensor *aa_idx[SMELT_MAX_RANK], *aa_w[SMELT_MAX_RANK];
+    int aa_n[SMELT_MAX_RANK];
     smelt_dtype acc_dt;            /* weighted sums */
 } resize_te;
 
@@ -915,43 +919,6 @@ static void resize_te_exclude(ir_builder *b, ir_expr *lo, int first, int64_t in,
         t->w[i] = ir_select(b, nonzero, ir_binary(b, IR_DIV, t->w[i], sum), t->w[i]);
 }
 
-/* antialias_weight as an expression of the distance x (float64). */
-static ir_expr *resize_te_aa_weight(ir_builder *b, op_resize_mode mode, double A, ir_expr *x)
-{
-    x = ir_call(b, IR_CALL_ABS, SMELT_DT_FLOAT64, 1, &x);
-    ir_expr *one = f64(b, 1.0), *zero = f64(b, 0.0);
-    if (mode == OP_RESIZE_LINEAR)
-        return ir_select(b, ir_binary(b, IR_LT, x, one), ir_sub(b, one, x), zero);
-    ir_expr *x2 = ir_mul(b, x, x), *x3 = ir_mul(b, x, x2);
-    ir_expr *near = ir_add(b, ir_sub(b, ir_mul(b, f64(b, A + 2.0), x3), ir_mul(b, f64(b, A + 3.0), x2)),
-                           one);
-    ir_expr *far = ir_sub(b, ir_mul(b, f64(b, A), x3), ir_mul(b, f64(b, 5.0 * A), x2));
-    far = ir_sub(b, ir_add(b, far, ir_mul(b, f64(b, 8.0 * A), x)), f64(b, 4.0 * A));
-    ir_expr *outer = ir_select(b, ir_binary(b, IR_LT, x, f64(b, 2.0)), far, zero);
-    return ir_select(b, ir_binary(b, IR_LE, x, one), near, outer);
-}
-
-/* antialias_taps as expressions (the scale is known: it sets the count). */
-static void resize_te_aa_taps(ir_builder *b, const resize_te *r, int d, ir_expr *src,
-                              resize_te_taps *t)
-{
-    double scale = r->scale[d]->f, s = scale < 1.0 ? scale : 1.0;
-    ir_expr *lo = f_call(b, IR_CALL_FLOOR, src), *frac = f_bin(b, IR_SUB, src, lo);
-    ir_expr *whole = ir_binary(b, IR_EQ, frac, f64(b, 0.0));
-    lo = ir_select(b, whole, ir_sub(b, lo, f64(b, 1.0)), lo);
-    ir_expr *ratio = ir_select(b, whole, f64(b, 1.0), frac), *sum = NULL;
-    int start = antialias_start(r->a->mode, scale);
-    t->n = 2 - 2 * start;
-    for (int k = 0; k < t->n; k++) {
-        ir_expr *dist = ir_mul(b, ir_sub(b, f64(b, (double)(start + k)), ratio), f64(b, s));
-        t->w[k] = resize_te_aa_weight(b, r->a->mode, r->a->cubic_coeff_a, dist);
-        sum = sum ? ir_add(b, sum, t->w[k]) : t->w[k];
-        t->idx[k] = resize_te_index(b, ir_add(b, lo, f64(b, (double)(start + k))), r->in[d]);
-    }
-    for (int k = 0; k < t->n; k++) t->w[k] = ir_binary(b, IR_DIV, t->w[k], sum);
-    if (r->a->exclude_outside) resize_te_exclude(b, lo, start, r->in[d], t);
-}
-
 static void resize_te_make_taps(ir_builder *b, const resize_te *r, int d, ir_expr *i,
                                 resize_te_taps *t)
 {
@@ -963,10 +930,6 @@ static void resize_te_make_taps(ir_builder *b, const resize_te *r, int d, ir_exp
         return;
     }
     ir_expr *src = resize_te_source(b, r, d, ir_cast(b, SMELT_DT_FLOAT64, i));
-    if (r->a->antialias) {
-        resize_te_aa_taps(b, r, d, src, t);
-        return;
-    }
     if (r->a->mode == OP_RESIZE_NEAREST) {
         t->idx[0] = resize_te_index(b, resize_te_nearest(b, r, d, src), in);
         return;
@@ -1058,6 +1021,69 @@ static ir_expr *resize_te_sum(te_graph *g, const resize_te *r, const resize_te_t
     return acc;
 }
 
+/* Taps read from an antialiased axis's tables at output coordinate i. */
+static void resize_te_table_taps(te_graph *g, const resize_te *r, int d, ir_expr *i,
+                                 resize_te_taps *t)
+{
+    t->n = r->aa_n[d];
+    for (int k = 0; k < t->n; k++) {
+        ir_expr *at[2] = {i, ir_int(&g->b, k)};
+        t->idx[k] = te_read(g, r->aa_idx[d], at);
+        t->w[k] = te_read(g, r->aa_w[d], at);
+    }
+}
+
+/* A te constant [rows, cols] of dt holding data (owned by the graph after). */
+static te_tensor *resize_te_table(op_compute_args *a, const char *name, smelt_dtype dt,
+                                  int64_t rows, int64_t cols, void *data)
+{
+    int64_t shape[2] = {rows, cols};
+    te_tensor *t = te_placeholder(a->te, name, dt, 2, shape);
+    te_const *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
+    if (!t || !c || !smelt_ptrvec_push(&a->te->consts, c)) {
+        smelt_free(data);
+        return NULL;
+    }
+    t->buf->kind = IR_BUF_CONST;
+    *c = (te_const){.t = t, .data = data, .numel = rows * cols};
+    return t;
+}
+
+/* Antialiasing: the taps of every output coordinate of axis d as tables,
+ * by the reference's own code (the weights are normalised sums of a
+ * kernel: as expressions they grew with the square of the taps). */
+static smelt_status resize_te_aa_tables(op_compute_args *a, resize_te *r, const resize_params *p,
+                                        int d)
+{
+    int n = resize_axis_taps(r->a, p->scale[d]);
+    int64_t out = r->out[d], in = r->in[d];
+    int64_t *idx = smelt_calloc((size_t)(out * n), sizeof *idx);
+    double *w = smelt_calloc((size_t)(out * n), sizeof *w);
+    if (!idx || !w) {
+        smelt_free(idx);
+        smelt_free(w);
+        return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory for resize taps");
+    }
+    for (int64_t o = 0; o < out; o++) {
+        resize_taps t = {0};
+        double src = resize_source_coord(r->a, p, d, (double)o, in, out);
+        if (fabs(src) < 0x1p62) resize_make_taps(r->a, src, in, p->scale[d], 1, &t);
+        for (int k = 0; k < t.n && k < n; k++) { /* n == 0: outside the crop */
+            idx[o * n + k] = t.off[k];
+            w[o * n + k] = t.w[k];
+        }
+    }
+    char name[32];
+    snprintf(name, sizeof name, "aa_idx%d", d);
+    r->aa_idx[d] = resize_te_table(a, name, SMELT_DT_INT64, out, n, idx);
+    snprintf(name, sizeof name, "aa_w%d", d);
+    r->aa_w[d] = r->aa_idx[d] ? resize_te_table(a, name, SMELT_DT_FLOAT64, out, n, w) : NULL;
+    if (!r->aa_idx[d]) smelt_free(w);
+    r->aa_n[d] = n;
+    if (!r->aa_w[d]) return compute_done(a, NULL);
+    return SMELT_OK;
+}
+
 static ir_expr *resize_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const resize_te *r = user;
@@ -1066,7 +1092,11 @@ static ir_expr *resize_body(te_graph *g, ir_expr *const *idx, void *user)
     resize_te_taps taps[SMELT_MAX_RANK];
     bool copy = true; /* a single tap everywhere: an exact copy, for every dtype */
     for (int d = 0; d < r->x->n_axes; d++) {
-        resize_te_make_taps(b, r, d, idx[d], &taps[d]);
+        if (r->aa_w[d]) {
+            resize_te_table_taps(g, r, d, idx[d], &taps[d]);
+        } else {
+            resize_te_make_taps(b, r, d, idx[d], &taps[d]);
+        }
         copy = copy && taps[d].n == 1 && !taps[d].w[0];
     }
     ir_expr *v;
@@ -1188,14 +1218,16 @@ static smelt_status resize_compute(op_compute_args *a)
                        "compiled Resize with antialias or keep_aspect_ratio_policy needs its "
                        "scales or sizes known at compile time (constants, or model inputs "
                        "compiled code specialises on)");
-    int64_t terms = 1; /* antialias: the expression grows with the taps' product */
+    int64_t terms = 1; /* antialias: one term per combination of the axes' taps */
     for (int d = 0; d < r.x->n_axes; d++) terms *= resize_axis_taps(at, p.scale[d]);
     if (at->antialias && terms > 1024)
         return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
                        "compiled Resize sums at most 1024 taps per element (%lld here)",
                        (long long)terms);
-    for (int d = 0; d < r.x->n_axes; d++)
+    for (int d = 0; d < r.x->n_axes; d++) {
         r.identity[d] = known && resize_axis_is_identity(at, &p, d, r.in[d], r.out[d]);
+        if (at->antialias && !r.identity[d]) SMELT_TRY(resize_te_aa_tables(a, &r, &p, d));
+    }
     r.acc_dt = dt == SMELT_DT_FLOAT32 || dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16
                    ? SMELT_DT_FLOAT32
                    : SMELT_DT_FLOAT64;

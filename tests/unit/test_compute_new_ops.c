@@ -233,8 +233,32 @@ static void test_linear_attention_refusals(void)
     opt_fini(&t);
 }
 
+/* Range takes 16-bit floats from opset 27 only (Range-11's types do not
+ * include them). */
+static void test_range_half_before_27(void)
+{
+    static const uint16_t one = 0x3c00, four = 0x4400;
+    for (int opset = 26; opset <= 27; opset++) {
+        opt_node t;
+        opt_init(&t, NULL, OP_RANGE, opset, 3, 1);
+        smelt_tensor in[3] = {opt_tensor(F16, 0, NULL, &one), opt_tensor(F16, 0, NULL, &four),
+                              opt_tensor(F16, 0, NULL, &one)};
+        smelt_status s = opt_run(&t, in, 3);
+        if (opset == 26) {
+            CHECK(s == SMELT_ERR_UNSUPPORTED);
+            CHECK_STR_CONTAINS(opt_message(&t), "has unsupported dtype f16");
+        } else {
+            CHECK(s == SMELT_OK);
+            OPT_EXPECT_DIMS(&t.out[0], 1, OPT_DIMS(3));
+            CHECK(t.out[0].data && ((const uint16_t *)t.out[0].data)[2] == 0x4200); /* 3.0 */
+        }
+        opt_fini(&t);
+    }
+}
+
 int main(void)
 {
+    test_range_half_before_27();
     test_linear_attention_values();
     test_linear_attention_refusals();
     test_max_unpool_window_check();
