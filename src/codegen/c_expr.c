@@ -444,6 +444,40 @@ static void emit_int_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
     cg_sb_done(e, &d);
 }
 
+/* The bits of a float as an unsigned integer and back go through a
+ * union (C99 defines reading another member as reinterpreting the bytes);
+ * integers of one width convert with the same bits, bool reads a byte. */
+static void emit_bitcast(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
+{
+    const ir_expr *a = x->call.args[0];
+    smelt_dtype from = a->dtype, to = x->dtype;
+    if (is_half(from) || is_half(to)) {
+        cg_fail(e, SMELT_ERR_INTERNAL, "codegen: bitcast of a 16-bit float");
+        return;
+    }
+    bool ff = cg_dtype_is_float(from), tf = cg_dtype_is_float(to);
+    const char *ut = cg_storage_type(ff ? (from == SMELT_DT_FLOAT32 ? SMELT_DT_UINT32 : SMELT_DT_UINT64)
+                                        : (to == SMELT_DT_FLOAT32 ? SMELT_DT_UINT32 : SMELT_DT_UINT64));
+    if (ff) /* float -> its bits -> the integer type */
+        smelt_strbuf_printf(out, "((%s)(((union { %s f; %s u; }){ .f = (", cg_storage_type(to),
+                            cg_storage_type(from), ut);
+    else if (tf) /* integer -> unsigned of the width -> the float */
+        smelt_strbuf_printf(out, "(((union { %s u; %s f; }){ .u = (%s)(", ut, cg_storage_type(to), ut);
+    else if (to == SMELT_DT_BOOL)
+        smelt_strbuf_append(out, "((uint8_t)(");
+    else
+        smelt_strbuf_printf(out, "((%s)(", cg_storage_type(to));
+    cg_expr(e, a, CG_VALUE, out);
+    if (ff)
+        smelt_strbuf_append(out, ") }).u))");
+    else if (tf)
+        smelt_strbuf_append(out, ") }).f)");
+    else if (to == SMELT_DT_BOOL)
+        smelt_strbuf_append(out, ") != 0)");
+    else
+        smelt_strbuf_append(out, "))");
+}
+
 static void emit_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
 {
     ir_call_op op = x->call.op;
@@ -454,6 +488,10 @@ static void emit_call(cg_emitter *e, const ir_expr *x, smelt_strbuf *out)
     }
     if (op == IR_CALL_LB_DECODE || op == IR_CALL_LB_ENCODE) {
         emit_lowbit_call(e, x, out);
+        return;
+    }
+    if (op == IR_CALL_BITCAST) {
+        emit_bitcast(e, x, out);
         return;
     }
     smelt_dtype arg_dt = x->call.args[0]->dtype;

@@ -61,8 +61,9 @@ static void scan_expr(vec_scan *sc, const ir_expr *x)
         scan_expr(sc, x->select.f);
         return;
     case IR_CALL:
-        if (x->call.op == IR_CALL_LB_DECODE || x->call.op == IR_CALL_LB_ENCODE)
-            sc->not_vector = true; /* byte codes: scalar conversions */
+        if (x->call.op == IR_CALL_LB_DECODE || x->call.op == IR_CALL_LB_ENCODE ||
+            x->call.op == IR_CALL_BITCAST)
+            sc->not_vector = true; /* byte codes and bit views: scalar conversions */
         for (int i = 0; i < x->call.n; i++) scan_expr(sc, x->call.args[i]);
         return;
     case IR_LOAD:

@@ -1,6 +1,6 @@
 /* Bitwise ops on integer tensors: BitShift (opsets 11-28; signed types from
- * 28), BitwiseAnd, BitwiseOr, BitwiseXor (broadcasting) and BitwiseNot
- * (18-28).
+ * 28), BitwiseAnd, BitwiseOr, BitwiseXor (broadcasting), BitwiseNot
+ * (18-28) and BitCast (26-28, at the end).
  *
  * BitShift follows BitShift-28's definition for every count: a count that
  * is negative or at least the width gives 0, or -1 for a right shift of a
@@ -149,6 +149,7 @@ typedef struct bitwise_te {
     const te_tensor *a, *b;
     ir_kind kind;
     int rank;
+    const gr_node *node;
 } bitwise_te;
 
 /* t read at the output index idx, numpy-broadcast (right-aligned, size-1 dims at 0) */
@@ -194,7 +195,7 @@ static smelt_status bitwise_compute(op_compute_args *a)
     if (!s) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
     const smelt_tensor *ot = &a->out_type[0];
     bool unary = a->node->op == OP_BITWISE_NOT;
-    *s = (bitwise_te){a->in[0], unary ? NULL : a->in[1], ir_kind_of(a->node), ot->rank};
+    *s = (bitwise_te){a->in[0], unary ? NULL : a->in[1], ir_kind_of(a->node), ot->rank, a->node};
     a->out[0] = te_compute(a->te, "y", ot->dtype, ot->rank, ot->dims,
                            unary ? not_body : binary_body, s, "injective");
     return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
@@ -213,3 +214,105 @@ BITWISE_BINARY(BITWISE_XOR, NULL);
 const op_def op_def_BITWISE_NOT = {.compute = bitwise_compute, .infer = not_infer,
                                    .eval = not_eval, .min_inputs = 1, .max_inputs = 1,
                                    .min_outputs = 1, .max_outputs = 1};
+
+/* ---- BitCast (opsets 26-28) ----------------------------------------------------------
+ * The bits of each element read as another type of the same width.  The
+ * reference copies the bytes; the compute is one IR_CALL_BITCAST per
+ * element.  A bool result is true for any non-zero byte (as viewing the
+ * byte as a bool does).  float16/bfloat16 compile only where no bits would
+ * be lost: never, since compiled code holds their values widened to float
+ * (NaN payloads would not survive), so they stay on the reference path. */
+
+OP_ATTRS(BIT_CAST) = {{"to", 0, 0}, {NULL, 0, 0}};
+
+typedef struct op_bitcast_attrs {
+    smelt_dtype to;
+} op_bitcast_attrs;
+
+static const smelt_dtype k_bitcast_types[] = {
+    SMELT_DT_BOOL,   SMELT_DT_UINT8,   SMELT_DT_INT8,    SMELT_DT_UINT16, SMELT_DT_INT16,
+    SMELT_DT_UINT32, SMELT_DT_INT32,   SMELT_DT_UINT64,  SMELT_DT_INT64,  SMELT_DT_FLOAT16,
+    SMELT_DT_BFLOAT16, SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_UNDEFINED};
+
+static bool bitcast_type_ok(smelt_dtype dt)
+{
+    for (const smelt_dtype *t = k_bitcast_types; *t != SMELT_DT_UNDEFINED; t++)
+        if (*t == dt) return true;
+    return false;
+}
+
+static smelt_status bitcast_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_bitcast_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    if (!gr_node_attr(node, "to"))
+        return op_errf(ctx, node, SMELT_ERR_ATTR, "missing required attribute 'to'");
+    int64_t to;
+    SMELT_TRY(op_attr_int(ctx, node, "to", 0, &to));
+    if (to <= 0 || to >= SMELT_DT_COUNT_ || !bitcast_type_ok((smelt_dtype)to))
+        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "attribute 'to' is %lld (%s); BitCast is implemented to bool, the "
+                       "integers and float16/bfloat16/float/double",
+                       (long long)to,
+                       to > 0 && to < SMELT_DT_COUNT_ ? smelt_dtype_name((smelt_dtype)to) : "?");
+    a->to = (smelt_dtype)to;
+    return SMELT_OK;
+}
+
+static smelt_status bitcast_infer(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_bitcast_attrs *a = node->op_attrs;
+    SMELT_TRY(check_int_input(ctx, node, in[0], 0, k_bitcast_types));
+    if (smelt_dtype_size(in[0]->dtype) != smelt_dtype_size(a->to))
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "input is %s (%zu bytes) and 'to' is %s (%zu bytes); BitCast needs "
+                       "types of one width",
+                       smelt_dtype_name(in[0]->dtype), smelt_dtype_size(in[0]->dtype),
+                       smelt_dtype_name(a->to), smelt_dtype_size(a->to));
+    op_copy_shape(&out[0], in[0]);
+    out[0].dtype = a->to;
+    return SMELT_OK;
+}
+
+static smelt_status bitcast_eval(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    (void)ctx, (void)node;
+    size_t bytes = (size_t)op_numel(&out[0]) * smelt_dtype_size(out[0].dtype);
+    if (bytes) memcpy(out[0].data, in[0]->data, bytes);
+    if (out[0].dtype == SMELT_DT_BOOL) /* a bool holds 0 or 1 */
+        for (int64_t i = 0; i < op_numel(&out[0]); i++)
+            op_set_i64(&out[0], i, ((const uint8_t *)in[0]->data)[i] != 0);
+    return SMELT_OK;
+}
+
+static ir_expr *bitcast_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const bitwise_te *s = user;
+    ir_expr *x = te_read(g, s->a, idx);
+    smelt_dtype to = ((const op_bitcast_attrs *)s->node->op_attrs)->to;
+    if (x->dtype == to) return x;
+    return ir_call(&g->b, IR_CALL_BITCAST, to, 1, &x);
+}
+
+static smelt_status bitcast_compute(op_compute_args *a)
+{
+    const smelt_tensor *ot = &a->out_type[0];
+    smelt_dtype from = a->in[0]->buf->dtype;
+    if (from == SMELT_DT_FLOAT16 || from == SMELT_DT_BFLOAT16 || ot->dtype == SMELT_DT_FLOAT16 ||
+        ot->dtype == SMELT_DT_BFLOAT16)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "compiled BitCast from %s to %s: compiled code holds 16-bit floats "
+                       "widened, so their bits (NaN payloads) would not survive",
+                       smelt_dtype_name(from), smelt_dtype_name(ot->dtype));
+    bitwise_te *s = smelt_arena_alloc(&a->te->arena, sizeof *s);
+    if (!s) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    *s = (bitwise_te){a->in[0], NULL, IR_BITXOR, ot->rank, a->node};
+    a->out[0] = te_compute(a->te, "y", ot->dtype, ot->rank, ot->dims, bitcast_body, s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_BIT_CAST = {.compute = bitcast_compute, .import = bitcast_import,
+                                .infer = bitcast_infer, .eval = bitcast_eval, .min_inputs = 1,
+                                .max_inputs = 1, .min_outputs = 1, .max_outputs = 1};

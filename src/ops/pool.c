@@ -1,4 +1,5 @@
-/* Pooling family: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, LRN.
+/* Pooling family: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, LRN,
+ * and MaxUnpool (at the end).
  *
  * The reference kernels work one (batch, channel) plane at a time: the plane
  * is converted to double once (exact for every supported dtype), pooled with
@@ -857,4 +858,279 @@ const op_def op_def_GLOBAL_LP_POOL = {
     .max_inputs = 1,
     .min_outputs = 1,
     .max_outputs = 1,
+};
+
+/* ---- MaxUnpool (opsets 9-28) -----------------------------------------------------
+ * Y is zero except at I's positions, which receive X's values.  As ONNX's
+ * reference implementation (and its node tests) define it, I indexes the
+ * flattened tensor of the inferred shape (N, C, (in - 1) * stride - pads +
+ * kernel...), and output_shape, when given, only pads that tensor with zeros
+ * at the end of each axis.  The reference scatters (a later X element wins a
+ * shared position); the compute gathers from the X positions whose window
+ * covers an output position, taking the last that points there, and checks
+ * at run time that every index lies in its element's window and plane (what
+ * MaxPool produces), so no value is dropped silently. */
+
+OP_ATTRS(MAX_UNPOOL) = {{"kernel_shape", 0, 0}, {"pads", 0, 0}, {"strides", 0, 0}, {NULL, 0, 0}};
+
+typedef struct op_unpool_attrs {
+    int n;
+    int64_t kernel[SMELT_MAX_RANK], stride[SMELT_MAX_RANK], pad_sum[SMELT_MAX_RANK];
+    int64_t pad_begin[SMELT_MAX_RANK];
+    bool bf16_ok; /* opset >= 22 */
+} op_unpool_attrs;
+
+static smelt_status unpool_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_unpool_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return smelt_ctx_status(ctx);
+    int nk, ns, np;
+    const int64_t *k, *s, *p;
+    SMELT_TRY(op_attr_ints(ctx, node, "kernel_shape", &nk, &k));
+    SMELT_TRY(op_attr_ints(ctx, node, "strides", &ns, &s));
+    SMELT_TRY(op_attr_ints(ctx, node, "pads", &np, &p));
+    if (nk < 1 || nk > SMELT_MAX_RANK - 2)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'kernel_shape' is required, with 1 to %d values",
+                       SMELT_MAX_RANK - 2);
+    if ((ns >= 0 && ns != nk) || (np >= 0 && np != 2 * nk))
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "'strides' needs %d values and 'pads' %d (got %d and %d)", nk, 2 * nk,
+                       ns, np);
+    a->n = nk;
+    for (int d = 0; d < nk; d++) {
+        a->kernel[d] = k[d];
+        a->stride[d] = ns > 0 ? s[d] : 1;
+        a->pad_begin[d] = np > 0 ? p[d] : 0;
+        a->pad_sum[d] = np > 0 ? p[d] + p[nk + d] : 0;
+        if (a->kernel[d] < 1 || a->stride[d] < 1 || a->pad_begin[d] < 0 || a->pad_sum[d] < 0)
+            return op_errf(ctx, node, SMELT_ERR_ATTR,
+                           "axis %d: kernel %lld, stride %lld, pads %lld/%lld; expected "
+                           "positive kernel and stride and pads >= 0",
+                           d, (long long)a->kernel[d], (long long)a->stride[d],
+                           (long long)a->pad_begin[d], (long long)(a->pad_sum[d] - a->pad_begin[d]));
+    }
+    a->bf16_ok = g->opset >= 22;
+    return SMELT_OK;
+}
+
+/* The shape the indices refer to: (N, C, (in - 1) * stride - pads + kernel...). */
+static void unpool_inferred_dims(const op_unpool_attrs *a, const smelt_tensor *x, int64_t *dims)
+{
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1];
+    for (int d = 0; d < a->n; d++)
+        dims[2 + d] = x->dims[2 + d] < 0 ? GR_DIM_UNKNOWN
+                                         : (x->dims[2 + d] - 1) * a->stride[d] - a->pad_sum[d] +
+                                               a->kernel[d];
+}
+
+static smelt_status unpool_infer(smelt_ctx *ctx, const gr_node *node,
+                                 const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const op_unpool_attrs *a = node->op_attrs;
+    const smelt_tensor *x = in[0], *ind = in[1], *oshape = op_input(node, in, 2);
+    SMELT_TRY(op_check_dtype(ctx, node, x, "input X", k_float_dtypes));
+    if (!a->bf16_ok && x->dtype == SMELT_DT_BFLOAT16)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "input X is bfloat16, which MaxUnpool "
+                       "takes from opset 22");
+    static const smelt_dtype k_i64[] = {SMELT_DT_INT64, SMELT_DT_UNDEFINED};
+    SMELT_TRY(op_check_dtype(ctx, node, ind, "input I", k_i64));
+    if (x->rank != a->n + 2 || ind->rank != x->rank)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                       "X has rank %d and I rank %d; kernel_shape has %d values, so both need "
+                       "rank %d", x->rank, ind->rank, a->n, a->n + 2);
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] >= 0 && ind->dims[d] >= 0 && x->dims[d] != ind->dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE, "X and I differ in axis %d", d);
+    out[0].dtype = x->dtype;
+    out[0].rank = x->rank;
+    unpool_inferred_dims(a, x, out[0].dims);
+    for (int d = 2; d < x->rank; d++)
+        if (out[0].dims[d] != GR_DIM_UNKNOWN && out[0].dims[d] < 1)
+            return op_errf(ctx, node, SMELT_ERR_SHAPE, "the unpooled axis %d would have %lld "
+                           "elements", d, (long long)out[0].dims[d]);
+    if (!oshape) return SMELT_OK;
+    if (!oshape->data) {
+        for (int d = 0; d < x->rank; d++) out[0].dims[d] = GR_DIM_UNKNOWN;
+        return SMELT_OK;
+    }
+    int64_t want[SMELT_MAX_RANK];
+    int count;
+    SMELT_TRY(op_read_ints(ctx, node, oshape, "output_shape", want, SMELT_MAX_RANK, &count));
+    if (count != x->rank)
+        return op_errf(ctx, node, SMELT_ERR_SHAPE, "output_shape has %d values; expected %d",
+                       count, x->rank);
+    for (int d = 0; d < x->rank; d++) {
+        if (out[0].dims[d] >= 0 && want[d] < out[0].dims[d])
+            return op_errf(ctx, node, SMELT_ERR_SHAPE,
+                           "output_shape[%d] is %lld, smaller than the unpooled %lld", d,
+                           (long long)want[d], (long long)out[0].dims[d]);
+        out[0].dims[d] = want[d];
+    }
+    return SMELT_OK;
+}
+
+static smelt_status unpool_eval(smelt_ctx *ctx, const gr_node *node,
+                                const smelt_tensor *const *in, smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1];
+    smelt_tensor inf = {.dtype = x->dtype, .rank = x->rank};
+    unpool_inferred_dims(node->op_attrs, x, inf.dims);
+    int64_t n = op_numel(&inf), ostr[SMELT_MAX_RANK];
+    double *y = smelt_calloc(n ? (size_t)n : 1, sizeof *y);
+    if (!y) return op_errf(ctx, node, SMELT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < op_numel(x); i++) {
+        int64_t p = op_get_i64(ind, i);
+        if (p < 0 || p >= n) {
+            smelt_free(y);
+            return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                           "index %lld at position %lld is outside the unpooled tensor of %lld "
+                           "elements", (long long)p, (long long)i, (long long)n);
+        }
+        y[p] = op_get_f64(x, i);
+    }
+    op_strides(&out[0], ostr);
+    int64_t idx[SMELT_MAX_RANK] = {0};
+    for (int64_t i = 0; i < n; i++, op_next_index(idx, inf.dims, inf.rank)) {
+        int64_t o = 0;
+        for (int d = 0; d < inf.rank; d++) o += idx[d] * ostr[d];
+        op_set_f64(&out[0], o, y[i]);
+    }
+    smelt_free(y);
+    return SMELT_OK;
+}
+
+typedef struct unpool_te {
+    const op_unpool_attrs *a;
+    const te_tensor *x, *ind;
+    int64_t inf[SMELT_MAX_RANK];
+    int rank;
+} unpool_te;
+
+static ir_expr *iconst(ir_builder *b, int64_t v) { return ir_int(b, v); }
+
+/* Flat index of multi-index idx in dims (int64 expressions). */
+static ir_expr *flat_of(ir_builder *b, ir_expr *const *idx, const int64_t *dims, int rank)
+{
+    ir_expr *f = iconst(b, 0);
+    for (int d = 0; d < rank; d++) f = ir_add(b, ir_mul(b, f, iconst(b, dims[d])), idx[d]);
+    return f;
+}
+
+/* Y[n, c, o...]: over the candidate X positions i (window covering o) in
+ * X's row-major order, the last whose index is o's flat position. */
+static ir_expr *unpool_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const unpool_te *s = user;
+    ir_builder *b = &g->b;
+    int r = s->rank, ns = r - 2;
+    smelt_dtype dt = s->x->buf->dtype;
+    ir_expr *inside = NULL;
+    for (int d = 0; d < r; d++) { /* output_shape may pad any axis */
+        ir_expr *lt = ir_binary(b, IR_LT, idx[d], iconst(b, s->inf[d]));
+        inside = inside ? ir_binary(b, IR_AND, inside, lt) : lt;
+    }
+    ir_expr *target = flat_of(b, idx, s->inf, r);
+    int64_t span[SMELT_MAX_RANK], combos = 1;
+    for (int d = 0; d < ns; d++) {
+        span[d] = (s->a->kernel[d] + s->a->stride[d] - 1) / s->a->stride[d];
+        combos *= span[d];
+    }
+    ir_expr *v = ir_const_float(b, dt, 0.0);
+    for (int64_t c = 0; c < combos; c++) {
+        /* offset j_d counts down from span - 1, so i_d = top_d - j_d rises */
+        int64_t rest = c, j[SMELT_MAX_RANK];
+        for (int d = ns - 1; d >= 0; d--) {
+            j[d] = span[d] - 1 - rest % span[d];
+            rest /= span[d];
+        }
+        ir_expr *xi[SMELT_MAX_RANK], *ok = NULL;
+        for (int d = 0; d < 2; d++)
+            xi[d] = ir_binary(b, IR_MIN, idx[d], iconst(b, s->inf[d] - 1));
+        for (int d = 0; d < ns; d++) {
+            ir_expr *top = ir_binary(b, IR_FLOORDIV, ir_add(b, idx[2 + d], iconst(b, s->a->pad_begin[d])),
+                                     iconst(b, s->a->stride[d]));
+            ir_expr *i = ir_sub(b, top, iconst(b, j[d]));
+            /* o + pad - i * stride < kernel: o lies in i's window */
+            ir_expr *in_win = ir_binary(
+                b, IR_LT, ir_sub(b, ir_add(b, idx[2 + d], iconst(b, s->a->pad_begin[d])),
+                                 ir_mul(b, i, iconst(b, s->a->stride[d]))),
+                iconst(b, s->a->kernel[d]));
+            int64_t xd = s->x->buf->shape[2 + d];
+            ir_expr *fits = ir_binary(b, IR_AND, ir_binary(b, IR_GE, i, iconst(b, 0)),
+                                      ir_binary(b, IR_LT, i, iconst(b, xd)));
+            fits = ir_binary(b, IR_AND, fits, in_win);
+            ok = ok ? ir_binary(b, IR_AND, ok, fits) : fits;
+            xi[2 + d] = ir_binary(b, IR_MIN, ir_binary(b, IR_MAX, i, iconst(b, 0)), iconst(b, xd - 1));
+        }
+        ir_expr *hit = ir_binary(b, IR_EQ, te_read(g, s->ind, xi), target);
+        v = ir_select(b, ir_binary(b, IR_AND, ok, hit), te_read(g, s->x, xi), v);
+    }
+    return inside ? ir_select(b, inside, v, ir_const_float(b, dt, 0.0)) : v;
+}
+
+/* Each index must point into its own element's window and plane. */
+static ir_expr *unpool_check_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const unpool_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *p = te_read(g, s->ind, idx);
+    ir_expr *ok = NULL;
+    int r = s->rank;
+    ir_expr *rest = p;
+    for (int d = r - 1; d >= 0; d--) {
+        ir_expr *coord = ir_binary(b, IR_FLOORMOD, rest, iconst(b, s->inf[d]));
+        rest = ir_binary(b, IR_FLOORDIV, rest, iconst(b, s->inf[d]));
+        ir_expr *good;
+        if (d < 2) {
+            good = ir_binary(b, IR_EQ, coord, idx[d]);
+        } else {
+            ir_expr *off = ir_sub(b, ir_add(b, coord, iconst(b, s->a->pad_begin[d - 2])),
+                                  ir_mul(b, idx[d], iconst(b, s->a->stride[d - 2])));
+            good = ir_binary(b, IR_AND, ir_binary(b, IR_GE, off, iconst(b, 0)),
+                             ir_binary(b, IR_LT, off, iconst(b, s->a->kernel[d - 2])));
+        }
+        ok = ok ? ir_binary(b, IR_AND, ok, good) : good;
+    }
+    ok = ir_binary(b, IR_AND, ok, ir_binary(b, IR_EQ, rest, iconst(b, 0)));
+    ok = ir_binary(b, IR_AND, ok, ir_binary(b, IR_GE, p, iconst(b, 0)));
+    return ir_select(b, ok, p, iconst(b, -1));
+}
+
+static smelt_status unpool_compute(op_compute_args *a)
+{
+    unpool_te *s = smelt_arena_alloc(&a->te->arena, sizeof *s);
+    if (!s) return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory");
+    s->a = a->node->op_attrs;
+    s->x = a->in[0];
+    s->ind = a->in[1];
+    s->rank = s->x->n_axes;
+    smelt_tensor xt = {.dtype = s->x->buf->dtype, .rank = s->rank};
+    for (int d = 0; d < s->rank; d++) xt.dims[d] = s->x->buf->shape[d];
+    unpool_inferred_dims(s->a, &xt, s->inf);
+    int64_t combos = 1;
+    for (int d = 0; d < s->a->n; d++)
+        combos *= (s->a->kernel[d] + s->a->stride[d] - 1) / s->a->stride[d];
+    if (combos > 64)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "compiled MaxUnpool takes windows overlapping at most 64 inputs per "
+                       "output position (%lld here)", (long long)combos);
+    ir_builder *b = &a->te->b;
+    ir_var *v = ir_var_new(b, "i", SMELT_DT_INT64);
+    ir_expr *ok = ir_binary(b, IR_GE, ir_var_ref(b, v), iconst(b, 0));
+    ir_check_site site = {.node = a->node->name, .op = a->node->op_type,
+                          .message = "index at position {position} is outside its element's "
+                                     "pooling window (compiled MaxUnpool takes MaxPool's indices)"};
+    if (!te_check_compute(a->te, "check", s->rank, s->ind->buf->shape, unpool_check_body, s, v,
+                          ok, &site))
+        return smelt_ctx_status(a->ctx) ? smelt_ctx_status(a->ctx) : SMELT_ERR_NOMEM;
+    const smelt_tensor *o = &a->out_type[0];
+    a->out[0] = te_compute(a->te, "y", o->dtype, o->rank, o->dims, unpool_body, s, "injective");
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
+const op_def op_def_MAX_UNPOOL = {
+    .compute = unpool_compute, .import = unpool_import, .infer = unpool_infer,
+    .eval = unpool_eval, .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
 };

@@ -345,7 +345,9 @@ static smelt_status reduce_infer(smelt_ctx *ctx, const gr_node *node,
     const smelt_tensor *x = in[0], *axes = op_input(node, in, 1);
     char what[160];
     snprintf(what, sizeof what, "input '%s'", input_name(node, 0));
-    SMELT_TRY(op_check_dtype(ctx, node, x, what, reduce_dtypes));
+    /* bools have a maximum and a minimum (any, all), not the other reductions */
+    bool ordered = node->op == OP_REDUCE_MAX || node->op == OP_REDUCE_MIN;
+    SMELT_TRY(op_check_dtype(ctx, node, x, what, ordered ? ordered_dtypes : reduce_dtypes));
     out[0].dtype = x->dtype;
     if (!axes_empty(axes) && !axes->data)
         return reduce_infer_unknown_axes(ctx, node, x, axes, &out[0]);
@@ -616,6 +618,7 @@ typedef struct reduce_finish {
 static smelt_dtype reduce_acc_dtype(reduce_kind k, smelt_dtype dt)
 {
     if (op_dtype_is_float(dt)) return float_acc_dtype(dt);
+    if (dt == SMELT_DT_BOOL) return SMELT_DT_UINT8; /* max/min: the identities 0 and 255 */
     if (k == RK_L2 || k == RK_LOG_SUM || k == RK_LOG_SUM_EXP) return SMELT_DT_FLOAT64;
     if (k == RK_MEAN && dt != SMELT_DT_UINT64) return SMELT_DT_INT64;
     return dt;

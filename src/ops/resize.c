@@ -1,10 +1,13 @@
-/* Resampling: Resize (opsets 10, 11, 13, 18) and the deprecated Upsample.
+/* Resampling: Resize (opsets 10, 11, 13, 18, 19) and the deprecated Upsample.
  *
  * Both share one kernel.  Each output coordinate of each axis is mapped back
  * to an input coordinate (the coordinate transformation mode) and turned into
- * at most 4 taps (input index, weight) for that axis; an output element is the
- * sum over the product of its axes' taps.  Indices outside the input are
- * clamped to the edge, as the ONNX reference does.
+ * at most 4 taps (input index, weight) for that axis, or, antialiasing a
+ * shrink, the linear/cubic kernel widened by 1 / scale (up to 32 taps); an
+ * output element is the sum over the product of its axes' taps.  Indices
+ * outside the input are clamped to the edge, as the ONNX reference does.
+ * keep_aspect_ratio_policy gives every resized axis one scale (the smallest
+ * or largest of those the sizes ask for).
  */
 #include <math.h>
 #include <string.h>
@@ -13,7 +16,9 @@
 #include "ops/resize.h"
 #include "te/te.h"
 
-#define RESIZE_MAX_TAPS 4
+/* 4 without antialiasing; antialiasing a shrink by scale s takes about
+ * 2 / s (linear) or 4 / s (cubic) taps, refused beyond this */
+#define RESIZE_MAX_TAPS 32
 
 /* ---- import ----------------------------------------------------------------------- */
 
@@ -65,15 +70,15 @@ static smelt_status parse_resize11(smelt_ctx *ctx, const gr_node *node, op_resiz
     SMELT_TRY(op_attr_float(ctx, node, "extrapolation_value", 0.0f, &a->extrapolation_value));
 
     SMELT_TRY(op_attr_bool(ctx, node, "antialias", false, &antialias));
-    if (antialias)
-        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                       "attribute 'antialias' is 1; antialiasing is not implemented");
-    const char *policy;
-    SMELT_TRY(op_attr_string(ctx, node, "keep_aspect_ratio_policy", "stretch", &policy));
-    if (strcmp(policy, "stretch") != 0)
-        return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
-                       "attribute 'keep_aspect_ratio_policy' is '%s'; only 'stretch' is "
-                       "implemented", policy);
+    if (antialias && a->mode == OP_RESIZE_NEAREST)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'antialias' is 1 with mode nearest; antialiasing is defined "
+                       "for the linear and cubic modes");
+    a->antialias = antialias;
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
+    int policy = 0;
+    SMELT_TRY(parse_choice(ctx, node, "keep_aspect_ratio_policy", "stretch", policies, 3, &policy));
+    a->policy = (op_resize_policy)policy;
     int count;
     const int64_t *axes;
     SMELT_TRY(op_attr_ints(ctx, node, "axes", &count, &axes));
@@ -221,6 +226,34 @@ static smelt_status read_count(smelt_ctx *ctx, const gr_node *node, const smelt_
     return SMELT_OK;
 }
 
+/* keep_aspect_ratio_policy: every resized axis takes the smallest or the
+ * largest of their scales, and its size is scale * dim rounded half up
+ * (the coordinate transform uses the unrounded length, as the reference). */
+static smelt_status apply_policy(smelt_ctx *ctx, const gr_node *node, const resize_inputs *r,
+                                 const int *axis_of, int n, resize_params *p)
+{
+    const op_resize_attrs *a = node->op_attrs;
+    if (a->policy == OP_RESIZE_STRETCH || n == 0) return SMELT_OK;
+    double s = p->scale[axis_of[0]];
+    for (int i = 1; i < n; i++) {
+        double t = p->scale[axis_of[i]];
+        s = a->policy == OP_RESIZE_NOT_LARGER ? fmin(s, t) : fmax(s, t);
+    }
+    for (int i = 0; i < n; i++) {
+        int d = axis_of[i];
+        if (r->x->dims[d] < 0)
+            return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                           "keep_aspect_ratio_policy needs the input's dims known (axis %d)", d);
+        double size = floor(s * (double)r->x->dims[d] + 0.5);
+        if (size > (double)SMELT_LIMIT_TENSOR_ELEMS)
+            return op_errf(ctx, node, SMELT_ERR_LIMIT, "axis %d would exceed the element limit", d);
+        p->scale[d] = s;
+        p->resized[d] = s * (double)r->x->dims[d];
+        p->out[d] = (int64_t)size;
+    }
+    return SMELT_OK;
+}
+
 static smelt_status params_from_sizes(smelt_ctx *ctx, const gr_node *node,
                                       const resize_inputs *r, const int *axis_of, int n,
                                       resize_params *p)
@@ -243,7 +276,7 @@ static smelt_status params_from_sizes(smelt_ctx *ctx, const gr_node *node,
         p->scale[d] = dim > 0 ? (double)size / (double)dim : 1.0;
         p->resized[d] = (double)size;
     }
-    return SMELT_OK;
+    return apply_policy(ctx, node, r, axis_of, n, p);
 }
 
 static smelt_status params_from_scales(smelt_ctx *ctx, const gr_node *node,
@@ -298,6 +331,23 @@ static smelt_status params_roi(smelt_ctx *ctx, const gr_node *node, const resize
     return SMELT_OK;
 }
 
+static int resize_axis_taps(const op_resize_attrs *a, double scale);
+
+/* Antialiasing a strong shrink would take more taps than the kernels hold. */
+static smelt_status check_taps(smelt_ctx *ctx, const gr_node *node, int rank,
+                               const resize_params *p)
+{
+    const op_resize_attrs *a = node->op_attrs;
+    for (int d = 0; d < rank; d++) {
+        int n = resize_axis_taps(a, p->scale[d]);
+        if (n > RESIZE_MAX_TAPS)
+            return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                           "antialiasing axis %d at scale %g takes %d taps; at most %d are "
+                           "implemented", d, p->scale[d], n, RESIZE_MAX_TAPS);
+    }
+    return SMELT_OK;
+}
+
 static smelt_status resize_params_make(smelt_ctx *ctx, const gr_node *node,
                                        const smelt_tensor *const *in, resize_params *p)
 {
@@ -328,7 +378,7 @@ static smelt_status resize_params_make(smelt_ctx *ctx, const gr_node *node,
     }
     if (a->coord == OP_RESIZE_TF_CROP_AND_RESIZE)
         SMELT_TRY(params_roi(ctx, node, &r, axis_of, n, p));
-    return SMELT_OK;
+    return check_taps(ctx, node, r.x->rank, p);
 }
 
 static smelt_status resize_infer(smelt_ctx *ctx, const gr_node *node,
@@ -400,13 +450,60 @@ void op_cubic_weights(double r, double A, double w[4])
     }
 }
 
+/* Antialiasing (linear and cubic): the kernel stretched by 1 / min(scale, 1)
+ * over taps first .. first + n - 1 around src, normalised to sum 1.  As the
+ * reference: an integral src counts as ratio 1 from the index below it;
+ * taps start at floor(-support / s) + 1 from that index, n = 2 - 2 * start. */
+static int antialias_start(op_resize_mode mode, double scale)
+{
+    double s = scale < 1.0 ? scale : 1.0;
+    return (int)floor((mode == OP_RESIZE_CUBIC ? -2.0 : -1.0) / s) + 1;
+}
+
+static int resize_axis_taps(const op_resize_attrs *a, double scale)
+{
+    if (a->mode == OP_RESIZE_NEAREST) return 1;
+    if (a->antialias) return 2 - 2 * antialias_start(a->mode, scale);
+    return a->mode == OP_RESIZE_CUBIC ? 4 : 2;
+}
+
+static double antialias_weight(op_resize_mode mode, double A, double x)
+{
+    x = fabs(x);
+    if (mode == OP_RESIZE_LINEAR) return x < 1.0 ? 1.0 - x : 0.0;
+    double x2 = x * x, x3 = x * x2;
+    if (x <= 1.0) return (A + 2.0) * x3 - (A + 3.0) * x2 + 1.0;
+    if (x < 2.0) return A * x3 - 5.0 * A * x2 + 8.0 * A * x - 4.0 * A;
+    return 0.0;
+}
+
+static void antialias_taps(const op_resize_attrs *a, double src, double scale, int64_t *idx,
+                           resize_taps *t)
+{
+    double lo = floor(src), ratio = src - lo, s = scale < 1.0 ? scale : 1.0, sum = 0.0;
+    if (ratio == 0.0) {
+        lo -= 1.0;
+        ratio = 1.0;
+    }
+    int start = antialias_start(a->mode, scale);
+    t->n = 2 - 2 * start;
+    for (int i = 0; i < t->n; i++) {
+        idx[i] = (int64_t)lo + start + i;
+        t->w[i] = antialias_weight(a->mode, a->cubic_coeff_a, s * ((double)(start + i) - ratio));
+        sum += t->w[i];
+    }
+    for (int i = 0; i < t->n; i++) t->w[i] /= sum;
+}
+
 static void resize_make_taps(const op_resize_attrs *a, double src, int64_t in, double scale,
                              int64_t stride, resize_taps *t)
 {
     double lo = floor(src), r = src - lo;
     int64_t first = (int64_t)lo, idx[RESIZE_MAX_TAPS];
     t->n = 0;
-    if (a->mode == OP_RESIZE_NEAREST) {
+    if (a->antialias) {
+        antialias_taps(a, src, scale, idx, t);
+    } else if (a->mode == OP_RESIZE_NEAREST) {
         idx[0] = nearest_index(a->nearest, src, scale);
         t->w[0] = 1.0;
         t->n = 1;
@@ -475,10 +572,6 @@ typedef struct resize_row {
     double *w;
 } resize_row;
 
-static int resize_max_taps(op_resize_mode mode)
-{
-    return mode == OP_RESIZE_CUBIC ? 4 : mode == OP_RESIZE_LINEAR ? 2 : 1;
-}
 
 static void resize_row_make(resize_taps *const *table, const int64_t *idx, int outer,
                             resize_row *row)
@@ -590,7 +683,7 @@ static smelt_status resize_eval(smelt_ctx *ctx, const gr_node *node,
     SMELT_TRY(resize_build_taps(ctx, node, x, y, &p, table, &storage));
     int outer = rank - 1;
     size_t cap = 1;
-    for (int d = 0; d < outer; d++) cap *= (size_t)resize_max_taps(a->mode);
+    for (int d = 0; d < outer; d++) cap *= (size_t)resize_axis_taps(a, p.scale[d]);
     resize_row row = {.off = smelt_calloc(cap, sizeof(int64_t)),
                       .w = smelt_calloc(cap, sizeof(double))};
     if (!row.off || !row.w) {
@@ -628,6 +721,10 @@ typedef struct resize_te {
     ir_expr *scale[SMELT_MAX_RANK], *resized[SMELT_MAX_RANK];
     ir_expr *roi_lo[SMELT_MAX_RANK], *roi_hi[SMELT_MAX_RANK];
     bool identity[SMELT_MAX_RANK]; /* known to read input i at output i */
+    /* antialias: per axis, tables [out, taps] of input index and weight made
+     * at compile time by the reference's resize_make_taps (NULL: none) */
+    const te_tensor *aa_idx[SMELT_MAX_RANK], *aa_w[SMELT_MAX_RANK];
+    int aa_n[SMELT_MAX_RANK];
     smelt_dtype acc_dt;            /* weighted sums */
 } resize_te;
 
@@ -921,6 +1018,69 @@ static ir_expr *resize_te_sum(te_graph *g, const resize_te *r, const resize_te_t
     return acc;
 }
 
+/* Taps read from an antialiased axis's tables at output coordinate i. */
+static void resize_te_table_taps(te_graph *g, const resize_te *r, int d, ir_expr *i,
+                                 resize_te_taps *t)
+{
+    t->n = r->aa_n[d];
+    for (int k = 0; k < t->n; k++) {
+        ir_expr *at[2] = {i, ir_int(&g->b, k)};
+        t->idx[k] = te_read(g, r->aa_idx[d], at);
+        t->w[k] = te_read(g, r->aa_w[d], at);
+    }
+}
+
+/* A te constant [rows, cols] of dt holding data (owned by the graph after). */
+static te_tensor *resize_te_table(op_compute_args *a, const char *name, smelt_dtype dt,
+                                  int64_t rows, int64_t cols, void *data)
+{
+    int64_t shape[2] = {rows, cols};
+    te_tensor *t = te_placeholder(a->te, name, dt, 2, shape);
+    te_const *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
+    if (!t || !c || !smelt_ptrvec_push(&a->te->consts, c)) {
+        smelt_free(data);
+        return NULL;
+    }
+    t->buf->kind = IR_BUF_CONST;
+    *c = (te_const){.t = t, .data = data, .numel = rows * cols};
+    return t;
+}
+
+/* Antialiasing: the taps of every output coordinate of axis d as tables,
+ * by the reference's own code (the weights are normalised sums of a
+ * kernel: as expressions they grew with the square of the taps). */
+static smelt_status resize_te_aa_tables(op_compute_args *a, resize_te *r, const resize_params *p,
+                                        int d)
+{
+    int n = resize_axis_taps(r->a, p->scale[d]);
+    int64_t out = r->out[d], in = r->in[d];
+    int64_t *idx = smelt_calloc((size_t)(out * n), sizeof *idx);
+    double *w = smelt_calloc((size_t)(out * n), sizeof *w);
+    if (!idx || !w) {
+        smelt_free(idx);
+        smelt_free(w);
+        return op_errf(a->ctx, a->node, SMELT_ERR_NOMEM, "out of memory for resize taps");
+    }
+    for (int64_t o = 0; o < out; o++) {
+        resize_taps t = {0};
+        double src = resize_source_coord(r->a, p, d, (double)o, in, out);
+        if (fabs(src) < 0x1p62) resize_make_taps(r->a, src, in, p->scale[d], 1, &t);
+        for (int k = 0; k < t.n && k < n; k++) { /* n == 0: outside the crop */
+            idx[o * n + k] = t.off[k];
+            w[o * n + k] = t.w[k];
+        }
+    }
+    char name[32];
+    snprintf(name, sizeof name, "aa_idx%d", d);
+    r->aa_idx[d] = resize_te_table(a, name, SMELT_DT_INT64, out, n, idx);
+    snprintf(name, sizeof name, "aa_w%d", d);
+    r->aa_w[d] = r->aa_idx[d] ? resize_te_table(a, name, SMELT_DT_FLOAT64, out, n, w) : NULL;
+    if (!r->aa_idx[d]) smelt_free(w);
+    r->aa_n[d] = n;
+    if (!r->aa_w[d]) return compute_done(a, NULL);
+    return SMELT_OK;
+}
+
 static ir_expr *resize_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const resize_te *r = user;
@@ -929,7 +1089,11 @@ static ir_expr *resize_body(te_graph *g, ir_expr *const *idx, void *user)
     resize_te_taps taps[SMELT_MAX_RANK];
     bool copy = true; /* a single tap everywhere: an exact copy, for every dtype */
     for (int d = 0; d < r->x->n_axes; d++) {
-        resize_te_make_taps(b, r, d, idx[d], &taps[d]);
+        if (r->aa_w[d]) {
+            resize_te_table_taps(g, r, d, idx[d], &taps[d]);
+        } else {
+            resize_te_make_taps(b, r, d, idx[d], &taps[d]);
+        }
         copy = copy && taps[d].n == 1 && !taps[d].w[0];
     }
     ir_expr *v;
@@ -1046,8 +1210,21 @@ static smelt_status resize_compute(op_compute_args *a)
     SMELT_TRY(resize_params_make(a->ctx, a->node, tin, &p));
     SMELT_TRY(resize_axes(a->ctx, a->node, r.x->n_axes, axis_of, &n));
     bool known = resize_te_params(a, &r, &p, axis_of, n);
-    for (int d = 0; d < r.x->n_axes; d++)
+    if ((at->antialias || at->policy != OP_RESIZE_STRETCH) && !known)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "compiled Resize with antialias or keep_aspect_ratio_policy needs its "
+                       "scales or sizes known at compile time (constants, or model inputs "
+                       "compiled code specialises on)");
+    int64_t terms = 1; /* antialias: one term per combination of the axes' taps */
+    for (int d = 0; d < r.x->n_axes; d++) terms *= resize_axis_taps(at, p.scale[d]);
+    if (at->antialias && terms > 1024)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "compiled Resize sums at most 1024 taps per element (%lld here)",
+                       (long long)terms);
+    for (int d = 0; d < r.x->n_axes; d++) {
         r.identity[d] = known && resize_axis_is_identity(at, &p, d, r.in[d], r.out[d]);
+        if (at->antialias && !r.identity[d]) SMELT_TRY(resize_te_aa_tables(a, &r, &p, d));
+    }
     r.acc_dt = dt == SMELT_DT_FLOAT32 || dt == SMELT_DT_FLOAT16 || dt == SMELT_DT_BFLOAT16
                    ? SMELT_DT_FLOAT32
                    : SMELT_DT_FLOAT64;

@@ -24,6 +24,14 @@ typedef enum op_resize_coord {
     OP_RESIZE_TF_CROP_AND_RESIZE,
 } op_resize_coord;
 
+/* Resize-18's keep_aspect_ratio_policy (with sizes): one scale for all
+ * resized axes, the smallest (not_larger) or largest (not_smaller). */
+typedef enum op_resize_policy {
+    OP_RESIZE_STRETCH,
+    OP_RESIZE_NOT_LARGER,
+    OP_RESIZE_NOT_SMALLER,
+} op_resize_policy;
+
 typedef enum op_resize_nearest {
     OP_RESIZE_ROUND_PREFER_FLOOR,
     OP_RESIZE_ROUND_PREFER_CEIL,
@@ -45,6 +53,8 @@ typedef struct op_resize_attrs {
     float cubic_coeff_a;
     bool exclude_outside;
     float extrapolation_value;
+    op_resize_policy policy;
+    bool antialias; /* linear/cubic: the filter widened by 1 / scale when shrinking */
     int n_axes; /* opset 18 'axes': scales/sizes/roi cover these axes only; 0 = all */
     int64_t axes[SMELT_MAX_RANK];
 } op_resize_attrs;

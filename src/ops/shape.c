@@ -1524,14 +1524,46 @@ const op_def op_def_CONSTANT_OF_SHAPE = {
 
 /* ---- Range ---------------------------------------------------------------------------- */
 
-/* stash_type (opset 27) sets the precision of float16/bfloat16 ranges,
- * which range_dtypes refuses: no effect on the types smelt computes. */
+/* Range-27 adds float16/bfloat16, whose values are computed in stash_type
+ * (float or double: each value start + i * delta rounded to it, then to the
+ * 16-bit type); it has no effect on the other types. */
 OP_ATTRS(RANGE) = {{"stash_type", 27, 0}, {NULL, 0, 0}};
+
+typedef struct op_range_attrs {
+    smelt_dtype stash; /* FLOAT32 or FLOAT64 */
+    bool half_types;   /* opset >= 27: float16/bfloat16 allowed */
+} op_range_attrs;
+
+static smelt_status range_import(smelt_ctx *ctx, gr_graph *g, gr_node *node)
+{
+    op_range_attrs *a = op_attrs_new(ctx, g, node, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    int64_t stash;
+    SMELT_TRY(op_attr_int(ctx, node, "stash_type", SMELT_DT_FLOAT32, &stash));
+    if (stash != SMELT_DT_FLOAT32 && stash != SMELT_DT_FLOAT64)
+        return op_errf(ctx, node, SMELT_ERR_ATTR,
+                       "attribute 'stash_type' is %lld; expected 1 (float) or 11 (double)",
+                       (long long)stash);
+    a->stash = (smelt_dtype)stash;
+    a->half_types = g->opset >= 27;
+    return SMELT_OK;
+}
 
 static const smelt_dtype range_dtypes[] = {
     SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_INT16,
     SMELT_DT_INT32,   SMELT_DT_INT64,   SMELT_DT_UNDEFINED,
 };
+static const smelt_dtype range_dtypes_27[] = {
+    SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_INT16,    SMELT_DT_INT32,
+    SMELT_DT_INT64,   SMELT_DT_FLOAT16, SMELT_DT_BFLOAT16, SMELT_DT_UNDEFINED,
+};
+
+/* The dtype a float range's values are computed in. */
+static smelt_dtype range_work_dtype(const gr_node *node, smelt_dtype dt)
+{
+    if (dt != SMELT_DT_FLOAT16 && dt != SMELT_DT_BFLOAT16) return SMELT_DT_FLOAT64;
+    return ((const op_range_attrs *)node->op_attrs)->stash;
+}
 
 static smelt_status range_check_inputs(smelt_ctx *ctx, const gr_node *node,
                                        const smelt_tensor *const *in)
@@ -1542,7 +1574,8 @@ static smelt_status range_check_inputs(smelt_ctx *ctx, const gr_node *node,
         SMELT_TRY(require_input(ctx, node, in, i, roles[i], &t));
         char what[192];
         snprintf(what, sizeof what, "%s input '%s'", roles[i], input_name(node, i));
-        SMELT_TRY(op_check_dtype(ctx, node, t, what, range_dtypes));
+        bool half_ok = ((const op_range_attrs *)node->op_attrs)->half_types;
+        SMELT_TRY(op_check_dtype(ctx, node, t, what, half_ok ? range_dtypes_27 : range_dtypes));
         if (t->dtype != in[0]->dtype)
             return op_errf(ctx, node, SMELT_ERR_SHAPE, "%s is %s but start is %s", what,
                            smelt_dtype_name(t->dtype), smelt_dtype_name(in[0]->dtype));
@@ -1598,7 +1631,11 @@ static smelt_status range_eval(smelt_ctx *ctx, const gr_node *node,
     int64_t n = op_numel(&out[0]);
     if (op_dtype_is_float(in[0]->dtype)) {
         double s = op_get_f64(in[0], 0), d = op_get_f64(in[2], 0);
-        for (int64_t i = 0; i < n; i++) op_set_f64(&out[0], i, s + (double)i * d);
+        if (range_work_dtype(node, in[0]->dtype) == SMELT_DT_FLOAT32)
+            for (int64_t i = 0; i < n; i++)
+                op_set_f64(&out[0], i, (float)((float)s + (float)i * (float)d));
+        else
+            for (int64_t i = 0; i < n; i++) op_set_f64(&out[0], i, s + (double)i * d);
     } else {
         uint64_t s = (uint64_t)op_get_i64(in[0], 0), d = (uint64_t)op_get_i64(in[2], 0);
         for (int64_t i = 0; i < n; i++) op_set_i64(&out[0], i, (int64_t)(s + (uint64_t)i * d));
@@ -1608,6 +1645,7 @@ static smelt_status range_eval(smelt_ctx *ctx, const gr_node *node,
 
 typedef struct range_inputs {
     const te_tensor *start, *delta;
+    smelt_dtype work; /* of floats */
 } range_inputs;
 
 static ir_expr *read_scalar(te_graph *g, const te_tensor *t)
@@ -1617,14 +1655,14 @@ static ir_expr *read_scalar(te_graph *g, const te_tensor *t)
 }
 
 /* start + i * delta, reading start and delta (constants or not).  Floats
- * are computed in float64 and rounded once, as the reference does;
- * integers wrap in their dtype. */
+ * are computed in float64 (16-bit floats: in stash_type) and rounded to
+ * the output once, as the reference does; integers wrap in their dtype. */
 static ir_expr *range_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const range_inputs *r = user;
     ir_builder *b = &g->b;
     smelt_dtype dt = r->start->buf->dtype;
-    smelt_dtype wide = op_dtype_is_float(dt) ? SMELT_DT_FLOAT64 : dt;
+    smelt_dtype wide = op_dtype_is_float(dt) ? r->work : dt;
     ir_expr *start = ir_cast(b, wide, read_scalar(g, r->start));
     ir_expr *delta = ir_cast(b, wide, read_scalar(g, r->delta));
     return ir_add(b, start, ir_mul(b, ir_cast(b, wide, idx[0]), delta));
@@ -1632,12 +1670,12 @@ static ir_expr *range_body(te_graph *g, ir_expr *const *idx, void *user)
 
 static smelt_status range_compute(op_compute_args *a)
 {
-    range_inputs r = {a->in[0], a->in[2]};
+    range_inputs r = {a->in[0], a->in[2], range_work_dtype(a->node, a->in[0]->buf->dtype)};
     return compute_output(a, range_body, &r);
 }
 
 const op_def op_def_RANGE = {
-    .compute = range_compute,
+    .compute = range_compute, .import = range_import,
     .infer = range_infer, .eval = range_eval, .min_inputs = 3,
     .max_inputs = 3,      .min_outputs = 1,   .max_outputs = 1,
 };

@@ -155,6 +155,12 @@ static ev_val eval_call(ev_ctx *ec, const ir_expr *e, ev_env *env)
     double y = e->call.n > 1 ? as_f(e->call.args[1], b) : 0;
     if (e->call.op == IR_CALL_LB_DECODE)
         return mk(e->dtype, tir_lowbit_decode(e->call.args[0]->dtype, a.i), 0);
+    if (e->call.op == IR_CALL_BITCAST) {
+        double f;
+        int64_t i;
+        tir_bitcast(e->call.args[0]->dtype, a.f, a.i, e->dtype, &f, &i);
+        return mk(e->dtype, f, i);
+    }
     if (e->call.op == IR_CALL_LB_ENCODE)
         return mk(e->dtype, 0,
                   tir_lowbit_encode(e->dtype, is_float(e->call.args[0]->dtype), a.f, a.i, (int)b.i));

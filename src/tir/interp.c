@@ -285,6 +285,13 @@ static smelt_status eval_call(tir_interp *it, const ir_expr *e, tir_value *out)
         *out = tir_value_float(e->dtype, tir_lowbit_decode(args[0].dtype, args[0].i));
         return SMELT_OK;
     }
+    if (e->call.op == IR_CALL_BITCAST) {
+        double f;
+        int64_t i;
+        tir_bitcast(args[0].dtype, args[0].f, args[0].i, e->dtype, &f, &i);
+        *out = tir_dtype_is_float(e->dtype) ? tir_value_float(e->dtype, f) : tir_value_int(e->dtype, i);
+        return SMELT_OK;
+    }
     if (e->call.op == IR_CALL_LB_ENCODE) {
         bool f = tir_dtype_is_float(args[0].dtype);
         *out = tir_value_int(e->dtype, tir_lowbit_encode(e->dtype, f, args[0].f, args[0].i, (int)args[1].i));

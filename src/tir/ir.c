@@ -637,6 +637,7 @@ const char *ir_call_name(ir_call_op op)
         [IR_CALL_COSH] = "cosh",   [IR_CALL_ASINH] = "asinh", [IR_CALL_ACOSH] = "acosh",
         [IR_CALL_ATANH] = "atanh",
         [IR_CALL_LB_DECODE] = "lowbit_decode", [IR_CALL_LB_ENCODE] = "lowbit_encode",
+        [IR_CALL_BITCAST] = "bitcast",
     };
     _Static_assert(SMELT_ARRAY_LEN(names) == IR_CALL_COUNT_, "ir call names");
     return (unsigned)op < IR_CALL_COUNT_ ? names[op] : "?";

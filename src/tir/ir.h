@@ -116,6 +116,9 @@ typedef enum ir_call_op {
      * quantization ops, never from the te API. */
     IR_CALL_LB_DECODE, /* (code of a float8/float4 dtype) -> float32 */
     IR_CALL_LB_ENCODE, /* (value, mode: int32 constant) -> the stored byte of the call's dtype */
+    /* BitCast: the argument's bits read as the call's dtype, of the same
+     * width (not float16/bfloat16, whose values are held widened) */
+    IR_CALL_BITCAST,
     IR_CALL_COUNT_
 } ir_call_op;
 

@@ -1,5 +1,6 @@
 /* Scalar semantics of tir values (see scalar.h). */
 #include <math.h>
+#include <string.h>
 
 #include "smelt_lowbit.h"
 #include "tir/scalar.h"
@@ -209,6 +210,47 @@ int64_t tir_lowbit_encode(smelt_dtype to, bool arg_is_float, double f, int64_t i
 double tir_lowbit_decode(smelt_dtype from, int64_t code)
 {
     return smelt_lowbit_decode((int)from, (unsigned)(code & 0xFF));
+}
+
+static uint64_t bits_of(smelt_dtype dt, double f, int64_t i)
+{
+    switch (dt) {
+    case SMELT_DT_FLOAT32: {
+        float v = (float)f;
+        uint32_t b;
+        memcpy(&b, &v, sizeof b);
+        return b;
+    }
+    case SMELT_DT_FLOAT64: {
+        uint64_t b;
+        memcpy(&b, &f, sizeof b);
+        return b;
+    }
+    case SMELT_DT_FLOAT16: return smelt_f32_to_f16((float)f);
+    case SMELT_DT_BFLOAT16: return smelt_f32_to_bf16((float)f);
+    default: return (uint64_t)i; /* masked to the width by the reader */
+    }
+}
+
+void tir_bitcast(smelt_dtype from, double f, int64_t i, smelt_dtype to, double *fo, int64_t *io)
+{
+    uint64_t b = bits_of(from, f, i);
+    *fo = 0;
+    *io = 0;
+    switch (to) {
+    case SMELT_DT_FLOAT32: {
+        uint32_t w = (uint32_t)b;
+        float v;
+        memcpy(&v, &w, sizeof v);
+        *fo = v;
+        return;
+    }
+    case SMELT_DT_FLOAT64: memcpy(fo, &b, sizeof *fo); return;
+    case SMELT_DT_FLOAT16: *fo = smelt_f16_to_f32((uint16_t)b); return;
+    case SMELT_DT_BFLOAT16: *fo = smelt_bf16_to_f32((uint16_t)b); return;
+    case SMELT_DT_BOOL: *io = (b & 0xFF) != 0; return;
+    default: *io = tir_wrap_int(to, b); return;
+    }
 }
 
 double tir_call_f64(ir_call_op op, double x, double y)

@@ -29,6 +29,10 @@ double tir_round_float(smelt_dtype dt, double v);
  * of a 4- or 2-bit target wraps, anything else converts through double. */
 int64_t tir_lowbit_encode(smelt_dtype to, bool arg_is_float, double f, int64_t i, int mode);
 double tir_lowbit_decode(smelt_dtype from, int64_t code);
+/* IR_CALL_BITCAST: a value of `from` (f for floats, i canonical for the
+ * rest) read back as the same bits of `to`; *f or *i receives the result.
+ * Both dtypes have one width (BOOL as a byte). */
+void tir_bitcast(smelt_dtype from, double f, int64_t i, smelt_dtype to, double *fo, int64_t *io);
 
 /* Fold an integer binary op (arithmetic, comparison or logic) in dtype dt.
  * Returns false for division or modulo by zero. */

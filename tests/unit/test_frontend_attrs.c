@@ -272,6 +272,7 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "num_groups") == 0) set_int(m, n, 1);
     else if (strcmp(n, "direction") == 0) set_string(m, n, "LEFT");
     else if (strcmp(n, "num_scan_inputs") == 0) set_int(m, n, 1);
+    else if (strcmp(n, "q_num_heads") == 0 || strcmp(n, "kv_num_heads") == 0) set_int(m, n, 1);
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
@@ -469,8 +470,11 @@ typedef struct bad_value {
 } bad_value;
 
 static const bad_value k_bad_values[] = {
-    {"Resize", "antialias", 19, 1, NULL},
-    {"Resize", "keep_aspect_ratio_policy", 19, 0, "not_larger"},
+    {"Resize", "antialias", 19, 1, NULL}, /* with the default mode, nearest */
+    {"BitCast", "to", 26, 8 /* STRING */, NULL},
+    {"BitCast", "to", 26, 17 /* FLOAT8E4M3FN */, NULL},
+    {"Range", "stash_type", 27, 10 /* FLOAT16 */, NULL},
+    {"MelWeightMatrix", "output_datatype", 17, 9 /* BOOL */, NULL},
     {"Cast", "to", 25, 27 /* FLOAT6E2M3 */, NULL},
     {"QuantizeLinear", "output_dtype", 25, 24 /* FLOAT8E8M0: a scale type */, NULL},
     {"Cast", "to", 13, 999, NULL},
@@ -495,6 +499,8 @@ static const bad_value k_bad_values[] = {
     {"RoiAlign", "sampling_ratio", 22, -1, NULL},
     {"RoiAlign", "output_height", 16, 0, NULL},
     {"HannWindow", "output_datatype", 17, 7 /* INT64 */, NULL},
+    {"LinearAttention", "chunk_size", 27, 0, NULL},
+    {"CausalConvWithState", "activation", 27, 0, "gelu"},
 };
 
 static void test_bad_values(void)

@@ -235,19 +235,30 @@ static void test_infer_and_errors(void)
     opt_use_attrs(&t, area, 1);
     CHECK(opt_infer(&t, in, 3) == SMELT_ERR_ATTR);
     CHECK_STR_CONTAINS(opt_message(&t), "attribute 'mode' is 'area'");
-    gr_attr aa[] = {opt_int_attr("antialias", 1)};
+    gr_attr aa[] = {opt_int_attr("antialias", 1)}; /* mode nearest: not defined */
     opt_fini(&t);
     opt_init(&t, &k_names, OP_RESIZE, 18, 3, 1);
     opt_use_attrs(&t, aa, 1);
-    CHECK(opt_infer(&t, in, 3) == SMELT_ERR_UNSUPPORTED);
-    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'antialias' is 1");
-    gr_attr keep[] = {opt_string_attr("keep_aspect_ratio_policy", "not_larger")};
+    CHECK(opt_infer(&t, in, 3) == SMELT_ERR_ATTR);
+    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'antialias' is 1 with mode nearest");
+    gr_attr keep[] = {opt_string_attr("keep_aspect_ratio_policy", "not_wider")};
     opt_fini(&t);
     opt_init(&t, &k_names, OP_RESIZE, 18, 3, 1);
     opt_use_attrs(&t, keep, 1);
-    CHECK(opt_infer(&t, in, 3) == SMELT_ERR_UNSUPPORTED);
-    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'keep_aspect_ratio_policy' is 'not_larger'");
+    CHECK(opt_infer(&t, in, 3) == SMELT_ERR_ATTR);
+    CHECK_STR_CONTAINS(opt_message(&t), "attribute 'keep_aspect_ratio_policy' is 'not_wider'");
     CHECK_STR_CONTAINS(opt_message(&t), "node 'r0' (Resize)");
+    /* a shrink by 1/20 would take 80 cubic taps per axis */
+    gr_attr aa_cubic[] = {opt_int_attr("antialias", 1), opt_string_attr("mode", "cubic")};
+    opt_fini(&t);
+    opt_init(&t, &k_names, OP_RESIZE, 18, 3, 1);
+    opt_use_attrs(&t, aa_cubic, 2);
+    smelt_tensor tiny = opt_tensor(F32, 1, OPT_DIMS(4), OPT_F32S(1, 1, 0.05f, 0.05f));
+    smelt_tensor keep_scales = in[2];
+    in[2] = tiny;
+    CHECK(opt_infer(&t, in, 3) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(opt_message(&t), "taps; at most 32");
+    in[2] = keep_scales;
     opt_fini(&t);
 }
 
