@@ -402,66 +402,61 @@ bool ir_expr_reads(const ir_expr *e, const ir_buffer *buf)
     }
 }
 
-bool ir_stmt_reads(const ir_stmt *s, const ir_buffer *buf)
+/* Whether any expression of s (or a call's buffer argument) satisfies the
+ * query; `unknown` answers for statement kinds not listed here. */
+typedef struct stmt_query {
+    bool (*expr)(const ir_expr *e, const void *what);
+    const ir_buffer *call_buf; /* a call passing this buffer answers true */
+    const void *what;
+    bool unknown;
+} stmt_query;
+
+static bool stmt_any(const ir_stmt *s, const stmt_query *q)
 {
     if (!s) return false;
     switch (s->kind) {
     case IR_STMT_FOR:
-        return ir_expr_reads(s->for_.min, buf) || ir_expr_reads(s->for_.extent, buf) ||
-               ir_stmt_reads(s->for_.body, buf);
+        return q->expr(s->for_.min, q->what) || q->expr(s->for_.extent, q->what) ||
+               stmt_any(s->for_.body, q);
     case IR_STMT_SEQ:
         for (int i = 0; i < s->seq.n; i++)
-            if (ir_stmt_reads(s->seq.items[i], buf)) return true;
+            if (stmt_any(s->seq.items[i], q)) return true;
         return false;
-    case IR_STMT_LET: return ir_expr_reads(s->let.value, buf) || ir_stmt_reads(s->let.body, buf);
+    case IR_STMT_LET: return q->expr(s->let.value, q->what) || stmt_any(s->let.body, q);
     case IR_STMT_STORE:
         for (int i = 0; i < s->store.n; i++)
-            if (ir_expr_reads(s->store.idx[i], buf)) return true;
-        return ir_expr_reads(s->store.value, buf);
-    case IR_STMT_ALLOCATE: return ir_stmt_reads(s->alloc.body, buf);
+            if (q->expr(s->store.idx[i], q->what)) return true;
+        return q->expr(s->store.value, q->what);
+    case IR_STMT_ALLOCATE: return stmt_any(s->alloc.body, q);
     case IR_STMT_IF:
-        return ir_expr_reads(s->if_.cond, buf) || ir_stmt_reads(s->if_.then_, buf) ||
-               ir_stmt_reads(s->if_.else_, buf);
+        return q->expr(s->if_.cond, q->what) || stmt_any(s->if_.then_, q) || stmt_any(s->if_.else_, q);
     case IR_STMT_CALL:
         for (int i = 0; i < s->call.n; i++)
-            if (s->call.args[i].buf == buf || ir_expr_reads(s->call.args[i].index, buf)) return true;
+            if ((q->call_buf && s->call.args[i].buf == q->call_buf) ||
+                q->expr(s->call.args[i].index, q->what))
+                return true;
         return false;
     case IR_STMT_CHECK:
-        return ir_expr_reads(s->check.cond, buf) || ir_expr_reads(s->check.value, buf) ||
-               ir_expr_reads(s->check.position, buf);
-    default: return true; /* a statement kind not listed: assume it reads */
+        return q->expr(s->check.cond, q->what) || q->expr(s->check.value, q->what) ||
+               q->expr(s->check.position, q->what);
+    default: return q->unknown;
     }
+}
+
+static bool expr_reads(const ir_expr *e, const void *buf) { return ir_expr_reads(e, buf); }
+static bool expr_uses_var(const ir_expr *e, const void *v) { return ir_expr_uses_var(e, v); }
+
+bool ir_stmt_reads(const ir_stmt *s, const ir_buffer *buf)
+{
+    /* a statement kind not listed: assume it reads (keeps its buffer bound) */
+    stmt_query q = {expr_reads, buf, buf, true};
+    return stmt_any(s, &q);
 }
 
 bool ir_stmt_uses_var(const ir_stmt *s, const ir_var *v)
 {
-    if (!s) return false;
-    switch (s->kind) {
-    case IR_STMT_FOR:
-        return ir_expr_uses_var(s->for_.min, v) || ir_expr_uses_var(s->for_.extent, v) ||
-               ir_stmt_uses_var(s->for_.body, v);
-    case IR_STMT_SEQ:
-        for (int i = 0; i < s->seq.n; i++)
-            if (ir_stmt_uses_var(s->seq.items[i], v)) return true;
-        return false;
-    case IR_STMT_LET: return ir_expr_uses_var(s->let.value, v) || ir_stmt_uses_var(s->let.body, v);
-    case IR_STMT_STORE:
-        for (int i = 0; i < s->store.n; i++)
-            if (ir_expr_uses_var(s->store.idx[i], v)) return true;
-        return ir_expr_uses_var(s->store.value, v);
-    case IR_STMT_ALLOCATE: return ir_stmt_uses_var(s->alloc.body, v);
-    case IR_STMT_IF:
-        return ir_expr_uses_var(s->if_.cond, v) || ir_stmt_uses_var(s->if_.then_, v) ||
-               ir_stmt_uses_var(s->if_.else_, v);
-    case IR_STMT_CALL:
-        for (int i = 0; i < s->call.n; i++)
-            if (ir_expr_uses_var(s->call.args[i].index, v)) return true;
-        return false;
-    case IR_STMT_CHECK:
-        return ir_expr_uses_var(s->check.cond, v) || ir_expr_uses_var(s->check.value, v) ||
-               ir_expr_uses_var(s->check.position, v);
-    default: return false;
-    }
+    stmt_query q = {expr_uses_var, NULL, v, false};
+    return stmt_any(s, &q);
 }
 
 /* ---- substitution ---- */
