@@ -97,6 +97,10 @@ typedef struct cg_emitter {
     int n_tasks;
     bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */
     bool gpu;            /* emitting a GPU kernel's thread code (gpu_emit.c) */
+    /* gpu_emit.c's hook for thread code: emits s itself and returns true
+     * (a cache_read tile's copy by the block's threads, a shared-memory
+     * allocation), or returns false for cg_stmt to emit it */
+    bool (*gpu_stmt)(struct cg_emitter *e, const ir_stmt *s);
     bool gpu_checks;     /* a kernel holds a data check (smelt_gpu_check_fail_) */
     bool uses_pool;
     bool needs_err;      /* a heap temp may fail: err_ is needed */
