@@ -331,7 +331,10 @@ static bool thread_stmt(cg_emitter *e, const ir_stmt *s)
             gfail(g, SMELT_ERR_UNSUPPORTED, msg);
             return true;
         }
-        thread_barrier(g); /* the tile's readers from before are done */
+        /* the tile's readers from before are done (after a copy and nothing
+         * else, the barrier before that copy did it) */
+        if (!g->barrier_pending) thread_barrier(g);
+        g->barrier_pending = false;
         bool all = ext->i == g->threads;
         if (!all) cg_line(e, "if (tid_ < %lld) {", (long long)ext->i);
         else cg_line(e, "{");
