@@ -497,18 +497,23 @@ static void stride_visit(void *ctx, const ir_expr *e)
 }
 
 /* Region of buffer buf (of shape `shape`) that body reads while the inner
- * variables sweep their ranges; strided dims allowed when `strided`. */
-static void region_of(nest_ctx *nc, ir_expr *body, const ir_buffer *buf, const int64_t *shape,
+ * variables sweep their ranges; strided dims allowed when `strided`.  A
+ * tile (`tile`) keeps its box even where it passes the buffer's edges (its
+ * copy reads zeros there) and returns false when a dim has no constant
+ * extent; other regions fall back to the whole dim then. */
+static bool region_of(nest_ctx *nc, ir_expr *body, const ir_buffer *buf, const int64_t *shape,
                       int rank, ir_var *const *inner, const int64_t *ext, int n_inner, bool strided,
-                      region *out)
+                      bool tile, region *out)
 {
     bound acc[SMELT_MAX_RANK];
-    bool any = false;
+    bool any = false, exact = true;
     bool ok = collect_region(nc, body, buf, inner, ext, n_inner, acc, &any);
     for (int d = 0; d < rank; d++) {
         int64_t full = shape[d], diff;
         out->stride[d] = 1;
-        if (ok && any && const_difference(acc[d].max, acc[d].min, &diff) && diff + 1 < full) {
+        bool known = ok && any && const_difference(acc[d].max, acc[d].min, &diff);
+        exact &= known;
+        if (known && (diff + 1 < full || tile)) {
             out->min[d] = acc[d].min;
             out->extent[d] = diff + 1;
         } else {
@@ -525,6 +530,7 @@ static void region_of(nest_ctx *nc, ir_expr *body, const ir_buffer *buf, const i
         out->extent[d] = count;
         out->stride[d] = sa.stride;
     }
+    return exact;
 }
 
 /* Region of producer p read by consumer c inside its leaf at position pos
@@ -543,7 +549,7 @@ static void infer_region(nest_ctx *nc, const sch_stage *c, iter_vals *civ, const
     ir_expr *body = stage_body(nc, c, civ, cown);
     bool strided = c->iters[c->leaves[pos]].annot == IR_FOR_GPU_THREAD;
     region_of(nc, body, storage_of(nc, (int)(p - nc->st->stages)), p->buf->shape, p->n_axes, inner,
-              ext, n_inner, strided, out);
+              ext, n_inner, strided, false, out);
 }
 
 /* ---- nests ---- */
@@ -888,10 +894,13 @@ static smelt_status prepare_tiles(nest_ctx *nc, int si, iter_vals *iv, const reg
                             "the block's threads load the tile");
         int xi = stage_of_buffer(nc->st, cr->buf);
         if (xi < 0) return smelt_errf(nc->ctx, SMELT_ERR_INTERNAL, "cache_read: '%s' is no stage", cr->buf->name);
-        cache_tile *tl = &tiles[(*n_tiles)++];
+        cache_tile *tl = &tiles[*n_tiles]; /* counted once complete (restore_tiles) */
         region rg;
         ir_expr *body = stage_body(nc, sg, iv, own);
-        region_of(nc, body, cr->buf, cr->buf->shape, cr->buf->rank, inner, ext, n_inner, false, &rg);
+        if (!region_of(nc, body, cr->buf, cr->buf->shape, cr->buf->rank, inner, ext, n_inner, false,
+                       true, &rg))
+            return tile_err(nc, sg, cr, "the tile's extent is not a constant (an index that is not "
+                            "affine in the loops inside it)");
         for (int d = 0; d < cr->buf->rank; d++)
             for (int k = 0; k < n_inner; k++)
                 if (ir_expr_uses_var(rg.min[d], inner[k]))
@@ -923,6 +932,7 @@ static smelt_status prepare_tiles(nest_ctx *nc, int si, iter_vals *iv, const reg
         tl->saved_region = nc->regions[xi];
         nc->local[xi] = tl->buf;
         nc->regions[xi] = rg;
+        (*n_tiles)++;
     }
     return SMELT_OK;
 }

@@ -126,8 +126,8 @@ static bool uses(const gemm_view *v, int op, int var)
     return false;
 }
 
-/* Tile elements of operand op when the variables sweep range[] (padded as
- * lower/nest.c pads a tile's rows). */
+/* Tile elements of operand op when the variables sweep range[] (the box,
+ * past the operand's edges too, its rows padded as lower/nest.c does). */
 static int64_t tile_elems(const gemm_view *v, int op, const int64_t *range)
 {
     int64_t n = 1;
@@ -138,7 +138,6 @@ static int64_t tile_elems(const gemm_view *v, int op, const int64_t *range)
             int64_t c = v->coef[op][d][k];
             e += (c < 0 ? -c : c) * (range[k] - 1);
         }
-        if (e > v->shape[op][d]) e = v->shape[op][d];
         if (d == rank - 1 && rank > 1 && e > 1 && e % 2 == 0) e++;
         n *= e;
     }
