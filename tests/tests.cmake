@@ -537,6 +537,12 @@ if(SMELT_PYTHON)
             ${SMELT_GPU_MODEL_DIR}/tiled_conv)
   set_tests_properties(gpu/cuda_package PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # the CUDA target's tiles (256-thread blocks) run on PoCL too
+  add_test(NAME gpu/opencl_check_256_threads
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_opencl.sh $<TARGET_FILE:smelt_cli>
+            ${SMELT_GPU_MODEL_DIR}/tiled_mm ${SMELT_GPU_MODEL_DIR}/tiled_conv ${SMELT_GPU_MODEL_DIR}/mlp)
+  set_tests_properties(gpu/opencl_check_256_threads PROPERTIES ENVIRONMENT "SMELT_GPU_BLOCK=256"
+    FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 300)
   # cache_read by hand: a user schedule staging a Gemm's operands in shared
   # memory gives the same results; a tile over the target's shared memory
   # and cache_read on a CPU are refused, naming the step

@@ -553,6 +553,15 @@ static int pow2_shift(const cg_emitter *e, const ir_expr *x)
     return k;
 }
 
+/* GPU kernels' floordiv/floormod of a signed 32/64-bit value by another
+ * constant c in [3, 2^31): smelt_fdivc_i64 / smelt_fmodc_i64. */
+static bool const_divisor(const cg_emitter *e, const ir_expr *x)
+{
+    const ir_expr *d = x->bin.b;
+    return e->gpu && (x->dtype == SMELT_DT_INT64 || x->dtype == SMELT_DT_INT32) && d->kind == IR_INT &&
+           d->i > 2 && d->i < ((int64_t)1 << 31);
+}
+
 static void emit_int_division(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_strbuf *out)
 {
     bool u = cg_dtype_is_unsigned_int(x->dtype) || x->dtype == SMELT_DT_BOOL;
@@ -577,6 +586,8 @@ static void emit_int_division(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, 
             smelt_strbuf_printf(out, "((%s)(((int64_t)", cg_value_type(x->dtype));
             cg_expr(e, x->bin.a, ctx, out);
             smelt_strbuf_printf(out, ") >> %d))", pow2_shift(e, x));
+        } else if (const_divisor(e, x)) {
+            emit_helper_binop(e, x, CG_H_FDIVC_I64, "smelt_fdivc_i64", at, ctx, out);
         } else if (u)
             emit_helper_binop(e, x, CG_H_DIV_U64, "smelt_div_u64", at, ctx, out);
         else
@@ -587,6 +598,8 @@ static void emit_int_division(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, 
             smelt_strbuf_printf(out, "((%s)(((int64_t)", cg_value_type(x->dtype));
             cg_expr(e, x->bin.a, ctx, out);
             smelt_strbuf_printf(out, ") & %lld))", (long long)(x->bin.b->i - 1));
+        } else if (const_divisor(e, x)) {
+            emit_helper_binop(e, x, CG_H_FMODC_I64, "smelt_fmodc_i64", at, ctx, out);
         } else if (u)
             emit_helper_binop(e, x, CG_H_MOD_U64, "smelt_mod_u64", at, ctx, out);
         else

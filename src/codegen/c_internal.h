@@ -33,6 +33,8 @@ typedef enum cg_helper {
     CG_H_SETERR,
     CG_H_CHECK_FAIL,
     CG_H_LOWBIT, /* include/smelt_lowbit.h, embedded */
+    CG_H_FDIVC_I64, /* GPU kernels: floordiv / floormod by a constant, 32-bit when in range */
+    CG_H_FMODC_I64,
     CG_H_COUNT_
 } cg_helper;
 

@@ -174,9 +174,36 @@ static int stage_of_buffer(const sch_state *st, const ir_buffer *buf)
     return -1;
 }
 
+/* Whether every term of the AND-tree c is idx[d] >= 0 or idx[d] < shape[d]
+ * for an index of load ld (a padding test). */
+static bool bounds_test_of(const ir_expr *c, const ir_expr *ld)
+{
+    if (c->kind == IR_AND) return bounds_test_of(c->bin.a, ld) && bounds_test_of(c->bin.b, ld);
+    if (c->kind != IR_GE && c->kind != IR_LT) return false;
+    for (int d = 0; d < ld->load.n; d++) {
+        if (!ir_expr_equal(c->bin.a, ld->load.idx[d])) continue;
+        if (c->kind == IR_GE && ir_is_int(c->bin.b, 0)) return true;
+        if (c->kind == IR_LT && ir_is_int(c->bin.b, ld->load.buf->shape[d])) return true;
+    }
+    return false;
+}
+
+static bool is_zero(const ir_expr *e)
+{
+    return (e->kind == IR_FLOAT && e->f == 0) || (e->kind == IR_INT && e->i == 0);
+}
+
 static ir_expr *remap_loads(nest_ctx *nc, ir_expr *e)
 {
     if (!e) return NULL;
+    /* select(inside X, X[i], 0) where X is staged: the tile reads 0 outside
+     * X already (tile_load), so the test goes (a convolution's padding) */
+    if (e->kind == IR_SELECT && e->select.t->kind == IR_LOAD && is_zero(e->select.f) &&
+        bounds_test_of(e->select.cond, e->select.t)) {
+        int s = stage_of_buffer(nc->st, e->select.t->load.buf);
+        if (s >= 0 && nc->local[s] && nc->local[s]->scope == IR_SCOPE_SHARED)
+            return remap_loads(nc, e->select.t);
+    }
     if (e->kind != IR_LOAD) return remap_children(nc, e);
     ir_expr *idx[SMELT_MAX_RANK];
     bool changed = false;

@@ -7,6 +7,7 @@
  * parallel), then its reduction axes, then the innermost data axis split by
  * the vector width and vectorised.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/gpu_tile.h"
@@ -2209,7 +2210,14 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, const smelt_hw
     if (hw->gpu_threads > 0) {
         for (int k = 0; k < SCH_KNOB_COUNT_; k++)
             if (kn && kn->v[k]) return bad_knob(ctx, "?", (sch_knob)k, kn->v[k]);
-        return schedule_gpu(ctx, g, hw, s);
+        /* SMELT_GPU_BLOCK=N: blocks of N threads instead of the target's (a
+         * power of two up to 1024; tests run the CUDA target's 256-thread
+         * tiles on PoCL with it) */
+        smelt_hw local = *hw;
+        const char *env = getenv("SMELT_GPU_BLOCK");
+        long n = env ? strtol(env, NULL, 10) : 0;
+        if (n >= 1 && n <= 1024 && (n & (n - 1)) == 0) local.gpu_threads = (int)n;
+        return schedule_gpu(ctx, g, &local, s);
     }
     int64_t algo = knob(kn, SCH_KNOB_ALGO);
     if (algo >= 2) return schedule_algo(ctx, g, hw, kn, s);

@@ -18,19 +18,23 @@
  * memory (cache_read).  Edges need no special code: the tiles read zeros
  * past the operands, the stores are guarded.
  *
- * The tile is chosen with a small model of a GPU (in cycles): the larger
- * of a throughput bound and a latency bound.  Throughput: the padded work
- * times the cost of an FMA (the shared-memory loads: a multiprocessor
- * issues GPU_MODEL_LOAD_RATIO FMAs per load, and a thread loads tm + tn
- * values per tm x tn FMAs) over GPU_MODEL_FMA_RATE FMAs per cycle on each
- * multiprocessor that has a block (GPU_MODEL_SMS at most: few large blocks
- * leave multiprocessors idle).  Latency: one thread's chain, a global load
- * per reduction step and GPU_MODEL_STEP cycles plus its FMAs per reduced
- * element.  Memory: the tiles' copies over GPU_MODEL_L2_BYTES bytes per
- * cycle (thin tiles reread the other operand).  One thread per output (the default rules' other path) costs
- * GPU_MODEL_PLAIN_COST per FMA (two cached global loads) and
- * GPU_MODEL_PLAIN_STEP cycles per reduced element; tiling applies when
- * the model expects it to be faster. */
+ * The tile is chosen with a small model of a GPU, calibrated on an H100
+ * (docs/benchmarks.md): a multiprocessor (GPU_MODEL_SMS of them) issues
+ * four warp instructions per cycle but one shared-memory load, so a
+ * thread's step of the reduction costs max(FMAs / 4, loads) per warp,
+ * plus the tile copies (per element: a global load, a shared store and
+ * its index arithmetic, GPU_MODEL_COPY + GPU_MODEL_COPY_DIM per extra
+ * dimension); the blocks on the busiest multiprocessor run these steps,
+ * each step also waiting GPU_MODEL_LATENCY cycles for its copies unless
+ * other resident blocks (registers, shared memory and threads permitting)
+ * fill that time, and fewer than 16 resident warps run slower; near-ties
+ * go to square register tiles and thread grids.  One thread
+ * per output (the default rules' other path) does GPU_MODEL_PLAIN_RATE
+ * FMAs per cycle per multiprocessor and waits GPU_MODEL_PLAIN_STEP cycles
+ * per reduced element (two global loads); tiling applies when the model
+ * expects it to be faster.
+ */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +43,15 @@
 #include "tir/mutate.h"
 
 #define GT_MAX_VARS (2 * SMELT_MAX_RANK)
-#define GPU_MODEL_SMS 132.0        /* multiprocessors (an H100 SXM; an A100 has 108) */
-#define GPU_MODEL_FMA_RATE 128.0   /* float32 FMAs per cycle per multiprocessor */
-#define GPU_MODEL_LOAD_RATIO 4.0   /* FMAs per shared-memory load a multiprocessor issues */
-#define GPU_MODEL_GLOBAL 200.0     /* cycles: a global load, once per reduction step */
-#define GPU_MODEL_STEP 8.0         /* cycles per reduced element besides the FMAs */
-#define GPU_MODEL_L2_BYTES 2048.0   /* bytes per cycle the tiles' copies read (L2) */
-#define GPU_MODEL_PLAIN_COST 8.0   /* one thread per output: two cached global loads per FMA */
-#define GPU_MODEL_PLAIN_STEP 40.0  /* and their latency per reduced element */
+#define GPU_MODEL_SMS 132         /* multiprocessors (an H100 SXM; an A100 has 108) */
+#define GPU_MODEL_REGS 65536       /* 32-bit registers per multiprocessor */
+#define GPU_MODEL_SMEM (160 << 10) /* shared memory per multiprocessor for blocks */
+#define GPU_MODEL_THREADS 2048     /* resident threads per multiprocessor */
+#define GPU_MODEL_COPY 12.0        /* instructions per copied element: load, store, index */
+#define GPU_MODEL_COPY_DIM 8.0     /* and per further dimension of its tile (a division) */
+#define GPU_MODEL_LATENCY 600.0    /* cycles: a step's copies, barriers */
+#define GPU_MODEL_PLAIN_RATE 4.0   /* one thread per output: FMAs per cycle per multiprocessor */
+#define GPU_MODEL_PLAIN_STEP 150.0 /* and cycles per reduced element of one thread */
 #define GPU_TILE_MAX_ACC 64        /* accumulators per thread (registers) */
 #define GPU_TILE_MAX_KT 16
 
@@ -232,47 +237,81 @@ static bool analyse(const te_graph *g, const te_tensor *t, const bool *inlined, 
            (p->col2 < 0 || !uses(v, 0, p->col2)) && uses(v, 0, k0) && uses(v, 1, k0);
 }
 
-static double model_time(double fmas, double cost, double blocks, double chain, double bytes)
+/* Dimensions of operand op's tile that are longer than one element. */
+static int tile_dims(const gemm_view *v, int op, const int64_t *range)
 {
-    double sms = blocks < GPU_MODEL_SMS ? blocks : GPU_MODEL_SMS;
-    double tp = fmas * cost / (sms * GPU_MODEL_FMA_RATE), mem = bytes / GPU_MODEL_L2_BYTES;
-    if (mem > tp) tp = mem;
-    return tp > chain ? tp : chain;
+    int n = 0;
+    for (int d = 0; d < v->rank[op]; d++) {
+        int64_t e = 1;
+        for (int k = 0; k < v->n_vars; k++) {
+            int64_t c = v->coef[op][d][k];
+            e += (c < 0 ? -c : c) * (range[k] - 1);
+        }
+        n += e > 1;
+    }
+    return n;
 }
 
-/* The model's time for p's tile (see the header comment). */
-static double tile_cost(const sch_gpu_tile *p, const gemm_view *v)
+/* The model's time for p's tile, in cycles (see the header comment). */
+static double tile_cost(const sch_gpu_tile *p, const gemm_view *v, int64_t threads)
 {
     int64_t bm = block_span(v->ext[p->row], p->ty, p->tm);
     int64_t bw = block_span(v->ext[p->col], p->txw, p->tn);
     int64_t bh = p->col2 >= 0 ? p->txh : 1;
     double blocks = (double)cdiv(v->ext[p->row], bm) * (double)cdiv(v->ext[p->col], bw);
     if (p->col2 >= 0) blocks *= (double)cdiv(v->ext[p->col2], bh);
-    double k = 1, steps = 1;
+    double inner = 1, steps = 1;
     int k0 = p->acc->n_axes;
+    int64_t range[GT_MAX_VARS];
     for (int i = 0; i < v->n_vars; i++) {
+        range[i] = i < k0 ? 1 : v->ext[i];
         if (i == p->row || i == p->col || i == p->col2) continue;
         if (i < k0) blocks *= (double)v->ext[i];
-        else k *= (double)(i == k0 ? cdiv(v->ext[i], p->kt) * p->kt : v->ext[i]);
-        if (i == k0) steps = (double)cdiv(v->ext[i], p->kt);
+        else if (i == k0) steps = (double)cdiv(v->ext[i], p->kt);
+        else inner *= (double)v->ext[i];
     }
-    double fmas = blocks * (double)bm * (double)bw * (double)bh * k;
-    double cost = GPU_MODEL_LOAD_RATIO * (double)(p->tm + p->tn) / (double)(p->tm * p->tn);
-    if (cost < 1) cost = 1;
-    double chain = steps * GPU_MODEL_GLOBAL + k * (GPU_MODEL_STEP + (double)(p->tm * p->tn));
-    return model_time(fmas, cost, blocks, chain, blocks * steps * (double)p->shared_bytes);
+    inner *= (double)p->kt;
+    range[k0] = p->kt;
+    range[p->row] = bm;
+    range[p->col] = bw;
+    if (p->col2 >= 0) range[p->col2] = bh;
+    double warps = (double)threads / 32.0;
+    double fma = inner * (double)(p->tm * p->tn), lds = inner * (double)(p->tm + p->tn);
+    double copy = 0;
+    for (int op = 0; op < 2; op++) {
+        int dims = tile_dims(v, op, range);
+        copy += (double)tile_elems(v, op, range) / (double)threads *
+                (GPU_MODEL_COPY + GPU_MODEL_COPY_DIM * (dims > 1 ? dims - 1 : 0));
+    }
+    double step = warps * (fma / 4 > lds ? fma / 4 : lds) + warps * copy / 4;
+    int64_t regs = p->tm * p->tn + p->tm + p->tn + 24;
+    int64_t resident = 8;
+    int64_t by_regs = GPU_MODEL_REGS / (threads * regs), by_smem = GPU_MODEL_SMEM / (p->shared_bytes + 1);
+    int64_t by_threads = GPU_MODEL_THREADS / threads;
+    if (by_regs < resident) resident = by_regs;
+    if (by_smem < resident) resident = by_smem;
+    if (by_threads < resident) resident = by_threads;
+    if (resident < 1) resident = 1;
+    double per_sm = (double)cdiv((int64_t)blocks, GPU_MODEL_SMS);
+    double together = per_sm < (double)resident ? per_sm : (double)resident;
+    double cycles = per_sm * steps * step + steps * GPU_MODEL_LATENCY * per_sm / together;
+    double few = 1 - together * warps / 16;
+    /* near-ties go to square register tiles and thread grids (measured) */
+    double skew = 1 + 0.03 * (fabs(log2((double)p->tm / (double)p->tn)) +
+                              fabs(log2((double)p->ty / (double)(p->txh * p->txw))));
+    return cycles * (1 + 0.5 * (few > 0 ? few : 0)) * skew;
 }
 
-/* One thread per output element, blocks of `threads`. */
-static double plain_cost(const sch_gpu_tile *p, const gemm_view *v, int64_t threads)
+/* One thread per output element. */
+static double plain_cost(const sch_gpu_tile *p, const gemm_view *v)
 {
     double outputs = 1, k = 1;
     for (int i = 0; i < v->n_vars; i++) {
         if (i < p->acc->n_axes) outputs *= (double)v->ext[i];
         else k *= (double)v->ext[i];
     }
-    double blocks = (outputs + (double)threads - 1) / (double)threads;
-    return model_time(outputs * k, GPU_MODEL_PLAIN_COST, blocks, k * GPU_MODEL_PLAIN_STEP, 0);
+    double tp = outputs * k / (GPU_MODEL_SMS * GPU_MODEL_PLAIN_RATE), chain = k * GPU_MODEL_PLAIN_STEP;
+    return tp > chain ? tp : chain;
 }
 
 /* The largest step of the first reduce axis whose tiles fit: a divisor of
@@ -346,8 +385,8 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
     bool found = false;
     sch_gpu_tile best = base;
     if (forced_tile(&best, &v, threads, limit)) {
-        best.cost = tile_cost(&best, &v);
-        best.plain_cost = plain_cost(&best, &v, threads);
+        best.cost = tile_cost(&best, &v, threads);
+        best.plain_cost = plain_cost(&best, &v);
         *out = best;
         return true;
     }
@@ -372,7 +411,7 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
                     c.tm = tm;
                     c.tn = tn;
                     if (!choose_kt(&c, &v, limit)) continue;
-                    c.cost = tile_cost(&c, &v);
+                    c.cost = tile_cost(&c, &v, threads);
                     /* ties: larger register tiles, then fewer shared bytes */
                     if (!found || c.cost < best.cost * 0.999 ||
                         (c.cost <= best.cost * 1.001 && c.tm * c.tn > best.tm * best.tn)) {
@@ -386,7 +425,7 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
         out->acc = t;
         return false;
     }
-    best.plain_cost = plain_cost(&best, &v, threads);
+    best.plain_cost = plain_cost(&best, &v);
     *out = best;
     return best.cost < best.plain_cost;
 }
