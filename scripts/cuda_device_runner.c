@@ -1,8 +1,11 @@
 /* Runs a smelt CUDA package for scripts/cuda_device_check.py: inputs from
  * DATA/in<i>.bin (model order), WARMUP untimed runs, then RUNS timed runs
  * (each a whole model_run: inputs to the device, the kernels, outputs
- * back), outputs to DATA/out<i>.bin; prints "median_ms M min_ms m".
- *   usage: cuda_device_runner PKG_DIR DATA_DIR RUNS
+ * back), outputs to OUT/out<i>.bin (OUT: DATA unless given); prints
+ * "median_ms M min_ms m runs N kernel_ms K": K the median of the device
+ * time of each run's kernels when the package was built with
+ * -DSMELT_GPU_TIMING (model_gpu_kernel_ms), else -1.
+ *   usage: cuda_device_runner PKG_DIR DATA_DIR RUNS [OUT_DIR]
  * Built against the package's libmodel.a (make lib) and linked by nvcc. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdio.h>
@@ -13,6 +16,9 @@
 #include "model.h"
 
 #define WARMUP 3
+
+/* model_gpu.cu's kernel timer; weak: packages of older smelt versions lack it */
+double model_gpu_kernel_ms(void) __attribute__((weak));
 
 static void *read_all(const char *path, size_t want)
 {
@@ -45,10 +51,11 @@ int main(int argc, char **argv)
     char path[4096], err[1024];
     const smelt_rt_module_info *info = model_info();
     void *in[MODEL_NUM_INPUTS + 1];
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s PKG_DIR DATA_DIR RUNS\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s PKG_DIR DATA_DIR RUNS [OUT_DIR]\n", argv[0]);
         return 2;
     }
+    const char *out_dir = argc == 5 ? argv[4] : argv[2];
     int runs = atoi(argv[3]);
     if (runs < 1) runs = 1;
     snprintf(path, sizeof path, "%s/weights.bin", argv[1]);
@@ -69,30 +76,35 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    double *ms = malloc(sizeof *ms * (size_t)runs);
-    if (!ms) return 2;
+    double *ms = malloc(sizeof *ms * (size_t)runs), *kms = malloc(sizeof *kms * (size_t)runs);
+    if (!ms || !kms) return 2;
     for (int r = 0; r < WARMUP + runs; r++) {
         double t0 = now_ms();
         if (model_run(m) != SMELT_RT_OK) {
             fprintf(stderr, "%s\n", model_error(m));
             return 3;
         }
-        if (r >= WARMUP) ms[r - WARMUP] = now_ms() - t0;
+        if (r >= WARMUP) {
+            ms[r - WARMUP] = now_ms() - t0;
+            kms[r - WARMUP] = model_gpu_kernel_ms ? model_gpu_kernel_ms() : -1;
+        }
     }
     qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+    qsort(kms, (size_t)runs, sizeof *kms, cmp_double);
     for (int i = 0; i < info->num_outputs; i++) {
         size_t bytes = 0;
         const void *data = model_get_output(m, info->outputs[i].name, &bytes);
-        snprintf(path, sizeof path, "%s/out%d.bin", argv[2], i);
+        snprintf(path, sizeof path, "%s/out%d.bin", out_dir, i);
         FILE *f = fopen(path, "wb");
         if (!f || !data || fwrite(data, 1, bytes, f) != bytes || fclose(f) != 0) {
             fprintf(stderr, "cannot write %s\n", path);
             return 2;
         }
     }
-    printf("median_ms %.4f min_ms %.4f runs %d\n", ms[runs / 2], ms[0], runs);
+    printf("median_ms %.4f min_ms %.4f runs %d kernel_ms %.4f\n", ms[runs / 2], ms[0], runs, kms[runs / 2]);
     for (int i = 0; i < info->num_inputs; i++) free(in[i]);
     free(ms);
+    free(kms);
     model_free(m);
     return 0;
 }

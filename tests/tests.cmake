@@ -563,19 +563,49 @@ if(SMELT_PYTHON)
             ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${SMELT_GPU_MODEL_DIR}/mlp
             ${SMELT_GPU_MODEL_DIR}/eltwise ${SMELT_GPU_MODEL_DIR}/norm_reduce
             ${SMELT_GPU_MODEL_DIR}/cnn_pool ${SMELT_GPU_MODEL_DIR}/gather
-            ${SMELT_GPU_MODEL_DIR}/long_reduce ${SMELT_GPU_MODEL_DIR}/lstm)
+            ${SMELT_GPU_MODEL_DIR}/long_reduce ${SMELT_GPU_MODEL_DIR}/lstm
+            ${SMELT_GPU_MODEL_DIR}/tiled_mm ${SMELT_GPU_MODEL_DIR}/tiled_conv)
+  # (tiled_mm, tiled_conv: the default rules' tiled products and convolutions,
+  # shared-memory tiles copied between barriers, edges no tile divides)
   set_tests_properties(gpu/opencl_check PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
   # mlp: its softmax's root temporaries (nvcc failed on a temporary declared in a
   # kernel that did not use it, set but never used); gather: the data check's
-  # atomics; long_reduce: block-shared partial sums
+  # atomics; long_reduce: block-shared partial sums; tiled_mm, tiled_conv: the
+  # tiled products and convolutions (cache_read tiles in __shared__ arrays,
+  # barriers; also built with -DSMELT_GPU_TIMING)
   add_test(NAME gpu/cuda_package
     COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_cuda_package.sh $<TARGET_FILE:smelt_cli>
             ${CMAKE_BINARY_DIR}/gpu/cuda ${CMAKE_SOURCE_DIR}/models/tiny_cnn
             ${SMELT_GPU_MODEL_DIR}/mlp ${SMELT_GPU_MODEL_DIR}/gather
-            ${SMELT_GPU_MODEL_DIR}/long_reduce)
+            ${SMELT_GPU_MODEL_DIR}/long_reduce ${SMELT_GPU_MODEL_DIR}/tiled_mm
+            ${SMELT_GPU_MODEL_DIR}/tiled_conv)
   set_tests_properties(gpu/cuda_package PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # the CUDA target's tiles (256-thread blocks) run on PoCL too
+  add_test(NAME gpu/opencl_check_256_threads
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_opencl.sh $<TARGET_FILE:smelt_cli>
+            ${SMELT_GPU_MODEL_DIR}/tiled_mm ${SMELT_GPU_MODEL_DIR}/tiled_conv ${SMELT_GPU_MODEL_DIR}/mlp)
+  set_tests_properties(gpu/opencl_check_256_threads PROPERTIES ENVIRONMENT "SMELT_GPU_BLOCK=256"
+    FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # cache_read by hand: a user schedule staging a Gemm's operands in shared
+  # memory gives the same results; a tile over the target's shared memory
+  # and cache_read on a CPU are refused, naming the step
+  add_test(NAME gpu/opencl_cache_read_schedule
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_opencl.sh $<TARGET_FILE:smelt_cli>
+            --schedule ${CMAKE_SOURCE_DIR}/tests/gpu/mlp_cache_read.sched ${SMELT_GPU_MODEL_DIR}/mlp)
+  set_tests_properties(gpu/opencl_cache_read_schedule PROPERTIES
+    FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 300)
+  add_test(NAME gpu/cache_read_tile_too_big
+    COMMAND smelt_cli compile --target opencl --stats
+            --schedule ${CMAKE_SOURCE_DIR}/tests/gpu/mlp_tile_too_big.sched ${SMELT_GPU_MODEL_DIR}/mlp/model.onnx)
+  set_tests_properties(gpu/cache_read_tile_too_big PROPERTIES FIXTURES_REQUIRED gpu_models
+    PASS_REGULAR_EXPRESSION "schedule step cache_read n0_y_mm x1 k\\.o: its tile needs 34064 bytes of shared memory \\(with the stage's other tiles\\), more than the target's 32768 per block")
+  add_test(NAME gpu/cache_read_on_cpu_refused
+    COMMAND smelt_cli compile --target generic
+            --schedule ${CMAKE_SOURCE_DIR}/tests/gpu/mlp_cache_read.sched ${SMELT_GPU_MODEL_DIR}/mlp/model.onnx)
+  set_tests_properties(gpu/cache_read_on_cpu_refused PROPERTIES FIXTURES_REQUIRED gpu_models
+    PASS_REGULAR_EXPRESSION "schedule step cache_read n0_y_mm x0 k\\.o: the target is a CPU, which has no shared memory \\(cache_read stages tiles for GPU targets: opencl, cuda\\)")
 endif()
 # a user schedule binding other loops (rows to blocks, columns to threads)
 # gives the same results

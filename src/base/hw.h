@@ -20,6 +20,10 @@ typedef struct smelt_hw {
     /* GPU targets: threads per block the default rules bind (one thread
      * per output element); 0 for CPUs. */
     int gpu_threads;
+    /* GPU targets: shared memory one block may declare statically (CUDA's
+     * 48 KiB; OpenCL's guaranteed minimum, 32 KiB): cache_read tiles must
+     * fit.  0 for CPUs (no cache_read). */
+    int64_t gpu_shared_bytes;
 } smelt_hw;
 
 #endif

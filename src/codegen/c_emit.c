@@ -979,6 +979,7 @@ static void emit_call_stmt(cg_emitter *e, const ir_stmt *s)
 void cg_stmt(cg_emitter *e, const ir_stmt *s)
 {
     if (!s || e->status != SMELT_OK) return;
+    if (e->gpu && e->gpu_stmt && e->gpu_stmt(e, s)) return;
     switch (s->kind) {
     case IR_STMT_FOR: emit_for(e, s); return;
     case IR_STMT_SEQ:

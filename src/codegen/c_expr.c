@@ -576,6 +576,30 @@ static void emit_helper_binop(cg_emitter *e, const ir_expr *x, cg_helper h, cons
     smelt_strbuf_append(out, "))");
 }
 
+/* GPU kernels' floordiv/floormod of a signed 32/64-bit value by a power of
+ * two 2^k (k returned, else -1): a shift and a mask, where the helper
+ * functions cost a division's fix-ups in every index (the kernel compilers
+ * shift signed values arithmetically). */
+static int pow2_shift(const cg_emitter *e, const ir_expr *x)
+{
+    const ir_expr *d = x->bin.b;
+    if (!e->gpu || (x->dtype != SMELT_DT_INT64 && x->dtype != SMELT_DT_INT32) || d->kind != IR_INT ||
+        d->i < 2 || (d->i & (d->i - 1)) != 0)
+        return -1;
+    int k = 0;
+    while (((int64_t)1 << k) < d->i) k++;
+    return k;
+}
+
+/* GPU kernels' floordiv/floormod of a signed 32/64-bit value by another
+ * constant c in [3, 2^31): smelt_fdivc_i64 / smelt_fmodc_i64. */
+static bool const_divisor(const cg_emitter *e, const ir_expr *x)
+{
+    const ir_expr *d = x->bin.b;
+    return e->gpu && (x->dtype == SMELT_DT_INT64 || x->dtype == SMELT_DT_INT32) && d->kind == IR_INT &&
+           d->i > 2 && d->i < ((int64_t)1 << 31);
+}
+
 static void emit_int_division(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, smelt_strbuf *out)
 {
     bool u = cg_dtype_is_unsigned_int(x->dtype) || x->dtype == SMELT_DT_BOOL;
@@ -596,13 +620,25 @@ static void emit_int_division(cg_emitter *e, const ir_expr *x, cg_ctx_kind ctx, 
         }
         return;
     case IR_FLOORDIV:
-        if (u)
+        if (pow2_shift(e, x) >= 0) { /* GPU kernels: an arithmetic shift rounds to -inf */
+            smelt_strbuf_printf(out, "((%s)(((int64_t)", cg_value_type(x->dtype));
+            cg_expr(e, x->bin.a, ctx, out);
+            smelt_strbuf_printf(out, ") >> %d))", pow2_shift(e, x));
+        } else if (const_divisor(e, x)) {
+            emit_helper_binop(e, x, CG_H_FDIVC_I64, "smelt_fdivc_i64", at, ctx, out);
+        } else if (u)
             emit_helper_binop(e, x, CG_H_DIV_U64, "smelt_div_u64", at, ctx, out);
         else
             emit_helper_binop(e, x, CG_H_FLOORDIV_I64, "smelt_floordiv_i64", at, ctx, out);
         return;
     default: /* IR_FLOORMOD */
-        if (u)
+        if (pow2_shift(e, x) >= 0) { /* two's complement: the low bits are the remainder */
+            smelt_strbuf_printf(out, "((%s)(((int64_t)", cg_value_type(x->dtype));
+            cg_expr(e, x->bin.a, ctx, out);
+            smelt_strbuf_printf(out, ") & %lld))", (long long)(x->bin.b->i - 1));
+        } else if (const_divisor(e, x)) {
+            emit_helper_binop(e, x, CG_H_FMODC_I64, "smelt_fmodc_i64", at, ctx, out);
+        } else if (u)
             emit_helper_binop(e, x, CG_H_MOD_U64, "smelt_mod_u64", at, ctx, out);
         else
             emit_helper_binop(e, x, CG_H_FLOORMOD_I64, "smelt_floormod_i64", at, ctx, out);

@@ -33,6 +33,8 @@ typedef enum cg_helper {
     CG_H_SETERR,
     CG_H_CHECK_FAIL,
     CG_H_LOWBIT, /* include/smelt_lowbit.h, embedded */
+    CG_H_FDIVC_I64, /* GPU kernels: floordiv / floormod by a constant, 32-bit when in range */
+    CG_H_FMODC_I64,
     CG_H_COUNT_
 } cg_helper;
 
@@ -97,6 +99,10 @@ typedef struct cg_emitter {
     int n_tasks;
     bool in_task;        /* emitting an outlined body: nested PARALLEL runs serially */
     bool gpu;            /* emitting a GPU kernel's thread code (gpu_emit.c) */
+    /* gpu_emit.c's hook for thread code: emits s itself and returns true
+     * (a cache_read tile's copy by the block's threads, a shared-memory
+     * allocation), or returns false for cg_stmt to emit it */
+    bool (*gpu_stmt)(struct cg_emitter *e, const ir_stmt *s);
     bool gpu_checks;     /* a kernel holds a data check (smelt_gpu_check_fail_) */
     bool uses_pool;
     bool needs_err;      /* a heap temp may fail: err_ is needed */

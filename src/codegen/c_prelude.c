@@ -235,6 +235,17 @@ static const helper_text helpers[] = {
      "    __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);\n"
      "#endif\n}\n\n"},
     {CG_H_LOWBIT, CG_H_COUNT_, NULL}, /* the embedded include/smelt_lowbit.h */
+    {CG_H_FDIVC_I64, CG_H_FLOORDIV_I64,
+     "/* floordiv by a constant c > 0 (GPU kernels): unsigned 32-bit arithmetic when\n"
+     " * 0 <= a < 2^31 (a multiply and a shift: every index of a tile's copy), else\n"
+     " * the general helper. */\n"
+     "static inline int64_t smelt_fdivc_i64(int64_t a, int64_t c)\n{\n"
+     "    if ((uint64_t)a < (uint64_t)0x80000000u) return (int64_t)((uint32_t)a / (uint32_t)c);\n"
+     "    return smelt_floordiv_i64(a, c);\n}\n\n"},
+    {CG_H_FMODC_I64, CG_H_FLOORMOD_I64,
+     "static inline int64_t smelt_fmodc_i64(int64_t a, int64_t c)\n{\n"
+     "    if ((uint64_t)a < (uint64_t)0x80000000u) return (int64_t)((uint32_t)a % (uint32_t)c);\n"
+     "    return smelt_floormod_i64(a, c);\n}\n\n"},
 };
 
 _Static_assert(SMELT_ARRAY_LEN(helpers) == CG_H_COUNT_, "one text per helper");

@@ -49,6 +49,7 @@ typedef struct gpu_lang {
     const char *prelude;     /* types and macros the emitted C names */
     const char *check_fail;  /* smelt_gpu_check_fail_: the first failing thread records */
     const char *shared;      /* memory of a block: OpenCL __local, CUDA __shared__ */
+    const char *unroll;      /* SMELT_UNROLL(n) */
 } gpu_lang;
 
 static const char opencl_prelude[] =
@@ -74,7 +75,11 @@ static const char cuda_prelude[] =
 
 static const char common_macros[] =
     "#define SMELT_ALIGN64 __attribute__((aligned(64)))\n"
-    "#define SMELT_UNROLL(n)\n#define SMELT_IVDEP\n\n";
+    "#define SMELT_IVDEP\n";
+/* loops the schedule unrolls but codegen does not copy (too large) */
+static const char opencl_unroll[] = "#define SMELT_UNROLL(n)\n\n";
+static const char cuda_unroll[] =
+    "#define SMELT_PRAGMA_(x) _Pragma(#x)\n#define SMELT_UNROLL(n) SMELT_PRAGMA_(unroll n)\n\n";
 
 /* A failed data check: r = {flag, site, value, position} on the device; the
  * first thread to set the flag records its site, value and position (not
@@ -91,9 +96,10 @@ static const char cuda_check_fail[] =
 static const gpu_lang langs[] = {
     {CG_GPU_OPENCL, "__kernel void", "((int64_t)get_group_id(0))", "((int64_t)get_local_id(0))",
      "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);", "static inline", opencl_prelude,
-     opencl_check_fail, "__local"},
+     opencl_check_fail, "__local", opencl_unroll},
     {CG_GPU_CUDA, "__global__ void", "((int64_t)blockIdx.x)", "((int64_t)threadIdx.x)",
-     "__syncthreads();", "static __device__ inline", cuda_prelude, cuda_check_fail, "__shared__"},
+     "__syncthreads();", "static __device__ inline", cuda_prelude, cuda_check_fail, "__shared__",
+     cuda_unroll},
 };
 
 static const gpu_lang *lang_of(const cg_target *t)
@@ -134,11 +140,26 @@ typedef struct gpu_emitter {
     int64_t threads;          /* of the kernel being emitted */
     smelt_strbuf shared_decls; /* the kernel's block-shared arrays (kernel scope) */
     int64_t shared_bytes;
+    /* the kernel's shared arrays by buffer (a tile copied by partitioning
+     * into a loop's main part and tail is declared once) */
+    const ir_buffer *shared_buf[64];
+    int shared_num[64];
+    int n_shared;
+    /* barriers in thread code: where the last one ended (no second one
+     * right after it), and one owed after a tile's copy */
+    const smelt_strbuf *barrier_out;
+    size_t barrier_at;
+    bool barrier_pending;
+    int in_copy;               /* inside a tile's copy loop */
 } gpu_emitter;
 
-/* Shared memory a kernel may declare: CUDA's 48 KiB of static shared
- * memory, and OpenCL's minimum local memory (32 KiB) */
-#define GPU_MAX_SHARED_BYTES ((int64_t)32 << 10)
+/* Shared memory a kernel may declare: the target's (CUDA's 48 KiB of
+ * static shared memory, OpenCL's minimum local memory, 32 KiB). */
+static int64_t max_shared_bytes(const gpu_emitter *g)
+{
+    int64_t n = g->e.target ? g->e.target->hw.gpu_shared_bytes : 0;
+    return n > 0 ? n : (int64_t)32 << 10;
+}
 
 static smelt_status gfail(gpu_emitter *g, smelt_status code, const char *what)
 {
@@ -241,6 +262,176 @@ static void barrier(gpu_emitter *g)
     if (g->threads > 1) cg_line(&g->e, "%s", g->lang->barrier);
 }
 
+/* A barrier in thread code, unless one was the last thing emitted. */
+static void thread_barrier(gpu_emitter *g)
+{
+    cg_emitter *e = &g->e;
+    g->barrier_pending = false;
+    if (g->threads <= 1 || (g->barrier_out == e->out && e->out->len == g->barrier_at)) return;
+    cg_line(e, "%s", g->lang->barrier);
+    g->barrier_out = e->out;
+    g->barrier_at = e->out->len;
+}
+
+/* The kernel-scope array of shared buffer b (declared at its first
+ * allocation); its number, or -1 after an error. */
+static int shared_array(gpu_emitter *g, const ir_buffer *b)
+{
+    for (int i = 0; i < g->n_shared; i++)
+        if (g->shared_buf[i] == b) return g->shared_num[i];
+    int64_t bytes = cg_buffer_bytes(b), limit = max_shared_bytes(g);
+    const char *type = cg_storage_type(b->dtype);
+    if (bytes < 0 || !type || g->shared_bytes + bytes > limit ||
+        g->n_shared == (int)SMELT_ARRAY_LEN(g->shared_buf)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s '%s' needs %lld bytes of the block's shared memory (with the "
+                 "kernel's other shared arrays %lld), more than the %lld bytes per block of the target",
+                 b->scope == IR_SCOPE_SHARED ? "the cache_read tile" : "the temporary shared by the threads",
+                 b->name, (long long)bytes, (long long)(g->shared_bytes + bytes), (long long)limit);
+        gfail(g, SMELT_ERR_UNSUPPORTED, msg);
+        return -1;
+    }
+    int number = g->e.next_temp++;
+    int64_t elems = bytes / (int64_t)smelt_dtype_size(b->dtype);
+    /* OpenCL wants __local arrays at the kernel's scope */
+    smelt_strbuf_printf(&g->shared_decls, "    %s %s t%d[%lld];\n", g->lang->shared, type, number,
+                        (long long)(elems > 0 ? elems : 1));
+    g->shared_bytes += bytes;
+    g->shared_buf[g->n_shared] = b;
+    g->shared_num[g->n_shared++] = number;
+    return number;
+}
+
+/* ---- thread code: a tile's copy by all of the block's threads ---- */
+
+/* Thread code's statements that gpu_emit.c emits itself (cg_emitter's
+ * gpu_stmt hook): a threadIdx.x loop inside the thread loop is the copy of
+ * a cache_read tile, run by every thread of the block (its own index
+ * `tid_` again) between barriers; a shared buffer is declared at the
+ * kernel's scope.  A barrier owed after a copy is placed before the next
+ * statement. */
+static bool thread_stmt(cg_emitter *e, const ir_stmt *s)
+{
+    gpu_emitter *g = (gpu_emitter *)e;
+    if (s->kind == IR_STMT_ALLOCATE && s->alloc.buf->scope == IR_SCOPE_SHARED) {
+        int number = shared_array(g, s->alloc.buf);
+        if (number < 0) return true;
+        int prev = cg_add_buf(e, s->alloc.buf, false, false, number);
+        cg_stmt(e, s->alloc.body);
+        cg_remove_buf(e, s->alloc.buf, prev);
+        return true;
+    }
+    if (s->kind == IR_STMT_FOR && s->for_.kind == IR_FOR_GPU_THREAD) {
+        const ir_expr *ext = s->for_.extent;
+        if (g->in_copy || ext->kind != IR_INT || ext->i > g->threads) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "loop '%s' is bound to threadIdx.x inside %s", s->for_.var->name,
+                     g->in_copy ? "a tile's copy (nested threadIdx.x loops)"
+                                : "a thread loop but its extent is not a constant within the block size");
+            gfail(g, SMELT_ERR_UNSUPPORTED, msg);
+            return true;
+        }
+        /* the tile's readers from before are done (after a copy and nothing
+         * else, the barrier before that copy did it) */
+        if (!g->barrier_pending) thread_barrier(g);
+        g->barrier_pending = false;
+        bool all = ext->i == g->threads;
+        if (!all) cg_line(e, "if (tid_ < %lld) {", (long long)ext->i);
+        else cg_line(e, "{");
+        e->indent++;
+        int prev = bind_loop_var(g, s, "tid_");
+        g->in_copy++;
+        cg_stmt(e, s->for_.body);
+        g->in_copy--;
+        cg_unbind_var(e, s->for_.var, prev);
+        e->indent--;
+        cg_line(e, "}");
+        g->barrier_pending = true; /* the copy is complete before anyone reads it */
+        return true;
+    }
+    if (g->barrier_pending && s->kind != IR_STMT_SEQ && s->kind != IR_STMT_ALLOCATE) thread_barrier(g);
+    return false;
+}
+
+/* The loops and conditions around a tile's copy inside thread loop t must
+ * be the same for every thread (each reaches the copy's barriers): no trip
+ * count or condition on the thread's index or values computed from it. */
+typedef struct uniform_walk {
+    const ir_var *dep[64];
+    int n_dep;
+    const char *bad; /* the loop or "a condition" that depends on the thread */
+} uniform_walk;
+
+static bool depends(const uniform_walk *w, const ir_expr *x)
+{
+    for (int i = 0; i < w->n_dep; i++)
+        if (ir_expr_uses_var(x, w->dep[i])) return true;
+    return false;
+}
+
+static void check_uniform(uniform_walk *w, const ir_stmt *s)
+{
+    if (!s || w->bad || !has_thread_loop(s)) return;
+    switch (s->kind) {
+    case IR_STMT_FOR:
+        if (depends(w, s->for_.min) || depends(w, s->for_.extent)) {
+            w->bad = s->for_.var->name;
+            return;
+        }
+        if (s->for_.kind != IR_FOR_GPU_THREAD) check_uniform(w, s->for_.body);
+        return;
+    case IR_STMT_SEQ:
+        for (int i = 0; i < s->seq.n; i++) check_uniform(w, s->seq.items[i]);
+        return;
+    case IR_STMT_LET:
+        if (depends(w, s->let.value)) {
+            if (w->n_dep == (int)SMELT_ARRAY_LEN(w->dep)) {
+                w->bad = s->let.var->name;
+                return;
+            }
+            w->dep[w->n_dep++] = s->let.var;
+        }
+        check_uniform(w, s->let.body);
+        return;
+    case IR_STMT_ALLOCATE: check_uniform(w, s->alloc.body); return;
+    case IR_STMT_IF:
+        if (depends(w, s->if_.cond)) {
+            w->bad = "a condition";
+            return;
+        }
+        check_uniform(w, s->if_.then_);
+        check_uniform(w, s->if_.else_);
+        return;
+    default: return;
+    }
+}
+
+/* A thread loop holding tile copies: all the block's threads run it. */
+static bool check_copy_loop(gpu_emitter *g, const ir_stmt *s)
+{
+    char msg[400];
+    const ir_expr *ext = s->for_.extent;
+    if (!ir_is_int(s->for_.min, 0) || ext->kind != IR_INT || ext->i != g->threads) {
+        snprintf(msg, sizeof msg, "thread loop '%s' holds a cache_read tile's copy, so every thread of "
+                 "the block must run it, but it covers %s of the block's %lld threads",
+                 s->for_.var->name, ext->kind == IR_INT ? "part" : "an unknown part",
+                 (long long)g->threads);
+        gfail(g, SMELT_ERR_UNSUPPORTED, msg);
+        return false;
+    }
+    uniform_walk w = {.dep = {s->for_.var}, .n_dep = 1};
+    check_uniform(&w, s->for_.body);
+    if (w.bad) {
+        snprintf(msg, sizeof msg, "inside thread loop '%s', %s%s%s around a cache_read tile's copy "
+                 "depends on the thread, so the threads would not all reach its barriers",
+                 s->for_.var->name, strcmp(w.bad, "a condition") ? "loop '" : "", w.bad,
+                 strcmp(w.bad, "a condition") ? "'" : "");
+        gfail(g, SMELT_ERR_UNSUPPORTED, msg);
+        return false;
+    }
+    return true;
+}
+
 static void block_stmt(gpu_emitter *g, const ir_stmt *s);
 
 /* A loop that holds thread loops: every thread runs it (same trip count),
@@ -289,12 +480,16 @@ static void block_stmt(gpu_emitter *g, const ir_stmt *s)
         return;
     case IR_STMT_FOR:
         if (s->for_.kind == IR_FOR_GPU_THREAD) {
+            bool copies = has_thread_loop(s->for_.body); /* cache_read tiles */
+            if (copies && !check_copy_loop(g, s)) return;
             char *ext = text_of(g, s->for_.extent);
-            cg_line(e, "if (tid_ < %s) {", ext ? ext : "0");
+            if (copies) cg_line(e, "{"); /* every thread: the copies' barriers */
+            else cg_line(e, "if (tid_ < %s) {", ext ? ext : "0");
             smelt_free(ext);
             e->indent++;
             int prev = bind_loop_var(g, s, "tid_");
-            cg_stmt(e, s->for_.body); /* a thread loop inside fails there */
+            cg_stmt(e, s->for_.body); /* thread_stmt emits the copies */
+            if (g->barrier_pending) thread_barrier(g);
             cg_unbind_var(e, s->for_.var, prev);
             e->indent--;
             cg_line(e, "}");
@@ -336,23 +531,9 @@ static void block_stmt(gpu_emitter *g, const ir_stmt *s)
     }
     case IR_STMT_ALLOCATE: { /* written by some threads, read by others: the block's memory */
         const ir_buffer *b = s->alloc.buf;
-        int64_t bytes = cg_buffer_bytes(b);
-        const char *type = cg_storage_type(b->dtype);
-        if (bytes < 0 || !type || g->shared_bytes + bytes > GPU_MAX_SHARED_BYTES) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "temporary '%s' shared by the threads of a block needs %lld "
-                     "bytes of block memory (%lld available)", b->name, (long long)bytes,
-                     (long long)(GPU_MAX_SHARED_BYTES - g->shared_bytes));
-            gfail(g, SMELT_ERR_UNSUPPORTED, msg);
-            return;
-        }
-        int number = e->next_temp++;
+        int number = shared_array(g, b);
+        if (number < 0) return;
         int prev = cg_add_buf(e, b, false, false, number);
-        int64_t elems = bytes / (int64_t)smelt_dtype_size(b->dtype);
-        /* OpenCL wants __local arrays at the kernel's scope */
-        smelt_strbuf_printf(&g->shared_decls, "    %s %s t%d[%lld];\n", g->lang->shared, type, number,
-                            (long long)(elems > 0 ? elems : 1));
-        g->shared_bytes += bytes;
         block_stmt(g, s->alloc.body);
         cg_remove_buf(e, b, prev);
         return;
@@ -451,6 +632,10 @@ static void emit_kernel(gpu_emitter *g, const ir_stmt *s)
     smelt_strbuf_fini(&g->shared_decls);
     smelt_strbuf_init(&g->shared_decls);
     g->shared_bytes = 0;
+    g->n_shared = 0;
+    g->barrier_out = NULL;
+    g->barrier_pending = false;
+    g->in_copy = 0;
     temps_unused(g);
     smelt_strbuf *saved = e->out;
     e->out = &body;
@@ -515,6 +700,7 @@ static void emit_function(gpu_emitter *g, const ir_func *f, int index)
     g->first_k[index] = g->n_k;
     if (!cg_begin_function(e, f, index)) return;
     e->gpu = true;
+    e->gpu_stmt = thread_stmt;
     e->in_task = true;
     g->ws_used = g->ws_peak = 0;
     g->n_temps = 0;
@@ -534,6 +720,7 @@ static void emit_function(gpu_emitter *g, const ir_func *f, int index)
     }
     if (g->ws_peak > g->max_ws) g->max_ws = g->ws_peak;
     e->gpu = false;
+    e->gpu_stmt = NULL;
     e->in_task = false;
 }
 
@@ -569,6 +756,7 @@ static smelt_status plan_kernels(gpu_emitter *g, smelt_ctx *ctx, const ir_progra
     if (g->e.status != SMELT_OK) return g->e.status;
     smelt_strbuf_append(src, g->lang->prelude);
     smelt_strbuf_append(src, common_macros);
+    smelt_strbuf_append(src, g->lang->unroll);
     cg_gpu_prelude_helpers(&g->e, g->lang->fn_qual, src);
     if (g->e.gpu_checks) smelt_strbuf_append(src, g->lang->check_fail);
     smelt_strbuf_append(src, "\n");
@@ -801,7 +989,31 @@ static const char cuda_host_text[] =
     "        if (smelt_cu_alloc_(&smelt_cu_.out[i], smelt_out_bytes_[i])) return 1;\n"
     "    if (smelt_cu_upload_weights_(weights)) return 1;\n"
     "    smelt_cu_.ready = 1;\n"
-    "    return 0;\n}\n\n";
+    "    return 0;\n}\n\n"
+    "/* Built with -DSMELT_GPU_TIMING: CUDA events around each run's kernels\n"
+    " * (model_gpu_kernel_ms; the run waits for the second one). */\n"
+    "static double smelt_cu_kernel_ms_ = -1;\n"
+    "#ifdef SMELT_GPU_TIMING\n"
+    "static cudaEvent_t smelt_cu_ev_[2];\n\n"
+    "static int smelt_cu_timing_(int end)\n{\n"
+    "    float ms = 0;\n"
+    "    if (!end && !smelt_cu_ev_[0] &&\n"
+    "        (smelt_cu_check_(cudaEventCreate(&smelt_cu_ev_[0]), \"cudaEventCreate\") ||\n"
+    "         smelt_cu_check_(cudaEventCreate(&smelt_cu_ev_[1]), \"cudaEventCreate\")))\n"
+    "        return 1;\n"
+    "    if (smelt_cu_check_(cudaEventRecord(smelt_cu_ev_[end], 0), \"cudaEventRecord\")) return 1;\n"
+    "    if (!end) return 0;\n"
+    "    if (smelt_cu_check_(cudaEventSynchronize(smelt_cu_ev_[1]), \"cudaEventSynchronize\") ||\n"
+    "        smelt_cu_check_(cudaEventElapsedTime(&ms, smelt_cu_ev_[0], smelt_cu_ev_[1]),\n"
+    "                        \"cudaEventElapsedTime\"))\n"
+    "        return 1;\n"
+    "    smelt_cu_kernel_ms_ = ms;\n"
+    "    return 0;\n}\n"
+    "#endif\n\n"
+    "/* The device time of the last run's kernels in milliseconds when the\n"
+    " * package is built with -DSMELT_GPU_TIMING (nvcc), else -1. */\n"
+    "extern \"C\" double model_gpu_kernel_ms(void)\n{\n"
+    "    return smelt_cu_kernel_ms_;\n}\n\n";
 
 /* Data checks: the device's error record is cleared before the kernels and
  * read back after them; a set flag fails the run with the check's site. */
@@ -864,7 +1076,13 @@ static void emit_run(gpu_emitter *g, smelt_strbuf *o)
             "            return %s;\n", GPU_RUN_FAILED, GPU_RUN_FAILED);
     }
     if (checks) emit_error_record(g, o, true);
+    if (!cl)
+        smelt_strbuf_printf(o, "#ifdef SMELT_GPU_TIMING\n    if (smelt_cu_timing_(0)) return %s;\n#endif\n",
+                            GPU_RUN_FAILED);
     emit_launches(g, o);
+    if (!cl)
+        smelt_strbuf_printf(o, "#ifdef SMELT_GPU_TIMING\n    if (smelt_cu_timing_(1)) return %s;\n#endif\n",
+                            GPU_RUN_FAILED);
     if (cl)
         smelt_strbuf_printf(o,
             "    for (i = 0; i < SMELT_N_OUT; i++)\n"

@@ -44,13 +44,14 @@ static const char *const run_natively[] = {NULL};
 /* GPUs: no vectors in the kernels (one thread per output element), and the
  * threads per block the default rules bind: 256 on CUDA GPUs (8 warps);
  * 64 for OpenCL, which must also suit PoCL's CPU devices, where a
- * work-group is one core's loop. */
+ * work-group is one core's loop.  Shared memory per block: CUDA's static
+ * limit (48 KiB) and OpenCL's guaranteed minimum local memory (32 KiB). */
 #define HW_CUDA                                                                                 \
     {.lanes = 1, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = 48 << 10,                  \
-     .l2_bytes = 1 << 20, .gpu_threads = 256}
+     .l2_bytes = 1 << 20, .gpu_threads = 256, .gpu_shared_bytes = 48 << 10}
 #define HW_OPENCL                                                                               \
     {.lanes = 1, .vector_regs = 16, .tile_acc_max = 12, .l1_bytes = 48 << 10,                  \
-     .l2_bytes = 1 << 20, .gpu_threads = 64}
+     .l2_bytes = 1 << 20, .gpu_threads = 64, .gpu_shared_bytes = 32 << 10}
 
 #define X86_TARGET(NAME, SUMMARY, ISA, BYTES, NATIVE, FLAGS, HW)                                  \
     {.name = NAME, .summary = SUMMARY, .isa = ISA, .arch = CG_ARCH_X86_64, .vector_bytes = BYTES, \

@@ -7,26 +7,42 @@
  * outside its first reduction loop, then updates.  A stage computed at a
  * consumer's loop is built inside that loop over the region the consumer
  * reads there (bound inference), into a local buffer of the region's size.
+ * At a GPU thread loop the region may be strided (a thread's register tile
+ * rows ty, ty + 16, ...): the local buffer then holds only those elements.
+ * A cache_read tile is the region of its buffer the stage reads inside the
+ * loop with the block's threads swept; a threadIdx.x loop copies it into a
+ * shared-memory buffer at the top of each iteration of the loop.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lower/lower.h"
 #include "lower/tensorize.h"
+#include "tir/mutate.h"
 #include "tir/scalar.h"
 
 typedef struct region {
     ir_expr *min[SMELT_MAX_RANK]; /* in the consumer's outer loop variables */
     int64_t extent[SMELT_MAX_RANK];
+    int64_t stride[SMELT_MAX_RANK]; /* element k of the region is min + k * stride */
 } region;
+
+#define NEST_MAX_THREAD_LOOPS 8
 
 typedef struct nest_ctx {
     smelt_ctx *ctx;
     const sch_state *st;
     ir_builder *b;
     /* per stage, while its consumer's loops are being built */
-    ir_buffer **local;    /* storage of attached stages (region-sized) */
+    ir_buffer **local;    /* storage of attached stages (region-sized), or a
+                           * cache_read tile (shared memory) */
     region *regions;      /* their regions */
     bool *done;           /* root stages already emitted */
+    /* the threadIdx.x loops of consumers around the stage being built */
+    int n_threads;
+    ir_var *thread_var[NEST_MAX_THREAD_LOOPS];
+    int64_t thread_ext[NEST_MAX_THREAD_LOOPS];
 } nest_ctx;
 
 /* Values of one stage's iters while building its nest. */
@@ -105,8 +121,9 @@ static ir_expr *split_guards(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, b
 /* ---- bodies ---- */
 
 /* Rewrite loads of attached stages to their local buffers, offset by the
- * region minimum. */
+ * region minimum (and divided by its stride). */
 static ir_expr *remap_loads(nest_ctx *nc, ir_expr *e);
+static ir_expr *floordiv_linear(ir_builder *b, ir_expr *x, ir_expr *d);
 
 static ir_expr *remap_children(nest_ctx *nc, ir_expr *e)
 {
@@ -157,9 +174,36 @@ static int stage_of_buffer(const sch_state *st, const ir_buffer *buf)
     return -1;
 }
 
+/* Whether every term of the AND-tree c is idx[d] >= 0 or idx[d] < shape[d]
+ * for an index of load ld (a padding test). */
+static bool bounds_test_of(const ir_expr *c, const ir_expr *ld)
+{
+    if (c->kind == IR_AND) return bounds_test_of(c->bin.a, ld) && bounds_test_of(c->bin.b, ld);
+    if (c->kind != IR_GE && c->kind != IR_LT) return false;
+    for (int d = 0; d < ld->load.n; d++) {
+        if (!ir_expr_equal(c->bin.a, ld->load.idx[d])) continue;
+        if (c->kind == IR_GE && ir_is_int(c->bin.b, 0)) return true;
+        if (c->kind == IR_LT && ir_is_int(c->bin.b, ld->load.buf->shape[d])) return true;
+    }
+    return false;
+}
+
+static bool is_zero(const ir_expr *e)
+{
+    return (e->kind == IR_FLOAT && e->f == 0) || (e->kind == IR_INT && e->i == 0);
+}
+
 static ir_expr *remap_loads(nest_ctx *nc, ir_expr *e)
 {
     if (!e) return NULL;
+    /* select(inside X, X[i], 0) where X is staged: the tile reads 0 outside
+     * X already (tile_load), so the test goes (a convolution's padding) */
+    if (e->kind == IR_SELECT && e->select.t->kind == IR_LOAD && is_zero(e->select.f) &&
+        bounds_test_of(e->select.cond, e->select.t)) {
+        int s = stage_of_buffer(nc->st, e->select.t->load.buf);
+        if (s >= 0 && nc->local[s] && nc->local[s]->scope == IR_SCOPE_SHARED)
+            return remap_loads(nc, e->select.t);
+    }
     if (e->kind != IR_LOAD) return remap_children(nc, e);
     ir_expr *idx[SMELT_MAX_RANK];
     bool changed = false;
@@ -169,7 +213,11 @@ static ir_expr *remap_loads(nest_ctx *nc, ir_expr *e)
     }
     int s = stage_of_buffer(nc->st, e->load.buf);
     if (s >= 0 && nc->local[s]) {
-        for (int i = 0; i < e->load.n; i++) idx[i] = ir_sub(nc->b, idx[i], nc->regions[s].min[i]);
+        const region *rg = &nc->regions[s];
+        for (int i = 0; i < e->load.n; i++) {
+            idx[i] = ir_sub(nc->b, idx[i], rg->min[i]);
+            if (rg->stride[i] != 1 && idx[i]) idx[i] = floordiv_linear(nc->b, idx[i], ir_int(nc->b, rg->stride[i]));
+        }
         return ir_load(nc->b, nc->local[s], e->load.n, idx);
     }
     return changed ? ir_load(nc->b, e->load.buf, e->load.n, idx) : e;
@@ -183,6 +231,7 @@ static ir_expr *stage_body(nest_ctx *nc, const sch_stage *sg, iter_vals *iv,
     int n = 0;
     for (int d = 0; d < sg->n_axes; d++) {
         ir_expr *v = iter_value(nc, sg, iv, d);
+        if (own && own->stride[d] != 1) v = ir_mul(nc->b, v, ir_int(nc->b, own->stride[d]));
         if (own) v = ir_add(nc->b, own->min[d], v);
         map[n++] = (ir_subst){sg->axes[d].var, v};
     }
@@ -404,7 +453,116 @@ static bool collect_region(nest_ctx *nc, const ir_expr *e, const ir_buffer *buf,
     }
 }
 
-/* Region of producer p read by consumer c inside its leaf at position pos. */
+/* ---- strided regions (a GPU thread's register tile) ---- */
+
+typedef struct stride_acc {
+    nest_ctx *nc;
+    const ir_buffer *buf;
+    int dim;
+    ir_var *const *inner;
+    const int64_t *ext;
+    int n_inner;
+    bool any, ok;
+    ir_expr *min;   /* the index with the inner variable at 0 */
+    int var;        /* which inner variable */
+    int64_t stride; /* its coefficient */
+} stride_acc;
+
+/* Index x as min + stride * v for one inner variable v (its only use of
+ * inner variables), or false. */
+static bool strided_form(stride_acc *a, ir_expr *x, ir_expr **min, int *var, int64_t *stride)
+{
+    lin l = {.ok = true};
+    lin_collect(&l, x, 1);
+    if (!l.ok) return false;
+    *var = -1;
+    *stride = 0;
+    ir_builder *b = a->nc->b;
+    ir_expr *rest = ir_int(b, l.c);
+    for (int i = 0; i < l.n; i++) {
+        if (l.coef[i] == 0) continue;
+        int which = -1;
+        for (int k = 0; k < a->n_inner; k++)
+            if (l.atom[i]->kind == IR_VAR && l.atom[i]->var == a->inner[k]) which = k;
+        if (which >= 0) {
+            if (*var >= 0) return false; /* two inner variables */
+            *var = which;
+            *stride = l.coef[i];
+            continue;
+        }
+        for (int k = 0; k < a->n_inner; k++)
+            if (ir_expr_uses_var(l.atom[i], a->inner[k])) return false;
+        rest = ir_add(b, rest, ir_mul(b, (ir_expr *)l.atom[i], ir_int(b, l.coef[i])));
+    }
+    *min = rest;
+    return *var >= 0 && *stride > 1;
+}
+
+static void stride_visit(void *ctx, const ir_expr *e)
+{
+    stride_acc *a = ctx;
+    if (!a->ok || !e) return;
+    if (e->kind == IR_LOAD && e->load.buf == a->buf) {
+        ir_expr *mn;
+        int var;
+        int64_t st;
+        int64_t diff;
+        if (!strided_form(a, e->load.idx[a->dim], &mn, &var, &st)) {
+            a->ok = false;
+            return;
+        }
+        if (!a->any) {
+            a->any = true;
+            a->min = mn;
+            a->var = var;
+            a->stride = st;
+        } else if (var != a->var || st != a->stride || !const_difference(mn, a->min, &diff) || diff) {
+            a->ok = false;
+        }
+    }
+    tir_expr_visit_children(e, stride_visit, ctx);
+}
+
+/* Region of buffer buf (of shape `shape`) that body reads while the inner
+ * variables sweep their ranges; strided dims allowed when `strided`.  A
+ * tile (`tile`) keeps its box even where it passes the buffer's edges (its
+ * copy reads zeros there) and returns false when a dim has no constant
+ * extent; other regions fall back to the whole dim then. */
+static bool region_of(nest_ctx *nc, ir_expr *body, const ir_buffer *buf, const int64_t *shape,
+                      int rank, ir_var *const *inner, const int64_t *ext, int n_inner, bool strided,
+                      bool tile, region *out)
+{
+    bound acc[SMELT_MAX_RANK];
+    bool any = false, exact = true;
+    bool ok = collect_region(nc, body, buf, inner, ext, n_inner, acc, &any);
+    for (int d = 0; d < rank; d++) {
+        int64_t full = shape[d], diff;
+        out->stride[d] = 1;
+        bool known = ok && any && const_difference(acc[d].max, acc[d].min, &diff);
+        exact &= known;
+        if (known && (diff + 1 < full || tile)) {
+            out->min[d] = acc[d].min;
+            out->extent[d] = diff + 1;
+        } else {
+            out->min[d] = ir_int(nc->b, 0);
+            out->extent[d] = full;
+        }
+        if (!strided || !ok || !any) continue;
+        stride_acc sa = {nc, buf, d, inner, ext, n_inner, false, true, NULL, -1, 0};
+        stride_visit(&sa, body);
+        if (!sa.ok || !sa.any) continue;
+        int64_t count = ext[sa.var];
+        if (count >= out->extent[d]) continue;
+        out->min[d] = sa.min;
+        out->extent[d] = count;
+        out->stride[d] = sa.stride;
+    }
+    return exact;
+}
+
+/* Region of producer p read by consumer c inside its leaf at position pos
+ * (strided when that leaf is a GPU thread loop: each thread's accumulators
+ * hold exactly its own outputs). */
 static void infer_region(nest_ctx *nc, const sch_stage *c, iter_vals *civ, const region *cown,
                          int pos, const sch_stage *p, region *out)
 {
@@ -416,20 +574,9 @@ static void infer_region(nest_ctx *nc, const sch_stage *c, iter_vals *civ, const
         ext[n_inner++] = civ->extent[c->leaves[k]];
     }
     ir_expr *body = stage_body(nc, c, civ, cown);
-    bound acc[SMELT_MAX_RANK];
-    bool any = false;
-    bool ok = collect_region(nc, body, storage_of(nc, (int)(p - nc->st->stages)), inner, ext,
-                             n_inner, acc, &any);
-    for (int d = 0; d < p->n_axes; d++) {
-        int64_t full = p->buf->shape[d], diff;
-        if (ok && any && const_difference(acc[d].max, acc[d].min, &diff) && diff + 1 < full) {
-            out->min[d] = acc[d].min;
-            out->extent[d] = diff + 1;
-        } else {
-            out->min[d] = ir_int(nc->b, 0);
-            out->extent[d] = full;
-        }
-    }
+    bool strided = c->iters[c->leaves[pos]].annot == IR_FOR_GPU_THREAD;
+    region_of(nc, body, storage_of(nc, (int)(p - nc->st->stages)), p->buf->shape, p->n_axes, inner,
+              ext, n_inner, strided, false, out);
 }
 
 /* ---- nests ---- */
@@ -465,7 +612,20 @@ static smelt_status prepare_attached(nest_ctx *nc, int ci, iter_vals *civ, const
         if (!local) return oom(nc);
         nc->local[pi] = local;
         nc->regions[pi] = rg;
-        SMELT_TRY(build_stage(nc, pi, &nc->regions[pi], &out->nest[out->n]));
+        /* the consumer's thread loops around the producer (cache_read sweeps them) */
+        int saved = nc->n_threads;
+        for (int k = 0; k <= pos; k++) {
+            int it = c->leaves[k];
+            if (c->iters[it].annot != IR_FOR_GPU_THREAD) continue;
+            if (nc->n_threads == NEST_MAX_THREAD_LOOPS)
+                return smelt_errf(nc->ctx, SMELT_ERR_ARG, "schedule: more than %d threadIdx.x loops "
+                                  "around stage '%s'", NEST_MAX_THREAD_LOOPS, p->buf->name);
+            nc->thread_var[nc->n_threads] = civ->var[it];
+            nc->thread_ext[nc->n_threads++] = civ->extent[it];
+        }
+        smelt_status r = build_stage(nc, pi, &nc->regions[pi], &out->nest[out->n]);
+        nc->n_threads = saved;
+        SMELT_TRY(r);
         out->buf[out->n++] = local;
     }
     return SMELT_OK;
@@ -536,6 +696,40 @@ static ir_stmt *check_point(nest_ctx *nc, const sch_stage *sg, ir_expr *const *i
     return ir_let(b, v, body, ir_check(b, ok, ir_var_ref(b, v), pos, &sg->check->site));
 }
 
+/* min + stride * v < extent on region dim d, or NULL when the region
+ * cannot pass the tensor's end there. */
+static ir_expr *overhang_guard(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, const region *own,
+                               int d)
+{
+    ir_builder *b = nc->b;
+    if (own->extent[d] == sg->buf->shape[d] && own->stride[d] == 1 && ir_is_int(own->min[d], 0))
+        return NULL;
+    ir_expr *v = iter_value(nc, sg, iv, d);
+    if (own->stride[d] != 1) v = ir_mul(b, v, ir_int(b, own->stride[d]));
+    return ir_binary(b, IR_LT, ir_add(b, own->min[d], v), ir_int(b, sg->buf->shape[d]));
+}
+
+/* Whether every load in e reads a shared-memory tile or `self`. */
+typedef struct inside_walk {
+    const ir_buffer *self;
+    bool ok;
+} inside_walk;
+
+static void inside_visit(void *ctx, const ir_expr *e)
+{
+    inside_walk *w = ctx;
+    if (!w->ok || !e) return;
+    if (e->kind == IR_LOAD && e->load.buf != w->self && e->load.buf->scope != IR_SCOPE_SHARED) w->ok = false;
+    tir_expr_visit_children(e, inside_visit, ctx);
+}
+
+static bool loads_stay_inside(const ir_expr *e, const ir_buffer *self)
+{
+    inside_walk w = {self, true};
+    inside_visit(&w, e);
+    return w.ok;
+}
+
 static ir_stmt *innermost_store(nest_ctx *nc, const sch_stage *sg, iter_vals *iv,
                                 const region *own, int si)
 {
@@ -550,12 +744,13 @@ static ir_stmt *innermost_store(nest_ctx *nc, const sch_stage *sg, iter_vals *iv
     ir_stmt *s = sg->check ? check_point(nc, sg, idx, value)
                            : ir_store(b, dst, sg->n_axes, idx, value);
     ir_expr *g = split_guards(nc, sg, iv, false), *gr = split_guards(nc, sg, iv, true);
-    if (own) /* a region may overhang the tensor at its edges */
+    /* a region may overhang the tensor at its edges: past them the stage's
+     * loads could leave their buffers, unless each is a shared tile (in
+     * bounds, zero past its buffer) or the local result itself */
+    if (own && !(nc->local[si] == dst && loads_stay_inside(value, dst)))
         for (int d = 0; d < sg->n_axes; d++) {
-            if (own->extent[d] == sg->buf->shape[d] && ir_is_int(own->min[d], 0)) continue;
-            ir_expr *c = ir_binary(b, IR_LT, ir_add(b, own->min[d], iter_value(nc, sg, iv, d)),
-                                   ir_int(b, sg->buf->shape[d]));
-            g = g ? ir_binary(b, IR_AND, g, c) : c;
+            ir_expr *c = overhang_guard(nc, sg, iv, own, d);
+            if (c) g = g ? ir_binary(b, IR_AND, g, c) : c;
         }
     if (g && gr) g = ir_binary(b, IR_AND, g, gr);
     else if (gr) g = gr;
@@ -576,9 +771,8 @@ static int guard_list(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, const re
         out[n++] = ir_binary(b, IR_LT, iter_value(nc, sg, iv, i), ir_int(b, iv->extent[i]));
     }
     for (int d = 0; own && d < sg->n_axes; d++) {
-        if (own->extent[d] == sg->buf->shape[d] && ir_is_int(own->min[d], 0)) continue;
-        out[n++] = ir_binary(b, IR_LT, ir_add(b, own->min[d], iter_value(nc, sg, iv, d)),
-                             ir_int(b, sg->buf->shape[d]));
+        ir_expr *c = overhang_guard(nc, sg, iv, own, d);
+        if (c) out[n++] = c;
     }
     return n;
 }
@@ -608,6 +802,182 @@ static smelt_status tensorized_body(nest_ctx *nc, const sch_stage *sg, iter_vals
     rq.n_guards = guard_list(nc, sg, iv, own, guards);
     if (nc->b->failed) return oom(nc);
     return lower_tensorize(nc->ctx, nc->b, &rq, out);
+}
+
+/* ---- cache_read tiles ---- */
+
+typedef struct cache_tile {
+    int src;            /* stage index of the staged buffer */
+    int leaf;           /* leaf position the tile is loaded at */
+    ir_buffer *buf;     /* the tile, in shared memory */
+    ir_stmt *load;      /* the block's threads copy it */
+    ir_buffer *saved_local; /* what loads of src were remapped to before */
+    region saved_region;
+} cache_tile;
+
+/* The threads copy the tile: thread t takes elements t, t + T, t + 2T...
+ * (consecutive threads, consecutive elements); positions outside the
+ * source read as 0. */
+static ir_stmt *tile_load(nest_ctx *nc, const ir_buffer *src, const region *rg, ir_buffer *tile,
+                          int64_t threads)
+{
+    ir_builder *b = nc->b;
+    int rank = src->rank;
+    int64_t total = 1;
+    for (int d = 0; d < rank; d++) total *= rg->extent[d];
+    int64_t steps = (total + threads - 1) / threads;
+    char name[300];
+    snprintf(name, sizeof name, "%s.t", tile->name);
+    ir_var *tv = ir_var_new(b, name, SMELT_DT_INT64);
+    snprintf(name, sizeof name, "%s.c", tile->name);
+    ir_var *cv = ir_var_new(b, name, SMELT_DT_INT64);
+    if (!tv || !cv) return NULL;
+    ir_expr *pos = ir_var_ref(b, tv);
+    if (steps > 1) pos = ir_add(b, ir_mul(b, ir_var_ref(b, cv), ir_int(b, threads)), pos);
+    ir_expr *idx[SMELT_MAX_RANK], *from[SMELT_MAX_RANK], *inside = NULL;
+    int64_t stride = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        ir_expr *q = stride > 1 ? ir_binary(b, IR_FLOORDIV, pos, ir_int(b, stride)) : pos;
+        idx[d] = d > 0 ? ir_binary(b, IR_FLOORMOD, q, ir_int(b, rg->extent[d])) : q;
+        stride *= rg->extent[d];
+        from[d] = ir_add(b, rg->min[d], idx[d]);
+        if (rg->extent[d] == src->shape[d] && ir_is_int(rg->min[d], 0)) continue;
+        ir_expr *c = ir_binary(b, IR_AND, ir_binary(b, IR_GE, from[d], ir_int(b, 0)),
+                               ir_binary(b, IR_LT, from[d], ir_int(b, src->shape[d])));
+        inside = inside ? ir_binary(b, IR_AND, inside, c) : c;
+    }
+    ir_expr *v = ir_load(b, (ir_buffer *)src, rank, from);
+    if (inside) v = ir_select(b, inside, v, te_reduce_identity_in(b, IR_REDUCE_SUM, src->dtype));
+    ir_stmt *s = ir_store(b, tile, rank, idx, v);
+    if (steps * threads != total) s = ir_if(b, ir_binary(b, IR_LT, pos, ir_int(b, total)), s, NULL);
+    if (steps > 1) s = ir_for(b, cv, ir_int(b, 0), ir_int(b, steps), IR_FOR_SERIAL, s);
+    return ir_for(b, tv, ir_int(b, 0), ir_int(b, threads), IR_FOR_GPU_THREAD, s);
+}
+
+static smelt_status tile_err(nest_ctx *nc, const sch_stage *sg, const sch_cache_entry *cr,
+                             const char *fmt, ...) SMELT_PRINTF(4, 5);
+
+static smelt_status tile_err(nest_ctx *nc, const sch_stage *sg, const sch_cache_entry *cr,
+                             const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return smelt_errf(nc->ctx, SMELT_ERR_ARG, "schedule step cache_read %s %s %s: %s", sg->buf->name,
+                      cr->buf->name, sg->iters[cr->iter].name, msg);
+}
+
+/* The tiles of stage si's cache_read steps: regions, shared buffers, the
+ * copies; loads of the staged buffers are remapped to the tiles until
+ * restore_tiles. */
+static smelt_status prepare_tiles(nest_ctx *nc, int si, iter_vals *iv, const region *own,
+                                  cache_tile *tiles, int *n_tiles)
+{
+    const sch_stage *sg = &nc->st->stages[si];
+    const smelt_hw *hw = nc->st->hw;
+    ir_builder *b = nc->b;
+    int64_t total_bytes = 0;
+    *n_tiles = 0;
+    for (int t = 0; t < sg->n_cache_reads; t++) {
+        const sch_cache_entry *cr = &sg->cache_reads[t];
+        int pos = leaf_index(sg, cr->iter);
+        if (pos < 0)
+            return tile_err(nc, sg, cr, "the loop was split or fused afterwards");
+        if (hw && hw->gpu_shared_bytes <= 0)
+            return tile_err(nc, sg, cr, "the target is a CPU, which has no shared memory (cache_read "
+                            "stages tiles for GPU targets: opencl, cuda)");
+        /* the block's threads: thread loops around the loop sweep their range */
+        ir_var *inner[SCH_MAX_ITERS + NEST_MAX_THREAD_LOOPS];
+        int64_t ext[SCH_MAX_ITERS + NEST_MAX_THREAD_LOOPS];
+        int n_inner = 0, n_around = 0;
+        int64_t threads = 0;
+        for (int k = 0; k < nc->n_threads; k++) {
+            inner[n_inner] = nc->thread_var[k];
+            ext[n_inner++] = nc->thread_ext[k];
+            threads = nc->thread_ext[k];
+            n_around++;
+        }
+        for (int k = 0; k < sg->n_leaves; k++) {
+            int it = sg->leaves[k];
+            bool thread = sg->iters[it].annot == IR_FOR_GPU_THREAD;
+            if (k > pos || thread) {
+                inner[n_inner] = iv->var[it];
+                ext[n_inner++] = iv->extent[it];
+            }
+            if (thread && k <= pos) {
+                threads = iv->extent[it];
+                n_around++;
+            } else if (thread && k > pos && n_around == 0 && threads == 0) {
+                threads = iv->extent[it]; /* the tile is loaded at block level */
+            }
+        }
+        if (n_around > 1)
+            return tile_err(nc, sg, cr, "%d threadIdx.x loops enclose the loop (one is needed)",
+                            n_around);
+        if (threads <= 0)
+            return tile_err(nc, sg, cr, "no threadIdx.x loop encloses the loop or is inside it: "
+                            "the block's threads load the tile");
+        int xi = stage_of_buffer(nc->st, cr->buf);
+        if (xi < 0) return smelt_errf(nc->ctx, SMELT_ERR_INTERNAL, "cache_read: '%s' is no stage", cr->buf->name);
+        cache_tile *tl = &tiles[*n_tiles]; /* counted once complete (restore_tiles) */
+        region rg;
+        ir_expr *body = stage_body(nc, sg, iv, own);
+        if (!region_of(nc, body, cr->buf, cr->buf->shape, cr->buf->rank, inner, ext, n_inner, false,
+                       true, &rg))
+            return tile_err(nc, sg, cr, "the tile's extent is not a constant (an index that is not "
+                            "affine in the loops inside it)");
+        for (int d = 0; d < cr->buf->rank; d++)
+            for (int k = 0; k < n_inner; k++)
+                if (ir_expr_uses_var(rg.min[d], inner[k]))
+                    return tile_err(nc, sg, cr, "the tile's position differs between the block's "
+                                    "threads (dim %d)", d);
+        /* an odd row length: threads reading a column of the tile hit
+         * different banks */
+        int64_t shape[SMELT_MAX_RANK], elems = 1;
+        int rank = cr->buf->rank;
+        for (int d = 0; d < rank; d++) shape[d] = rg.extent[d];
+        if (rank > 1 && shape[rank - 1] > 1 && shape[rank - 1] % 2 == 0) shape[rank - 1]++;
+        for (int d = 0; d < rank; d++) elems *= shape[d];
+        int64_t bytes = elems * (int64_t)smelt_dtype_size(cr->buf->dtype);
+        total_bytes += bytes;
+        if (hw && total_bytes > hw->gpu_shared_bytes)
+            return tile_err(nc, sg, cr, "its tile needs %lld bytes of shared memory (with the "
+                            "stage's other tiles), more than the target's %lld per block",
+                            (long long)total_bytes, (long long)hw->gpu_shared_bytes);
+        char name[256];
+        snprintf(name, sizeof name, "%s.shared", cr->buf->name);
+        tl->buf = ir_buffer_new(b, name, cr->buf->dtype, rank, shape, IR_BUF_TEMP);
+        if (!tl->buf) return oom(nc);
+        tl->buf->scope = IR_SCOPE_SHARED;
+        tl->src = xi;
+        tl->leaf = pos;
+        tl->load = tile_load(nc, cr->buf, &rg, tl->buf, threads);
+        if (!tl->load || b->failed) return oom(nc);
+        tl->saved_local = nc->local[xi];
+        tl->saved_region = nc->regions[xi];
+        nc->local[xi] = tl->buf;
+        nc->regions[xi] = rg;
+        (*n_tiles)++;
+    }
+    return SMELT_OK;
+}
+
+static void restore_tiles(nest_ctx *nc, cache_tile *tiles, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        nc->local[tiles[i].src] = tiles[i].saved_local;
+        nc->regions[tiles[i].src] = tiles[i].saved_region;
+    }
+}
+
+static ir_stmt *wrap_tiles(nest_ctx *nc, const cache_tile *tiles, int n, int leaf, ir_stmt *inner)
+{
+    ir_stmt *s = inner;
+    for (int i = n - 1; i >= 0; i--)
+        if (tiles[i].leaf == leaf) s = ir_allocate(nc->b, tiles[i].buf, ir_seq2(nc->b, tiles[i].load, s));
+    return s;
 }
 
 static smelt_status check_attach_points(nest_ctx *nc, int si)
@@ -650,10 +1020,25 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
     if (b->failed) return oom(nc);
     /* attached producers first: their local buffers change how our body reads them */
     for (int k = 0; k < sg->n_leaves; k++) SMELT_TRY(prepare_attached(nc, si, iv, own, k, &att[k]));
+    cache_tile tiles[SCH_MAX_CACHE_READS];
+    int n_tiles = 0;
+    smelt_status tr = prepare_tiles(nc, si, iv, own, tiles, &n_tiles);
+    if (tr != SMELT_OK) {
+        restore_tiles(nc, tiles, n_tiles);
+        return tr;
+    }
     int tpos = sg->tensor_iter >= 0 ? leaf_index(sg, sg->tensor_iter) : -1;
     ir_stmt *s;
-    if (tpos >= 0) SMELT_TRY(tensorized_body(nc, sg, iv, own, si, tpos, &s));
-    else s = innermost_store(nc, sg, iv, own, si);
+    if (tpos >= 0) {
+        tr = tensorized_body(nc, sg, iv, own, si, tpos, &s);
+        if (tr != SMELT_OK) {
+            restore_tiles(nc, tiles, n_tiles);
+            return tr;
+        }
+    } else {
+        s = innermost_store(nc, sg, iv, own, si);
+    }
+    restore_tiles(nc, tiles, n_tiles);
     int rpos = sg->body->kind == IR_REDUCE ? first_reduce_pos(sg) : -1;
     if (tpos >= 0 && rpos > tpos) rpos = tpos; /* the identity goes before the kernel call */
     for (int k = sg->n_leaves - 1; k >= 0; k--) {
@@ -664,6 +1049,7 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
                                   "a replaced loop", sg->buf->name);
         } else {
             s = wrap_attached(nc, &att[k], s);
+            s = wrap_tiles(nc, tiles, n_tiles, k, s);
             s = ir_for(b, iv->var[it], ir_int(b, 0), ir_int(b, iv->extent[it]), sg->iters[it].annot, s);
         }
         if (k == rpos) s = ir_seq2(b, init_nest(nc, sg, iv, k, si), s);
@@ -720,7 +1106,7 @@ static smelt_status emit_deps(nest_ctx *nc, int si, smelt_ptrvec *items, smelt_p
 
 smelt_status lower_build_nests(smelt_ctx *ctx, const sch_state *st, ir_builder *b, ir_stmt **out)
 {
-    nest_ctx nc = {ctx, st, b, NULL, NULL, NULL};
+    nest_ctx nc = {ctx, st, b, NULL, NULL, NULL, 0, {NULL}, {0}};
     nc.local = smelt_arena_alloc(b->arena, sizeof(ir_buffer *) * (size_t)(st->n_stages + 1));
     nc.regions = smelt_arena_alloc(b->arena, sizeof(region) * (size_t)(st->n_stages + 1));
     nc.done = smelt_arena_alloc(b->arena, sizeof(bool) * (size_t)(st->n_stages + 1));

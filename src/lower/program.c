@@ -208,6 +208,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         s = sch_choose(pb->ctx, te, pb->opts->hw, pb->opts->schedules, &sched, &stored);
     pb->lp->n_stored += stored;
     if (s == SMELT_OK) s = sch_state_build(pb->ctx, te, &sched, &st);
+    if (s == SMELT_OK) st->hw = pb->opts->hw; /* cache_read tiles must fit its shared memory */
     sch_schedule_fini(&sched);
     if (s == SMELT_OK && !smelt_ptrvec_push(&pb->lp->states, st)) {
         sch_state_free(st);

@@ -7,8 +7,10 @@
  * parallel), then its reduction axes, then the innermost data axis split by
  * the vector width and vectorised.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "sched/gpu_tile.h"
 #include "sched/sched.h"
 #include "te/readers.h"
 #include "tir/mutate.h"
@@ -2090,18 +2092,26 @@ static smelt_status gpu_rfactor_stage(smelt_ctx *ctx, const te_tensor *t, int th
     return sch_bind(ctx, s, rf, ri, "threadIdx.x");
 }
 
-/* The GPU rules at a level: 2 all of them, 1 without rfactor, 0 only the
- * per-stage binding (each stage at the root, which always replays). */
+/* The GPU rules at a level: 3 all of them, 2 without tiled matrix
+ * products and convolutions (sched/gpu_tile.c), 1 without rfactor either,
+ * 0 only the per-stage binding (each stage at the root, which always
+ * replays). */
 static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                        int level, sch_schedule *s)
 {
     size_t n = (size_t)g->tensors.len + 1;
     bool *inlined = smelt_calloc(n, sizeof *inlined);
     expr_size *memo = smelt_calloc(n, sizeof *memo);
+    /* tiles: per tensor, the plan whose loops it gets (tile_of: its index + 1),
+     * and the reductions scheduled through another stage's plan */
+    sch_gpu_tile *tiles = smelt_calloc(n, sizeof *tiles);
+    int *tile_of = smelt_calloc(n, sizeof *tile_of);
+    bool *tiled = smelt_calloc(n, sizeof *tiled);
     te_readers readers;
     inline_plan plan = {g, &readers, inlined, memo};
     smelt_status st = te_readers_build(ctx, g, &readers);
-    if (st == SMELT_OK && (!inlined || !memo)) st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (st == SMELT_OK && (!inlined || !memo || !tiles || !tile_of || !tiled))
+        st = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     for (int i = 0; st == SMELT_OK && i < g->tensors.len; i++) {
         const te_tensor *t = g->tensors.items[i];
         if (t->kind != TE_COMPUTE || t->check) continue;
@@ -2109,11 +2119,36 @@ static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const 
         if (!stage_is_output(g, t) && !is_reduce && !costly_and_shared(&plan, t) && inline_fits(&plan, t))
             st = sch_compute_inline(ctx, s, t->buf->name);
     }
+    /* matrix products and convolutions in 2-D block tiles; the stage that
+     * gets the loops is the reduction's epilogue, else the reduction itself */
+    for (int i = 0; st == SMELT_OK && level >= 3 && i < g->tensors.len; i++) {
+        const te_tensor *t = g->tensors.items[i];
+        if (t->kind != TE_COMPUTE || t->check || inlined[i] || !t->body || t->body->kind != IR_REDUCE)
+            continue;
+        const te_tensor *c = gpu_fusable_reader(g, &readers, inlined, t);
+        const te_tensor *out = c ? c : t;
+        sch_gpu_tile p = {0};
+        bool planned = !tile_of[out->index] && sch_gpu_tile_plan(g, t, inlined, hw, &p);
+        if (smelt_debug_level() >= 2 && p.acc == t)
+            fprintf(stderr, "smelt: GPU tile for '%s': %s (%lld x %lld x %lld threads, %lld x %lld "
+                    "registers, k step %lld, %lld shared bytes; model %.3g vs one thread per "
+                    "output %.3g)\n", t->buf->name, planned ? "tiled" : "not tiled",
+                    (long long)p.ty, (long long)p.txh, (long long)p.txw, (long long)p.tm,
+                    (long long)p.tn, (long long)p.kt, (long long)p.shared_bytes, p.cost, p.plain_cost);
+        if (!planned) continue;
+        tiles[out->index] = p;
+        tile_of[out->index] = out->index + 1;
+        tiled[i] = out != t;
+    }
     /* readers before the reductions computed inside them (compute_at names
      * the reader's thread loop) */
     for (int i = g->tensors.len - 1; st == SMELT_OK && i >= 0; i--) {
         const te_tensor *t = g->tensors.items[i];
-        if (t->kind != TE_COMPUTE || t->check || inlined[i]) continue;
+        if (t->kind != TE_COMPUTE || t->check || inlined[i] || tiled[i]) continue;
+        if (tile_of[i]) {
+            st = sch_gpu_tile_steps(ctx, &tiles[i], t, s);
+            continue;
+        }
         bool is_reduce = t->body && t->body->kind == IR_REDUCE;
         const te_tensor *c =
             is_reduce && level >= 1 ? gpu_fusable_reader(g, &readers, inlined, t) : NULL;
@@ -2136,6 +2171,9 @@ static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const 
     }
     smelt_free(inlined);
     smelt_free(memo);
+    smelt_free(tiles);
+    smelt_free(tile_of);
+    smelt_free(tiled);
     te_readers_free(&readers);
     return st;
 }
@@ -2145,7 +2183,7 @@ static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const 
 static smelt_status schedule_gpu(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw,
                                  sch_schedule *s)
 {
-    for (int level = 2; level > 0; level--) {
+    for (int level = 3; level > 0; level--) {
         sch_schedule trial;
         sch_schedule_init(&trial);
         smelt_ctx local = {.status = SMELT_OK};
@@ -2172,7 +2210,14 @@ smelt_status sch_default_knobs(smelt_ctx *ctx, const te_graph *g, const smelt_hw
     if (hw->gpu_threads > 0) {
         for (int k = 0; k < SCH_KNOB_COUNT_; k++)
             if (kn && kn->v[k]) return bad_knob(ctx, "?", (sch_knob)k, kn->v[k]);
-        return schedule_gpu(ctx, g, hw, s);
+        /* SMELT_GPU_BLOCK=N: blocks of N threads instead of the target's (a
+         * power of two up to 1024; tests run the CUDA target's 256-thread
+         * tiles on PoCL with it) */
+        smelt_hw local = *hw;
+        const char *env = getenv("SMELT_GPU_BLOCK");
+        long n = env ? strtol(env, NULL, 10) : 0;
+        if (n >= 1 && n <= 1024 && (n & (n - 1)) == 0) local.gpu_threads = (int)n;
+        return schedule_gpu(ctx, g, &local, s);
     }
     int64_t algo = knob(kn, SCH_KNOB_ALGO);
     if (algo >= 2) return schedule_algo(ctx, g, hw, kn, s);

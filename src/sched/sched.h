@@ -16,11 +16,28 @@
  *   tile C i0 i1 8 16      (= split i0 8, split i1 16, reorder i0.o i1.o i0.i i1.i)
  *   tensorize C i0.i smelt.gemm_f32   rfactor C r0 16
  *   bind C i0.o blockIdx.x             bind C i0.i threadIdx.x
+ *   cache_read C A k.o
  * bind (GPU targets: opencl, cuda) makes a data loop the blocks of a kernel
  * launch (blockIdx.x; OpenCL's work-groups) or the threads of a block
  * (threadIdx.x; work-items).  A block loop must be its kernel's outermost
  * loop; code generation checks the rest (codegen/gpu_emit.c).  CPU targets
  * refuse bound loops.
+ * cache_read STAGE BUFFER ITER (GPU targets) stages in the block's shared
+ * memory (CUDA __shared__, OpenCL __local) the tile of BUFFER (an input or
+ * another stage computed at the root) that STAGE reads in one iteration of
+ * its loop ITER, counting every thread of the block: the loops inside ITER
+ * and the threadIdx.x loops around it (STAGE's own or, when STAGE is
+ * computed at a consumer's loop, the consumer's) sweep their ranges, the
+ * others are fixed.  At the top of each iteration of ITER the block's
+ * threads load the tile cooperatively (consecutive threads, consecutive
+ * elements; positions outside BUFFER read as 0), between two barriers, and
+ * STAGE reads the tile instead of BUFFER (lower/nest.c; codegen/gpu_emit.c
+ * places the barriers).  A threadIdx.x loop must enclose ITER or be inside
+ * it (the block's threads do the loading); its extent is the number of
+ * loaders.  Lowering refuses a tile larger than the target's shared memory
+ * (smelt_hw.gpu_shared_bytes; CPUs have none).  After cache_read, ITER
+ * cannot be split or fused, and the stage cannot be inlined, cache_write'd
+ * or rfactor'ed; BUFFER cannot be inlined.
  * rfactor STAGE R F splits reduce axis R of a fresh reduction (no steps on
  * it yet) by F and keeps the F partial results apart: a new stage STAGE.rf
  * [data axes..., R.i] reduces over R.o (and the other reduce axes), with
@@ -77,6 +94,7 @@ typedef enum sch_kind {
     SCH_RFACTOR,
     SCH_WINOGRAD, /* winograd STAGE M: first step only (sched/winograd.c) */
     SCH_BIND,     /* bind STAGE ITER blockIdx.x|threadIdx.x: GPU targets */
+    SCH_CACHE_READ, /* cache_read STAGE BUFFER ITER: GPU targets (shared memory) */
     SCH_KIND_COUNT_
 } sch_kind;
 
@@ -88,7 +106,9 @@ typedef struct sch_step {
     int n_iters;
     const char *iters[SCH_MAX_STEP_ITERS];   /* iter names the step refers to */
     const char *target;                      /* compute_at: the consumer stage;
-                                              * tensorize: the micro-kernel name */
+                                              * tensorize: the micro-kernel name;
+                                              * bind: the GPU index;
+                                              * cache_read: the buffer staged */
     int64_t factor;                          /* split factor */
 } sch_step;
 
@@ -121,6 +141,9 @@ smelt_status sch_tensorize(smelt_ctx *ctx, sch_schedule *s, const char *stage, c
 /* tag: "blockIdx.x" or "threadIdx.x" (checked when the schedule replays). */
 smelt_status sch_bind(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *iter,
                       const char *tag);
+/* Stage the tile of `buffer` that STAGE reads inside loop `iter` in shared memory. */
+smelt_status sch_cache_read(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *buffer,
+                            const char *iter);
 /* Is `name` a micro-kernel tensorize knows the computation of? */
 bool sch_tensor_kernel_known(const char *name);
 /* split, split, reorder: outer0 outer1 inner0 inner1 */
@@ -155,6 +178,13 @@ typedef struct sch_iter {
     ir_var *var;            /* loop variable, for leaves */
 } sch_iter;
 
+/* A cache_read on a stage: the buffer staged and the loop it is staged at. */
+#define SCH_MAX_CACHE_READS 4
+typedef struct sch_cache_entry {
+    const ir_buffer *buf;
+    int iter;
+} sch_cache_entry;
+
 typedef struct sch_stage {
     ir_buffer *buf;        /* where the stage's values are stored */
     ir_expr *body;         /* over root axes vars; may be rewritten by inline/cache_write */
@@ -175,6 +205,8 @@ typedef struct sch_stage {
     int leaves[SCH_MAX_ITERS]; /* loop order, outermost first */
     int tensor_iter;           /* tensorize: the leaf the kernel replaces from, else -1 */
     const char *tensor_kernel; /* tensorize: the micro-kernel name */
+    int n_cache_reads;         /* cache_read steps on the stage, in order */
+    sch_cache_entry cache_reads[SCH_MAX_CACHE_READS];
     const char *tag;
     /* the distinct buffers body loads (n_reads -1: unknown, walk the body) */
     const ir_buffer **reads;
@@ -193,6 +225,10 @@ typedef struct sch_state {
     int n_stages;
     sch_stage *stages; /* te tensors in order, then stages made by cache_write */
     struct sch_stage_index *index; /* stages by name, readers by stage (stage_index.h) */
+    /* the target's description when known (set by the caller after
+     * sch_state_build): lowering checks cache_read tiles against its shared
+     * memory; NULL: no check */
+    const smelt_hw *hw;
 } sch_state;
 
 /* Replay `s` on `te`.  *out is freed with sch_state_free. */

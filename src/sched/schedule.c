@@ -18,6 +18,7 @@ static const char *const step_names[] = {
     [SCH_RFACTOR] = "rfactor",
     [SCH_WINOGRAD] = "winograd",
     [SCH_BIND] = "bind",
+    [SCH_CACHE_READ] = "cache_read",
 };
 _Static_assert(SMELT_ARRAY_LEN(step_names) == SCH_KIND_COUNT_, "step names");
 
@@ -133,6 +134,14 @@ smelt_status sch_bind(smelt_ctx *ctx, sch_schedule *s, const char *stage, const 
     return sch_add(ctx, s, &st);
 }
 
+smelt_status sch_cache_read(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *buffer,
+                            const char *iter)
+{
+    sch_step st = {.kind = SCH_CACHE_READ, .stage = stage, .n_iters = 1, .iters = {iter},
+                   .target = buffer};
+    return sch_add(ctx, s, &st);
+}
+
 smelt_status sch_tile(smelt_ctx *ctx, sch_schedule *s, const char *stage, const char *i0,
                       const char *i1, int64_t f0, int64_t f1)
 {
@@ -152,7 +161,8 @@ void sch_schedule_print(const sch_schedule *s, smelt_strbuf *out)
     for (int i = 0; i < s->n; i++) {
         const sch_step *st = &s->steps[i];
         smelt_strbuf_printf(out, "%s %s", step_names[st->kind], st->stage);
-        if (st->kind == SCH_COMPUTE_AT) smelt_strbuf_printf(out, " %s", st->target);
+        if (st->kind == SCH_COMPUTE_AT || st->kind == SCH_CACHE_READ)
+            smelt_strbuf_printf(out, " %s", st->target);
         for (int k = 0; k < st->n_iters; k++) smelt_strbuf_printf(out, " %s", st->iters[k]);
         if (st->kind == SCH_SPLIT || st->kind == SCH_RFACTOR || st->kind == SCH_WINOGRAD) smelt_strbuf_printf(out, " %lld", (long long)st->factor);
         if (st->kind == SCH_TENSORIZE || st->kind == SCH_BIND) smelt_strbuf_printf(out, " %s", st->target);
@@ -202,6 +212,12 @@ static smelt_status parse_step(smelt_ctx *ctx, char **w, int n, int line, sch_sc
     if (n < 2) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: missing stage", line);
     sch_step st = {.kind = (sch_kind)kind, .stage = w[1]};
     int first_iter = 2, last = n;
+    if (kind == SCH_CACHE_READ) {
+        if (n != 4)
+            return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: cache_read STAGE BUFFER ITER", line);
+        st.target = w[2];
+        first_iter = 3;
+    }
     if (kind == SCH_COMPUTE_AT) {
         if (n != 4) return smelt_errf(ctx, SMELT_ERR_ARG, "schedule line %d: compute_at STAGE CONSUMER ITER", line);
         st.target = w[2];

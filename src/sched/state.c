@@ -164,7 +164,8 @@ static smelt_status find_leaf(smelt_ctx *ctx, const sch_step *step, sch_stage *s
     return SMELT_OK;
 }
 
-/* A loop that has stages computed at it keeps its identity. */
+/* A loop that has stages computed at it, or a tile staged in it, keeps its
+ * identity. */
 static smelt_status check_not_attach_point(smelt_ctx *ctx, const sch_state *st, const sch_step *step,
                                            const sch_stage *sg, int iter)
 {
@@ -175,7 +176,20 @@ static smelt_status check_not_attach_point(smelt_ctx *ctx, const sch_state *st, 
             return step_err(ctx, step, "loop '%s' has a stage computed at it; split or fuse it "
                                        "before compute_at", sg->iters[iter].name);
     }
+    for (int i = 0; i < sg->n_cache_reads; i++)
+        if (sg->cache_reads[i].iter == iter)
+            return step_err(ctx, step, "loop '%s' has a tile staged in it (cache_read); split or "
+                                       "fuse it before cache_read", sg->iters[iter].name);
     return SMELT_OK;
+}
+
+/* Whether some stage stages buf in shared memory (cache_read). */
+static const sch_stage *cached_by(const sch_state *st, const ir_buffer *buf)
+{
+    for (int i = 0; i < st->n_stages; i++)
+        for (int k = 0; k < st->stages[i].n_cache_reads; k++)
+            if (st->stages[i].cache_reads[k].buf == buf) return &st->stages[i];
+    return NULL;
 }
 
 static smelt_status apply_split(smelt_ctx *ctx, sch_state *st, const sch_step *step, sch_stage *sg)
@@ -391,6 +405,12 @@ static smelt_status apply_inline(smelt_ctx *ctx, sch_state *st, const sch_step *
         return step_err(ctx, step, "only intermediate computes can be inlined%s", NULL);
     if (sg->n_reduce) return step_err(ctx, step, "a reduction cannot be inlined%s", NULL);
     if (sg->attach_stage >= 0) return step_err(ctx, step, "stage is already computed at a loop%s", NULL);
+    if (sg->n_cache_reads)
+        return step_err(ctx, step, "stage has a tile staged at one of its loops (cache_read)%s", NULL);
+    const sch_stage *cacher = cached_by(st, sg->buf);
+    if (cacher)
+        return step_err(ctx, step, "'%s' stages this stage's values in shared memory (cache_read); "
+                                   "inline before cache_read", cacher->buf->name);
     int attached = attached_producer(st, si);
     if (attached >= 0) /* inlining would drop its loops, and their nests */
         return step_err(ctx, step, "'%s' is computed at one of its loops", st->stages[attached].buf->name);
@@ -448,8 +468,47 @@ static smelt_status apply_compute_at(smelt_ctx *ctx, sch_state *st, const sch_st
     SMELT_TRY(find_leaf(ctx, &at, c, step->iters[0], &it, &pos));
     if (c->tensor_iter >= 0 && pos >= leaf_position(c, c->tensor_iter))
         return step_err(ctx, step, "loop '%s' is replaced by a micro-kernel (tensorize)", step->iters[0]);
+    const sch_stage *cacher = cached_by(st, sg->buf);
+    if (cacher)
+        return step_err(ctx, step, "'%s' stages this stage's values in shared memory (cache_read): "
+                                   "it must be computed at the root", cacher->buf->name);
     sg->attach_stage = ci;
     sg->attach_iter = it;
+    return SMELT_OK;
+}
+
+/* ---- cache_read ---- */
+
+/* STAGE's reads of BUFFER inside loop ITER come from a shared-memory tile
+ * (lowering builds it: lower/nest.c). */
+static smelt_status apply_cache_read(smelt_ctx *ctx, sch_state *st, const sch_step *step, int si)
+{
+    sch_stage *sg = &st->stages[si];
+    if (sg->inlined) return step_err(ctx, step, "an inlined stage has no loops%s", NULL);
+    if (sg->check) return step_err(ctx, step, "a check stage has no tiles to stage%s", NULL);
+    int bi = sch_stage_index(st, step->target);
+    if (bi < 0) return step_err(ctx, step, "cache_read: no buffer (input or stage) named '%s'", step->target);
+    const sch_stage *src = &st->stages[bi];
+    if (bi == si) return step_err(ctx, step, "cache_read: a stage cannot stage its own values%s", NULL);
+    if (src->inlined || !sch_stage_reads(sg, src->buf))
+        return step_err(ctx, step, "cache_read: the stage does not read '%s'", step->target);
+    if (!src->is_placeholder && src->attach_stage >= 0)
+        return step_err(ctx, step, "cache_read: '%s' is computed at a loop (compute_at); only "
+                                   "buffers in device memory (inputs, stages at the root) are staged",
+                        step->target);
+    for (int k = 0; k < sg->n_cache_reads; k++)
+        if (sg->cache_reads[k].buf == src->buf)
+            return step_err(ctx, step, "cache_read: '%s' is already staged", step->target);
+    if (sg->n_cache_reads == SCH_MAX_CACHE_READS)
+        return step_err(ctx, step, "cache_read: more than %s buffers staged by one stage", "4");
+    int it = sch_iter_index(sg, step->iters[0]);
+    int pos = it >= 0 ? leaf_position(sg, it) : -1;
+    if (it < 0) return step_err(ctx, step, "cache_read: the stage has no loop named '%s'", step->iters[0]);
+    if (pos < 0) return step_err(ctx, step, "cache_read: loop '%s' was split or fused", step->iters[0]);
+    if (sg->tensor_iter >= 0 && pos >= leaf_position(sg, sg->tensor_iter))
+        return step_err(ctx, step, "cache_read: loop '%s' is replaced by a micro-kernel (tensorize)",
+                        step->iters[0]);
+    sg->cache_reads[sg->n_cache_reads++] = (sch_cache_entry){src->buf, it};
     return SMELT_OK;
 }
 
@@ -459,6 +518,7 @@ static smelt_status apply_cache_write(smelt_ctx *ctx, sch_state *st, const sch_s
     sch_stage *sg = &st->stages[si];
     if (sg->is_placeholder || sg->inlined || sg->attach_stage >= 0 || sg->check)
         return step_err(ctx, step, "cache_write needs a compute at root that stores%s", NULL);
+    if (sg->n_cache_reads) return step_err(ctx, step, "cache_write must come before cache_read%s", NULL);
     if (sg->n_iters != sg->n_axes + sg->n_reduce)
         return step_err(ctx, step, "cache_write must come before other steps on the stage%s", NULL);
     char name[256];
@@ -522,7 +582,7 @@ static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step 
     sch_stage *sg = &st->stages[si];
     if (sg->inlined || sg->attach_stage >= 0 || sg->n_reduce == 0 || sg->tensor_iter >= 0)
         return step_err(ctx, step, "rfactor needs a reduction computed at root%s", NULL);
-    if (!stage_untouched(sg))
+    if (!stage_untouched(sg) || sg->n_cache_reads)
         return step_err(ctx, step, "rfactor must come before other steps on the stage%s", NULL);
     if (sg->n_axes + 1 > SMELT_MAX_RANK)
         return step_err(ctx, step, "rfactor would exceed the maximum rank%s", NULL);
@@ -707,10 +767,11 @@ static smelt_status check_arity(smelt_ctx *ctx, const sch_step *step)
         if (!step->iters[i])
             return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': a missing iteration "
                               "variable", step->stage);
-    if ((step->kind == SCH_COMPUTE_AT || step->kind == SCH_TENSORIZE || step->kind == SCH_BIND) &&
+    if ((step->kind == SCH_COMPUTE_AT || step->kind == SCH_TENSORIZE || step->kind == SCH_BIND ||
+         step->kind == SCH_CACHE_READ) &&
         !step->target)
-        return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': no consumer, kernel or GPU "
-                          "index named", step->stage);
+        return smelt_errf(ctx, SMELT_ERR_ARG, "schedule step on '%s': no consumer, kernel, GPU "
+                          "index or buffer named", step->stage);
     return SMELT_OK;
 }
 
@@ -739,6 +800,7 @@ static smelt_status apply_step(smelt_ctx *ctx, sch_state *st, const sch_step *st
     case SCH_CACHE_WRITE: return apply_cache_write(ctx, st, step, si);
     case SCH_TENSORIZE: return apply_tensorize(ctx, st, step, si);
     case SCH_RFACTOR: return apply_rfactor(ctx, st, step, si);
+    case SCH_CACHE_READ: return apply_cache_read(ctx, st, step, si);
     default: return step_err(ctx, step, "unknown step%s", NULL);
     }
 }

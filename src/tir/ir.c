@@ -40,6 +40,7 @@ ir_buffer *ir_buffer_new(ir_builder *b, const char *name, smelt_dtype dt, int ra
     buf->rank = rank;
     for (int i = 0; i < rank; i++) buf->shape[i] = shape[i];
     buf->kind = kind;
+    buf->scope = IR_SCOPE_DEFAULT;
     buf->id = b->next_id++;
     if (!buf->name) return b->failed = true, NULL;
     return buf;
@@ -786,7 +787,8 @@ void ir_stmt_print(const ir_stmt *s, int indent, smelt_strbuf *out)
     case IR_STMT_ALLOCATE: {
         const ir_buffer *bf = s->alloc.buf;
         indent_to(indent, out);
-        smelt_strbuf_printf(out, "allocate %s: %s[", bf->name, smelt_dtype_name(bf->dtype));
+        smelt_strbuf_printf(out, "allocate %s%s: %s[", bf->scope == IR_SCOPE_SHARED ? "shared " : "",
+                            bf->name, smelt_dtype_name(bf->dtype));
         for (int i = 0; i < bf->rank; i++)
             smelt_strbuf_printf(out, "%s%lld", i ? "," : "", (long long)bf->shape[i]);
         smelt_strbuf_append(out, "]\n");

@@ -32,6 +32,15 @@ typedef enum ir_buffer_kind {
     IR_BUF_TEMP,     /* allocated inside the function (ir_stmt ALLOCATE) */
 } ir_buffer_kind;
 
+/* Which memory a temporary lives in on a GPU target.  SHARED: the memory of
+ * a thread block (CUDA __shared__, OpenCL __local), written by some threads
+ * and read by others (schedule step cache_read); CPU code and the tir
+ * interpreter treat it as an ordinary temporary. */
+typedef enum ir_buffer_scope {
+    IR_SCOPE_DEFAULT,
+    IR_SCOPE_SHARED,
+} ir_buffer_scope;
+
 /* A tensor in te, a buffer in tir.  Before storage flattening, loads and
  * stores carry one index per dim; after, a single flat element index. */
 typedef struct ir_buffer {
@@ -40,6 +49,7 @@ typedef struct ir_buffer {
     int rank;
     int64_t shape[SMELT_MAX_RANK];
     ir_buffer_kind kind;
+    ir_buffer_scope scope;
     int id;
 } ir_buffer;
 

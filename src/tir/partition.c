@@ -11,6 +11,7 @@ typedef struct part {
     tir_scope scope; /* ranges of the enclosing loops and lets */
     int budget;      /* loops that may still be split */
     bool trim_only;  /* inside a tail: only narrow loops, never copy bodies */
+    int in_thread;   /* GPU thread loops around the statement */
 } part;
 
 /* Guard collection for one loop variable. */
@@ -215,21 +216,55 @@ static ir_stmt *split(part *p, ir_stmt *st, int64_t m, int64_t last, tir_interva
     return ir_seq(p->b, 3, items);
 }
 
+static bool holds_thread_loop(const ir_stmt *s)
+{
+    if (!s) return false;
+    switch (s->kind) {
+    case IR_STMT_FOR: return s->for_.kind == IR_FOR_GPU_THREAD || holds_thread_loop(s->for_.body);
+    case IR_STMT_SEQ:
+        for (int i = 0; i < s->seq.n; i++)
+            if (holds_thread_loop(s->seq.items[i])) return true;
+        return false;
+    case IR_STMT_LET: return holds_thread_loop(s->let.body);
+    case IR_STMT_ALLOCATE: return holds_thread_loop(s->alloc.body);
+    case IR_STMT_IF: return holds_thread_loop(s->if_.then_) || holds_thread_loop(s->if_.else_);
+    default: return false;
+    }
+}
+
 static ir_stmt *part_for(part *p, ir_stmt *st)
 {
     const ir_expr *mn = st->for_.min, *ex = st->for_.extent;
     tir_interval main;
     int64_t last;
+    /* a GPU thread loop inside another (a cache_read tile's copy) or around
+     * one stays whole: every thread of the block must reach the barriers
+     * codegen puts around the copy */
+    bool thread = st->for_.kind == IR_FOR_GPU_THREAD;
+    if (thread && (p->in_thread > 0 || holds_thread_loop(st->for_.body))) {
+        int mark = tir_scope_mark(&p->scope);
+        tir_scope_push_for(&p->scope, st);
+        p->in_thread++;
+        ir_stmt *r = tir_stmt_map_children(p->b, st, NULL, part_stmt, p);
+        p->in_thread--;
+        tir_scope_pop_to(&p->scope, mark);
+        return r;
+    }
+    if (thread) p->in_thread++;
+    ir_stmt *res = NULL;
     if (p->budget > 0 && mn->kind == IR_INT && ex->kind == IR_INT && ex->i >= 2 &&
         !__builtin_add_overflow(mn->i, ex->i - 1, &last) && find_main(p, st, mn->i, last, &main)) {
         ir_stmt *r = split(p, st, mn->i, last, main);
-        if (r != st) return r;
+        if (r != st) res = r;
     }
-    int mark = tir_scope_mark(&p->scope);
-    tir_scope_push_for(&p->scope, st);
-    ir_stmt *r = tir_stmt_map_children(p->b, st, NULL, part_stmt, p);
-    tir_scope_pop_to(&p->scope, mark);
-    return r;
+    if (!res) {
+        int mark = tir_scope_mark(&p->scope);
+        tir_scope_push_for(&p->scope, st);
+        res = tir_stmt_map_children(p->b, st, NULL, part_stmt, p);
+        tir_scope_pop_to(&p->scope, mark);
+    }
+    if (thread) p->in_thread--;
+    return res;
 }
 
 static ir_stmt *part_stmt(void *ctx, ir_stmt *s)

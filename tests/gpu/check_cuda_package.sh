@@ -3,7 +3,7 @@
 # its Makefile (model.c etc. under -std=c99 -Wall -Wextra -Werror; the
 # kernels and host code by nvcc with -Werror all-warnings and the host
 # compiler's -Wall -Wextra) for sm_80 and sm_90 (one nvcc run, both in one
-# fat binary), and link.  No GPU is
+# fat binary), and link; tiled_* packages also with -DSMELT_GPU_TIMING.  No GPU is
 # needed (none runs here); exit 77 (ctest: skipped) when nvcc is absent.
 # usage: check_cuda_package.sh SMELT WORK_DIR MODEL_DIR...
 set -euo pipefail
@@ -30,6 +30,18 @@ for dir in "$@"; do
         fail "$name: warnings"
     fi
     [ -x "$pkg/main" ] || fail "$name: no program"
+    # tiled products and convolutions: shared-memory tiles between barriers,
+    # and the kernel timing the device check builds in (-DSMELT_GPU_TIMING)
+    case $name in
+    tiled_*)
+        grep -q "__shared__ float t" "$pkg/model_gpu.cu" || fail "$name: no __shared__ tile"
+        grep -q "__syncthreads();" "$pkg/model_gpu.cu" || fail "$name: no barrier"
+        (cd "$pkg" && nvcc -O3 -arch=sm_90 -Werror all-warnings -Xcompiler -Wall,-Wextra -DSMELT_GPU_TIMING \
+            -c model_gpu.cu -o timing.o >"$work/$name.timing.log" 2>&1) ||
+            { cat "$work/$name.timing.log"; fail "$name: -DSMELT_GPU_TIMING"; }
+        ! grep -qi "warning" "$work/$name.timing.log" || { cat "$work/$name.timing.log"; fail "$name: warnings"; }
+        ;;
+    esac
     # the fat binary names the architecture of each of its cubins
     grep -aq sm_80 "$pkg/model_gpu.o" || fail "$name: no sm_80 code in model_gpu.o"
     grep -aq sm_90 "$pkg/model_gpu.o" || fail "$name: no sm_90 code in model_gpu.o"

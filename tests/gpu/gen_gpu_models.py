@@ -18,6 +18,11 @@ random inputs; weights are random; seeds are fixed.
               long reductions: split across a block's threads)
   lstm        an LSTM layer over 5 steps (its op's loop IR calls the gemm
               micro-kernel: plain loops in GPU kernels)
+  tiled_mm    MatMul + bias + Relu, Gemm (transB) + bias, a batched MatMul alone,
+              sizes no tile divides (135 x 270 x 197, 135 x 197 x 83, 2 x 45 x 150 x 250):
+              the GPU rules' tiled products with shared-memory staging (cache_read)
+  tiled_conv  3x3 conv + bias + Relu, 1x1 conv + bias + a 1x1 skip conv + Relu,
+              3x3 conv with stride 2, over [2, 13, 17, 18]: tiled convolutions
   half        float16 arithmetic (Cast, Add, Mul in float16): the GPU targets
               refuse it, naming the function and its nodes (only compiled:
               ONNX Runtime's float16 results differ from smelt's by an ulp)
@@ -168,6 +173,36 @@ def lstm():
     return m, {"x": b.rng.uniform(-1, 1, (seq, batch, d_in)).astype(np.float32)}
 
 
+def tiled_mm():
+    """Matrix products the GPU rules tile (sizes no tile divides)."""
+    b = Builder(10)
+    h = b.node("MatMul", ["x", b.const("w1", (270, 197), -0.1, 0.1)], "h0")
+    h = b.node("Add", [h, b.const("b1", (197,))], "h1")
+    h = b.node("Relu", [h], "h2")
+    b.node("Gemm", [h, b.const("w2", (83, 197), -0.1, 0.1), b.const("b2", (83,))], "y", transB=1)
+    b.node("MatMul", ["u", b.const("w3", (150, 250), -0.1, 0.1)], "z")
+    m = b.model("tiled_mm", [vi("x", [135, 270]), vi("u", [2, 45, 150])],
+                [vi("y", [135, 83]), vi("z", [2, 45, 250])])
+    return m, {"x": b.rng.uniform(-1, 1, (135, 270)).astype(np.float32),
+               "u": b.rng.uniform(-1, 1, (2, 45, 150)).astype(np.float32)}
+
+
+def tiled_conv():
+    """Convolutions the GPU rules tile: 3x3 (padded), 1x1, 3x3 with stride 2."""
+    b = Builder(11)
+    t = b.node("Conv", ["x", b.const("w0", (19, 13, 3, 3), -0.2, 0.2), b.const("c0", (19,))], "conv0",
+               pads=[1, 1, 1, 1])
+    t = b.node("Relu", [t], "relu0")
+    t = b.node("Conv", [t, b.const("w1", (24, 19, 1, 1), -0.3, 0.3), b.const("c1", (24,))], "conv1")
+    t = b.node("Add", [t, b.node("Conv", ["x", b.const("ws", (24, 13, 1, 1), -0.3, 0.3)], "skip")],
+               "res")
+    t = b.node("Relu", [t], "relu1")
+    b.node("Conv", [t, b.const("w2", (20, 24, 3, 3), -0.2, 0.2)], "y", strides=[2, 2],
+           pads=[1, 1, 1, 1])
+    m = b.model("tiled_conv", [vi("x", [2, 13, 17, 18])], [vi("y", [2, 20, 9, 9])])
+    return m, {"x": b.rng.uniform(-1, 1, (2, 13, 17, 18)).astype(np.float32)}
+
+
 def write(out_dir, name, model_and_inputs):
     import onnxruntime as ort
     model, inputs = model_and_inputs
@@ -198,7 +233,8 @@ def main():
     out = sys.argv[1]
     models = {"mlp": mlp(), "eltwise": eltwise(), "norm_reduce": norm_reduce(),
               "cnn_pool": cnn_pool(), "gather": gather(), "gather_bad": gather((0, 99, 15)),
-              "lstm": lstm(), "long_reduce": long_reduce(), "half": half()}
+              "lstm": lstm(), "long_reduce": long_reduce(), "half": half(),
+              "tiled_mm": tiled_mm(), "tiled_conv": tiled_conv()}
     if "--big" in sys.argv[2:]:
         models["wide_mlp"] = mlp(rows=64, d_in=512, hidden=512, d_out=1000, seed=6, name="wide_mlp")
     for name, mi in models.items():

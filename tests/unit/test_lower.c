@@ -327,6 +327,19 @@ int main(void)
         "rfactor C k 64\nunroll C k.i\nparallel C i0",
         /* GPU: D's tiles to blocks and threads, C's accumulator in the thread */
         "tile D i0 i1 4 8\nbind D i0.o blockIdx.x\nbind D i1.i threadIdx.x\ncompute_at C D i1.i",
+        /* GPU: A's and B's tiles staged in shared memory at C's k.o, loaded by D's threads */
+        "tile D i0 i1 4 8\nbind D i0.o blockIdx.x\nbind D i1.i threadIdx.x\ncompute_at C D i1.i\n"
+        "split C k 3\ncache_read C A k.o\ncache_read C B k.o",
+        /* a 2-D block tile, each thread a strided 2 x 2 register tile (rows ty, ty + 4) */
+        "split D i0 8\nsplit D i1 8\nsplit D i0.i 4\nsplit D i1.i 4\n"
+        "reorder D i0.o i1.o i0.i.i i1.i.i i0.i.o i1.i.o\nfuse D i0.o i1.o\nfuse D i0.i.i i1.i.i\n"
+        "bind D i0.o.i1.o blockIdx.x\nbind D i0.i.i.i1.i.i threadIdx.x\nunroll D i0.i.o\n"
+        "compute_at C D i0.i.i.i1.i.i\nsplit C k 4\nreorder C k.o k.i i0 i1\n"
+        "cache_read C A k.o\ncache_read C B k.o",
+        /* the tile loaded at block level: C itself bound, k.o outside its threads */
+        "cache_write C\nsplit C i1 8\nfuse C i0 i1.o\nbind C i0.i1.o blockIdx.x\n"
+        "bind C i1.i threadIdx.x\ncompute_at C.local C i1.i\nsplit C.local k 2\n"
+        "cache_read C.local B k.o",
         NULL};
     static const char *const conv_fixed[] = {
         "compute_inline P\nreorder Y i0 rc ry rx i1 i2\nsplit Y i2 4\nvectorize Y i2.i",
