@@ -32,7 +32,8 @@
  * per output (the default rules' other path) does GPU_MODEL_PLAIN_RATE
  * FMAs per cycle per multiprocessor and waits GPU_MODEL_PLAIN_STEP cycles
  * per reduced element (two global loads); tiling applies when the model
- * expects it to be faster.
+ * expects it to be faster, and the product has GPU_TILE_MIN_FMAS
+ * multiply-adds or more.
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@
 #define GPU_MODEL_LATENCY 600.0    /* cycles: a step's copies, barriers */
 #define GPU_MODEL_PLAIN_RATE 4.0   /* one thread per output: FMAs per cycle per multiprocessor */
 #define GPU_MODEL_PLAIN_STEP 150.0 /* and cycles per reduced element of one thread */
+#define GPU_TILE_MIN_FMAS (double)(1 << 20) /* multiply-adds below which tiles do not pay */
 #define GPU_TILE_MAX_ACC 64        /* accumulators per thread (registers) */
 #define GPU_TILE_MAX_KT 16
 
@@ -389,6 +391,14 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
         best.plain_cost = plain_cost(&best, &v);
         *out = best;
         return true;
+    }
+    /* small products stay one thread per output: on the H100 the tiny
+     * transformers' and CNNs' tiled kernels were no faster, some slower */
+    double fmas = 1;
+    for (int i = 0; i < v.n_vars; i++) fmas *= (double)v.ext[i];
+    if (fmas < GPU_TILE_MIN_FMAS) {
+        out->acc = t;
+        return false;
     }
     for (int64_t ty = 1; ty <= threads; ty *= 2) {
         if (threads % ty || ty > v.ext[base.row]) continue;

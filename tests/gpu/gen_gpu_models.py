@@ -22,7 +22,7 @@ random inputs; weights are random; seeds are fixed.
               sizes no tile divides (135 x 270 x 197, 135 x 197 x 83, 2 x 45 x 150 x 250):
               the GPU rules' tiled products with shared-memory staging (cache_read)
   tiled_conv  3x3 conv + bias + Relu, 1x1 conv + bias + a 1x1 skip conv + Relu,
-              3x3 conv with stride 2, over [2, 13, 17, 18]: tiled convolutions
+              3x3 conv with stride 2, over [2, 33, 17, 18]: tiled convolutions
   half        float16 arithmetic (Cast, Add, Mul in float16): the GPU targets
               refuse it, naming the function and its nodes (only compiled:
               ONNX Runtime's float16 results differ from smelt's by an ulp)
@@ -190,17 +190,17 @@ def tiled_mm():
 def tiled_conv():
     """Convolutions the GPU rules tile: 3x3 (padded), 1x1, 3x3 with stride 2."""
     b = Builder(11)
-    t = b.node("Conv", ["x", b.const("w0", (19, 13, 3, 3), -0.2, 0.2), b.const("c0", (19,))], "conv0",
+    t = b.node("Conv", ["x", b.const("w0", (49, 33, 3, 3), -0.1, 0.1), b.const("c0", (49,))], "conv0",
                pads=[1, 1, 1, 1])
     t = b.node("Relu", [t], "relu0")
-    t = b.node("Conv", [t, b.const("w1", (24, 19, 1, 1), -0.3, 0.3), b.const("c1", (24,))], "conv1")
-    t = b.node("Add", [t, b.node("Conv", ["x", b.const("ws", (24, 13, 1, 1), -0.3, 0.3)], "skip")],
+    t = b.node("Conv", [t, b.const("w1", (70, 49, 1, 1), -0.2, 0.2), b.const("c1", (70,))], "conv1")
+    t = b.node("Add", [t, b.node("Conv", ["x", b.const("ws", (70, 33, 1, 1), -0.2, 0.2)], "skip")],
                "res")
     t = b.node("Relu", [t], "relu1")
-    b.node("Conv", [t, b.const("w2", (20, 24, 3, 3), -0.2, 0.2)], "y", strides=[2, 2],
+    b.node("Conv", [t, b.const("w2", (40, 70, 3, 3), -0.1, 0.1)], "y", strides=[2, 2],
            pads=[1, 1, 1, 1])
-    m = b.model("tiled_conv", [vi("x", [2, 13, 17, 18])], [vi("y", [2, 20, 9, 9])])
-    return m, {"x": b.rng.uniform(-1, 1, (2, 13, 17, 18)).astype(np.float32)}
+    m = b.model("tiled_conv", [vi("x", [2, 33, 17, 18])], [vi("y", [2, 40, 9, 9])])
+    return m, {"x": b.rng.uniform(-1, 1, (2, 33, 17, 18)).astype(np.float32)}
 
 
 def write(out_dir, name, model_and_inputs):
