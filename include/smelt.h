@@ -179,6 +179,19 @@ const char *smelt_model_output_dim_name(const smelt_model *m, int i, int d);
  * dim has, or after the model was compiled or run. */
 smelt_status smelt_model_set_dim(smelt_ctx *ctx, smelt_model *m, const char *name, int64_t value);
 
+/* Make the symbolic input dim NAME a run-time dim of MIN..MAX (before the
+ * first compile or run): the model compiles ONCE (JIT, or an AOT package),
+ * with loops that take the dim's value from each run's inputs and memory
+ * planned for MAX, and runs take inputs of any length in the range (the
+ * outputs' dims follow).  MIN == MAX is smelt_model_set_dim.  Refused
+ * (SMELT_ERR_UNSUPPORTED, naming the value or node) when a shape or a
+ * constant depends on the dim other than as the dim itself; compiling
+ * refuses ops that cannot take it at run time.  Up to 4 run-time dims, with
+ * maxima at least 2 apart.  The model must have been loaded from a file or
+ * bytes (it is imported again to check how shapes follow the dim). */
+smelt_status smelt_model_set_dim_range(smelt_ctx *ctx, smelt_model *m, const char *name,
+                                       int64_t min, int64_t max);
+
 /* The graph's nodes in topological order, as imported (compiling optimises
  * the graph in place, so after smelt_model_compile these are the optimised
  * nodes).  Value names are "" for omitted optional inputs/outputs. */
@@ -292,6 +305,13 @@ typedef struct smelt_check_options {
     smelt_check_mode mode;
     double rtol, atol;     /* smelt_check_options_init: 1e-3, 1e-7 */
     smelt_options compile; /* for SMELT_CHECK_COMPILED */
+    /* Symbolic dims given to each model that has them before its data sets
+     * run (compiled mode): dim_min[i] < dim_max[i] makes dim i a run-time dim
+     * (smelt_model_set_dim_range: one compile serves every data set), equal
+     * values give it that value.  num_dims 0: none (runs specialise). */
+    int num_dims;
+    const char *const *dim_names;
+    const int64_t *dim_min, *dim_max;
 } smelt_check_options;
 
 void smelt_check_options_init(smelt_check_options *o);

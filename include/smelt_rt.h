@@ -15,7 +15,8 @@
 extern "C" {
 #endif
 
-#define SMELT_RT_ABI_VERSION 2 /* 2: run takes a smelt_rt_run_error, error sites */
+#define SMELT_RT_ABI_VERSION 3 /* 2: run takes a smelt_rt_run_error, error sites;
+                                  3: run-time dims */
 
 typedef enum smelt_rt_status {
     SMELT_RT_OK = 0,
@@ -92,8 +93,19 @@ typedef struct smelt_rt_io_info {
                           int4/int2 value sign-extended to int8_t), not ONNX's
                           packed form: smelt_lowbit.h converts values */
     int rank;
-    int64_t dims[8];
+    int64_t dims[8];  /* a run-time dim: its maximum */
+    signed char rt[8]; /* 1 + the run-time dim (smelt_rt_module_info.rt_dims) dim d
+                          is, 0: a static dim */
 } smelt_rt_io_info;
+
+/* A dim the module takes at run time (compiled with --dim NAME=MIN..MAX):
+ * each run's value comes from its inputs' sizes; buffers inside the module
+ * are laid out at the maximum (smelt_rt_model_run copies the inputs and
+ * outputs with run-time dims through buffers of that layout). */
+typedef struct smelt_rt_dim_info {
+    const char *name;
+    int64_t min, max;
+} smelt_rt_dim_info;
 
 typedef struct smelt_rt_module_info {
     int abi_version;         /* SMELT_RT_ABI_VERSION */
@@ -111,6 +123,11 @@ typedef struct smelt_rt_module_info {
                const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr);
     int num_error_sites;
     const smelt_rt_error_site *error_sites;
+    /* run-time dims; run() reads their values (int64 each, in order) at
+     * rt_dims_offset in the arena, written by the caller before the call */
+    int num_rt_dims;
+    const smelt_rt_dim_info *rt_dims;
+    int64_t rt_dims_offset;
 } smelt_rt_module_info;
 
 /* What run returns when a GPU module's device API (OpenCL, CUDA) failed. */
@@ -161,7 +178,10 @@ int smelt_rt_model_num_threads(const smelt_rt_model *m);
 
 /* Checks count, dtype, shape and sizes of every buffer against the module's
  * description, then runs.  inputs[i]/outputs[i] point to dense row-major data
- * with the byte sizes given.  On an argument error nothing is written to the
+ * with the byte sizes given.  A module with run-time dims takes each dim's
+ * value from the size of an input that has it as its only run-time dim (the
+ * other inputs' and the outputs' sizes must then agree), within the range
+ * it was compiled for; its outputs' dims follow (smelt_rt_model_run_dims).  On an argument error nothing is written to the
  * outputs and smelt_rt_model_error(m) says what was expected; on invalid data
  * (SMELT_RT_ERR_DATA) the outputs are unspecified and the message names the
  * node, the op and the offending value, as the reference kernels do. */
@@ -176,6 +196,16 @@ smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inp
                                        const size_t *input_bytes, int num_inputs,
                                        void *const *outputs, const size_t *output_bytes,
                                        int num_outputs, char *err, size_t err_size);
+
+/* The values of the run-time dims (module info's rt_dims, in order) that
+ * inputs of these byte sizes give, into vals; SMELT_RT_ERR_ARG with a
+ * message when they give none, disagree or fall outside the range.  An
+ * output's dims are then its io dims with each run-time dim's value. */
+smelt_rt_status smelt_rt_model_run_dims(const smelt_rt_model *m, const size_t *input_bytes,
+                                        int num_inputs, int64_t *vals, char *err,
+                                        size_t err_size);
+/* Bytes of io with the run-time dims at vals (NULL: at their maxima). */
+size_t smelt_rt_io_bytes_at(const smelt_rt_io_info *io, const int64_t *vals);
 
 /* Like smelt_rt_model_from_info, but reads the weight blob from a file
  * (weights_path may be NULL when the module embeds its weights).  The file

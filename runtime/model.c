@@ -23,10 +23,15 @@
 
 #define RT_ERR_CAP 1024
 
-/* One activation arena; free ones are on the model's list. */
+/* One activation arena; free ones are on the model's list.  A module with
+ * run-time dims also gets, after the arena, a buffer at the dims' maxima
+ * for each input and output that has one (its `stage` offset), and the
+ * pointer tables run() is called with. */
 typedef struct rt_slot {
     struct rt_slot *next;
     unsigned char *arena, *arena_raw;
+    const void **in;
+    void **out;
 } rt_slot;
 
 struct smelt_rt_model {
@@ -46,6 +51,9 @@ struct smelt_rt_model {
     unsigned char **out_raw;
     size_t *out_bytes;
     int have_outputs;        /* an invoke has completed */
+    size_t *stage;           /* run-time dims: per input, then output, its buffer's
+                                offset in a slot past the arena, or SIZE_MAX: none */
+    size_t slot_bytes;       /* arena and buffers */
     int invoking;            /* atomic: an invoke is in progress */
     char error[RT_ERR_CAP];
 };
@@ -79,15 +87,22 @@ const char *smelt_rt_dtype_name(int dtype)
     return names[dtype];
 }
 
+/* Dim d of io in a run whose run-time dims are vals (NULL: the maxima). */
+static int64_t io_dim(const smelt_rt_io_info *io, int d, const int64_t *vals)
+{
+    return vals && io->rt[d] > 0 ? vals[io->rt[d] - 1] : io->dims[d];
+}
+
 /* Byte size with overflow detection: returns 0 on failure, 1 on success. */
-static int io_bytes_checked(const smelt_rt_io_info *io, size_t *out)
+static int io_bytes_at(const smelt_rt_io_info *io, const int64_t *vals, size_t *out)
 {
     size_t total = smelt_rt_dtype_size(io->dtype);
     if (total == 0 || io->rank < 0 || io->rank > 8) return 0;
     for (int d = 0; d < io->rank; d++) {
-        if (io->dims[d] < 0) return 0;
-        size_t dim = (size_t)io->dims[d];
-        if ((uint64_t)io->dims[d] > (uint64_t)SIZE_MAX) return 0;
+        int64_t v = io_dim(io, d, vals);
+        if (v < 0) return 0;
+        size_t dim = (size_t)v;
+        if ((uint64_t)v > (uint64_t)SIZE_MAX) return 0;
         if (dim != 0 && total > SIZE_MAX / dim) return 0;
         total *= dim;
     }
@@ -95,10 +110,18 @@ static int io_bytes_checked(const smelt_rt_io_info *io, size_t *out)
     return 1;
 }
 
+static int io_bytes_checked(const smelt_rt_io_info *io, size_t *out) { return io_bytes_at(io, NULL, out); }
+
 size_t smelt_rt_io_bytes(const smelt_rt_io_info *io)
 {
     size_t n = 0;
     return io && io_bytes_checked(io, &n) ? n : 0;
+}
+
+size_t smelt_rt_io_bytes_at(const smelt_rt_io_info *io, const int64_t *vals)
+{
+    size_t n = 0;
+    return io && io_bytes_at(io, vals, &n) ? n : 0;
 }
 
 static void put_error(char *buf, size_t size, const char *fmt, va_list ap)
@@ -137,13 +160,20 @@ static smelt_rt_status call_err(char *buf, size_t size, smelt_rt_status s, const
 }
 
 /* "float32[1,3,224,224]" into buf. */
-static const char *describe_io(const smelt_rt_io_info *io, char *buf, size_t size)
+static const char *describe_io_at(const smelt_rt_io_info *io, const int64_t *vals, char *buf,
+                                  size_t size)
 {
     int n = snprintf(buf, size, "%s[", smelt_rt_dtype_name(io->dtype));
     for (int d = 0; d < io->rank && n > 0 && (size_t)n < size; d++)
-        n += snprintf(buf + n, size - (size_t)n, "%s%lld", d ? "," : "", (long long)io->dims[d]);
+        n += snprintf(buf + n, size - (size_t)n, "%s%lld", d ? "," : "",
+                      (long long)io_dim(io, d, vals));
     if (n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, "]");
     return buf;
+}
+
+static const char *describe_io(const smelt_rt_io_info *io, char *buf, size_t size)
+{
+    return describe_io_at(io, NULL, buf, size);
 }
 
 /* 64-byte aligned allocation: returns the aligned pointer, *raw is what to free. */
@@ -158,8 +188,8 @@ static unsigned char *alloc_aligned(size_t bytes, unsigned char **raw)
 
 /* ---- module validation ---- */
 
-static int check_io_list(const smelt_rt_io_info *list, int count, const char *what, char *err,
-                         size_t err_size)
+static int check_io_list(const smelt_rt_io_info *list, int count, const char *what, int n_rt,
+                         char *err, size_t err_size)
 {
     if (count < 0 || count > RT_MAX_IO || (count > 0 && !list)) {
         set_err(err, err_size, "invalid module: bad %s count %d", what, count);
@@ -172,6 +202,12 @@ static int check_io_list(const smelt_rt_io_info *list, int count, const char *wh
                     what, i, list[i].dtype);
             return 0;
         }
+        for (int d = 0; d < list[i].rank; d++)
+            if (list[i].rt[d] < 0 || list[i].rt[d] > n_rt) {
+                set_err(err, err_size, "invalid module: %s %d dim %d names run-time dim %d of %d",
+                        what, i, d, list[i].rt[d], n_rt);
+                return 0;
+            }
     }
     return 1;
 }
@@ -187,6 +223,27 @@ static int check_error_sites(const smelt_rt_module_info *info, char *err, size_t
         const smelt_rt_error_site *site = &info->error_sites[i];
         if (!site->node || !site->op || !site->message) {
             set_err(err, err_size, "invalid module: error site %d has no text", i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#define RT_MAX_DIMS 16
+
+static int check_rt_dims(const smelt_rt_module_info *info, char *err, size_t err_size)
+{
+    int n = info->num_rt_dims;
+    if (n < 0 || n > RT_MAX_DIMS || (n > 0 && !info->rt_dims) || info->rt_dims_offset < 0 ||
+        (n > 0 && info->rt_dims_offset % 8) ||
+        (n > 0 && info->rt_dims_offset + 8 * (int64_t)n > info->arena_bytes)) {
+        set_err(err, err_size, "invalid module: bad run-time dims (%d)", n);
+        return 0;
+    }
+    for (int k = 0; k < n; k++) {
+        const smelt_rt_dim_info *r = &info->rt_dims[k];
+        if (!r->name || r->min < 1 || r->max < r->min) {
+            set_err(err, err_size, "invalid module: run-time dim %d has no name or a bad range", k);
             return 0;
         }
     }
@@ -210,8 +267,9 @@ static int check_module(const smelt_rt_module_info *info, char *err, size_t err_
         set_err(err, err_size, "invalid module: bad entry point or sizes");
         return 0;
     }
-    return check_io_list(info->inputs, info->num_inputs, "input", err, err_size) &&
-           check_io_list(info->outputs, info->num_outputs, "output", err, err_size) &&
+    return check_rt_dims(info, err, err_size) &&
+           check_io_list(info->inputs, info->num_inputs, "input", info->num_rt_dims, err, err_size) &&
+           check_io_list(info->outputs, info->num_outputs, "output", info->num_rt_dims, err, err_size) &&
            check_error_sites(info, err, err_size);
 }
 
@@ -236,16 +294,61 @@ static int alloc_named_buffers(smelt_rt_model *m)
     return 1;
 }
 
-static rt_slot *slot_new(const smelt_rt_module_info *info)
+static void slot_free(rt_slot *s)
 {
+    if (!s) return;
+    free(s->arena_raw);
+    free(s->in);
+    free(s->out);
+    free(s);
+}
+
+static rt_slot *slot_new(const smelt_rt_model *m)
+{
+    const smelt_rt_module_info *info = m->info;
     rt_slot *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->arena = alloc_aligned((size_t)info->arena_bytes, &s->arena_raw);
-    if (!s->arena) {
-        free(s);
+    s->arena = alloc_aligned(m->slot_bytes, &s->arena_raw);
+    if (info->num_rt_dims) {
+        s->in = calloc((size_t)info->num_inputs + 1, sizeof *s->in);
+        s->out = calloc((size_t)info->num_outputs + 1, sizeof *s->out);
+    }
+    if (!s->arena || (info->num_rt_dims && (!s->in || !s->out))) {
+        slot_free(s);
         return NULL;
     }
     return s;
+}
+
+static int has_rt(const smelt_rt_io_info *io)
+{
+    for (int d = 0; d < io->rank; d++)
+        if (io->rt[d]) return 1;
+    return 0;
+}
+
+/* Where each input and output with a run-time dim is staged in a slot. */
+static int plan_stages(smelt_rt_model *m)
+{
+    const smelt_rt_module_info *info = m->info;
+    int n = info->num_inputs + info->num_outputs;
+    m->slot_bytes = (size_t)info->arena_bytes;
+    if (!info->num_rt_dims) return 1;
+    m->stage = calloc((size_t)n + 1, sizeof *m->stage);
+    if (!m->stage) return 0;
+    for (int i = 0; i < n; i++) {
+        const smelt_rt_io_info *io = i < info->num_inputs ? &info->inputs[i]
+                                                          : &info->outputs[i - info->num_inputs];
+        size_t bytes = 0;
+        m->stage[i] = SIZE_MAX;
+        if (!has_rt(io)) continue;
+        io_bytes_checked(io, &bytes);
+        m->slot_bytes = (m->slot_bytes + 63) / 64 * 64;
+        if (bytes > SIZE_MAX / 4 - m->slot_bytes) return 0;
+        m->stage[i] = m->slot_bytes;
+        m->slot_bytes += bytes;
+    }
+    return 1;
 }
 
 static smelt_rt_model *model_new(const smelt_rt_module_info *info, int num_threads, char *err,
@@ -264,7 +367,7 @@ static smelt_rt_model *model_new(const smelt_rt_module_info *info, int num_threa
         return NULL;
     }
     m->mu_ready = 1;
-    m->slots = slot_new(info);
+    m->slots = plan_stages(m) ? slot_new(m) : NULL;
     m->n_slots = m->slots ? 1 : 0;
     int ok = m->slots && alloc_named_buffers(m);
     if (!ok) {
@@ -368,9 +471,9 @@ void smelt_rt_model_free(smelt_rt_model *m)
     free(m->bound_in_bytes);
     for (rt_slot *sl = m->slots, *next; sl; sl = next) {
         next = sl->next;
-        free(sl->arena_raw);
-        free(sl);
+        slot_free(sl);
     }
+    free(m->stage);
     if (m->mu_ready) pthread_mutex_destroy(&m->mu);
     free(m->weights_owned);
     if (m->dl_handle && m->dl_close) m->dl_close(m->dl_handle);
@@ -391,7 +494,7 @@ const char *smelt_rt_model_error(const smelt_rt_model *m) { return m ? m->error 
 static smelt_rt_status check_buffers(const smelt_rt_model *m, const char *what,
                                      const smelt_rt_io_info *ios, int expected_count,
                                      const void *const *ptrs, const size_t *bytes, int count,
-                                     char *err, size_t err_size)
+                                     const int64_t *vals, char *err, size_t err_size)
 {
     char desc[160];
     (void)m;
@@ -402,14 +505,14 @@ static smelt_rt_status check_buffers(const smelt_rt_model *m, const char *what,
         return call_err(err, err_size, SMELT_RT_ERR_ARG, "%s pointer or size array is NULL", what);
     for (int i = 0; i < count; i++) {
         size_t want = 0;
-        io_bytes_checked(&ios[i], &want);
+        io_bytes_at(&ios[i], vals, &want);
         if (!ptrs[i] && want > 0)
             return call_err(err, err_size, SMELT_RT_ERR_ARG, "%s %d ('%s') is NULL; expected %s",
-                            what, i, ios[i].name, describe_io(&ios[i], desc, sizeof desc));
+                            what, i, ios[i].name, describe_io_at(&ios[i], vals, desc, sizeof desc));
         if (bytes[i] != want)
             return call_err(err, err_size, SMELT_RT_ERR_ARG,
                             "%s %d ('%s'): expected %zu bytes (%s), got %zu", what, i,
-                            ios[i].name, want, describe_io(&ios[i], desc, sizeof desc), bytes[i]);
+                            ios[i].name, want, describe_io_at(&ios[i], vals, desc, sizeof desc), bytes[i]);
     }
     return SMELT_RT_OK;
 }
@@ -478,7 +581,7 @@ static rt_slot *slot_take(smelt_rt_model *m)
     if (s) m->slots = s->next;
     pthread_mutex_unlock(&m->mu);
     if (s) return s;
-    s = slot_new(m->info);
+    s = slot_new(m);
     if (!s) return NULL;
     pthread_mutex_lock(&m->mu);
     m->n_slots++;
@@ -503,6 +606,125 @@ int smelt_rt_model_arenas_(smelt_rt_model *m) /* for tests: arenas allocated so 
     return n;
 }
 
+/* ---- run-time dims ---- */
+
+/* The only run-time dim of io (its index, and the axis in *axis), -1 when
+ * it has none or several. */
+static int only_rt(const smelt_rt_io_info *io, int *axis)
+{
+    int k = -1, n = 0;
+    for (int d = 0; d < io->rank; d++)
+        if (io->rt[d]) {
+            k = io->rt[d] - 1;
+            *axis = d;
+            n++;
+        }
+    return n == 1 ? k : -1;
+}
+
+smelt_rt_status smelt_rt_model_run_dims(const smelt_rt_model *m, const size_t *input_bytes,
+                                        int num_inputs, int64_t *vals, char *err, size_t err_size)
+{
+    const smelt_rt_module_info *info = m->info;
+    if (num_inputs != info->num_inputs || (num_inputs && !input_bytes))
+        return call_err(err, err_size, SMELT_RT_ERR_ARG, "expected %d inputs, got %d",
+                        info->num_inputs, num_inputs);
+    for (int k = 0; k < info->num_rt_dims; k++) vals[k] = -1;
+    for (int i = 0; i < num_inputs; i++) {
+        const smelt_rt_io_info *io = &info->inputs[i];
+        int axis = -1, k = only_rt(io, &axis);
+        size_t row = smelt_rt_dtype_size(io->dtype);
+        for (int d = 0; d < io->rank; d++) row *= d == axis ? 1 : (size_t)io->dims[d];
+        if (k < 0 || row == 0) continue;
+        if (input_bytes[i] % row)
+            return call_err(err, err_size, SMELT_RT_ERR_ARG, "input %d ('%s'): %zu bytes are not "
+                            "a whole number of rows of its run-time dim '%s' (%zu bytes each)",
+                            i, io->name, input_bytes[i], info->rt_dims[k].name, row);
+        int64_t v = (int64_t)(input_bytes[i] / row);
+        if (vals[k] >= 0 && vals[k] != v)
+            return call_err(err, err_size, SMELT_RT_ERR_ARG, "input %d ('%s') has run-time dim "
+                            "'%s' = %lld, an earlier input %lld", i, io->name,
+                            info->rt_dims[k].name, (long long)v, (long long)vals[k]);
+        vals[k] = v;
+    }
+    for (int k = 0; k < info->num_rt_dims; k++) {
+        const smelt_rt_dim_info *r = &info->rt_dims[k];
+        if (vals[k] < 0)
+            return call_err(err, err_size, SMELT_RT_ERR_ARG, "no input has the run-time dim "
+                            "'%s' as its only one, so its value is not known", r->name);
+        if (vals[k] < r->min || vals[k] > r->max)
+            return call_err(err, err_size, SMELT_RT_ERR_ARG, "run-time dim '%s' = %lld is "
+                            "outside the range the model was compiled for (%lld..%lld)",
+                            r->name, (long long)vals[k], (long long)r->min, (long long)r->max);
+    }
+    return SMELT_RT_OK;
+}
+
+/* Copy between a dense tensor of the run's dims (run) and the layout at
+ * the maxima (full); rows past the run's length are left alone. */
+static void copy_rows(unsigned char *dst, const unsigned char *src, int d, int rank,
+                      const int64_t *run, const int64_t *full, size_t es, int to_full)
+{
+    size_t run_in = es, full_in = es;
+    int same = 1;
+    for (int k = d + 1; k < rank; k++) {
+        run_in *= (size_t)run[k];
+        full_in *= (size_t)full[k];
+        same = same && run[k] == full[k];
+    }
+    if (d == rank || same) {
+        memcpy(dst, src, d == rank ? es : (size_t)run[d] * run_in);
+        return;
+    }
+    size_t dstep = to_full ? full_in : run_in, sstep = to_full ? run_in : full_in;
+    for (int64_t i = 0; i < run[d]; i++)
+        copy_rows(dst + (size_t)i * dstep, src + (size_t)i * sstep, d + 1, rank, run, full, es,
+                  to_full);
+}
+
+static void stage_copy(const smelt_rt_io_info *io, const int64_t *vals, void *dst,
+                       const void *src, int to_full)
+{
+    int64_t run[8], full[8];
+    for (int d = 0; d < io->rank; d++) {
+        run[d] = io_dim(io, d, vals);
+        full[d] = io->dims[d];
+    }
+    copy_rows(dst, src, 0, io->rank, run, full, smelt_rt_dtype_size(io->dtype), to_full);
+}
+
+/* Stage the inputs with run-time dims into the slot and give run() the
+ * slot's tables; write the dims' values where the module reads them. */
+static void stage_inputs(const smelt_rt_model *m, rt_slot *slot, const int64_t *vals,
+                         const void *const **in, void *const **out, const void *const *inputs,
+                         void *const *outputs)
+{
+    const smelt_rt_module_info *info = m->info;
+    if (!info->num_rt_dims) return;
+    memcpy(slot->arena + info->rt_dims_offset, vals, sizeof *vals * (size_t)info->num_rt_dims);
+    for (int i = 0; i < info->num_inputs; i++) {
+        size_t off = m->stage[i];
+        slot->in[i] = off == SIZE_MAX ? inputs[i] : slot->arena + off;
+        if (off != SIZE_MAX) stage_copy(&info->inputs[i], vals, slot->arena + off, inputs[i], 1);
+    }
+    for (int o = 0; o < info->num_outputs; o++) {
+        size_t off = m->stage[info->num_inputs + o];
+        slot->out[o] = off == SIZE_MAX ? outputs[o] : slot->arena + off;
+    }
+    *in = slot->in;
+    *out = slot->out;
+}
+
+static void unstage_outputs(const smelt_rt_model *m, rt_slot *slot, const int64_t *vals,
+                            void *const *outputs)
+{
+    const smelt_rt_module_info *info = m->info;
+    for (int o = 0; info->num_rt_dims && o < info->num_outputs; o++) {
+        size_t off = m->stage[info->num_inputs + o];
+        if (off != SIZE_MAX) stage_copy(&info->outputs[o], vals, outputs[o], slot->arena + off, 0);
+    }
+}
+
 smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inputs,
                                        const size_t *input_bytes, int num_inputs,
                                        void *const *outputs, const size_t *output_bytes,
@@ -511,11 +733,17 @@ smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inp
     if (err && err_size) err[0] = '\0';
     if (!m) return call_err(err, err_size, SMELT_RT_ERR_ARG, "no model (NULL)");
     const smelt_rt_module_info *info = m->info;
-    smelt_rt_status s = check_buffers(m, "input", info->inputs, info->num_inputs, inputs,
-                                      input_bytes, num_inputs, err, err_size);
+    int64_t vals[RT_MAX_DIMS];
+    smelt_rt_status s = SMELT_RT_OK;
+    if (info->num_rt_dims)
+        s = smelt_rt_model_run_dims(m, input_bytes, num_inputs, vals, err, err_size);
+    const int64_t *v = info->num_rt_dims ? vals : NULL;
+    if (s == SMELT_RT_OK)
+        s = check_buffers(m, "input", info->inputs, info->num_inputs, inputs, input_bytes,
+                          num_inputs, v, err, err_size);
     if (s == SMELT_RT_OK)
         s = check_buffers(m, "output", info->outputs, info->num_outputs,
-                          (const void *const *)outputs, output_bytes, num_outputs, err, err_size);
+                          (const void *const *)outputs, output_bytes, num_outputs, v, err, err_size);
     if (s == SMELT_RT_OK)
         s = check_overlap(m, inputs, input_bytes, outputs, output_bytes, err, err_size);
     if (s != SMELT_RT_OK) return s;
@@ -525,7 +753,11 @@ smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inp
                         "out of memory for another activation arena (%lld bytes) for a "
                         "concurrent run", (long long)info->arena_bytes);
     smelt_rt_run_error rterr = {0, -1, 0, 0};
-    int rc = info->run(m->pool, m->weights, slot->arena, inputs, outputs, &rterr);
+    const void *const *in = inputs;
+    void *const *out = outputs;
+    stage_inputs(m, slot, vals, &in, &out, inputs, outputs);
+    int rc = info->run(m->pool, m->weights, slot->arena, in, out, &rterr);
+    if (rc == 0) unstage_outputs(m, slot, vals, outputs);
     slot_give(m, slot);
     if (rc == 0) return SMELT_RT_OK;
     if (rc == SMELT_RT_RUN_DEVICE_FAILED && rterr.site < 0)
@@ -579,6 +811,8 @@ smelt_rt_status smelt_rt_model_set_input_index(smelt_rt_model *m, int index, con
     const smelt_rt_io_info *io = &m->info->inputs[index];
     size_t want = smelt_rt_io_bytes(io);
     char desc[160];
+    /* a run-time dim's length is checked by invoke, against the others' */
+    if (has_rt(io) && data && bytes <= want) want = bytes;
     if ((!data && want > 0) || bytes != want)
         return model_err(m, SMELT_RT_ERR_ARG, "input %d ('%s'): expected %zu bytes (%s), got %zu%s",
                          index, io->name, want, describe_io(io, desc, sizeof desc), bytes,
@@ -613,8 +847,18 @@ smelt_rt_status smelt_rt_model_invoke(smelt_rt_model *m)
                          "smelt_rt_model_invoke: another thread is invoking this model; the "
                          "named API is for one thread at a time (threads sharing a model call "
                          "smelt_rt_model_run_err)");
-    smelt_rt_status s = smelt_rt_model_run(m, m->bound_in, m->bound_in_bytes, info->num_inputs,
-                                           m->out_bufs, m->out_bytes, info->num_outputs);
+    smelt_rt_status s = SMELT_RT_OK;
+    if (info->num_rt_dims) { /* the outputs' sizes follow the inputs' */
+        int64_t vals[RT_MAX_DIMS];
+        char e[RT_ERR_CAP];
+        s = smelt_rt_model_run_dims(m, m->bound_in_bytes, info->num_inputs, vals, e, sizeof e);
+        if (s != SMELT_RT_OK) model_err(m, s, "%s", e);
+        for (int o = 0; s == SMELT_RT_OK && o < info->num_outputs; o++)
+            io_bytes_at(&info->outputs[o], vals, &m->out_bytes[o]);
+    }
+    if (s == SMELT_RT_OK)
+        s = smelt_rt_model_run(m, m->bound_in, m->bound_in_bytes, info->num_inputs, m->out_bufs,
+                               m->out_bytes, info->num_outputs);
     if (s == SMELT_RT_OK) m->have_outputs = 1;
     __atomic_store_n(&m->invoking, 0, __ATOMIC_RELEASE);
     return s;

@@ -209,7 +209,8 @@ add_test(NAME models/generate
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/models/gen_models.py --out ${SMELT_MODEL_DIR})
 set_tests_properties(models/generate PROPERTIES FIXTURES_SETUP torch_models TIMEOUT 900)
 set(SMELT_TEST_MODELS resnet50 resnet18 mobilenet_v2 mobilenet_v3_small efficientnet_b0
-    densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like lstm_lm gru_lm)
+    densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like lstm_lm gru_lm
+    bert_tiny_dynseq)
 foreach(m ${SMELT_TEST_MODELS})
   add_test(NAME models/${m}_reference
     COMMAND smelt_cli check --reference --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
@@ -218,6 +219,12 @@ foreach(m ${SMELT_TEST_MODELS})
     COMMAND smelt_cli check --compiled --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
   set_tests_properties(models/${m}_compiled PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
 endforeach()
+# Run-time dims: BERT exported with a symbolic length, compiled ONCE for 1..63
+# (its hidden size is 64) and checked at lengths 16, 1, 7 and 63 against torch
+add_test(NAME models/bert_tiny_dynseq_rt_dims
+  COMMAND smelt_cli check --compiled --dim seq=1..63 --expected-failures /dev/null --rtol 1e-3
+          --atol 1e-4 ${SMELT_MODEL_DIR}/bert_tiny_dynseq)
+set_tests_properties(models/bert_tiny_dynseq_rt_dims PROPERTIES FIXTURES_REQUIRED torch_models)
 # A torch.jit.script model whose export is a Loop (trip count a model input) with a
 # data-dependent If inside, checked against torch's outputs (issue #14)
 set(SMELT_CONTROL_MODEL_DIR ${CMAKE_BINARY_DIR}/tests/control_model)
@@ -285,6 +292,11 @@ foreach(t test_api_threads test_api_calls)
     SMELT_ATTENTION_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/attention.onnx"
     SMELT_TWO_INPUTS_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/two_inputs.onnx")
 endforeach()
+# Run-time dims: one compile of a model with a symbolic length serves every length.
+target_compile_definitions(test_rt_dims PRIVATE
+  SMELT_SEQ_BLOCK_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_block.onnx"
+  SMELT_SEQ_MEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_mean.onnx"
+  SMELT_SEQ_TWICE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_twice.onnx")
 # Mutation and allocation-failure tests start from the checked-in tiny CNN.
 target_compile_definitions(test_frontend_fuzz PRIVATE
   SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")

@@ -27,7 +27,9 @@ class Options(Structure):
 
 class CheckOptions(Structure):
     """smelt_check_options."""
-    _fields_ = [("mode", c_int), ("rtol", c_double), ("atol", c_double), ("compile", Options)]
+    _fields_ = [("mode", c_int), ("rtol", c_double), ("atol", c_double), ("compile", Options),
+                ("num_dims", c_int), ("dim_names", c_void_p), ("dim_min", c_void_p),
+                ("dim_max", c_void_p)]
 
 
 class TuneOptions(Structure):
@@ -57,6 +59,7 @@ _SIGNATURES = {
     "smelt_model_input_dim_name": (c_char_p, [_P, c_int, c_int]),
     "smelt_model_output_dim_name": (c_char_p, [_P, c_int, c_int]),
     "smelt_model_set_dim": (c_int, [_P, _P, c_char_p, c_int64]),
+    "smelt_model_set_dim_range": (c_int, [_P, _P, c_char_p, c_int64, c_int64]),
     "smelt_model_num_nodes": (c_int, [_P]),
     "smelt_model_node_info": (None, [_P, c_int, POINTER(c_char_p), POINTER(c_char_p),
                                      POINTER(c_int), POINTER(c_int)]),

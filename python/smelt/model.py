@@ -253,6 +253,11 @@ class Compiled:
         self.inputs, self.outputs = model.inputs, model.outputs
         with Context() as ctx:
             for name, size in dims:
+                if isinstance(size, (tuple, list, range)):  # a run-time dim: MIN..MAX
+                    lo, hi = (size.start, size.stop - 1) if isinstance(size, range) else size
+                    ctx.check(lib().smelt_model_set_dim_range(ctx.handle, self._handle.ptr,
+                                                              name.encode(), lo, hi))
+                    continue
                 ctx.check(lib().smelt_model_set_dim(ctx.handle, self._handle.ptr, name.encode(),
                                                     size))
             if dims:

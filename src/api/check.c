@@ -195,6 +195,19 @@ static smelt_check_result run_data_set(smelt_ctx *ctx, smelt_model *m, const cha
     return r;
 }
 
+/* The options' dims that m has (a folder tree may hold other models). */
+static smelt_status apply_dims(smelt_ctx *ctx, smelt_model *m, const smelt_check_options *o)
+{
+    for (int i = 0; i < o->num_dims; i++) {
+        if (!o->dim_names || !o->dim_min || !o->dim_max)
+            return smelt_errf(ctx, SMELT_ERR_ARG, "check options: %d dims without names or "
+                              "values", o->num_dims);
+        if (!smelt_graph_has_dim(m->graph, o->dim_names[i])) continue;
+        SMELT_TRY(smelt_model_set_dim_range(ctx, m, o->dim_names[i], o->dim_min[i], o->dim_max[i]));
+    }
+    return SMELT_OK;
+}
+
 smelt_check_result smelt_check_test_noting(const char *dir, const smelt_check_options *o,
                                            void (*on_compiled)(const smelt_model *), char *why,
                                            size_t cap)
@@ -205,6 +218,10 @@ smelt_check_result smelt_check_test_noting(const char *dir, const smelt_check_op
     smelt_model *m = smelt_model_load(ctx, path);
     if (m) m->options = o->compile;
     smelt_check_result r = SMELT_CHECK_PASS;
+    if (m && o->mode == SMELT_CHECK_COMPILED && apply_dims(ctx, m, o) != SMELT_OK) {
+        smelt_model_free(m);
+        m = NULL;
+    }
     if (!m) {
         snprintf(why, cap, "%s", smelt_ctx_message(ctx));
         r = smelt_ctx_status(ctx) == SMELT_ERR_UNSUPPORTED ? SMELT_CHECK_UNSUPPORTED : SMELT_CHECK_FAIL;

@@ -181,6 +181,11 @@ smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_opt
     return s;
 }
 
+smelt_rt_model *smelt_model_compiled_rt(const smelt_model *m)
+{
+    return m && m->compiled ? m->compiled->rt : NULL;
+}
+
 void smelt_model_release_compiled(smelt_model *m)
 {
     smelt_compiled *c = m->compiled;
@@ -236,8 +241,10 @@ bool smelt_model_totals(const smelt_model *m, smelt_compile_totals *t)
     return true;
 }
 
+/* Outputs of the run's dims (vals: the run-time dims' values, or NULL). */
 static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *info,
-                                  smelt_tensor *outputs, void **ptrs, size_t *sizes)
+                                  const int64_t *vals, smelt_tensor *outputs, void **ptrs,
+                                  size_t *sizes)
 {
     for (int i = 0; i < info->num_outputs; i++) {
         const smelt_rt_io_info *d = &info->outputs[i];
@@ -245,7 +252,8 @@ static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *in
         memset(t, 0, sizeof *t);
         t->dtype = (smelt_dtype)d->dtype;
         t->rank = d->rank;
-        for (int k = 0; k < d->rank; k++) t->dims[k] = d->dims[k];
+        for (int k = 0; k < d->rank; k++)
+            t->dims[k] = vals && d->rt[k] > 0 ? vals[d->rt[k] - 1] : d->dims[k];
         sizes[i] = smelt_tensor_nbytes(t);
         t->data = ptrs[i] = smelt_alloc(sizes[i] ? sizes[i] : 1);
         if (!t->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory for outputs");
@@ -265,7 +273,7 @@ static smelt_status run_compiled(smelt_ctx *ctx, smelt_model *m, smelt_compiled 
                           num_outputs);
     const gr_graph *g = m->graph;
     for (int i = 0; i < num_inputs; i++) /* the same checks as the reference path */
-        SMELT_TRY(exec_check_input(ctx, g, g->inputs.items[i], &inputs[i]));
+        SMELT_TRY(exec_check_input_rt(ctx, g, g->inputs.items[i], &inputs[i]));
     const void *in_ptrs[256];
     size_t in_sizes[256], out_sizes[256];
     void *out_ptrs[256];
@@ -273,8 +281,13 @@ static smelt_status run_compiled(smelt_ctx *ctx, smelt_model *m, smelt_compiled 
         in_ptrs[i] = inputs[i].data;
         in_sizes[i] = smelt_tensor_nbytes(&inputs[i]);
     }
-    smelt_status s = alloc_outputs(ctx, info, outputs, out_ptrs, out_sizes);
     char err[1024] = "";
+    int64_t vals[16];
+    if (info->num_rt_dims && smelt_rt_model_run_dims(c->rt, in_sizes, num_inputs, vals, err,
+                                                     sizeof err) != SMELT_RT_OK)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "%s", err);
+    smelt_status s = alloc_outputs(ctx, info, info->num_rt_dims ? vals : NULL, outputs, out_ptrs,
+                                   out_sizes);
     smelt_rt_status rs = s == SMELT_OK ? smelt_rt_model_run_err(c->rt, in_ptrs, in_sizes,
                                                                 num_inputs, out_ptrs, out_sizes,
                                                                 num_outputs, err, sizeof err)

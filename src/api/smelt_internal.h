@@ -48,6 +48,9 @@ bool smelt_graph_is_static(const gr_graph *g);
 smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g);
 /* Whether an input of g has the symbolic dim NAME (smelt_model_set_dim). */
 bool smelt_graph_has_dim(const gr_graph *g, const char *name);
+/* smelt_model_set_dim under m->mu. */
+smelt_status smelt_model_set_dim_locked(smelt_ctx *ctx, smelt_model *m, const char *name,
+                                        int64_t value);
 
 /* Run m (options.target: a target this process cannot load, with an
  * emulator) as a cross-built program under the emulator (api/cross.c). */
@@ -64,6 +67,9 @@ smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_t
                                    int num_inputs, smelt_tensor *outputs, int num_outputs);
 
 void smelt_compiled_free(smelt_compiled *c);
+/* The runtime model of m's compiled code, NULL when m is not compiled (tests:
+ * the runtime's own checks as a package's caller meets them). */
+struct smelt_rt_model *smelt_model_compiled_rt(const smelt_model *m);
 /* Drops the model's reference to its compiled code (model free). */
 void smelt_model_release_compiled(smelt_model *m);
 /* SMELT_ERR_ARG when o asks for graph options other than those the graph

@@ -302,7 +302,8 @@ bool smelt_graph_has_dim(const gr_graph *g, const char *name)
     return sym >= 0 && input_has_symbol(g, sym);
 }
 
-static smelt_status set_dim_locked(smelt_ctx *ctx, smelt_model *m, const char *name, int64_t value)
+smelt_status smelt_model_set_dim_locked(smelt_ctx *ctx, smelt_model *m, const char *name,
+                                        int64_t value)
 {
     gr_graph *g = m->graph;
     if (m->optimized || m->compiled)
@@ -326,7 +327,7 @@ smelt_status smelt_model_set_dim(smelt_ctx *ctx, smelt_model *m, const char *nam
         return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s' = %lld: a dim's value must be 1 to %lld",
                           name, (long long)value, (long long)SMELT_LIMIT_TENSOR_ELEMS);
     pthread_mutex_lock(&m->mu);
-    smelt_status s = set_dim_locked(ctx, m, name, value);
+    smelt_status s = smelt_model_set_dim_locked(ctx, m, name, value);
     pthread_mutex_unlock(&m->mu);
     return s;
 }

@@ -43,14 +43,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static smelt_status random_inputs(smelt_ctx *ctx, smelt_model *m, smelt_tensor *ins)
+static smelt_status random_inputs(smelt_ctx *ctx, smelt_model *m, const cli_dims *dims,
+                                  smelt_tensor *ins)
 {
     for (int i = 0; i < smelt_model_num_inputs(m); i++) {
         smelt_tensor *t = &ins[i];
         memset(t, 0, sizeof *t);
         smelt_model_input_info(m, i, NULL, &t->dtype, &t->rank, t->dims);
         for (int d = 0; d < t->rank; d++)
-            if (t->dims[d] < 0) t->dims[d] = 1;
+            t->dims[d] = cli_input_dim(m, dims, i, d, t->dims[d] < 0 ? 1 : t->dims[d]);
         size_t nb = smelt_tensor_nbytes(t);
         if (!(t->data = smelt_alloc(nb ? nb : 1))) return smelt_errf(ctx, SMELT_ERR_NOMEM, "OOM");
         io_fill_random(t, 1 + (uint64_t)i, 2);
@@ -77,7 +78,7 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
     double *times = smelt_calloc((size_t)o->repeat + 1, sizeof *times);
     int rc = 0;
     double t0 = now_ms();
-    if (!ins || !outs || !times || random_inputs(ctx, m, ins) != SMELT_OK ||
+    if (!ins || !outs || !times || random_inputs(ctx, m, &o->dims, ins) != SMELT_OK ||
         (!o->reference && smelt_model_compile(ctx, m, &o->compile) != SMELT_OK))
         rc = smelt_ctx_status(ctx) ? cli_fail(ctx) : 1;
     if (rc == 0 && !o->reference && !o->json) cli_records_note(m);

@@ -115,9 +115,12 @@ int cli_check(int argc, char **argv)
     memset(&t, 0, sizeof t);
     const char *dirs[256];
     int nd = 0;
+    cli_dims dims = {0};
+    int64_t dmin[CLI_MAX_DIMS], dmax[CLI_MAX_DIMS];
     for (int i = 0; i < argc; i++) {
         const char *v;
         int po = cli_pass_opt(argc, argv, &i, &o.compile);
+        if (po == 0) po = cli_dim_opt(argc, argv, &i, &dims);
         if (po < 0) return 2;
         if (po > 0) continue;
         if (strcmp(argv[i], "--reference") == 0) {
@@ -146,9 +149,17 @@ int cli_check(int argc, char **argv)
     }
     if (nd == 0) {
         fprintf(stderr, "usage: smelt check [--reference] [--target T] [--rtol R] [--atol A] "
-                        "[--expected-failures FILE] DIR...\n");
+                        "[--dim NAME=VALUE|MIN..MAX] [--expected-failures FILE] DIR...\n");
         return 2;
     }
+    for (int k = 0; k < dims.n; k++) { /* a run-time dim for one compile, or one value */
+        dmin[k] = dims.maxs[k] ? dims.mins[k] : dims.values[k];
+        dmax[k] = dims.maxs[k] ? dims.maxs[k] : dims.values[k];
+    }
+    o.num_dims = dims.n;
+    o.dim_names = dims.names;
+    o.dim_min = dmin;
+    o.dim_max = dmax;
     for (int i = 0; i < nd; i++) {
         if (!is_dir(dirs[i])) {
             fprintf(stderr, "smelt check: '%s' is not a folder\n", dirs[i]);

@@ -42,11 +42,15 @@ int cli_cores(void);
 int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o);
 
 /* --dim NAME=VALUE (repeatable): values for symbolic input dims, given to
- * the model (smelt_model_set_dim) before it compiles. */
+ * the model (smelt_model_set_dim) before it compiles.  --dim NAME=MIN..MAX
+ * makes it a run-time dim (smelt_model_set_dim_range: one compile for every
+ * length); NAME=VALUE@MIN..MAX also says the length bench and run give
+ * their random inputs (else MAX). */
 #define CLI_MAX_DIMS 16
 typedef struct cli_dims {
     const char *names[CLI_MAX_DIMS];
     int64_t values[CLI_MAX_DIMS];
+    int64_t mins[CLI_MAX_DIMS], maxs[CLI_MAX_DIMS]; /* a range, else 0 */
     char name_buf[CLI_MAX_DIMS][128];
     int n;
 } cli_dims;
@@ -54,5 +58,9 @@ typedef struct cli_dims {
 int cli_dim_opt(int argc, char **argv, int *i, cli_dims *d);
 /* Give m the dims; false after printing the error. */
 bool cli_apply_dims(smelt_ctx *ctx, struct smelt_model *m, const cli_dims *d);
+/* Dim d of input i for generated inputs: a run-time dim's value from d
+ * (VALUE@MIN..MAX, else its maximum), else dflt. */
+int64_t cli_input_dim(const struct smelt_model *m, const cli_dims *dims, int i, int d,
+                      int64_t dflt);
 
 #endif

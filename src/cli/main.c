@@ -74,7 +74,10 @@ static const char common_help[] =
     "in the schedule text form; applied before records, errors name line and step)\n"
     "run, compile, bench and tune take --dim NAME=VALUE (repeatable): the value of a\n"
     "symbolic input dim, so a model with dynamic shapes compiles (and -o writes its\n"
-    "package) for that size; without it, run and bench compile per input signature\n"
+    "package) for that size; without it, run and bench compile per input signature.\n"
+    "--dim NAME=MIN..MAX compiles once for every length in the range (loops take it\n"
+    "at run time, memory is planned for MAX); bench and run generate inputs of length\n"
+    "VALUE with --dim NAME=VALUE@MIN..MAX (else MAX)\n"
     "\n"
     "environment: SMELT_DEBUG=1..4 for more logging\n";
 
@@ -245,6 +248,44 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
     return true;
 }
 
+/* "VALUE", "MIN..MAX" or "VALUE@MIN..MAX" into d's entry k. */
+static bool parse_dim_value(const char *v, cli_dims *d, int k)
+{
+    const long lim = (long)SMELT_LIMIT_TENSOR_ELEMS;
+    const char *at = strchr(v, '@'), *dots = strstr(v, "..");
+    long value = 0, lo = 0, hi = 0;
+    char buf[64];
+    if (!dots) {
+        if (!cli_int("--dim", v, 1, lim, &value)) return false;
+        d->values[k] = value;
+        d->mins[k] = d->maxs[k] = 0;
+        return true;
+    }
+    const char *range = at ? at + 1 : v;
+    size_t n = (size_t)(dots - range);
+    if ((at && at > dots) || n == 0 || n >= sizeof buf) {
+        fprintf(stderr, "smelt: --dim '%s': expected VALUE, MIN..MAX or VALUE@MIN..MAX\n", v);
+        return false;
+    }
+    memcpy(buf, range, n);
+    buf[n] = '\0';
+    if (!cli_int("--dim", buf, 1, lim, &lo) || !cli_int("--dim", dots + 2, lo, lim, &hi)) return false;
+    if (at) {
+        n = (size_t)(at - v);
+        if (n == 0 || n >= sizeof buf) {
+            fprintf(stderr, "smelt: --dim '%s': expected VALUE@MIN..MAX\n", v);
+            return false;
+        }
+        memcpy(buf, v, n);
+        buf[n] = '\0';
+        if (!cli_int("--dim", buf, lo, hi, &value)) return false;
+    }
+    d->values[k] = at ? value : hi;
+    d->mins[k] = lo;
+    d->maxs[k] = hi;
+    return true;
+}
+
 int cli_dim_opt(int argc, char **argv, int *i, cli_dims *d)
 {
     const char *v;
@@ -253,30 +294,45 @@ int cli_dim_opt(int argc, char **argv, int *i, cli_dims *d)
     const char *eq = strchr(v, '=');
     size_t len = eq ? (size_t)(eq - v) : 0;
     if (!eq || len == 0 || len >= sizeof d->name_buf[0]) {
-        fprintf(stderr, "smelt: --dim '%s': expected NAME=VALUE (e.g. --dim batch=8)\n", v);
+        fprintf(stderr, "smelt: --dim '%s': expected NAME=VALUE or NAME=MIN..MAX (e.g. --dim "
+                "batch=8, --dim seq=1..512)\n", v);
         return -1;
     }
     if (d->n == CLI_MAX_DIMS) {
         fprintf(stderr, "smelt: more than %d --dim options\n", CLI_MAX_DIMS);
         return -1;
     }
-    long value;
-    if (!cli_int("--dim", eq + 1, 1, (long)SMELT_LIMIT_TENSOR_ELEMS, &value)) return -1;
+    if (!parse_dim_value(eq + 1, d, d->n)) return -1;
     memcpy(d->name_buf[d->n], v, len);
     d->name_buf[d->n][len] = '\0';
     d->names[d->n] = d->name_buf[d->n];
-    d->values[d->n++] = value;
+    d->n++;
     return 1;
 }
 
 bool cli_apply_dims(smelt_ctx *ctx, smelt_model *m, const cli_dims *d)
 {
-    for (int k = 0; k < d->n; k++)
-        if (smelt_model_set_dim(ctx, m, d->names[k], d->values[k]) != SMELT_OK) {
+    for (int k = 0; k < d->n; k++) {
+        smelt_status s = d->maxs[k] ? smelt_model_set_dim_range(ctx, m, d->names[k], d->mins[k],
+                                                                 d->maxs[k])
+                                    : smelt_model_set_dim(ctx, m, d->names[k], d->values[k]);
+        if (s != SMELT_OK) {
             cli_fail(ctx);
             return false;
         }
+    }
     return true;
+}
+
+int64_t cli_input_dim(const smelt_model *m, const cli_dims *dims, int i, int d, int64_t dflt)
+{
+    const gr_graph *g = m->graph;
+    if (i < 0 || i >= g->inputs.len) return dflt;
+    int k = gr_value_rt_dim(g, g->inputs.items[i], d);
+    if (k < 0) return dflt;
+    for (int j = 0; j < dims->n; j++)
+        if (!strcmp(dims->names[j], g->rt_dims[k].name)) return dims->values[j];
+    return g->rt_dims[k].max;
 }
 
 int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o)

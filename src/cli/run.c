@@ -184,7 +184,7 @@ static smelt_status make_input(smelt_ctx *ctx, smelt_model *m, const run_opts *o
                           name);
     t->dtype = dt;
     t->rank = rank;
-    for (int d = 0; d < rank; d++) t->dims[d] = dims[d] < 0 ? 1 : dims[d];
+    for (int d = 0; d < rank; d++) t->dims[d] = cli_input_dim(m, &o->dims, i, d, dims[d] < 0 ? 1 : dims[d]);
     size_t nb = smelt_tensor_nbytes(t);
     if (!(t->data = smelt_alloc(nb ? nb : 1)))
         return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");

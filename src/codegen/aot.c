@@ -68,17 +68,23 @@ static smelt_status make_dir(smelt_ctx *ctx, const char *dir)
 
 /* ---- model.h ---- */
 
-static void describe_io(smelt_strbuf *h, const char *what, int i, const ir_io_desc *d)
+static void describe_io(smelt_strbuf *h, const ir_program *p, const char *what, int i,
+                        const ir_io_desc *d)
 {
     int64_t bytes = (int64_t)smelt_dtype_size(d->dtype);
     smelt_strbuf_printf(h, " *   %s %d: ", what, i);
     cg_append_comment_text(h, d->name, 100);
     smelt_strbuf_printf(h, "  %s[", smelt_dtype_name(d->dtype));
     for (int k = 0; k < d->rank; k++) {
-        smelt_strbuf_printf(h, "%s%lld", k ? "," : "", (long long)d->dims[k]);
+        smelt_strbuf_append(h, k ? "," : "");
+        if (d->rt[k] > 0) { /* a run-time dim: its name (escaped) up to its maximum */
+            cg_append_comment_text(h, p->rt[d->rt[k] - 1].name, 40);
+            smelt_strbuf_append(h, "<=");
+        }
+        smelt_strbuf_printf(h, "%lld", (long long)d->dims[k]);
         bytes *= d->dims[k];
     }
-    smelt_strbuf_printf(h, "]  (%lld bytes)\n", (long long)bytes);
+    smelt_strbuf_printf(h, "]  (%lld bytes%s)\n", (long long)bytes, d->rank && p->n_rt ? " at most" : "");
 }
 
 static void emit_model_h(const ir_program *p, const cg_target *t, int heap_free,
@@ -90,8 +96,15 @@ static void emit_model_h(const ir_program *p, const cg_target *t, int heap_free,
         " * Inputs and outputs (names are the model's own; use them with\n"
         " * model_set_input / model_get_output, or use indices through smelt_rt.h):\n",
         t->name);
-    for (int i = 0; i < p->n_inputs; i++) describe_io(h, "input", i, &p->inputs[i]);
-    for (int i = 0; i < p->n_outputs; i++) describe_io(h, "output", i, &p->outputs[i]);
+    for (int i = 0; i < p->n_inputs; i++) describe_io(h, p, "input", i, &p->inputs[i]);
+    for (int i = 0; i < p->n_outputs; i++) describe_io(h, p, "output", i, &p->outputs[i]);
+    if (p->n_rt)
+        smelt_strbuf_append(h,
+            " *\n"
+            " * Run-time dims (NAME<=MAX above): model_set_input takes inputs of any\n"
+            " * length in the range the package was compiled for, the outputs follow\n"
+            " * (their sizes from model_get_output); the BYTES macros below are the\n"
+            " * maxima.  model_run_static runs at the maxima.\n");
     smelt_strbuf_append(h,
         " *\n"
         " * Typical use:\n"
@@ -185,6 +198,8 @@ static const char *const model_api_text =
     "    smelt_rt_run_error rterr = {0, -1, 0, 0};\n"
     "    static const unsigned char none[64];\n"
     "    if (!weights) weights = smelt_module_info.embedded_weights ? smelt_module_info.embedded_weights : none;\n"
+    "    for (int k = 0; k < smelt_module_info.num_rt_dims; k++) /* run-time dims at their maxima */\n"
+    "        memcpy(arena + smelt_module_info.rt_dims_offset + 8 * k, &smelt_module_info.rt_dims[k].max, 8);\n"
     "    return smelt_module_info.run(NULL, weights, arena, inputs, outputs, &rterr);\n}\n";
 
 /* ---- main.c ---- */

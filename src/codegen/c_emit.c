@@ -1462,7 +1462,25 @@ static void emit_io_list(cg_emitter *e, const char *name, const ir_io_desc *list
         smelt_strbuf_printf(out, ", %d, %d, {", (int)d->dtype, d->rank);
         for (int k = 0; k < d->rank; k++)
             smelt_strbuf_printf(out, "%s%lld", k ? ", " : "", (long long)d->dims[k]);
-        smelt_strbuf_append(out, d->rank ? "}},\n" : "0}},\n");
+        smelt_strbuf_append(out, d->rank ? "}" : "0}");
+        bool rt = false; /* run-time dims (static modules: none) */
+        for (int k = 0; k < d->rank; k++) rt = rt || d->rt[k] > 0;
+        for (int k = 0; rt && k < d->rank; k++)
+            smelt_strbuf_printf(out, "%s%d", k ? ", " : ", {", d->rt[k]);
+        smelt_strbuf_append(out, rt ? "}},\n" : "},\n");
+    }
+    smelt_strbuf_append(out, "};\n\n");
+}
+
+static void emit_rt_dims(const ir_program *p, smelt_strbuf *out)
+{
+    if (p->n_rt == 0) return;
+    smelt_strbuf_printf(out, "static const smelt_rt_dim_info smelt_rt_dims_[%d] = {\n", p->n_rt);
+    for (int k = 0; k < p->n_rt; k++) {
+        smelt_strbuf_append(out, "    {");
+        cg_append_string_literal(out, p->rt[k].name);
+        smelt_strbuf_printf(out, ", INT64_C(%lld), INT64_C(%lld)},\n", (long long)p->rt[k].min,
+                            (long long)p->rt[k].max);
     }
     smelt_strbuf_append(out, "};\n\n");
 }
@@ -1524,6 +1542,7 @@ void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
     emit_io_list(e, "smelt_outputs_", p->outputs, p->n_outputs, out);
     if (embed) emit_weights_array(e, out);
     emit_error_sites(e, out);
+    emit_rt_dims(p, out);
     smelt_strbuf_append(out, "const smelt_rt_module_info smelt_module_info = {\n");
     smelt_strbuf_append(out, "    SMELT_RT_ABI_VERSION,\n");
     smelt_strbuf_printf(out, "    %d, %d, /* inputs, outputs */\n", p->n_inputs, p->n_outputs);
@@ -1536,6 +1555,9 @@ void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "    smelt_run_,\n");
     smelt_strbuf_printf(out, "    %d, %s, /* error sites */\n", e->sites.len,
                         e->sites.len ? "smelt_error_sites_" : "NULL");
+    if (p->n_rt)
+        smelt_strbuf_printf(out, "    %d, smelt_rt_dims_, INT64_C(%lld), /* run-time dims */\n",
+                            p->n_rt, (long long)p->rt_dims_offset);
     smelt_strbuf_append(out, "};\n");
 }
 

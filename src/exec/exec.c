@@ -168,7 +168,16 @@ smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tenso
 
 /* What is wrong with t as a value for v, as text (NULL: nothing).  The
  * tensor comes from the caller: its rank is checked before its dims are read. */
-static const char *input_problem(const gr_value *v, const smelt_tensor *t, char *buf, size_t cap)
+static bool dim_fits(const gr_graph *g, const gr_value *v, int d, int64_t x, bool rt)
+{
+    int k = rt ? gr_value_rt_dim(g, v, d) : -1;
+    if (k < 0) return v->dims[d] < 0 || x == v->dims[d];
+    const gr_rt_dim *r = &gr_graph_root(g)->rt_dims[k];
+    return x >= r->min && x <= r->max;
+}
+
+static const char *input_problem(const gr_graph *g, const gr_value *v, const smelt_tensor *t,
+                                 bool rt, char *buf, size_t cap)
 {
     /* a body's input that inference never reached takes what it is given */
     if (v->dtype == SMELT_DT_UNDEFINED && v->rank < 0) return NULL;
@@ -182,7 +191,7 @@ static const char *input_problem(const gr_value *v, const smelt_tensor *t, char 
     }
     int64_t numel = 1;
     for (int i = 0; i < t->rank; i++) {
-        if (t->dims[i] < 0 || (v->rank >= 0 && v->dims[i] >= 0 && t->dims[i] != v->dims[i])) {
+        if (t->dims[i] < 0 || (v->rank >= 0 && !dim_fits(g, v, i, t->dims[i], rt))) {
             snprintf(buf, cap, "dim %d is %lld", i, (long long)t->dims[i]);
             return buf;
         }
@@ -196,11 +205,11 @@ static const char *input_problem(const gr_value *v, const smelt_tensor *t, char 
     return NULL;
 }
 
-smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
-                              const smelt_tensor *t)
+static smelt_status check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
+                                const smelt_tensor *t, bool rt)
 {
     char buf[128];
-    const char *problem = input_problem(v, t, buf, sizeof buf);
+    const char *problem = input_problem(g, v, t, rt, buf, sizeof buf);
     if (!problem) return SMELT_OK;
     smelt_strbuf want;
     smelt_strbuf_init(&want);
@@ -209,6 +218,18 @@ smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value 
                                 problem, smelt_strbuf_cstr(&want));
     smelt_strbuf_fini(&want);
     return s;
+}
+
+smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
+                              const smelt_tensor *t)
+{
+    return check_input(ctx, g, v, t, false);
+}
+
+smelt_status exec_check_input_rt(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
+                                 const smelt_tensor *t)
+{
+    return check_input(ctx, g, v, t, true);
 }
 
 /* Runtime values by id; `owned` marks intermediates to free after last use. */

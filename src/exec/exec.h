@@ -65,5 +65,9 @@ smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mo
 /* Check a runtime tensor against a graph input's declared dtype and static dims. */
 smelt_status exec_check_input(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
                               const smelt_tensor *t);
+/* The same, a run-time dim (gr_rt_dim) taking any value of its range:
+ * compiled code's inputs (the reference executor runs at the maxima). */
+smelt_status exec_check_input_rt(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
+                                 const smelt_tensor *t);
 
 #endif

@@ -192,6 +192,15 @@ int64_t gr_value_numel(const gr_value *v)
     return n;
 }
 
+int gr_value_rt_dim(const gr_graph *g, const gr_value *v, int d)
+{
+    const gr_graph *r = gr_graph_root(g);
+    if ((v->constant && !v->rt_varies) || d < 0 || d >= v->rank) return -1;
+    for (int k = 0; k < r->n_rt_dims; k++)
+        if (v->dims[d] == r->rt_dims[k].max) return k;
+    return -1;
+}
+
 /* Min-heap of node indices: Kahn's algorithm takes the ready node that came
  * first in the model, so an already sorted model keeps its order. */
 typedef struct topo_heap {

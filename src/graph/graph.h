@@ -34,6 +34,10 @@ typedef struct gr_value {
     /* subgraph inputs past the formal ones: 1 + the index of the owning
      * node's input that carries the outer value read here by name; 0 else */
     int capture;
+    /* a constant computed from a run-time dim (api/rt_dims.c): its dims
+     * equal to the dim's maximum are that dim, and folding it further
+     * (passes/fold_constants.c) is left to run time */
+    bool rt_varies;
 } gr_value;
 
 /* Raw ONNX attribute, kept for printing and read by each op's import. */
@@ -77,6 +81,17 @@ struct gr_node {
     int group;      /* fused group (pass_fuse_ops): one generated function; -1 = alone */
 };
 
+/* A dim compiled code takes at run time (smelt_model_set_dim_range, CLI
+ * --dim NAME=MIN..MAX): the graph is inferred, planned and laid out with it
+ * at MAX (so a value's rows past the run's length are padding), and every
+ * non-constant value's dim equal to MAX is that dim (checked when the range
+ * is set: docs/ARCHITECTURE.md, "Run-time dims"). */
+#define GR_MAX_RT_DIMS 4
+typedef struct gr_rt_dim {
+    const char *name; /* the symbolic input dim's name (arena string) */
+    int64_t min, max;
+} gr_rt_dim;
+
 struct gr_graph {
     smelt_arena arena;
     smelt_ptrvec nodes; /* gr_node*, topological order once sorted */
@@ -96,6 +111,9 @@ struct gr_graph {
      * (an op error naming node and op; arena string), NULL when none did:
      * the cause to report when shapes stay dynamic */
     const char *infer_stop;
+    /* run-time dims (root graph only), distinct maxima */
+    int n_rt_dims;
+    gr_rt_dim rt_dims[GR_MAX_RT_DIMS];
     /* Subgraphs (graph attributes of If/Loop/Scan): their own values, nodes
      * and names, so nothing collides with the enclosing graph.  inputs are
      * the ONNX graph's formal inputs (n_formal of them), then the captures:
@@ -137,6 +155,10 @@ smelt_status gr_node_set_input(smelt_ctx *ctx, gr_graph *g, gr_node *n, int i, g
 /* A tensor describing v: dtype, rank, dims, and data if constant, else NULL. */
 smelt_tensor gr_value_info(const gr_value *v);
 int64_t gr_value_numel(const gr_value *v); /* -1 if any dim is symbolic or rank unknown */
+/* The run-time dim (index into g's root rt_dims) that dim d of v is, or -1:
+ * a dim equal to a run-time dim's maximum, of a non-constant value or of a
+ * constant computed from the dim (rt_varies). */
+int gr_value_rt_dim(const gr_graph *g, const gr_value *v, int d);
 
 /* Topologically sort g->nodes; error names a node on a cycle. */
 smelt_status gr_graph_toposort(smelt_ctx *ctx, gr_graph *g);

@@ -42,6 +42,25 @@ static void log_step(const char *func, const char *step, const ir_stmt *before,
     smelt_strbuf_fini(&sb);
 }
 
+/* The run-time dims the nests use, read from the dims parameter once at the
+ * function's top (clamped to [1, max]: what the runtime checked, and what
+ * bounds analysis may assume). */
+static ir_stmt *bind_rt_dims(const te_graph *te, ir_builder *b, ir_stmt *s)
+{
+    if (s && s->kind == IR_STMT_ALLOCATE) { /* inside the root temporaries (codegen's workspace) */
+        ir_stmt *body = bind_rt_dims(te, b, s->alloc.body);
+        return body == s->alloc.body ? s : ir_allocate(b, s->alloc.buf, body);
+    }
+    for (int k = te->n_rt - 1; s && te->rt_dims && k >= 0; k--) {
+        if (!ir_stmt_uses_var(s, te->rt_var[k])) continue;
+        ir_expr *idx = ir_int(b, k);
+        ir_expr *v = ir_load(b, te->rt_dims->buf, 1, &idx);
+        v = ir_binary(b, IR_MAX, ir_binary(b, IR_MIN, v, ir_int(b, te->rt_max[k])), ir_int(b, 1));
+        s = ir_let(b, te->rt_var[k], v, s);
+    }
+    return s;
+}
+
 smelt_status lower_func(smelt_ctx *ctx, const sch_state *st, ir_builder *b, const char *name,
                         ir_func **out)
 {
@@ -51,6 +70,7 @@ smelt_status lower_func(smelt_ctx *ctx, const sch_state *st, ir_builder *b, cons
     /* Loop nests in schedule order; indices are multi-dimensional, guards
      * protect every split that overshoots its extent. */
     SMELT_TRY(lower_build_nests(ctx, st, b, &s));
+    s = bind_rt_dims(st->te, b, s);
     log_step(name, "build nests", NULL, s);
 
     /* Constants folded, index arithmetic canonical, provable guards gone. */

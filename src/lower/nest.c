@@ -45,9 +45,16 @@ typedef struct nest_ctx {
     int64_t thread_ext[NEST_MAX_THREAD_LOOPS];
 } nest_ctx;
 
-/* Values of one stage's iters while building its nest. */
+/* Values of one stage's iters while building its nest.  dext: the extent
+ * at run time of an iter over a run-time dim (te_set_rt_dims), NULL when
+ * static; extent stays the static bound.  A data loop over a split
+ * run-time dim runs whole tiles (rounded up to the split factor, within the
+ * bound: buffers are laid out at the bound, and rows past the run's length
+ * are padding no result reads), so its body keeps no run-time guard; a
+ * reduction or a check stage stops exactly at the run's length. */
 typedef struct iter_vals {
     int64_t extent[SCH_MAX_ITERS];
+    ir_expr *dext[SCH_MAX_ITERS];
     ir_var *var[SCH_MAX_ITERS];     /* leaves */
     ir_expr *value[SCH_MAX_ITERS];  /* every iter, from the leaves */
 } iter_vals;
@@ -56,25 +63,41 @@ static smelt_status oom(nest_ctx *nc) { return smelt_errf(nc->ctx, SMELT_ERR_NOM
 
 /* ---- iteration values ---- */
 
-/* Extents top-down from the root extents (which a region may shrink). */
-static void compute_extents(const sch_stage *sg, const int64_t *root_ext, iter_vals *iv)
+static ir_expr *ext_expr(ir_builder *b, const iter_vals *iv, int i)
+{
+    return iv->dext[i] ? iv->dext[i] : ir_int(b, iv->extent[i]);
+}
+
+/* Extents top-down from the root extents (which a region may shrink; a
+ * region over the whole of a run-time dim keeps it run-time). */
+static void compute_extents(ir_builder *b, const sch_stage *sg, const int64_t *root_ext,
+                            iter_vals *iv)
 {
     for (int i = 0; i < sg->n_iters; i++) {
         const sch_iter *it = &sg->iters[i];
+        iv->dext[i] = NULL;
         switch (it->rel) {
         case SCH_REL_ROOT: {
             int d = i < sg->n_axes ? i : -1;
             iv->extent[i] = d >= 0 && root_ext ? root_ext[d] : it->extent;
+            if (it->dyn && iv->extent[i] == it->extent) iv->dext[i] = it->dyn;
             break;
         }
         case SCH_REL_SPLIT_OUTER:
             iv->extent[i] = (iv->extent[it->parent] + it->factor - 1) / it->factor;
+            if (iv->dext[it->parent])
+                iv->dext[i] = ir_binary(b, IR_FLOORDIV,
+                                        ir_add(b, iv->dext[it->parent], ir_int(b, it->factor - 1)),
+                                        ir_int(b, it->factor));
             break;
         case SCH_REL_SPLIT_INNER:
             iv->extent[i] = it->factor < iv->extent[it->parent] ? it->factor : iv->extent[it->parent];
+            if (it->factor >= iv->extent[it->parent]) iv->dext[i] = iv->dext[it->parent];
             break;
         case SCH_REL_FUSED:
             iv->extent[i] = iv->extent[it->fuse_outer] * iv->extent[it->fuse_inner];
+            if (iv->dext[it->fuse_outer] || iv->dext[it->fuse_inner])
+                iv->dext[i] = ir_mul(b, ext_expr(b, iv, it->fuse_outer), ext_expr(b, iv, it->fuse_inner));
             break;
         }
     }
@@ -95,11 +118,27 @@ static ir_expr *iter_value(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int
     } else if (it->fused_into >= 0) {
         int f = it->fused_into;
         ir_expr *fv = iter_value(nc, sg, iv, f);
-        ir_expr *inner_ext = ir_int(b, iv->extent[sg->iters[f].fuse_inner]);
+        ir_expr *inner_ext = ext_expr(b, iv, sg->iters[f].fuse_inner);
         v = ir_binary(b, sg->iters[f].fuse_outer == i ? IR_FLOORDIV : IR_FLOORMOD, fv, inner_ext);
     }
     iv->value[i] = v;
     return v;
+}
+
+/* The bound a split iter i's value must stay below, or NULL when its
+ * split cannot overshoot: the static extent, or for a run-time one in a
+ * reduction or a check stage (exact) the run's extent. */
+static ir_expr *split_bound(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int i)
+{
+    const sch_iter *it = &sg->iters[i];
+    /* a fused iter whose inner part is run-time divides by it: past the
+     * run's extent its outer part would leave the buffer */
+    bool exact = it->reduce || sg->check ||
+                 (it->rel == SCH_REL_FUSED && iv->dext[it->fuse_inner] != NULL);
+    if (exact && iv->dext[i] && iv->dext[it->split_inner] != iv->dext[i]) return iv->dext[i];
+    int64_t f = sg->iters[it->split_outer].factor;
+    if (iv->extent[it->split_outer] * f == iv->extent[i]) return NULL;
+    return ir_int(nc->b, iv->extent[i]);
 }
 
 /* Guards for splits that overshoot: parent < its extent. */
@@ -110,12 +149,21 @@ static ir_expr *split_guards(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, b
     for (int i = 0; i < sg->n_iters; i++) {
         const sch_iter *it = &sg->iters[i];
         if (it->split_outer < 0 || it->reduce != reduce) continue;
-        int64_t f = sg->iters[it->split_outer].factor;
-        if (iv->extent[it->split_outer] * f == iv->extent[i]) continue;
-        ir_expr *c = ir_binary(b, IR_LT, iter_value(nc, sg, iv, i), ir_int(b, iv->extent[i]));
+        ir_expr *bound = split_bound(nc, sg, iv, i);
+        if (!bound) continue;
+        ir_expr *c = ir_binary(b, IR_LT, iter_value(nc, sg, iv, i), bound);
         cond = cond ? ir_binary(b, IR_AND, cond, c) : c;
     }
     return cond;
+}
+
+/* A loop over leaf it: a run-time extent is never vectorised or unrolled. */
+static ir_stmt *leaf_loop(ir_builder *b, const sch_stage *sg, iter_vals *iv, int it,
+                          ir_for_kind kind, ir_var *var, ir_stmt *body)
+{
+    if (iv->dext[it] && (kind == IR_FOR_VECTORIZED || kind == IR_FOR_UNROLLED)) kind = IR_FOR_SERIAL;
+    (void)sg;
+    return ir_for(b, var, ir_int(b, 0), ext_expr(b, iv, it), kind, body);
 }
 
 /* ---- bodies ---- */
@@ -677,7 +725,7 @@ static ir_stmt *init_nest(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int 
         int it = sg->leaves[k];
         if (sg->iters[it].reduce) continue;
         ir_for_kind kind = sg->iters[it].annot == IR_FOR_PARALLEL ? IR_FOR_SERIAL : sg->iters[it].annot;
-        s = ir_for(b, local.var[it], ir_int(b, 0), ir_int(b, local.extent[it]), kind, s);
+        s = leaf_loop(b, sg, &local, it, kind, local.var[it], s);
     }
     return s;
 }
@@ -766,9 +814,8 @@ static int guard_list(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, const re
     for (int i = 0; i < sg->n_iters; i++) {
         const sch_iter *it = &sg->iters[i];
         if (it->split_outer < 0) continue;
-        int64_t f = sg->iters[it->split_outer].factor;
-        if (iv->extent[it->split_outer] * f == iv->extent[i]) continue;
-        out[n++] = ir_binary(b, IR_LT, iter_value(nc, sg, iv, i), ir_int(b, iv->extent[i]));
+        ir_expr *bound = split_bound(nc, sg, iv, i);
+        if (bound) out[n++] = ir_binary(b, IR_LT, iter_value(nc, sg, iv, i), bound);
     }
     for (int d = 0; own && d < sg->n_axes; d++) {
         ir_expr *c = overhang_guard(nc, sg, iv, own, d);
@@ -784,6 +831,10 @@ static smelt_status tensorized_body(nest_ctx *nc, const sch_stage *sg, iter_vals
     lt_request rq = {.kernel = sg->tensor_kernel, .stage = sg->buf->name};
     for (int k = tpos; k < sg->n_leaves; k++) {
         int it = sg->leaves[k];
+        if (iv->dext[it])
+            return smelt_errf(nc->ctx, SMELT_ERR_UNSUPPORTED, "tensorize '%s': loop '%s' has a "
+                              "run-time extent (micro-kernels take theirs at compile time)",
+                              rq.stage, sg->iters[it].name);
         if (rq.n_inner == LT_MAX_INNER)
             return smelt_errf(nc->ctx, SMELT_ERR_ARG, "tensorize '%s': too many loops", rq.stage);
         rq.var[rq.n_inner] = iv->var[it];
@@ -1010,7 +1061,7 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
     iter_vals *iv = smelt_arena_alloc(b->arena, sizeof *iv);
     attached_set *att = smelt_arena_alloc(b->arena, sizeof *att * (size_t)(sg->n_leaves + 1));
     if (!iv || !att) return oom(nc);
-    compute_extents(sg, own ? own->extent : NULL, iv);
+    compute_extents(b, sg, own ? own->extent : NULL, iv);
     for (int k = 0; k < sg->n_leaves; k++) {
         int it = sg->leaves[k];
         char name[256];
@@ -1050,7 +1101,7 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
         } else {
             s = wrap_attached(nc, &att[k], s);
             s = wrap_tiles(nc, tiles, n_tiles, k, s);
-            s = ir_for(b, iv->var[it], ir_int(b, 0), ir_int(b, iv->extent[it]), sg->iters[it].annot, s);
+            s = leaf_loop(b, sg, iv, it, sg->iters[it].annot, iv->var[it], s);
         }
         if (k == rpos) s = ir_seq2(b, init_nest(nc, sg, iv, k, si), s);
     }

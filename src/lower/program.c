@@ -14,6 +14,7 @@
 #include "lower/program.h"
 #include "ops/op.h"
 #include "lower/program_internal.h"
+#include "lower/rt_check.h"
 
 #define SLOT_ALIGN 64
 
@@ -192,6 +193,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         te_graph_free(te);
         return prog_oom(pb);
     }
+    SMELT_TRY(te_set_rt_dims(te, pb->n_rt, pb->rt_max));
     if (pb->opts->on_unit) pb->opts->on_unit(pb->opts->on_unit_user, pb->unit, te);
     sch_schedule sched;
     sch_schedule_init(&sched);
@@ -221,9 +223,9 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
     if (s != SMELT_OK) return s;
     if (!(f->comment = smelt_arena_strdup(&pb->lp->arena, comment))) return prog_oom(pb);
     /* parameters: the placeholders in stage order (the graph's values, and
-     * constants the schedule's rewrite computed, e.g. Winograd's weights),
-     * then the outputs */
-    int n_consts = st->te->consts.len;
+     * constants the schedule's rewrite computed, e.g. Winograd's weights,
+     * and the run-time dims), then the outputs */
+    int n_consts = st->te->consts.len + (st->te->rt_dims != NULL);
     ir_call_site *cs = smelt_arena_alloc(&pb->lp->arena, sizeof *cs);
     ir_slot *args = smelt_arena_alloc(&pb->lp->arena, sizeof *args * (size_t)(f->n_params + 1));
     ir_slot *vargs = smelt_arena_alloc(&pb->lp->arena, sizeof *vargs * (size_t)(n_in + n_out + 1));
@@ -234,6 +236,10 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
                    : prog_oom(pb);
     for (int p = 0, i = 0; p < n_in + n_consts; p++) {
         const te_const *c = te_const_of(st->te, f->params[p]);
+        if (st->te->rt_dims && f->params[p] == st->te->rt_dims->buf) {
+            args[p] = pb->rt_slot;
+            continue;
+        }
         if (c) {
             SMELT_TRY(const_slot(pb, c, &args[p]));
             continue;
@@ -361,7 +367,10 @@ static smelt_status describe_io(prog_builder *pb)
             d[i].name = v->name;
             d[i].dtype = v->dtype;
             d[i].rank = v->rank;
-            for (int r = 0; r < v->rank; r++) d[i].dims[r] = v->dims[r];
+            for (int r = 0; r < v->rank; r++) {
+                d[i].dims[r] = v->dims[r];
+                d[i].rt[r] = (signed char)(gr_value_rt_dim(pb->g, v, r) + 1);
+            }
         }
     }
     return SMELT_OK;
@@ -520,12 +529,40 @@ static smelt_status lower_units(prog_builder *pb)
     return SMELT_OK;
 }
 
+/* The run-time dims' block: written by the runtime before the first call,
+ * read by any call (alive over the whole program). */
+static smelt_status rt_begin(prog_builder *pb)
+{
+    const gr_graph *root = gr_graph_root(pb->g);
+    ir_program *p = &pb->lp->prog;
+    pb->n_rt = root->n_rt_dims;
+    if (pb->n_rt == 0) return SMELT_OK;
+    if (pb->opts->hw->gpu_threads > 0)
+        return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED, "run-time dims ('%s') are not "
+                          "supported on GPU targets yet; give the dim one value (--dim %s=N)",
+                          root->rt_dims[0].name, root->rt_dims[0].name);
+    SMELT_TRY(lower_check_rt_dims(pb->ctx, pb->g));
+    p->n_rt = pb->n_rt;
+    for (int k = 0; k < pb->n_rt; k++) {
+        pb->rt_max[k] = root->rt_dims[k].max;
+        p->rt[k] = (ir_rt_dim){root->rt_dims[k].name, root->rt_dims[k].min, root->rt_dims[k].max};
+    }
+    return prog_new_block(pb, 8 * pb->n_rt, &pb->rt_slot);
+}
+
+static void rt_end(prog_builder *pb)
+{
+    if (pb->n_rt) pb->blocks[pb->rt_slot.index].last = pb->calls.len;
+}
+
 static smelt_status build_program(prog_builder *pb)
 {
     bool single = pb->opts->single_unit;
+    SMELT_TRY(rt_begin(pb));
     if (!single) SMELT_TRY(describe_io(pb));
     SMELT_TRY(prog_find_escapes(pb));
     SMELT_TRY(lower_units(pb));
+    rt_end(pb);
     if (single) SMELT_TRY(describe_io(pb));
     if (single) SMELT_TRY(keep_unit_io(pb));
     SMELT_TRY(pack_weights(pb));
@@ -541,6 +578,7 @@ static smelt_status build_program(prog_builder *pb)
     p->arena_bytes = pb->arena_bytes;
     p->weight_bytes = pb->weight_bytes;
     p->weights = pb->lp->weights;
+    if (pb->n_rt) p->rt_dims_offset = pb->blocks[pb->rt_slot.index].offset;
     return SMELT_OK;
 }
 

@@ -29,6 +29,11 @@ typedef struct prog_builder {
      * the unit's (unit_in, unit_out, filled as the unit is lowered) */
     const smelt_ptrvec *inputs, *outputs;
     smelt_ptrvec unit_in, unit_out;
+    /* run-time dims (gr_graph.rt_dims of the root graph): their maxima, and
+     * the arena block the runtime writes their values to */
+    int n_rt;
+    int64_t rt_max[IR_MAX_RT_DIMS];
+    ir_slot rt_slot;
 } prog_builder;
 
 smelt_status prog_oom(prog_builder *pb);

@@ -18,6 +18,9 @@ static bool foldable(const gr_node *n)
         const gr_value *v = n->inputs[k];
         if (!v) continue;
         if (shape_only ? gr_value_numel(v) < 0 : !v->constant) return false;
+        /* a result at the run-time dim's maximum would be wrong at other
+         * lengths unless the op keeps prefixes: lowering checks it instead */
+        if (v->rt_varies) return false;
     }
     return true;
 }

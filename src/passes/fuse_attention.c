@@ -410,6 +410,18 @@ static smelt_status rewrite(fa_state *s, gr_node *sm, const fa_match *m)
     return SMELT_OK;
 }
 
+/* smelt.attention_f32 takes its lengths at compile time: attention over a
+ * run-time dim stays decomposed (MatMul, Softmax, MatMul), whose loops take it. */
+static bool has_rt_dim(const gr_graph *g, const gr_node *n)
+{
+    for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+        const gr_value *v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+        for (int d = 0; v && d < v->rank; d++)
+            if (gr_value_rt_dim(g, v, d) >= 0) return true;
+    }
+    return false;
+}
+
 smelt_status pass_fuse_attention(smelt_ctx *ctx, gr_graph *g)
 {
     if (g->hw.gpu_threads > 0) return SMELT_OK; /* its micro-kernel is the CPUs' only */
@@ -422,6 +434,7 @@ smelt_status pass_fuse_attention(smelt_ctx *ctx, gr_graph *g)
     for (int i = 0; st == SMELT_OK && i < n0; i++) {
         bool op23 = nodes[i]->op == OP_ATTENTION;
         if (!op23 && (nodes[i]->op != OP_SOFTMAX || nodes[i]->n_outputs != 1)) continue;
+        if (has_rt_dim(g, nodes[i])) continue;
         smelt_free(s.uses); /* counts change with every rewrite */
         s.uses = pu_use_counts(g);
         s.n_uses = g->values.len;

@@ -167,6 +167,7 @@ typedef enum sch_rel {
 typedef struct sch_iter {
     const char *name;
     int64_t extent;
+    ir_expr *dyn;           /* roots: the run-time extent (ir_axis.dyn), else NULL */
     bool reduce;
     sch_rel rel;
     int parent;             /* split children: the split iter */

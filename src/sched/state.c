@@ -57,6 +57,7 @@ static smelt_status init_iters(smelt_ctx *ctx, sch_state *st, sch_stage *sg)
     for (int i = 0; i < sg->n_axes; i++) {
         int k = add_iter(st, sg, sg->axes[i].var->name, sg->axes[i].extent, false, SCH_REL_ROOT);
         if (k < 0) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        sg->iters[k].dyn = sg->axes[i].dyn;
         sg->leaves[sg->n_leaves++] = k;
     }
     for (int i = 0; i < sg->n_reduce; i++) {
@@ -66,6 +67,7 @@ static smelt_status init_iters(smelt_ctx *ctx, sch_state *st, sch_stage *sg)
                               sg->buf->name, name);
         int k = add_iter(st, sg, name, sg->reduce_axes[i].extent, true, SCH_REL_ROOT);
         if (k < 0) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        sg->iters[k].dyn = sg->reduce_axes[i].dyn;
         sg->leaves[sg->n_leaves++] = k;
     }
     return SMELT_OK;
@@ -557,22 +559,26 @@ static bool stage_untouched(const sch_stage *sg)
 }
 
 /* rf's body: sg's reduction with axis r = r.o * f + r.i, r.i a data axis;
- * past r's extent the identity, so a tail adds nothing. */
+ * past r's extent (a run-time one: past the run's) the identity, so a tail
+ * adds nothing. */
 static ir_expr *rfactor_body(sch_state *st, const sch_stage *sg, int r, ir_var *outer,
                              ir_var *lane, int64_t f)
 {
     ir_builder *b = &st->b;
     const ir_expr *body = sg->body;
     int64_t ext = sg->reduce_axes[r].extent;
+    ir_expr *dyn = sg->reduce_axes[r].dyn;
     ir_expr *pos = ir_add(b, ir_mul(b, ir_var_ref(b, outer), ir_int(b, f)), ir_var_ref(b, lane));
     ir_subst map = {sg->reduce_axes[r].var, pos};
     ir_expr *src = ir_expr_substitute(b, body->reduce.src, &map, 1);
-    if (ext % f != 0)
-        src = ir_select(b, ir_binary(b, IR_LT, pos, ir_int(b, ext)), src,
+    if (ext % f != 0 || dyn)
+        src = ir_select(b, ir_binary(b, IR_LT, pos, dyn ? dyn : ir_int(b, ext)), src,
                         te_reduce_identity_in(b, body->reduce.op, src ? src->dtype : sg->buf->dtype));
     ir_axis axes[SMELT_MAX_RANK];
     for (int i = 0; i < sg->n_reduce; i++) axes[i] = sg->reduce_axes[i];
-    axes[r] = (ir_axis){outer, (ext + f - 1) / f};
+    ir_expr *odyn = dyn ? ir_binary(b, IR_FLOORDIV, ir_add(b, dyn, ir_int(b, f - 1)), ir_int(b, f))
+                        : NULL;
+    axes[r] = (ir_axis){outer, (ext + f - 1) / f, odyn};
     return ir_reduce(b, body->reduce.op, src, sg->n_reduce, axes);
 }
 
@@ -620,7 +626,7 @@ static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step 
     if (!rf->buf || !sch_index_add_name(st, st->n_stages - 1))
         return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     sch_index_readers_stale(st);
-    rf->axes[rf->n_axes++] = (ir_axis){lane, f};
+    rf->axes[rf->n_axes++] = (ir_axis){lane, f, NULL};
     if (!outer || !lane || !rf->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     stage_set_body(st, rf, rfactor_body(st, sg, r, outer, lane, f));
     /* sg: reduce rf's lanes, over a fresh axis named like them */
@@ -628,7 +634,7 @@ static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step 
     ir_expr *idx[SMELT_MAX_RANK];
     for (int i = 0; i < sg->n_axes; i++) idx[i] = ir_var_ref(b, sg->axes[i].var);
     idx[sg->n_axes] = k ? ir_var_ref(b, k) : NULL;
-    ir_axis kaxis = {k, f};
+    ir_axis kaxis = {k, f, NULL};
     stage_set_body(st, sg, ir_reduce(b, sg->body->reduce.op, ir_load(b, rf->buf, sg->n_axes + 1, idx), 1,
                                  &kaxis));
     if (!rf->body || !sg->body) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");

@@ -148,7 +148,7 @@ te_tensor *te_extern_stage(te_graph *g, const char *name, smelt_dtype dt, int ra
 
 ir_axis te_reduce_axis(te_graph *g, const char *name, int64_t extent)
 {
-    ir_axis a = {ir_var_new(&g->b, name, SMELT_DT_INT64), extent};
+    ir_axis a = {ir_var_new(&g->b, name, SMELT_DT_INT64), extent, NULL};
     return a;
 }
 
@@ -267,4 +267,71 @@ const te_const *te_const_of(const te_graph *g, const ir_buffer *buf)
         if (c->t->buf == buf) return c;
     }
     return NULL;
+}
+
+/* ---- run-time dims ---- */
+
+static ir_expr *rt_extent(te_graph *g, int64_t extent)
+{
+    for (int k = 0; k < g->n_rt; k++)
+        if (extent == g->rt_max[k]) return ir_var_ref(&g->b, g->rt_var[k]);
+    return NULL;
+}
+
+static bool mark_axes(te_graph *g, int n, ir_axis *axes)
+{
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        if (!axes[i].dyn) axes[i].dyn = rt_extent(g, axes[i].extent);
+        any = any || axes[i].dyn;
+    }
+    return any;
+}
+
+static bool extern_has_rt(const te_graph *g, const te_tensor *t)
+{
+    for (int i = -1; i < t->ext->n_inputs; i++) {
+        const ir_buffer *b = i < 0 ? t->buf : t->ext->inputs[i]->buf;
+        for (int d = 0; d < b->rank; d++)
+            for (int k = 0; k < g->n_rt; k++)
+                if (b->shape[d] == g->rt_max[k]) return true;
+    }
+    return false;
+}
+
+smelt_status te_set_rt_dims(te_graph *g, int n, const int64_t *max)
+{
+    if (n <= 0) return SMELT_OK;
+    if (n > TE_MAX_RT_DIMS || g->n_rt)
+        return smelt_errf(g->ctx, SMELT_ERR_INTERNAL, "te: run-time dims set twice or too many");
+    g->n_rt = n;
+    for (int k = 0; k < n; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "rt%d", k);
+        g->rt_max[k] = max[k];
+        if (!(g->rt_var[k] = ir_var_new(&g->b, name, SMELT_DT_INT64)))
+            return smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    bool any = false;
+    int n_tensors = g->tensors.len;
+    for (int i = 0; i < n_tensors; i++) {
+        te_tensor *t = g->tensors.items[i];
+        if (t->kind == TE_EXTERN && extern_has_rt(g, t))
+            return smelt_errf(g->ctx, SMELT_ERR_UNSUPPORTED,
+                              "te: stage '%s' is a kernel that takes its sizes at compile time "
+                              "and cannot take a run-time dim", t->buf->name);
+        if (t->kind != TE_COMPUTE) continue;
+        any = mark_axes(g, t->n_axes, t->axes) || any;
+        /* the graph owns its bodies and nothing has read them yet */
+        if (t->body && t->body->kind == IR_REDUCE)
+            any = mark_axes(g, t->body->reduce.n_axes, t->body->reduce.axes) || any;
+    }
+    if (g->b.failed) return smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (!any) {
+        g->n_rt = 0;
+        return SMELT_OK;
+    }
+    int64_t shape[1] = {n};
+    g->rt_dims = te_placeholder(g, "rt_dims", SMELT_DT_INT64, 1, shape);
+    return g->rt_dims ? SMELT_OK : SMELT_ERR_NOMEM;
 }

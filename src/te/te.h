@@ -79,6 +79,8 @@ typedef struct te_tensor {
     const te_extern *ext; /* TE_EXTERN: its statement, else NULL */
 } te_tensor;
 
+#define TE_MAX_RT_DIMS 4
+
 typedef struct te_graph {
     smelt_arena arena;
     ir_builder b;
@@ -86,6 +88,13 @@ typedef struct te_graph {
     smelt_ptrvec outputs; /* te_tensor*, the group's results */
     smelt_ctx *ctx;       /* errors (e.g. shape mistakes in compute definitions) */
     smelt_ptrvec consts;  /* te_const*: placeholders with compile-time contents */
+    /* Run-time dims (te_set_rt_dims): an axis of extent rt_max[k] runs to
+     * rt_var[k], which the function reads from rt_dims (INT64 [n_rt], a
+     * placeholder bound to the program's dims slot); NULL when no axis is one */
+    int n_rt;
+    int64_t rt_max[TE_MAX_RT_DIMS];
+    ir_var *rt_var[TE_MAX_RT_DIMS];
+    te_tensor *rt_dims;
 } te_graph;
 
 te_graph *te_graph_new(smelt_ctx *ctx);
@@ -171,6 +180,14 @@ typedef struct te_group_io {
 smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
                            bool (*escapes)(const struct gr_value *v, void *user), void *user,
                            te_graph **out, te_group_io *io);
+
+/* Run-time dims: every axis (of a compute, or a reduction at a body's root)
+ * whose extent is max[k] gets dyn = rt_var[k], and the graph a placeholder
+ * rt_dims holding the values, when any axis does.  Called once, after the
+ * graph is built and before it is scheduled; the caller has checked that
+ * every such extent is the run-time dim (lower/rt_check.c).  An extern
+ * stage over such a dim is refused (its kernel takes sizes at compile time). */
+smelt_status te_set_rt_dims(te_graph *g, int n, const int64_t *max);
 
 /* Human-readable listing of the graph's tensors and bodies. */
 void te_graph_print(const te_graph *g, smelt_strbuf *out);

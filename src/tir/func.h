@@ -70,8 +70,18 @@ typedef struct ir_io_desc {
     const char *name; /* model's own name: never emitted raw into C */
     smelt_dtype dtype;
     int rank;
-    int64_t dims[SMELT_MAX_RANK];
+    int64_t dims[SMELT_MAX_RANK]; /* a run-time dim: its maximum */
+    signed char rt[SMELT_MAX_RANK]; /* 1 + the run-time dim (ir_program.rt) a dim is, 0: static */
 } ir_io_desc;
+
+/* A dim the program takes at run time (gr_rt_dim): the runtime writes each
+ * run's values, int64 each, at rt_dims_offset in the arena, where the
+ * functions over it read them. */
+#define IR_MAX_RT_DIMS 4
+typedef struct ir_rt_dim {
+    const char *name; /* the model's name: escaped by codegen */
+    int64_t min, max;
+} ir_rt_dim;
 
 typedef struct ir_program {
     int n_funcs;
@@ -83,6 +93,9 @@ typedef struct ir_program {
     int64_t arena_bytes;  /* activation arena size (64-byte aligned offsets) */
     int64_t weight_bytes; /* size of the weight blob */
     const unsigned char *weights; /* the blob (owned by the compiler's model) */
+    int n_rt;             /* run-time dims, 0: a static program */
+    ir_rt_dim rt[IR_MAX_RT_DIMS];
+    int64_t rt_dims_offset;
 } ir_program;
 
 #endif

@@ -139,10 +139,14 @@ typedef enum ir_reduce_op {
     IR_REDUCE_MIN,
 } ir_reduce_op;
 
-/* An iteration axis: a variable ranging over [0, extent). */
+/* An iteration axis: a variable ranging over [0, extent).  dyn, when set,
+ * is the extent the loops take at run time (a run-time dim, te.h
+ * te_set_rt_dims): an INT64 expression <= extent, which stays the static
+ * bound (buffer layout, memory plan). */
 typedef struct ir_axis {
     ir_var *var;
     int64_t extent;
+    ir_expr *dyn;
 } ir_axis;
 
 struct ir_expr {

@@ -150,7 +150,8 @@ def model_opset(model_proto):
 
 
 def export_case(model, inputs, input_names, output_names, opset, case_dir,
-                constant_folding=True, training=torch.onnx.TrainingMode.EVAL):
+                constant_folding=True, training=torch.onnx.TrainingMode.EVAL,
+                dynamic_axes=None):
     """Export `model` to case_dir/model.onnx and write test_data_set_0.
 
     `inputs` is a tuple of tensors, in graph-input order. Returns a summary
@@ -179,7 +180,7 @@ def export_case(model, inputs, input_names, output_names, opset, case_dir,
             do_constant_folding=constant_folding,
             input_names=list(input_names),
             output_names=list(output_names),
-            dynamic_axes=None,
+            dynamic_axes=dynamic_axes,
             training=training,
         )
 
@@ -410,17 +411,23 @@ def _torchvision(ctor_name, **kwargs):
     return build
 
 
+def _bert_inputs(vocab, seq, n_pad, gen):
+    ids = torch.randint(0, vocab, (1, seq), generator=gen, dtype=torch.int64)
+    # last n_pad positions are padding: additive mask 0 (keep) / -10000 (drop)
+    mask = torch.zeros(1, 1, 1, seq, dtype=torch.float32)
+    if n_pad:
+        mask[..., seq - n_pad:] = -10000.0
+    return ids, mask
+
+
 def _bert(vocab, max_pos, hidden, heads, layers, ffn, seq, n_pad):
     def build(seed, gen):
         torch.manual_seed(seed)
         model = BertLike(vocab, max_pos, hidden, heads, layers, ffn)
         init_transformer_weights(model, gen)
-        ids = torch.randint(0, vocab, (1, seq), generator=gen, dtype=torch.int64)
-        # last n_pad positions are padding: additive mask 0 (keep) / -10000 (drop)
-        mask = torch.zeros(1, 1, 1, seq, dtype=torch.float32)
-        if n_pad:
-            mask[..., seq - n_pad:] = -10000.0
-        return model, (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state", "pooler_output"]
+        inputs = _bert_inputs(vocab, seq, n_pad, gen)
+        return model, inputs, ["input_ids", "attention_mask"], ["last_hidden_state", "pooler_output"]
+    build.extra_inputs = lambda length, gen: _bert_inputs(vocab, length, min(n_pad, length // 4), gen)
     return build
 
 
@@ -454,7 +461,36 @@ MODELS = collections.OrderedDict([
                               seq=24), 14, True)),
     ("bert_base_like", (_bert(vocab=30522, max_pos=512, hidden=768, heads=12, layers=12,
                               ffn=3072, seq=128, n_pad=16), 13, False)),
+    # the same exported with a symbolic length "seq" (compiled once for a range:
+    # smelt compile --dim seq=1..MAX), with data sets at several lengths
+    ("bert_tiny_dynseq", (_bert(vocab=1000, max_pos=64, hidden=64, heads=4, layers=2,
+                                ffn=256, seq=16, n_pad=3), 13, True)),
+    ("bert_base_dynseq", (_bert(vocab=30522, max_pos=512, hidden=768, heads=12, layers=12,
+                                ffn=3072, seq=128, n_pad=16), 13, False)),
 ])
+
+_BERT_SEQ_AXES = {"input_ids": {1: "seq"}, "attention_mask": {3: "seq"},
+                  "last_hidden_state": {1: "seq"}}
+# name -> (dynamic axes, lengths of test_data_set_1, 2, ...)
+DYNAMIC = {
+    "bert_tiny_dynseq": (_BERT_SEQ_AXES, [1, 7, 63]),  # hidden is 64: --dim seq=1..63
+    "bert_base_dynseq": (_BERT_SEQ_AXES, [1, 7, 512]),
+}
+
+
+def _extra_data_sets(build, model, in_names, out_names, lengths, case_dir, gen):
+    """test_data_set_1.. of a model with a symbolic length: torch's outputs
+    on inputs of each length."""
+    for k, length in enumerate(lengths, 1):
+        inputs = build.extra_inputs(length, gen)
+        with torch.no_grad():
+            ref = [r.detach().cpu().numpy() for r in _flatten_outputs(model(*inputs))]
+        data_dir = os.path.join(case_dir, "test_data_set_%d" % k)
+        os.makedirs(data_dir, exist_ok=True)
+        for i, (name, t) in enumerate(zip(in_names, inputs)):
+            _write_tensor(os.path.join(data_dir, "input_%d.pb" % i), t.numpy(), name)
+        for i, (name, arr) in enumerate(zip(out_names, ref)):
+            _write_tensor(os.path.join(data_dir, "output_%d.pb" % i), arr, name)
 
 
 def _source_hash():
@@ -576,7 +612,10 @@ def generate(name, out_dir, force=False):
     tmp_dir = os.path.join(out_dir, ".%s.tmp%d" % (name, os.getpid()))
     shutil.rmtree(tmp_dir, ignore_errors=True)
     try:
-        summary = export_case(model, inputs, in_names, out_names, opset, tmp_dir)
+        axes, lengths = DYNAMIC.get(name, (None, []))
+        summary = export_case(model, inputs, in_names, out_names, opset, tmp_dir,
+                              dynamic_axes=axes)
+        _extra_data_sets(build, model, in_names, out_names, lengths, tmp_dir, gen)
         stamp = {"key": key, "seconds": round(time.time() - t0, 2), "summary": summary}
         with open(os.path.join(tmp_dir, STAMP_FILE), "w") as f:
             json.dump(stamp, f, indent=1, sort_keys=True)

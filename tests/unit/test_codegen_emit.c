@@ -296,7 +296,7 @@ static void test_emit_errors(void)
         ir_buffer *stray = BUF(&t, "stray", SMELT_DT_FLOAT32, 16, IR_BUF_TEMP);
         ir_var *i = VAR(&t, "i"), *unbound = VAR(&t, "u");
         ir_expr *two[2] = {V(&t, i), I(&t, 0)};
-        ir_axis ax = {i, 4};
+        ir_axis ax = {i, 4, NULL};
         ir_stmt *body = NULL;
         ir_slot slots[2] = {SLOT_IN(0), SLOT_OUT(0)};
         switch (cases[c].which) {

@@ -469,7 +469,7 @@ static void test_interp(void)
     ir_buffer *A = buf1("A", 8), *O = buf1("B", 8);
     int64_t one = 1;
     ir_buffer *acc = ir_buffer_new(&B, "acc", SMELT_DT_FLOAT32, 1, &one, IR_BUF_TEMP);
-    ir_axis ax = {r, 4};
+    ir_axis ax = {r, 4, NULL};
     ir_expr *sum = ir_reduce(&B, IR_REDUCE_SUM, ld1(A, add(V(i), V(r))), 1, &ax);
     ir_stmt *body = ir_allocate(&B, acc, ir_seq2(&B, st1(acc, I(0), sum), st1(O, V(i), ld1(acc, I(0)))));
     ir_stmt *s = loop(i, 0, 5, IR_FOR_SERIAL, body);

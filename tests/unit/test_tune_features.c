@@ -465,7 +465,7 @@ static void test_errors(void)
 
     /* a te reduction left in the body: not a lowered function */
     ir_var *k = ir_var_new(b, "k", SMELT_DT_INT64);
-    ir_axis ax = {k, 100};
+    ir_axis ax = {k, 100, NULL};
     ir_expr *ki = ir_var_ref(b, k), *zero = ir_int(b, 0);
     ir_expr *red = ir_reduce(b, IR_REDUCE_SUM, ir_load(b, h.x, 1, &ki), 1, &ax);
     h.f.body = ir_store(b, h.y, 1, &zero, red);

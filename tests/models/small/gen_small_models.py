@@ -22,6 +22,19 @@
                    name the node and the dtype, not a "dynamic shape".
   two_inputs.onnx  d = a - b, s = a + b over float32 [2, 3] (the order of the
                    inputs matters): unit/test_api_calls binds inputs by name.
+  seq_block.onnx   a BERT-like encoder block over a symbolic length "seq": ids
+                   int64 [1, seq] -> word + position embeddings (positions
+                   sliced to the length through Shape), LayerNormalization, a
+                   2-head attention whose head split/merge Reshapes take their
+                   shapes from Shape(ids), an additive mask float32
+                   [1, 1, 1, seq], a GELU (Erf) MLP, residuals; outputs the
+                   hidden states [1, seq, 16], a pooled first row (Gather of
+                   row 0) and the sum over the length.  unit/test_rt_dims
+                   compiles it once for seq = 1..64 (run-time dims).
+  seq_mean.onnx    ReduceMean over a symbolic length: refused as a run-time dim
+                   (the mean divides by the length), naming the node.
+  seq_twice.onnx   Concat of x [1, seq, 4] with itself along seq: a dim of
+                   2 x seq, refused as a run-time dim.
 
 Run with Debian's /usr/bin/python3 (it has onnx):
   tests/models/small/gen_small_models.py tests/models/small
@@ -115,6 +128,106 @@ def sin_int32():
                              producer_name="gen_small_models.py")
 
 
+def seq_block():
+    rng = np.random.default_rng(11)
+    vocab, max_pos, h, heads, ffn = 50, 64, 16, 2, 32
+    d = h // heads
+    inits = []
+
+    def const(name, shape, scale=0.5):
+        inits.append(numpy_helper.from_array(
+            rng.uniform(-scale, scale, shape).astype(np.float32), name))
+        return name
+
+    def ints(name, values):
+        inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+        return name
+
+    n = helper.make_node
+    nodes = [
+        n("Gather", [const("word", (vocab, h)), "ids"], ["we"]),
+        n("Shape", ["ids"], ["ids_shape"]),
+        n("Gather", ["ids_shape", ints("one", 1)], ["len"], axis=0),
+        n("Unsqueeze", ["len", ints("ax0", [0])], ["len1"]),
+        n("Slice", [ints("positions", [list(range(max_pos))]), ints("zero1", [0]), "len1",
+                    ints("ax1", [1])], ["pos_ids"]),
+        n("Gather", [const("pos", (max_pos, h)), "pos_ids"], ["pe"]),
+        n("Add", ["we", "pe"], ["x"]),
+        n("LayerNormalization", ["x", const("ln_s", (h,)), const("ln_b", (h,))], ["xn"],
+          axis=-1, epsilon=1e-5),
+        n("Concat", [ints("c1", [1]), "len1", ints("c_heads", [heads]), ints("c_d", [d])],
+          ["split_shape"], axis=0),
+        n("Concat", [ints("c1b", [1]), "len1", ints("c_h", [h])], ["merge_shape"], axis=0),
+    ]
+    for p in "qkv":
+        nodes += [n("MatMul", ["xn", const("w" + p, (h, h))], [p + "0"]),
+                  n("Add", [p + "0", const("b" + p, (h,))], [p + "1"]),
+                  n("Reshape", [p + "1", "split_shape"], [p + "4"])]
+    nodes += [
+        n("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        n("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        n("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        n("MatMul", ["qh", "kt"], ["s0"]),
+        n("Mul", ["s0", const("scale", ())], ["s1"]),
+        n("Add", ["s1", "mask"], ["s2"]),
+        n("Softmax", ["s2"], ["p"], axis=-1),
+        n("MatMul", ["p", "vh"], ["ctx4"]),
+        n("Transpose", ["ctx4"], ["ctx_t"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx_t", "merge_shape"], ["ctx"]),
+        n("MatMul", ["ctx", const("wo", (h, h))], ["o0"]),
+        n("Add", ["o0", const("bo", (h,))], ["o1"]),
+        n("Add", ["x", "o1"], ["y"]),
+        n("MatMul", ["y", const("w1", (h, ffn))], ["f0"]),
+        n("Add", ["f0", const("b1", (ffn,))], ["f1"]),
+        n("Div", ["f1", const("sqrt2", (), 0) ], ["f2"]),
+        n("Erf", ["f2"], ["f3"]),
+        n("Add", ["f3", const("one_f", (), 0)], ["f4"]),
+        n("Mul", ["f1", "f4"], ["f5"]),
+        n("Mul", ["f5", const("half", (), 0)], ["f6"]),
+        n("MatMul", ["f6", const("w2", (ffn, h))], ["f7"]),
+        n("Add", ["f7", const("b2", (h,))], ["f8"]),
+        n("Add", ["y", "f8"], ["hidden"]),
+        n("Gather", ["hidden", ints("row0", 0)], ["first"], axis=1),
+        n("MatMul", ["first", const("wp", (h, h))], ["pool0"]),
+        n("Tanh", ["pool0"], ["pooled"]),
+        n("ReduceSum", ["hidden", ints("ax_seq", [1])], ["total"], keepdims=0),
+    ]
+    for name, value in (("sqrt2", 2 ** 0.5), ("one_f", 1.0), ("half", 0.5)):
+        for t in inits:
+            if t.name == name:
+                t.CopyFrom(numpy_helper.from_array(np.array(value, dtype=np.float32), name))
+    f = TensorProto.FLOAT
+    g = helper.make_graph(
+        nodes, "seq_block",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, "seq"]),
+         helper.make_tensor_value_info("mask", f, [1, 1, 1, "seq"])],
+        [helper.make_tensor_value_info("hidden", f, [1, "seq", h]),
+         helper.make_tensor_value_info("pooled", f, [1, h]),
+         helper.make_tensor_value_info("total", f, [1, h])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
+                             producer_name="gen_small_models.py")
+
+
+def seq_mean():
+    axes = numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+         helper.make_node("ReduceMean", ["r", "axes"], ["y"], name="mean_over_seq", keepdims=0)],
+        "seq_mean", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [axes])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)],
+                             producer_name="gen_small_models.py")
+
+
+def seq_twice():
+    g = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["y"], name="twice", axis=1)],
+        "seq_twice", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "2seq", 4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
@@ -123,6 +236,9 @@ def main():
     save(long_chain(), out + "/long_chain.onnx")
     save(dynamic_batch(), out + "/dynamic_batch.onnx")
     save(sin_int32(), out + "/sin_int32.onnx")
+    save(seq_block(), out + "/seq_block.onnx")
+    save(seq_mean(), out + "/seq_mean.onnx")
+    save(seq_twice(), out + "/seq_twice.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")

@@ -1,0 +1,261 @@
+/* Run-time dims (smelt_model_set_dim_range, CLI --dim NAME=MIN..MAX).
+ *
+ * The model's graph is inferred with the dim at MAX, so it compiles like a
+ * static one: shapes, the memory plan and every buffer's layout are those of
+ * MAX, and a run of length n < MAX uses the first n rows of each dim (the
+ * rest is padding nobody reads).  Generated loops over such a dim take its
+ * extent at run time (lower/nest.c); the runtime stages inputs and outputs
+ * through buffers of MAX rows (runtime/model.c).
+ *
+ * That is sound only when every value's dim either IS the run-time dim or
+ * does not depend on it, and constants computed from it are prefixes of
+ * their value at MAX.  Which dims are run-time dims is decided by value:
+ * a non-constant value's dim equal to MAX.  So the model is imported a
+ * second time, inferred at MAX - 1 and compared value by value:
+ *   - a dim that differs must be MAX there and MAX - 1 here (the dim itself,
+ *     not 2 x seq or seq + 1);
+ *   - a dim equal to MAX in both (a non-constant value) would be taken for
+ *     the run-time dim: refused (choose another maximum);
+ *   - a constant whose dims differ must hold, at MAX - 1, the prefix of its
+ *     contents at MAX (position ids sliced to the length: yes; a reversed
+ *     range: no);
+ *   - a constant of the same dims but other contents (the length itself, a
+ *     Reshape's target shape) may only feed inputs that give an output's
+ *     shape (Reshape's and Expand's shape, ConstantOfShape, Slice's ends),
+ *     whose outputs the comparison checks in turn.
+ * Ops' own use of extents is checked when lowering (lower/rt_check.c). */
+#include <string.h>
+
+#include "frontend/onnx.h"
+#include "ops/op.h"
+#include "passes/passes.h"
+#include "smelt_internal.h"
+
+static int named_symbol(const gr_graph *g, const char *name)
+{
+    return (int)((intptr_t)smelt_strmap_get(&g->sym_index, name) - 1);
+}
+
+/* b's inputs take a's static dims; symbol sym of a becomes value in b. */
+static smelt_status bind_like(smelt_ctx *ctx, const gr_graph *a, gr_graph *b, int sym,
+                              int64_t value)
+{
+    if (a->inputs.len != b->inputs.len)
+        return smelt_errf(ctx, SMELT_ERR_INTERNAL, "re-import gave %d inputs, not %d",
+                          b->inputs.len, a->inputs.len);
+    for (int i = 0; i < a->inputs.len; i++) {
+        const gr_value *va = a->inputs.items[i];
+        gr_value *vb = b->inputs.items[i];
+        if (va->rank != vb->rank) continue;
+        for (int d = 0; d < va->rank; d++) {
+            if (va->dims[d] >= 0) vb->dims[d] = va->dims[d];
+            else if (va->dims[d] == GR_DIM_SYM(sym)) vb->dims[d] = value;
+        }
+    }
+    return SMELT_OK;
+}
+
+/* Whether input k of node n only gives the shape of n's output. */
+static bool shape_input(const gr_node *n, int k)
+{
+    switch (n->op) {
+    case OP_RESHAPE:
+    case OP_EXPAND: return k == 1;
+    case OP_CONSTANT_OF_SHAPE: return k == 0;
+    case OP_SLICE: return k == 2; /* ends: a prefix when starts do not move */
+    default: return false;
+    }
+}
+
+static smelt_status check_feeds(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
+                                const char *dim)
+{
+    for (int i = 0; i < g->nodes.len; i++) {
+        const gr_node *n = g->nodes.items[i];
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] == v && !shape_input(n, k))
+                return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                               "input %d ('%s') is computed from the run-time dim '%s' and "
+                               "compiled code cannot take it at run time; give the dim one "
+                               "value (--dim %s=N)", k, v->name, dim, dim);
+    }
+    return SMELT_OK;
+}
+
+/* b (dims of a with one dim shorter, or the same) holds a's prefix. */
+static bool is_prefix(const smelt_tensor *a, const smelt_tensor *b)
+{
+    size_t es = smelt_dtype_size(a->dtype);
+    int64_t nb = smelt_tensor_numel(b);
+    if (!es || a->dtype != b->dtype || a->rank != b->rank) return false;
+    for (int64_t f = 0; f < nb; f++) { /* f: b's flat index -> a's */
+        int64_t rest = f, fa = 0, stride = 1;
+        for (int d = b->rank - 1; d >= 0; d--) {
+            fa += rest % b->dims[d] * stride;
+            rest /= b->dims[d];
+            stride *= a->dims[d];
+        }
+        if (memcmp((const char *)a->data + fa * (int64_t)es, (const char *)b->data + f * (int64_t)es, es))
+            return false;
+    }
+    return true;
+}
+
+/* *varies: va is a constant computed from the dim. */
+static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_value *va,
+                                  const gr_value *vb, const char *dim, int64_t max, bool *varies_out)
+{
+    *varies_out = false;
+    if (va->rank < 0 || vb->rank < 0) return SMELT_OK; /* unknown: compiling refuses it */
+    if (va->rank != vb->rank || !va->constant != !vb->constant)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "value '%s' changes rank or kind with the run-time dim '%s'; give "
+                          "the dim one value (--dim %s=N)", va->name, dim, dim);
+    bool varies = false;
+    for (int d = 0; d < va->rank; d++) {
+        int64_t a = va->dims[d], b = vb->dims[d];
+        if (a < 0 || b < 0) continue;
+        if (a == b && a == max && !va->constant)
+            return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                              "value '%s' dim %d is %lld whatever the run-time dim '%s' is: "
+                              "it would be taken for '%s'; choose another maximum",
+                              va->name, d, (long long)a, dim, dim);
+        if (a == b) continue;
+        if (a != max || b != max - 1)
+            return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                              "value '%s' dim %d is %lld with '%s' = %lld and %lld with %lld: "
+                              "compiled code takes only dims equal to '%s' at run time; give "
+                              "the dim one value (--dim %s=N)", va->name, d, (long long)a, dim,
+                              (long long)max, (long long)b, (long long)(max - 1), dim, dim);
+        varies = true;
+    }
+    if (!va->constant) return SMELT_OK;
+    *varies_out = true;
+    if (varies) {
+        if (!is_prefix(va->constant, vb->constant))
+            return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                              "constant '%s' is computed from the run-time dim '%s' and is not "
+                              "the prefix of its value at %lld; give the dim one value "
+                              "(--dim %s=N)", va->name, dim, (long long)max, dim);
+        return SMELT_OK;
+    }
+    size_t nb = smelt_tensor_nbytes(va->constant);
+    if (nb == smelt_tensor_nbytes(vb->constant) && !memcmp(va->constant->data, vb->constant->data, nb)) {
+        *varies_out = false;
+        return SMELT_OK;
+    }
+    return check_feeds(ctx, ga, va, dim);
+}
+
+/* varies[i]: value i of a is a constant computed from the dim. */
+static smelt_status compare_graphs(smelt_ctx *ctx, const gr_graph *a, const gr_graph *b,
+                                   const char *dim, int64_t max, bool *varies)
+{
+    if (a->values.len != b->values.len)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "the graph's values change with the run-time dim '%s'; give the dim "
+                          "one value (--dim %s=N)", dim, dim);
+    for (int i = 0; i < a->values.len; i++)
+        SMELT_TRY(compare_value(ctx, a, a->values.items[i], b->values.items[i], dim, max, &varies[i]));
+    return SMELT_OK;
+}
+
+/* The flags onto m's graph, inferred at max like a (the same import). */
+static smelt_status mark_varies(smelt_ctx *ctx, gr_graph *g, const gr_graph *a, const bool *varies)
+{
+    if (g->values.len != a->values.len)
+        return smelt_errf(ctx, SMELT_ERR_INTERNAL, "re-import gave %d values, not %d",
+                          a->values.len, g->values.len);
+    for (int i = 0; i < g->values.len; i++) {
+        gr_value *v = g->values.items[i];
+        if (strcmp(v->name, ((const gr_value *)a->values.items[i])->name) != 0)
+            return smelt_errf(ctx, SMELT_ERR_INTERNAL, "re-import named value %d '%s', not '%s'",
+                              i, ((const gr_value *)a->values.items[i])->name, v->name);
+        v->rt_varies = v->rt_varies || (varies[i] && v->constant);
+    }
+    return SMELT_OK;
+}
+
+/* The model imported again with dim sym = value (other dims as m's graph
+ * has them), inferred. */
+static smelt_status second_point(smelt_ctx *ctx, smelt_model *m, int sym, int64_t value,
+                                 gr_graph **out)
+{
+    gr_graph *g;
+    SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
+    smelt_status s = bind_like(ctx, m->graph, g, sym, value);
+    if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
+    if (s != SMELT_OK) {
+        gr_graph_free(g);
+        return s;
+    }
+    *out = g;
+    return SMELT_OK;
+}
+
+static smelt_status check_range(smelt_ctx *ctx, const gr_graph *g, const char *name, int64_t min,
+                                int64_t max)
+{
+    if (min < 1 || max < min || max > SMELT_LIMIT_TENSOR_ELEMS)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s' = %lld..%lld: a range 1 <= MIN <= MAX <= "
+                          "%lld", name, (long long)min, (long long)max,
+                          (long long)SMELT_LIMIT_TENSOR_ELEMS);
+    if (g->n_rt_dims == GR_MAX_RT_DIMS)
+        return smelt_errf(ctx, SMELT_ERR_LIMIT, "dim '%s': more than %d run-time dims", name,
+                          GR_MAX_RT_DIMS);
+    for (int k = 0; k < g->n_rt_dims; k++) {
+        const gr_rt_dim *r = &g->rt_dims[k];
+        if (r->max == max || r->max == max - 1 || r->max - 1 == max)
+            return smelt_errf(ctx, SMELT_ERR_ARG, "dims '%s' and '%s': run-time dims need "
+                              "maxima at least 2 apart (%lld and %lld)", r->name, name,
+                              (long long)r->max, (long long)max);
+    }
+    return SMELT_OK;
+}
+
+static smelt_status set_range_locked(smelt_ctx *ctx, smelt_model *m, const char *name,
+                                     int64_t min, int64_t max)
+{
+    gr_graph *g = m->graph;
+    if (m->optimized || m->compiled)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s': dims are set before the model is first "
+                          "compiled or run", name);
+    if (min == max && min >= 1) return smelt_model_set_dim_locked(ctx, m, name, max);
+    SMELT_TRY(check_range(ctx, g, name, min, max));
+    if (!smelt_graph_has_dim(g, name))
+        return smelt_errf(ctx, SMELT_ERR_ARG, "no input of the model has a symbolic dim named '%s'",
+                          name);
+    if (!m->bytes)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "dim '%s': a run-time dim needs a model "
+                          "loaded from a file or bytes", name);
+    /* both points on fresh imports, so a refused range leaves the model as it was */
+    int sym = named_symbol(g, name);
+    gr_graph *ga = NULL, *gb = NULL;
+    bool *varies = NULL;
+    smelt_status s = second_point(ctx, m, sym, max, &ga);
+    if (s == SMELT_OK) s = second_point(ctx, m, sym, max - 1, &gb);
+    if (s == SMELT_OK && !(varies = smelt_calloc((size_t)ga->values.len + 1, sizeof *varies)))
+        s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s == SMELT_OK) s = compare_graphs(ctx, ga, gb, name, max, varies);
+    if (s == SMELT_OK) s = smelt_model_set_dim_locked(ctx, m, name, max);
+    if (s == SMELT_OK) s = mark_varies(ctx, g, ga, varies);
+    smelt_free(varies);
+    gr_graph_free(ga);
+    gr_graph_free(gb);
+    if (s != SMELT_OK) return s;
+    const char *copy = smelt_arena_strdup(&g->arena, name);
+    if (!copy) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    g->rt_dims[g->n_rt_dims++] = (gr_rt_dim){copy, min, max};
+    return SMELT_OK;
+}
+
+smelt_status smelt_model_set_dim_range(smelt_ctx *ctx, smelt_model *m, const char *name,
+                                       int64_t min, int64_t max)
+{
+    smelt_ctx_clear(ctx);
+    if (!m || !name) return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model or dim name");
+    pthread_mutex_lock(&m->mu);
+    smelt_status s = set_range_locked(ctx, m, name, min, max);
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}

@@ -1,0 +1,211 @@
+/* Run-time dims (issue 11, item 2): a model with a symbolic length compiled
+ * ONCE for seq = 1..64 (smelt_model_set_dim_range) serves every length in
+ * the range, each run matching the reference kernels on the model
+ * specialised to that length; ranges and ops that cannot take the dim at
+ * run time are refused naming the value or node. */
+#include "api/smelt_internal.h"
+#include "smelt.h"
+#include "smelt_rt.h"
+#include "test_util.h"
+
+#define MAX_LEN 64
+
+static smelt_model *load(smelt_ctx *ctx, const char *path)
+{
+    smelt_model *m = smelt_model_load(ctx, path);
+    CHECK(m != NULL);
+    if (!m) fprintf(stderr, "%s: %s\n", path, smelt_ctx_message(ctx));
+    return m;
+}
+
+/* ids [1, len] over the vocabulary, mask [1, 1, 1, len] with its last
+ * third masked out (every row keeps position 0). */
+static void make_inputs(int64_t len, int64_t *ids, float *mask, smelt_tensor in[2])
+{
+    for (int64_t i = 0; i < len; i++) {
+        ids[i] = (i * 7 + 3) % 50;
+        mask[i] = i > 0 && i >= len - len / 3 ? -10000.0f : 0.0f;
+    }
+    in[0] = (smelt_tensor){.dtype = SMELT_DT_INT64, .rank = 2, .dims = {1, len}, .data = ids};
+    in[1] = (smelt_tensor){.dtype = SMELT_DT_FLOAT32, .rank = 4, .dims = {1, 1, 1, len}, .data = mask};
+}
+
+static double max_diff(const smelt_tensor *a, const smelt_tensor *b, int *same_shape)
+{
+    *same_shape = a->rank == b->rank && a->dtype == b->dtype;
+    for (int d = 0; *same_shape && d < a->rank; d++) *same_shape = a->dims[d] == b->dims[d];
+    if (!*same_shape) return INFINITY;
+    double m = 0;
+    for (int64_t i = 0; i < smelt_tensor_numel(a); i++) {
+        double x = ((const float *)a->data)[i], y = ((const float *)b->data)[i];
+        double e = fabs(x - y) / (1.0 + fabs(y));
+        if (!(e <= m)) m = e; /* NaN sticks */
+    }
+    return m;
+}
+
+/* The reference kernels on the model specialised to len. */
+static bool reference(smelt_ctx *ctx, int64_t len, const smelt_tensor *in, smelt_tensor *out)
+{
+    smelt_model *r = load(ctx, SMELT_SEQ_BLOCK_PATH);
+    bool ok = r && smelt_model_set_dim(ctx, r, "seq", len) == SMELT_OK &&
+              smelt_model_run_reference(ctx, r, in, 2, out, 3) == SMELT_OK;
+    if (!ok) fprintf(stderr, "reference at %lld: %s\n", (long long)len, smelt_ctx_message(ctx));
+    smelt_model_free(r);
+    return ok;
+}
+
+static void check_length(smelt_ctx *ctx, smelt_model *m, int64_t len, int threads)
+{
+    int64_t ids[MAX_LEN];
+    float mask[MAX_LEN];
+    smelt_tensor in[2], got[3], want[3];
+    make_inputs(len, ids, mask, in);
+    smelt_status s = smelt_model_run(ctx, m, in, 2, got, 3);
+    CHECK(s == SMELT_OK);
+    if (s != SMELT_OK) {
+        fprintf(stderr, "len %lld: %s\n", (long long)len, smelt_ctx_message(ctx));
+        return;
+    }
+    CHECK(got[0].dims[1] == len);
+    if (reference(ctx, len, in, want)) {
+        for (int o = 0; o < 3; o++) {
+            int same;
+            double e = max_diff(&got[o], &want[o], &same);
+            CHECK(same);
+            CHECK(e < 1e-4);
+            if (!(e < 1e-4))
+                fprintf(stderr, "len %lld threads %d output %d: error %g\n", (long long)len,
+                        threads, o, e);
+            smelt_tensor_release(&want[o]);
+        }
+    }
+    for (int o = 0; o < 3; o++) smelt_tensor_release(&got[o]);
+}
+
+/* One compile serves 1, 7, 33 and 64 (in an order that grows and shrinks),
+ * on one thread and on the pool. */
+static void test_one_compile(int threads)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_SEQ_BLOCK_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 1, MAX_LEN) == SMELT_OK);
+    smelt_options o;
+    smelt_options_init(&o);
+    o.num_threads = threads;
+    CHECK(smelt_model_compile(ctx, m, &o) == SMELT_OK);
+    smelt_compiled *c = m->compiled;
+    CHECK(c != NULL);
+    const int64_t lens[] = {7, 1, MAX_LEN, 33, 7, 2};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) check_length(ctx, m, lens[i], threads);
+    CHECK(m->compiled == c); /* never recompiled */
+    CHECK(m->specs.len == 0); /* and no specialisation */
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+/* Lengths outside the range, and inputs that disagree, fail with a message. */
+static void test_bad_lengths(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_SEQ_BLOCK_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 2, MAX_LEN) == SMELT_OK);
+    int64_t ids[MAX_LEN + 1] = {0};
+    float mask[MAX_LEN + 1] = {0};
+    smelt_tensor in[2], out[3];
+    make_inputs(1, ids, mask, in);
+    CHECK(smelt_model_run(ctx, m, in, 2, out, 3) == SMELT_ERR_ARG);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "dim 1 is 1");
+    make_inputs(MAX_LEN + 1, ids, mask, in);
+    CHECK(smelt_model_run(ctx, m, in, 2, out, 3) == SMELT_ERR_ARG);
+    make_inputs(9, ids, mask, in);
+    in[1].dims[3] = 8; /* mask of another length */
+    CHECK(smelt_model_run(ctx, m, in, 2, out, 3) == SMELT_ERR_ARG);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "seq");
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+/* The runtime's own check, as an AOT package's caller meets it. */
+static void test_runtime_range(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_SEQ_BLOCK_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 1, MAX_LEN) == SMELT_OK);
+    CHECK(smelt_model_compile(ctx, m, NULL) == SMELT_OK);
+    smelt_rt_model *rt = smelt_model_compiled_rt(m);
+    CHECK(rt != NULL);
+    if (!rt) goto done;
+    int64_t ids[MAX_LEN + 1] = {0};
+    float mask[MAX_LEN + 1] = {0};
+    float out0[(MAX_LEN + 1) * 16], out1[16], out2[16];
+    const void *in[2] = {ids, mask};
+    void *out[3] = {out0, out1, out2};
+    size_t in_b[2] = {sizeof ids, sizeof mask}, out_b[3] = {sizeof out0, sizeof out1, sizeof out2};
+    char err[256];
+    CHECK(smelt_rt_model_run_err(rt, in, in_b, 2, out, out_b, 3, err, sizeof err) == SMELT_RT_ERR_ARG);
+    CHECK_STR_CONTAINS(err, "run-time dim 'seq' = 65 is outside the range the model was compiled for (1..64)");
+    in_b[0] = 5 * 8;
+    in_b[1] = 5 * 4;
+    out_b[0] = 5 * 16 * 4;
+    CHECK(smelt_rt_model_run_err(rt, in, in_b, 2, out, out_b, 3, err, sizeof err) == SMELT_RT_OK);
+    out_b[0] = 6 * 16 * 4; /* an output of another length */
+    CHECK(smelt_rt_model_run_err(rt, in, in_b, 2, out, out_b, 3, err, sizeof err) == SMELT_RT_ERR_ARG);
+    CHECK_STR_CONTAINS(err, "output 0 ('hidden')");
+    in_b[1] = 4 * 4;
+    CHECK(smelt_rt_model_run_err(rt, in, in_b, 2, out, out_b, 3, err, sizeof err) == SMELT_RT_ERR_ARG);
+    CHECK_STR_CONTAINS(err, "'seq' = 4, an earlier input 5");
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+/* A mean over the length divides by it: compiling refuses the node. */
+static void test_refused_op(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_SEQ_MEAN_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 1, 32) == SMELT_OK);
+    CHECK(smelt_model_compile(ctx, m, NULL) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "node 'mean_over_seq' (ReduceMean)");
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "run-time dim 'seq'");
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "--dim seq=N");
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+/* A dim of 2 x seq is not the dim itself: the range is refused, and the
+ * model is left as it was (a plain --dim still works). */
+static void test_refused_range(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_SEQ_TWICE_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 1, 32) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "value 'y' dim 1 is 64 with 'seq' = 32 and 62 with 31");
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 0, 32) == SMELT_ERR_ARG);
+    CHECK(smelt_model_set_dim_range(ctx, m, "nosuch", 1, 32) == SMELT_ERR_ARG);
+    CHECK(smelt_model_set_dim(ctx, m, "seq", 3) == SMELT_OK);
+    CHECK(smelt_model_compile(ctx, m, NULL) == SMELT_OK);
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+int main(void)
+{
+    test_one_compile(1);
+    test_one_compile(0);
+    test_bad_lengths();
+    test_runtime_range();
+    test_refused_op();
+    test_refused_range();
+    TEST_MAIN_END();
+}
