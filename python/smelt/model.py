@@ -172,8 +172,10 @@ class Model:
         schedule: a schedule file written by hand ("task NAME" entries and
         steps, see docs/python.md), applied before the records;
         dims: {symbolic input dim name: size}, so a model with dynamic shapes
-        compiles now (and exports) for those sizes; without it, such a model
-        compiles one specialisation per input signature when run.
+        compiles now (and exports) for those sizes; a (min, max) tuple instead
+        of a size makes a run-time dim: one compile serves every size in the
+        range (smelt_model_set_dim_range); without it, such a model compiles
+        one specialisation per input signature when run.
         """
         return Compiled(self, _options(target, opt_level, threads, records, disabled_passes,
                                        schedule), _dims(dims))
@@ -215,9 +217,15 @@ def _dims(dims):
         return []
     if not isinstance(dims, dict):
         raise ArgumentError(f"dims must be a dict {{dim name: size}}, not {dims!r}")
+    def is_int(x):
+        return isinstance(x, int) and not isinstance(x, bool)
+
     for name, size in dims.items():
-        if not isinstance(name, str) or isinstance(size, bool) or not isinstance(size, int):
-            raise ArgumentError(f"dims: {name!r}: {size!r}: expected a str name and an int size")
+        is_range = (isinstance(size, (tuple, list)) and len(size) == 2 and all(map(is_int, size))) \
+            or (isinstance(size, range) and size.step == 1)
+        if not isinstance(name, str) or not (is_int(size) or is_range):
+            raise ArgumentError(f"dims: {name!r}: {size!r}: expected a str name and an int size "
+                                "or a (min, max) range")
     return list(dims.items())
 
 
