@@ -523,6 +523,10 @@ add_test(NAME aot/embedding
   COMMAND ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_embedding.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/models/tiny_cnn ${CMAKE_SOURCE_DIR}/tests/models/small/attention.onnx
           ${CMAKE_SOURCE_DIR}/tests/models/small/softmax_row.onnx)
+add_test(NAME aot/rt_dims
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_rt_dims.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/tests/models/small/seq_block.onnx
+          ${CMAKE_SOURCE_DIR}/tests/aot/rt_dims_driver.c ${CMAKE_BINARY_DIR}/aot/rt_dims)
 
 # bench/fma_peak.c (the FMA peak the benchmarks and examples/gemm_schedule.py
 # compare with) must build with the host's own flags: its 512-bit vectors did

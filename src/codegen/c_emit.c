@@ -1462,12 +1462,10 @@ static void emit_io_list(cg_emitter *e, const char *name, const ir_io_desc *list
         smelt_strbuf_printf(out, ", %d, %d, {", (int)d->dtype, d->rank);
         for (int k = 0; k < d->rank; k++)
             smelt_strbuf_printf(out, "%s%lld", k ? ", " : "", (long long)d->dims[k]);
-        smelt_strbuf_append(out, d->rank ? "}" : "0}");
-        bool rt = false; /* run-time dims (static modules: none) */
-        for (int k = 0; k < d->rank; k++) rt = rt || d->rt[k] > 0;
-        for (int k = 0; rt && k < d->rank; k++)
-            smelt_strbuf_printf(out, "%s%d", k ? ", " : ", {", d->rt[k]);
-        smelt_strbuf_append(out, rt ? "}},\n" : "},\n");
+        smelt_strbuf_append(out, d->rank ? "}, {" : "0}, {0");
+        /* every field: packages build with -Wextra -Werror (missing initializers) */
+        for (int k = 0; k < d->rank; k++) smelt_strbuf_printf(out, "%s%d", k ? ", " : "", d->rt[k]);
+        smelt_strbuf_append(out, "}},\n");
     }
     smelt_strbuf_append(out, "};\n\n");
 }
@@ -1555,9 +1553,8 @@ void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "    smelt_run_,\n");
     smelt_strbuf_printf(out, "    %d, %s, /* error sites */\n", e->sites.len,
                         e->sites.len ? "smelt_error_sites_" : "NULL");
-    if (p->n_rt)
-        smelt_strbuf_printf(out, "    %d, smelt_rt_dims_, INT64_C(%lld), /* run-time dims */\n",
-                            p->n_rt, (long long)p->rt_dims_offset);
+    smelt_strbuf_printf(out, "    %d, %s, INT64_C(%lld), /* run-time dims */\n", p->n_rt,
+                        p->n_rt ? "smelt_rt_dims_" : "NULL", (long long)p->rt_dims_offset);
     smelt_strbuf_append(out, "};\n");
 }
 

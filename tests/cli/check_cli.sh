@@ -40,6 +40,17 @@ expect 0 "y: f32\[5,4\]" -- "$smelt" run "$small/dynamic_batch.onnx" --dim batch
 expect 1 "no input of the model has a symbolic dim named 'seq'" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim seq=3
 expect 2 "expected NAME=VALUE" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim batch
 expect 2 "--dim takes an integer" -- "$smelt" run "$small/dynamic_batch.onnx" --dim batch=0
+# run-time dims: one compile for a range; run and bench generate inputs of
+# VALUE@MIN..MAX; ops that cannot take the dim at run time are named
+expect 0 "wrote package" -- "$smelt" compile "$small/seq_block.onnx" --dim seq=1..64 -o "$tmp/rt"
+expect 0 "seq<=64" -- cat "$tmp/rt/model.h"
+expect 0 "hidden: f32\[1,5,16\]" -- "$smelt" run "$small/seq_block.onnx" --dim seq=5@1..64
+expect 0 "hidden: f32\[1,64,16\]" -- "$smelt" run "$small/seq_block.onnx" --dim seq=1..64
+expect 0 "compiled median" -- "$smelt" bench "$small/seq_block.onnx" --dim seq=9@1..64 --repeat 2 --warmup 0
+expect 2 "expected VALUE, MIN..MAX or VALUE@MIN..MAX" -- "$smelt" run "$small/seq_block.onnx" --dim seq=..64
+expect 2 "--dim takes an integer" -- "$smelt" run "$small/seq_block.onnx" --dim seq=65@1..64
+expect 1 "node 'mean_over_seq' (ReduceMean): 'r' has the run-time dim 'seq'" -- "$smelt" compile "$small/seq_mean.onnx" --dim seq=1..32
+expect 1 "value 'y' dim 1 is 64 with 'seq' = 32" -- "$smelt" compile "$small/seq_twice.onnx" --dim seq=1..32
 expect 1 "node 'sin_of_int' (Sin): input 'x' has unsupported dtype i32" -- "$smelt" compile "$small/sin_int32.onnx"
 expect 1 "node 'sin_of_int' (Sin): input 'x' has unsupported dtype i32" -- "$smelt" run "$small/sin_int32.onnx"
 

@@ -267,11 +267,11 @@ static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigne
 }
 
 static const smelt_rt_io_info smelt_inputs_[1] = {
-    {"x", 1, 3, {3, 4, 5}},
+    {"x", 1, 3, {3, 4, 5}, {0, 0, 0}},
 };
 
 static const smelt_rt_io_info smelt_outputs_[1] = {
-    {"y", 1, 3, {3, 4, 5}},
+    {"y", 1, 3, {3, 4, 5}, {0, 0, 0}},
 };
 
 const smelt_rt_module_info smelt_module_info = {
@@ -283,5 +283,6 @@ const smelt_rt_module_info smelt_module_info = {
     NULL,
     smelt_run_,
     0, NULL, /* error sites */
+    0, NULL, INT64_C(0), /* run-time dims */
 };
 #endif
