@@ -72,6 +72,21 @@ def test_dims_bind_a_symbolic_batch_and_export(matmul_relu, tmp_path):
     assert os.path.isfile(os.path.join(c.export(str(tmp_path / "pkg")), "model.c"))
 
 
+def test_dims_range_compiles_once_for_every_batch(matmul_relu, tmp_path):
+    # batch 1..6 as a run-time dim: one build, outputs of the run's batch
+    c = smelt.load(matmul_relu).compile(dims={"batch": (1, 6)})
+    for batch in (6, 1, 4):
+        x = random_input((batch, 8), seed=batch)
+        got = c.run({"x": x})["y"]
+        assert got.shape == (batch, 4)
+        np.testing.assert_allclose(got, ort_run(matmul_relu, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+    with pytest.raises(smelt.ArgumentError, match="dim 0 is 7"):
+        c.run({"x": random_input((7, 8))})
+    with pytest.raises(smelt.ArgumentError, match="dims"):
+        smelt.load(matmul_relu).compile(dims={"batch": (1, 2, 3)})
+    assert os.path.isfile(os.path.join(c.export(str(tmp_path / "pkg")), "model.c"))
+
+
 def test_dims_errors_name_the_dim(matmul_relu, tmp_path):
     with pytest.raises(smelt.ArgumentError, match="no input of the model has a symbolic dim named 'seq'"):
         smelt.load(matmul_relu).compile(dims={"seq": 3})
