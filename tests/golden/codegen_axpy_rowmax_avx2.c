@@ -145,12 +145,12 @@ static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigne
 }
 
 static const smelt_rt_io_info smelt_inputs_[1] = {
-    {"a", 1, 1, {300}},
+    {"a", 1, 1, {300}, {0}},
 };
 
 static const smelt_rt_io_info smelt_outputs_[2] = {
-    {"c", 1, 1, {300}},
-    {"m", 1, 1, {3}},
+    {"c", 1, 1, {300}, {0}},
+    {"m", 1, 1, {3}, {0}},
 };
 
 const smelt_rt_module_info smelt_module_info = {
@@ -162,5 +162,6 @@ const smelt_rt_module_info smelt_module_info = {
     NULL,
     smelt_run_,
     0, NULL, /* error sites */
+    0, NULL, INT64_C(0), /* run-time dims */
 };
 #endif
