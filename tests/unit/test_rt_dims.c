@@ -199,6 +199,23 @@ done:
     smelt_ctx_free(ctx);
 }
 
+/* A value computed from the length (the mean position 0..seq-1, folded at
+ * the maximum) would be wrong at every other length: refused, naming the
+ * node that reads it. */
+static void test_refused_constant(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_SEQ_POSMEAN_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 1, 64) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "node 'scale_by_mean' (Mul): input 1 ('mean') is "
+                                               "computed from the run-time dim 'seq'");
+    CHECK(smelt_model_set_dim(ctx, m, "seq", 5) == SMELT_OK); /* the model is as it was */
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     test_one_compile(1);
@@ -207,5 +224,6 @@ int main(void)
     test_runtime_range();
     test_refused_op();
     test_refused_range();
+    test_refused_constant();
     TEST_MAIN_END();
 }

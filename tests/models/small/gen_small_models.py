@@ -35,6 +35,9 @@
                    (the mean divides by the length), naming the node.
   seq_twice.onnx   Concat of x [1, seq, 4] with itself along seq: a dim of
                    2 x seq, refused as a run-time dim.
+  seq_posmean.onnx x [1, seq, 4] times the mean of the positions 0..seq-1 (a
+                   constant arange sliced to the length through Shape): a value
+                   computed from the length, so a run-time seq is refused.
 
 Run with Debian's /usr/bin/python3 (it has onnx):
   tests/models/small/gen_small_models.py tests/models/small
@@ -228,6 +231,28 @@ def seq_twice():
                              producer_name="gen_small_models.py")
 
 
+def seq_posmean():
+    f = TensorProto.FLOAT
+    arange = np.arange(64, dtype=np.float32).reshape(1, 64)
+    inits = [numpy_helper.from_array(arange, "positions"),
+             numpy_helper.from_array(np.array(1, dtype=np.int64), "one"),
+             numpy_helper.from_array(np.array([0], dtype=np.int64), "ax0"),
+             numpy_helper.from_array(np.array([0], dtype=np.int64), "zero"),
+             numpy_helper.from_array(np.array([1], dtype=np.int64), "ax1")]
+    n = helper.make_node
+    g = helper.make_graph([
+        n("Shape", ["x"], ["shape"]),
+        n("Gather", ["shape", "one"], ["len"], axis=0),
+        n("Unsqueeze", ["len", "ax0"], ["len1"]),
+        n("Slice", ["positions", "zero", "len1", "ax1"], ["pos"]),
+        n("ReduceMean", ["pos"], ["mean"], name="mean_position", keepdims=1),
+        n("Mul", ["x", "mean"], ["y"], name="scale_by_mean"),
+    ], "seq_posmean", [helper.make_tensor_value_info("x", f, [1, "seq", 4])],
+        [helper.make_tensor_value_info("y", f, [1, "seq", 4])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
@@ -239,6 +264,7 @@ def main():
     save(seq_block(), out + "/seq_block.onnx")
     save(seq_mean(), out + "/seq_mean.onnx")
     save(seq_twice(), out + "/seq_twice.onnx")
+    save(seq_posmean(), out + "/seq_posmean.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
