@@ -166,6 +166,47 @@ static ir_stmt *leaf_loop(ir_builder *b, const sch_stage *sg, iter_vals *iv, int
     return ir_for(b, var, ir_int(b, 0), ext_expr(b, iv, it), kind, body);
 }
 
+/* ---- an rfactor mask over a run-time extent ---- */
+
+typedef struct mask_sub {
+    ir_builder *b;
+    const ir_expr *mask;
+} mask_sub;
+
+static ir_expr *drop_mask_expr(void *ctx, ir_expr *e)
+{
+    mask_sub *m = ctx;
+    if (e == m->mask) return ir_const_int(m->b, SMELT_DT_BOOL, 1);
+    return tir_expr_map_children(m->b, e, drop_mask_expr, ctx);
+}
+
+/* The leaf position of r.o of an rfactor stage whose lanes are masked past
+ * a run-time extent (sch_stage.rt_mask), or -1. */
+static int masked_leaf(const sch_stage *sg, const iter_vals *iv)
+{
+    for (int k = 0; sg->rt_mask && k < sg->n_leaves; k++) {
+        const sch_iter *it = &sg->iters[sg->leaves[k]];
+        if (it->rel == SCH_REL_ROOT && it->reduce && it->dyn == sg->rt_mask_outer &&
+            iv->dext[sg->leaves[k]] == it->dyn)
+            return k;
+    }
+    return -1;
+}
+
+/* r.o over whole chunks (r.o < extent / F: every lane inside, the mask
+ * dropped), then the last partial chunk with it: the main loop's lanes
+ * load without a per-lane test. */
+static ir_stmt *masked_loops(nest_ctx *nc, const sch_stage *sg, iter_vals *iv, int it,
+                             ir_stmt *masked, ir_stmt *whole)
+{
+    ir_builder *b = nc->b;
+    ir_expr *full = ir_binary(b, IR_FLOORDIV, sg->rt_mask_extent, ir_int(b, sg->rt_mask_factor));
+    ir_for_kind kind = sg->iters[it].annot == IR_FOR_PARALLEL ? IR_FOR_PARALLEL : IR_FOR_SERIAL;
+    ir_stmt *main_loop = ir_for(b, iv->var[it], ir_int(b, 0), full, kind, whole);
+    ir_stmt *tail = ir_for(b, iv->var[it], full, ir_sub(b, iv->dext[it], full), kind, masked);
+    return ir_seq2(b, main_loop, tail);
+}
+
 /* ---- bodies ---- */
 
 /* Rewrite loads of attached stages to their local buffers, offset by the
@@ -1092,12 +1133,31 @@ static smelt_status build_stage(nest_ctx *nc, int si, const region *own, ir_stmt
     restore_tiles(nc, tiles, n_tiles);
     int rpos = sg->body->kind == IR_REDUCE ? first_reduce_pos(sg) : -1;
     if (tpos >= 0 && rpos > tpos) rpos = tpos; /* the identity goes before the kernel call */
+    int mpos = tpos < 0 && n_tiles == 0 ? masked_leaf(sg, iv) : -1;
+    for (int k = mpos; mpos >= 0 && k < sg->n_leaves; k++)
+        if (att[k].n) mpos = -1; /* a producer's nest is not copied */
+    ir_stmt *whole = NULL; /* the body without the mask (before the axes are substituted) */
+    if (mpos >= 0) {
+        mask_sub ms = {b, sg->rt_mask};
+        sch_stage unmasked = *sg;
+        unmasked.body = drop_mask_expr(&ms, sg->body);
+        whole = unmasked.body ? innermost_store(nc, &unmasked, iv, own, si) : NULL;
+    }
     for (int k = sg->n_leaves - 1; k >= 0; k--) {
         int it = sg->leaves[k];
         if (tpos >= 0 && k >= tpos) {
             if (att[k].n) /* replay forbids this; never drop a producer's nest */
                 return smelt_errf(nc->ctx, SMELT_ERR_ARG, "tensorize '%s': a stage is computed at "
                                   "a replaced loop", sg->buf->name);
+        } else if (k > mpos && whole) { /* inside r.o: both bodies */
+            s = leaf_loop(b, sg, iv, it, sg->iters[it].annot, iv->var[it],
+                          wrap_tiles(nc, tiles, n_tiles, k, wrap_attached(nc, &att[k], s)));
+            whole = leaf_loop(b, sg, iv, it, sg->iters[it].annot, iv->var[it],
+                              wrap_tiles(nc, tiles, n_tiles, k, wrap_attached(nc, &att[k], whole)));
+        } else if (k == mpos && whole) {
+            s = wrap_tiles(nc, tiles, n_tiles, k, wrap_attached(nc, &att[k], s));
+            whole = wrap_tiles(nc, tiles, n_tiles, k, wrap_attached(nc, &att[k], whole));
+            s = masked_loops(nc, sg, iv, it, s, whole);
         } else {
             s = wrap_attached(nc, &att[k], s);
             s = wrap_tiles(nc, tiles, n_tiles, k, s);

@@ -212,6 +212,12 @@ typedef struct sch_stage {
     /* the distinct buffers body loads (n_reads -1: unknown, walk the body) */
     const ir_buffer **reads;
     int n_reads;
+    /* rfactor over a run-time extent: the mask (r.o * F + r.i < run's extent)
+     * in the body, the extent and F; lowering runs the whole chunks
+     * (r.o < extent / F) without it.  NULL: none */
+    const ir_expr *rt_mask;
+    ir_expr *rt_mask_extent, *rt_mask_outer; /* the run's extent; r.o's (ceil(extent / F)) */
+    int64_t rt_mask_factor;
 } sch_stage;
 
 /* Whether sg's body loads buf (its list of reads: inlining grows bodies to

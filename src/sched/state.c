@@ -562,7 +562,7 @@ static bool stage_untouched(const sch_stage *sg)
  * past r's extent (a run-time one: past the run's) the identity, so a tail
  * adds nothing. */
 static ir_expr *rfactor_body(sch_state *st, const sch_stage *sg, int r, ir_var *outer,
-                             ir_var *lane, int64_t f)
+                             ir_var *lane, int64_t f, sch_stage *rf)
 {
     ir_builder *b = &st->b;
     const ir_expr *body = sg->body;
@@ -571,14 +571,21 @@ static ir_expr *rfactor_body(sch_state *st, const sch_stage *sg, int r, ir_var *
     ir_expr *pos = ir_add(b, ir_mul(b, ir_var_ref(b, outer), ir_int(b, f)), ir_var_ref(b, lane));
     ir_subst map = {sg->reduce_axes[r].var, pos};
     ir_expr *src = ir_expr_substitute(b, body->reduce.src, &map, 1);
-    if (ext % f != 0 || dyn)
-        src = ir_select(b, ir_binary(b, IR_LT, pos, dyn ? dyn : ir_int(b, ext)), src,
+    ir_expr *mask = ext % f != 0 || dyn ? ir_binary(b, IR_LT, pos, dyn ? dyn : ir_int(b, ext)) : NULL;
+    if (mask)
+        src = ir_select(b, mask, src,
                         te_reduce_identity_in(b, body->reduce.op, src ? src->dtype : sg->buf->dtype));
+    if (dyn) { /* substitutions keep an unchanged subtree, so lowering finds it */
+        rf->rt_mask = mask;
+        rf->rt_mask_extent = dyn;
+        rf->rt_mask_factor = f;
+    }
     ir_axis axes[SMELT_MAX_RANK];
     for (int i = 0; i < sg->n_reduce; i++) axes[i] = sg->reduce_axes[i];
     ir_expr *odyn = dyn ? ir_binary(b, IR_FLOORDIV, ir_add(b, dyn, ir_int(b, f - 1)), ir_int(b, f))
                         : NULL;
     axes[r] = (ir_axis){outer, (ext + f - 1) / f, odyn};
+    if (dyn) rf->rt_mask_outer = odyn;
     return ir_reduce(b, body->reduce.op, src, sg->n_reduce, axes);
 }
 
@@ -628,7 +635,8 @@ static smelt_status apply_rfactor(smelt_ctx *ctx, sch_state *st, const sch_step 
     sch_index_readers_stale(st);
     rf->axes[rf->n_axes++] = (ir_axis){lane, f, NULL};
     if (!outer || !lane || !rf->buf) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    stage_set_body(st, rf, rfactor_body(st, sg, r, outer, lane, f));
+    rf->rt_mask = NULL;
+    stage_set_body(st, rf, rfactor_body(st, sg, r, outer, lane, f, rf));
     /* sg: reduce rf's lanes, over a fresh axis named like them */
     ir_var *k = ir_var_new(b, iname, SMELT_DT_INT64);
     ir_expr *idx[SMELT_MAX_RANK];
