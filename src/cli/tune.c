@@ -61,6 +61,13 @@ static int parse(int argc, char **argv, tune_cli *c)
         double d;
         int po = cli_pass_opt(argc, argv, &i, &c->compile);
         if (po == 0) po = cli_dim_opt(argc, argv, &i, &c->dims);
+        if (po > 0 && c->dims.n && c->dims.maxs[c->dims.n - 1]) {
+            /* a run-time build's functions are other tasks than a specialised one's */
+            fprintf(stderr, "smelt tune: --dim %s=MIN..MAX: tuning a build with run-time dims is "
+                    "not supported yet; tune with --dim %s=N\n", c->dims.names[c->dims.n - 1],
+                    c->dims.names[c->dims.n - 1]);
+            return 2;
+        }
         if (po < 0) return 2;
         if (po > 0) continue;
         if (strcmp(argv[i], "--list-tasks") == 0) c->list_tasks = true;
