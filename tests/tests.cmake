@@ -486,6 +486,9 @@ set_tests_properties(tune/mpi PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN
 # every allocation refused in turn (issue 16).
 target_compile_definitions(test_alloc_fail_compile PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_compile --per-node)
+# run-time dims: the range's second imports and comparison, te marking, nests, module info
+add_test(NAME unit/test_alloc_fail_compile_rt_dims
+  COMMAND test_alloc_fail_compile ${CMAKE_SOURCE_DIR}/tests/models/small/dynamic_batch.onnx avx2 batch 1 8)
 set_tests_properties(unit/test_alloc_fail_compile unit/test_alloc_fail_compile_per_node
   PROPERTIES TIMEOUT 600)
 

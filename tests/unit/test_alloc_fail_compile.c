@@ -20,6 +20,8 @@
  *   test_alloc_fail_compile                 the models below
  *   test_alloc_fail_compile --per-node      the reproducer, a node per allocation
  *   test_alloc_fail_compile MODEL TARGET    one model (prints the count)
+ *   test_alloc_fail_compile MODEL TARGET DIM MIN MAX   with DIM a run-time dim
+ *                                           (smelt_model_set_dim_range)
  *   SMELT_ALLOC_FAIL_BLOCK=16               arena block size for that run
  *   SMELT_ALLOC_FAIL_VERBOSE=1              each N's outcome
  *   SMELT_ALLOC_FAIL_TRACE=N                the stack of allocation N (ASan) */
@@ -91,6 +93,10 @@ static unsigned char *read_all(const char *path, size_t *size)
     return b;
 }
 
+/* A run-time dim given before the compile (NULL name: none). */
+static const char *g_dim;
+static int64_t g_dim_min, g_dim_max;
+
 /* Load, optimise, lower and emit; *c_out (malloc'd) gets the C on success. */
 static smelt_status compile_to_c(smelt_ctx *ctx, const unsigned char *bytes, size_t n,
                                  const cg_target *t, char **c_out)
@@ -98,7 +104,8 @@ static smelt_status compile_to_c(smelt_ctx *ctx, const unsigned char *bytes, siz
     *c_out = NULL;
     smelt_model *m = smelt_model_load_bytes(ctx, bytes, n, NULL);
     if (!m) return smelt_ctx_status(ctx);
-    smelt_status s = smelt_model_optimize(ctx, m, NULL);
+    smelt_status s = g_dim ? smelt_model_set_dim_range(ctx, m, g_dim, g_dim_min, g_dim_max) : SMELT_OK;
+    if (s == SMELT_OK) s = smelt_model_optimize(ctx, m, NULL);
     lowered_program *lp = NULL;
     lower_options lo = {.hw = &t->hw};
     if (s == SMELT_OK) s = lower_graph(ctx, m->graph, &lo, &lp);
@@ -263,6 +270,11 @@ int main(int argc, char **argv)
     if (getenv("SMELT_ALLOC_FAIL_TRACE")) g_trace_at = atol(getenv("SMELT_ALLOC_FAIL_TRACE"));
     if (getenv("SMELT_ALLOC_FAIL_BLOCK")) smelt_arena_set_block_size((size_t)atol(getenv("SMELT_ALLOC_FAIL_BLOCK")));
     if (argc == 3) {
+        check_model(argv[1], argv[2]);
+    } else if (argc == 6) {
+        g_dim = argv[3];
+        g_dim_min = atol(argv[4]);
+        g_dim_max = atol(argv[5]);
         check_model(argv[1], argv[2]);
     } else if (argc == 2 && strcmp(argv[1], "--per-node") == 0) {
         /* the fuzz reproducer with every IR node an allocation (its own
