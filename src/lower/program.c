@@ -284,7 +284,7 @@ static smelt_status lower_node(prog_builder *pb, const gr_node *n)
     SMELT_TRY(te_check_node_arity(pb->ctx, n));
     SMELT_TRY(node_types(pb, n, in, inp, out));
     te_graph *te;
-    SMELT_TRY(te_from_node(pb->ctx, n, inp, out, &te));
+    SMELT_TRY(te_from_node_rt(pb->ctx, n, inp, out, pb->n_rt, pb->rt_max, &te));
     const gr_value *in_vals[TE_NODE_MAX_INPUTS], *out_vals[TE_NODE_MAX_OUTPUTS];
     int n_in = 0, n_out = 0;
     for (int i = 0; i < n->n_inputs; i++)
@@ -435,7 +435,8 @@ static smelt_status lower_unit(prog_builder *pb, int start, int end)
     te_group_io *io = smelt_calloc(1, sizeof *io);
     if (!io) return prog_oom(pb);
     te_graph *te;
-    smelt_status s = te_from_group(pb->ctx, nodes, end - start, value_escapes, pb, &te, io);
+    smelt_status s = te_from_group_rt(pb->ctx, nodes, end - start, value_escapes, pb, pb->n_rt,
+                                      pb->rt_max, &te, io);
     /* the function is named after the first node (the anchor of an epilogue group) */
     const gr_node *last = nodes[end - start - 1];
     char comment[256];

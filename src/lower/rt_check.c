@@ -83,6 +83,7 @@ static bool takes_rt(const gr_graph *g, const gr_node *n)
     op_pattern pat = op_get(n->op)->pattern;
     if (pat == OP_PATTERN_ELEMWISE || pat == OP_PATTERN_BROADCAST) return true;
     switch (n->op) {
+    case OP_FUSED_ATTENTION: /* lengths at run time; the compute refuses other dims */
     case OP_MATMUL:
     case OP_GEMM:
     case OP_MATMUL_PACKED:

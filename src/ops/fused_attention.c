@@ -296,6 +296,8 @@ typedef struct fa_build {
     fa_dims d;
     int64_t mst[4];
     const te_tensor *q, *k, *v, *m;
+    const gr_node *node;
+    bool rt; /* a length is a run-time dim */
 } fa_build;
 
 static ir_expr *offset(ir_builder *b, const int64_t *st, ir_expr *bi, ir_expr *hi, ir_expr *si)
@@ -304,23 +306,40 @@ static ir_expr *offset(ir_builder *b, const int64_t *st, ir_expr *bi, ir_expr *h
                   ir_mul(b, si, ir_int(b, st[2])));
 }
 
+/* A length the kernel takes: a run-time dim's variable (te_rt_extent), else
+ * the static value. */
+static ir_expr *length(te_graph *g, int64_t n, bool *rt)
+{
+    ir_expr *e = te_rt_extent(g, n);
+    *rt = *rt || e;
+    return e ? e : ir_int(&g->b, n);
+}
+
 /* parallel t over B x H x query blocks: smelt.attention_f32 on rows
- * [q0, q0 + rows) of (b, h). */
+ * [q0, q0 + rows) of (b, h).  The query and key lengths may be run-time
+ * dims (operands laid out at their maxima: the strides stay static). */
 static ir_stmt *build_attention(te_graph *g, ir_buffer *out, void *user)
 {
-    const fa_build *fb = user;
+    fa_build *fb = user;
     const fa_dims *d = &fb->d;
     ir_builder *b = &g->b;
+    if (te_rt_extent(g, d->batch) || te_rt_extent(g, d->heads) || te_rt_extent(g, d->head) ||
+        te_rt_extent(g, d->v_head)) {
+        op_errf(g->ctx, fb->node, SMELT_ERR_UNSUPPORTED, "a run-time batch, head count or head "
+                "size is not supported by the fused kernel yet (only the lengths)");
+        return NULL;
+    }
     int64_t qb = FA_Q_BLOCK;
     while (qb > FA_MIN_Q_BLOCK && d->batch * d->heads * ((d->q_len + qb - 1) / qb) < FA_MIN_TASKS)
         qb /= 2;
-    int64_t qblocks = (d->q_len + qb - 1) / qb;
+    ir_expr *q_len = length(g, d->q_len, &fb->rt), *kv_len = length(g, d->kv_len, &fb->rt);
+    ir_expr *qblocks = ir_binary(b, IR_DIV, ir_add(b, q_len, ir_int(b, qb - 1)), ir_int(b, qb));
     ir_var *t = ir_var_new(b, "fa_task", SMELT_DT_INT64);
     ir_expr *tv = ir_var_ref(b, t);
-    ir_expr *bi = ir_binary(b, IR_DIV, tv, ir_int(b, d->heads * qblocks));
-    ir_expr *hi = ir_binary(b, IR_MOD, ir_binary(b, IR_DIV, tv, ir_int(b, qblocks)), ir_int(b, d->heads));
-    ir_expr *q0 = ir_mul(b, ir_binary(b, IR_MOD, tv, ir_int(b, qblocks)), ir_int(b, qb));
-    ir_expr *rows = ir_binary(b, IR_MIN, ir_int(b, qb), ir_sub(b, ir_int(b, d->q_len), q0));
+    ir_expr *bi = ir_binary(b, IR_DIV, tv, ir_mul(b, ir_int(b, d->heads), qblocks));
+    ir_expr *hi = ir_binary(b, IR_MOD, ir_binary(b, IR_DIV, tv, qblocks), ir_int(b, d->heads));
+    ir_expr *q0 = ir_mul(b, ir_binary(b, IR_MOD, tv, qblocks), ir_int(b, qb));
+    ir_expr *rows = ir_binary(b, IR_MIN, ir_int(b, qb), ir_sub(b, q_len, q0));
     ir_expr *zero = ir_int(b, 0);
     const int64_t *mst = fb->mst;
     ir_call_arg args[23] = {
@@ -331,7 +350,7 @@ static ir_stmt *build_attention(te_graph *g, ir_buffer *out, void *user)
         {fb->m ? fb->m->buf : fb->q->buf, fb->m ? offset(b, mst, bi, hi, q0) : zero},
         {NULL, rows},
         {NULL, q0},
-        {NULL, ir_int(b, d->kv_len)},
+        {NULL, kv_len},
         {NULL, ir_int(b, d->head)},
         {NULL, ir_int(b, d->v_head)},
         {NULL, ir_int(b, d->st[0][2])},
@@ -349,8 +368,9 @@ static ir_stmt *build_attention(te_graph *g, ir_buffer *out, void *user)
         {NULL, ir_int(b, fb->a->masked_zero)},
     };
     ir_stmt *call = ir_call_stmt(b, "smelt.attention_f32", 23, args);
-    int64_t tasks = d->batch * d->heads * qblocks;
-    return ir_for(b, t, zero, ir_int(b, tasks), tasks > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
+    int64_t most = d->batch * d->heads * ((d->q_len + qb - 1) / qb);
+    ir_expr *tasks = ir_mul(b, ir_int(b, d->batch * d->heads), qblocks);
+    return ir_for(b, t, zero, tasks, most > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
 }
 
 static smelt_status fa_compute(op_compute_args *a)
@@ -367,7 +387,7 @@ static smelt_status fa_compute(op_compute_args *a)
     fa_build *fb = smelt_arena_alloc(&a->te->arena, sizeof *fb);
     if (!fb) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
     *fb = (fa_build){.a = n->op_attrs, .q = a->in[IN_Q], .k = a->in[IN_K], .v = a->in[IN_V],
-                     .m = n->n_inputs > IN_MASK ? a->in[IN_MASK] : NULL};
+                     .m = n->n_inputs > IN_MASK ? a->in[IN_MASK] : NULL, .node = n};
     SMELT_TRY(fa_dims_of(a->ctx, n, in, &fb->d));
     fa_strides(n, in, &a->out_type[0], &fb->d, fb->mst);
     if (fb->d.head > FA_HEAD_MAX || fb->d.v_head > FA_HEAD_MAX)
@@ -379,6 +399,7 @@ static smelt_status fa_compute(op_compute_args *a)
     const smelt_tensor *y = &a->out_type[0];
     a->out[0] = te_extern_stage(a->te, "attention", SMELT_DT_FLOAT32, y->rank, y->dims,
                                 fb->m ? 4 : 3, inputs, build_attention, fb, "attention", flops);
+    if (a->out[0] && fb->rt) te_extern_set_rt_ok(a->out[0]);
     return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 

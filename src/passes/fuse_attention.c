@@ -410,10 +410,15 @@ static smelt_status rewrite(fa_state *s, gr_node *sm, const fa_match *m)
     return SMELT_OK;
 }
 
-/* smelt.attention_f32 takes its lengths at compile time: attention over a
- * run-time dim stays decomposed (MatMul, Softmax, MatMul), whose loops take it. */
-static bool has_rt_dim(const gr_graph *g, const gr_node *n)
+/* smelt.attention_f32 takes the query and key lengths at run time, not the
+ * batch or head count: attention whose scores [B, H, Sq, Skv] have those as
+ * run-time dims stays decomposed (MatMul, Softmax, MatMul), whose loops take
+ * them; so does ONNX's Attention op over any run-time dim. */
+static bool has_rt_dim(const gr_graph *g, const gr_node *n, bool op23)
 {
+    const gr_value *s = n->inputs[0];
+    if (!op23)
+        return s && s->rank == 4 && (gr_value_rt_dim(g, s, 0) >= 0 || gr_value_rt_dim(g, s, 1) >= 0);
     for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
         const gr_value *v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
         for (int d = 0; v && d < v->rank; d++)
@@ -434,7 +439,7 @@ smelt_status pass_fuse_attention(smelt_ctx *ctx, gr_graph *g)
     for (int i = 0; st == SMELT_OK && i < n0; i++) {
         bool op23 = nodes[i]->op == OP_ATTENTION;
         if (!op23 && (nodes[i]->op != OP_SOFTMAX || nodes[i]->n_outputs != 1)) continue;
-        if (has_rt_dim(g, nodes[i])) continue;
+        if (has_rt_dim(g, nodes[i], op23)) continue;
         smelt_free(s.uses); /* counts change with every rewrite */
         s.uses = pu_use_counts(g);
         s.n_uses = g->values.len;

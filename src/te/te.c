@@ -271,18 +271,39 @@ const te_const *te_const_of(const te_graph *g, const ir_buffer *buf)
 
 /* ---- run-time dims ---- */
 
-static ir_expr *rt_extent(te_graph *g, int64_t extent)
+ir_expr *te_rt_extent(te_graph *g, int64_t extent)
 {
     for (int k = 0; k < g->n_rt; k++)
         if (extent == g->rt_max[k]) return ir_var_ref(&g->b, g->rt_var[k]);
     return NULL;
 }
 
+void te_extern_set_rt_ok(te_tensor *t)
+{
+    if (t && t->ext) ((te_extern *)t->ext)->rt_ok = true; /* the graph's own stage */
+}
+
+smelt_status te_rt_begin(te_graph *g, int n, const int64_t *max)
+{
+    if (n <= 0) return SMELT_OK;
+    if (n > TE_MAX_RT_DIMS || g->n_rt)
+        return smelt_errf(g->ctx, SMELT_ERR_INTERNAL, "te: run-time dims set twice or too many");
+    g->n_rt = n;
+    for (int k = 0; k < n; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "rt%d", k);
+        g->rt_max[k] = max[k];
+        if (!(g->rt_var[k] = ir_var_new(&g->b, name, SMELT_DT_INT64)))
+            return smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    return SMELT_OK;
+}
+
 static bool mark_axes(te_graph *g, int n, ir_axis *axes)
 {
     bool any = false;
     for (int i = 0; i < n; i++) {
-        if (!axes[i].dyn) axes[i].dyn = rt_extent(g, axes[i].extent);
+        if (!axes[i].dyn) axes[i].dyn = te_rt_extent(g, axes[i].extent);
         any = any || axes[i].dyn;
     }
     return any;
@@ -302,21 +323,13 @@ static bool extern_has_rt(const te_graph *g, const te_tensor *t)
 smelt_status te_set_rt_dims(te_graph *g, int n, const int64_t *max)
 {
     if (n <= 0) return SMELT_OK;
-    if (n > TE_MAX_RT_DIMS || g->n_rt)
-        return smelt_errf(g->ctx, SMELT_ERR_INTERNAL, "te: run-time dims set twice or too many");
-    g->n_rt = n;
-    for (int k = 0; k < n; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "rt%d", k);
-        g->rt_max[k] = max[k];
-        if (!(g->rt_var[k] = ir_var_new(&g->b, name, SMELT_DT_INT64)))
-            return smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
-    }
+    if (g->n_rt != n) SMELT_TRY(te_rt_begin(g, n, max)); /* else begun before the computes */
     bool any = false;
     int n_tensors = g->tensors.len;
     for (int i = 0; i < n_tensors; i++) {
         te_tensor *t = g->tensors.items[i];
-        if (t->kind == TE_EXTERN && extern_has_rt(g, t))
+        any = any || (t->kind == TE_EXTERN && t->ext->rt_ok);
+        if (t->kind == TE_EXTERN && !t->ext->rt_ok && extern_has_rt(g, t))
             return smelt_errf(g->ctx, SMELT_ERR_UNSUPPORTED,
                               "te: stage '%s' is a kernel that takes its sizes at compile time "
                               "and cannot take a run-time dim", t->buf->name);

@@ -30,6 +30,7 @@ typedef struct te_extern {
     int n_inputs;
     const struct te_tensor **inputs;
     double flops; /* the op's estimate of its arithmetic (the tuner's task sizes) */
+    bool rt_ok;   /* its statement takes the graph's run-time dims (te_rt_extent) */
 } te_extern;
 
 /* A run-time check on data (an index in range, a divisor not zero).  Its
@@ -156,6 +157,10 @@ struct gr_node;
 smelt_status te_from_node(smelt_ctx *ctx, const struct gr_node *node,
                           const smelt_tensor *const *in, const smelt_tensor *out_types,
                           te_graph **out);
+/* The same with run-time dims known while the computes are built (te_rt_begin). */
+smelt_status te_from_node_rt(smelt_ctx *ctx, const struct gr_node *node,
+                             const smelt_tensor *const *in, const smelt_tensor *out_types,
+                             int n_rt, const int64_t *rt_max, te_graph **out);
 
 /* The te graph of a fused group: nodes (in topological order) chained
  * through their compute hooks.  An input produced inside the group reads the
@@ -180,6 +185,9 @@ typedef struct te_group_io {
 smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
                            bool (*escapes)(const struct gr_value *v, void *user), void *user,
                            te_graph **out, te_group_io *io);
+smelt_status te_from_group_rt(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
+                              bool (*escapes)(const struct gr_value *v, void *user), void *user,
+                              int n_rt, const int64_t *rt_max, te_graph **out, te_group_io *io);
 
 /* Run-time dims: every axis (of a compute, or a reduction at a body's root)
  * whose extent is max[k] gets dyn = rt_var[k], and the graph a placeholder
@@ -188,6 +196,12 @@ smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, i
  * every such extent is the run-time dim (lower/rt_check.c).  An extern
  * stage over such a dim is refused (its kernel takes sizes at compile time). */
 smelt_status te_set_rt_dims(te_graph *g, int n, const int64_t *max);
+/* The same variables before the computes are built (te_from_node_rt), so an
+ * op's extern statement can take them: te_rt_extent(g, MAX) is rt_var[k]
+ * (NULL: a static extent); the op then marks the stage te_extern.rt_ok. */
+smelt_status te_rt_begin(te_graph *g, int n, const int64_t *max);
+ir_expr *te_rt_extent(te_graph *g, int64_t extent);
+void te_extern_set_rt_ok(te_tensor *t);
 
 /* Human-readable listing of the graph's tensors and bodies. */
 void te_graph_print(const te_graph *g, smelt_strbuf *out);
