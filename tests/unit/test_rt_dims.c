@@ -4,6 +4,7 @@
  * specialised to that length; ranges and ops that cannot take the dim at
  * run time are refused naming the value or node. */
 #include "api/smelt_internal.h"
+#include "ops/op.h"
 #include "smelt.h"
 #include "smelt_rt.h"
 #include "test_util.h"
@@ -84,7 +85,7 @@ static void check_length(smelt_ctx *ctx, smelt_model *m, int64_t len, int thread
 }
 
 /* One compile serves 1, 7, 33 and 64 (in an order that grows and shrinks),
- * on one thread and on the pool. */
+ * on one thread and on the pool, its attention fused. */
 static void test_one_compile(int threads)
 {
     smelt_ctx *ctx = smelt_ctx_new();
@@ -97,6 +98,10 @@ static void test_one_compile(int threads)
     CHECK(smelt_model_compile(ctx, m, &o) == SMELT_OK);
     smelt_compiled *c = m->compiled;
     CHECK(c != NULL);
+    int fused = 0; /* the attention runs as one kernel taking the lengths at run time */
+    for (int i = 0; i < m->graph->nodes.len; i++)
+        fused += ((const gr_node *)m->graph->nodes.items[i])->op == OP_FUSED_ATTENTION;
+    CHECK(fused == 1);
     const int64_t lens[] = {7, 1, MAX_LEN, 33, 7, 2};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) check_length(ctx, m, lens[i], threads);
     CHECK(m->compiled == c); /* never recompiled */
