@@ -40,11 +40,13 @@ static const cli_command commands[] = {
      "      prints what each graph pass did and the totals\n"},
     {"bench", cli_bench,
      "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N] [--json]\n"
-     "      median latency on seeded random inputs\n"},
+     "        [--profile]\n"
+     "      median latency on seeded random inputs; --profile also times each\n"
+     "      generated function in the whole run (median per call, slowest first)\n"},
     {"tune", cli_tune,
      "  tune MODEL... -o RECORDS.jsonl [--trials N] [--minutes M] [--random] [--target T]\n"
      "       [--threads N] [--batch N] [--early-stop N] [--jobs N] [--seed N]\n"
-     "       [--min-ms MS] [--timeout S] [--plot FILE.svg] [--quiet]\n"
+     "       [--min-ms MS] [--flush-mb MB] [--timeout S] [--plot FILE.svg] [--quiet]\n"
      "  tune MODEL... --list-tasks [--knobs KEY=V,V,...]... | --show-space\n"
      "      search schedules for the models' functions on this machine; every\n"
      "      measurement is appended to RECORDS (a rerun resumes); use the result\n"

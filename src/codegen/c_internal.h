@@ -107,6 +107,7 @@ typedef struct cg_emitter {
     bool uses_pool;
     bool needs_err;      /* a heap temp may fail: err_ is needed */
     bool has_checks;     /* the function takes rterr_ (it holds IR_STMT_CHECKs) */
+    bool timed_calls;    /* the run entry times its calls (module call_names) */
     smelt_ptrvec sites;  /* const ir_check_site*, numbered in program order */
 
     /* per-lane emission: lane_var prints as (lane_var + lane) */
