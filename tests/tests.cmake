@@ -196,6 +196,11 @@ if(SMELT_PYTHON)
         ENVIRONMENT "AOT_CC=${cc} -mavx2 -mfma")
     endforeach()
   endforeach()
+  # smelt quantize against onnxruntime's quantize_static and ONNX Runtime's outputs
+  add_test(NAME models/smelt_quantize
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/check_smelt_quantize.py
+            $<TARGET_FILE:smelt_cli> ${CMAKE_BINARY_DIR}/smelt_quantize)
+  set_tests_properties(models/smelt_quantize PROPERTIES TIMEOUT 600)
   # every allocation of the QDQ CNN's compile (fuse_qdq, the integer ops) refused in turn
   add_test(NAME unit/test_alloc_fail_compile_qdq
     COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)
