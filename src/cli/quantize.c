@@ -10,8 +10,10 @@
  *   - its bias (Conv; Gemm with beta 1 and a 1-D bias) as int32 with scale
  *     x_scale * w_scale[c] and zero point 0;
  *   - its activation input (MatMul: both when B is not constant) and its
- *     output, or the output of a Relu that alone reads it (ORT's quantizer
- *     removes such a Relu and quantizes its output: the same values), as u8
+ *     output, or, where a Relu or Clip alone reads it, that activation's
+ *     output, the activation removed (ORT's QDQRemovableActivation: the
+ *     quantization's clamp to the calibrated range of the activation's
+ *     output takes its place), as u8
  *     through QuantizeLinear -> DequantizeLinear, scale and zero point from
  *     the minimum and maximum over the calibration runs (ORT's
  *     compute_scale_zp: the range widened to hold 0, scale = range / 255,
@@ -214,21 +216,36 @@ static int plan_bias(q_plan *p, const gr_graph *g, const Onnx__NodeProto *n, q_k
     return p->n_biases++;
 }
 
-/* The tensor whose quantization follows node n: its output, or that of a
- * Relu that alone reads it (not a graph output). */
-static const char *output_point(const Onnx__GraphProto *gp, const Onnx__NodeProto *n)
+/* A Relu, or a Clip with constant bounds, that alone reads n's output
+ * (not a graph output): ORT's quantizer removes it, or NULL. */
+static const Onnx__NodeProto *removable_activation(const Onnx__GraphProto *gp, const gr_graph *g,
+                                                   const Onnx__NodeProto *n)
 {
     const char *y = n->n_output ? n->output[0] : NULL;
-    if (!y || is_graph_output(gp, y)) return y;
+    if (!y || is_graph_output(gp, y)) return NULL;
     const Onnx__NodeProto *r = sole_reader(gp, y);
-    if (r && default_domain(r) && name_is(r->op_type, "Relu") && r->n_output == 1) return r->output[0];
-    return y;
+    if (!r || !default_domain(r) || r->n_output != 1 || !name_is(node_input(r, 0), y)) return NULL;
+    if (name_is(r->op_type, "Relu")) return r;
+    if (!name_is(r->op_type, "Clip")) return NULL;
+    for (size_t i = 1; i < r->n_input && i < 3; i++)
+        if (node_input(r, i) && !float_constant(g, node_input(r, i), 0, 1)) return NULL;
+    return r;
+}
+
+/* The tensor whose quantization follows node n: its output, or that of
+ * the activation removed after it. */
+static const char *output_point(const Onnx__GraphProto *gp, const gr_graph *g, const Onnx__NodeProto *n,
+                                const Onnx__NodeProto **act)
+{
+    *act = removable_activation(gp, g, n);
+    return *act ? (*act)->output[0] : n->n_output ? n->output[0] : NULL;
 }
 
 static smelt_status plan_node(smelt_ctx *ctx, q_plan *p, const gr_graph *g, const Onnx__GraphProto *gp,
                               const Onnx__NodeProto *n, q_kind k)
 {
-    const char *x = node_input(n, 0), *w = node_input(n, 1), *y = output_point(gp, n);
+    const Onnx__NodeProto *act;
+    const char *x = node_input(n, 0), *w = node_input(n, 1), *y = output_point(gp, g, n, &act);
     int axis = weight_axis(g, n, k);
     bool b_act = axis < 0 && k == Q_MATMUL && float_activation(g, w);
     if (!float_activation(g, x) || (axis < 0 && !b_act) || !y || !float_activation(g, y)) {
@@ -238,7 +255,7 @@ static smelt_status plan_node(smelt_ctx *ctx, q_plan *p, const gr_graph *g, cons
         return SMELT_OK;
     }
     q_node *q = &p->nodes[p->n_nodes];
-    *q = (q_node){.node = n, .kind = k, .b_act = -1, .weight = -1, .bias = -1, .axis = axis};
+    *q = (q_node){.node = n, .act = act, .kind = k, .b_act = -1, .weight = -1, .bias = -1, .axis = axis};
     if (axis >= 0) {
         q->weight = find_or_add_weight(p, w, axis);
         if (q->weight == -2) {

@@ -39,6 +39,7 @@ typedef struct q_bias {
 
 typedef struct q_node {
     const Onnx__NodeProto *node;
+    const Onnx__NodeProto *act; /* the Relu or Clip after it, removed (y is its output), or NULL */
     q_kind kind;
     int x, b_act, y; /* indices into acts; b_act: MatMul's B when it is an activation (else -1) */
     int weight;      /* index into weights, -1: none (MatMul of two activations) */

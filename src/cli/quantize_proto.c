@@ -9,6 +9,8 @@
  *                 node that read t; a graph output t keeps its name: its
  *                 producer writes t_QuantizeLinear_Input and the
  *                 DequantizeLinear writes t.
+ *   a Relu or Clip removed after a quantized node: the node writes the
+ *                 activation's output instead (its quantization clamps).
  * The input's messages are shared, not copied: a node whose inputs or
  * outputs change is a shallow copy with new name arrays, the graph and the
  * model are shallow copies with new node, initializer and input lists.
@@ -28,6 +30,8 @@ typedef struct q_writer {
     smelt_strmap writes;  /* producer output -> its new name (quantized graph outputs) */
     smelt_strmap removed; /* float initializers replaced by quantized ones */
     smelt_strmap taken;   /* every tensor name in the graph, and the new ones */
+    smelt_strmap after;   /* node output -> the q_act quantized after it */
+    smelt_strmap dropped; /* a removed activation's output -> the node */
     smelt_ptrvec nodes, inits;
     bool failed;
 } q_writer;
@@ -139,10 +143,12 @@ static Onnx__NodeProto *qdq_node(q_writer *w, const char *op, const char *name, 
     return n;
 }
 
-static void map_put(q_writer *w, smelt_strmap *m, const char *key, const char *val)
+static void map_ptr(q_writer *w, smelt_strmap *m, const char *key, const void *val)
 {
     if (!key || !val || !smelt_strmap_put(m, key, (void *)val)) w->failed = true;
 }
+
+static void map_put(q_writer *w, smelt_strmap *m, const char *key, const char *val) { map_ptr(w, m, key, val); }
 
 /* ---- weights and biases: a DequantizeLinear each, at the top ---- */
 
@@ -227,6 +233,29 @@ static const q_act *act_named(const q_plan *p, const char *name)
     return NULL;
 }
 
+/* Which output each activation's Q/DQ follows, and the removed
+ * activations: their producer writes their output (or, for a graph
+ * output, the name name_act gave it). */
+static void plan_outputs(q_writer *w)
+{
+    const q_plan *p = w->p;
+    for (int i = 0; i < p->n_acts; i++) map_ptr(w, &w->after, p->acts[i].name, &p->acts[i]);
+    for (int i = 0; i < p->n_nodes; i++) {
+        const q_node *qn = &p->nodes[i];
+        if (!qn->act) continue;
+        const char *y = qn->node->output[0], *r = qn->act->output[0];
+        const char *to = smelt_strmap_get(&w->writes, r);
+        map_put(w, &w->writes, y, to ? to : r);
+        map_ptr(w, &w->after, y, &p->acts[qn->y]);
+        map_ptr(w, &w->dropped, r, qn->act);
+    }
+}
+
+static bool is_dropped(q_writer *w, const Onnx__NodeProto *n)
+{
+    return n->n_output == 1 && smelt_strmap_get(&w->dropped, n->output[0]) == (const void *)n;
+}
+
 /* names[] with the map applied; the original array when nothing changes. */
 static char **renamed(q_writer *w, const smelt_strmap *m, char **names, size_t n)
 {
@@ -270,14 +299,16 @@ static void write_nodes(q_writer *w, const Onnx__GraphProto *g)
     for (int i = 0; i < p->n_biases; i++)
         if (p->biases[i].q) write_bias(w, &p->biases[i]);
     for (int i = 0; i < p->n_acts; i++) name_act(w, g, &p->acts[i]);
+    plan_outputs(w);
     for (size_t i = 0; i < g->n_input; i++) {
         const q_act *a = act_named(p, g->input[i]->name);
         if (a) write_act(w, g, a);
     }
     for (size_t i = 0; i < g->n_node; i++) {
+        if (is_dropped(w, g->node[i])) continue;
         push(w, &w->nodes, copy_node(w, g->node[i]));
         for (size_t k = 0; k < g->node[i]->n_output; k++) {
-            const q_act *a = act_named(p, g->node[i]->output[k]);
+            const q_act *a = g->node[i]->output[k] ? smelt_strmap_get(&w->after, g->node[i]->output[k]) : NULL;
             if (a) write_act(w, g, a);
         }
     }
@@ -322,6 +353,8 @@ smelt_status q_write_model(smelt_ctx *ctx, const Onnx__ModelProto *model, const 
     smelt_strmap_init(&w.writes);
     smelt_strmap_init(&w.removed);
     smelt_strmap_init(&w.taken);
+    smelt_strmap_init(&w.after);
+    smelt_strmap_init(&w.dropped);
     const Onnx__GraphProto *g = model->graph;
     take_names(&w, g);
     Onnx__GraphProto *g2 = walloc(&w, sizeof *g2);
@@ -342,6 +375,8 @@ smelt_status q_write_model(smelt_ctx *ctx, const Onnx__ModelProto *model, const 
     smelt_strmap_fini(&w.writes);
     smelt_strmap_fini(&w.removed);
     smelt_strmap_fini(&w.taken);
+    smelt_strmap_fini(&w.after);
+    smelt_strmap_fini(&w.dropped);
     smelt_ptrvec_fini(&w.nodes);
     smelt_ptrvec_fini(&w.inits);
     return s;
