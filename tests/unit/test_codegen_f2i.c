@@ -81,53 +81,50 @@ static ir_expr *quant_value(cgt_prog *t, ir_buffer *x, ir_var *i)
     return ir_cast(&t->b, SMELT_DT_UINT8, v);
 }
 
-/* One function: a loop per integer type from float32 x, the same from
- * float64 xd, then the quantize form. */
-static void build(cgt_prog *t)
+/* One function: a loop per integer type from x (float32 or float64), then
+ * for float32 the quantize form (cgt_prog holds 8 outputs). */
+static int build(cgt_prog *t, smelt_dtype src)
 {
     cgt_init(t);
-    ir_buffer *params[2 + 2 * N_TYPES + 1];
-    ir_buffer *x = BUF(t, "x", SMELT_DT_FLOAT32, N, IR_BUF_INPUT);
-    ir_buffer *xd = BUF(t, "xd", SMELT_DT_FLOAT64, N, IR_BUF_INPUT);
-    ir_stmt *loops[2 * N_TYPES + 1];
-    int np = 0;
-    params[np++] = x, params[np++] = xd;
-    for (int src = 0; src < 2; src++)
-        for (int k = 0; k < N_TYPES; k++) {
-            g_y = BUF(t, src ? "yd" : "y", k_types[k], N, IR_BUF_OUTPUT);
-            loops[src * N_TYPES + k] = loop_store(t, g_y, cast_value, src ? xd : x);
-            params[np++] = g_y;
-        }
-    ir_buffer *q = BUF(t, "q", SMELT_DT_UINT8, N, IR_BUF_OUTPUT);
-    loops[2 * N_TYPES] = loop_store(t, q, quant_value, x);
-    params[np++] = q;
-    ir_func *f = cgt_func(t, "f2i", np, params, ir_seq(&t->b, 2 * N_TYPES + 1, loops));
-    ir_slot slots[2 + 2 * N_TYPES + 1];
-    for (int i = 0; i < np; i++) slots[i] = i < 2 ? SLOT_IN(i) : SLOT_OUT(i - 2);
+    ir_buffer *params[1 + N_TYPES + 1];
+    ir_buffer *x = BUF(t, "x", src, N, IR_BUF_INPUT);
+    ir_stmt *loops[N_TYPES + 1];
+    int np = 0, nl = 0;
+    params[np++] = x;
+    for (int k = 0; k < N_TYPES; k++) {
+        g_y = BUF(t, "y", k_types[k], N, IR_BUF_OUTPUT);
+        loops[nl++] = loop_store(t, g_y, cast_value, x);
+        params[np++] = g_y;
+    }
+    if (src == SMELT_DT_FLOAT32) {
+        ir_buffer *q = BUF(t, "q", SMELT_DT_UINT8, N, IR_BUF_OUTPUT);
+        loops[nl++] = loop_store(t, q, quant_value, x);
+        params[np++] = q;
+    }
+    ir_func *f = cgt_func(t, "f2i", np, params, ir_seq(&t->b, nl, loops));
+    ir_slot slots[1 + N_TYPES + 1];
+    for (int i = 0; i < np; i++) slots[i] = i < 1 ? SLOT_IN(0) : SLOT_OUT(i - 1);
     cgt_call(t, f, slots);
-    cgt_input(t, "x", SMELT_DT_FLOAT32, N);
-    cgt_input(t, "xd", SMELT_DT_FLOAT64, N);
-    for (int src = 0; src < 2; src++)
-        for (int k = 0; k < N_TYPES; k++) cgt_output(t, src ? "yd" : "y", k_types[k], N);
-    cgt_output(t, "q", SMELT_DT_UINT8, N);
+    cgt_input(t, "x", src, N);
+    for (int k = 0; k < N_TYPES; k++) cgt_output(t, "y", k_types[k], N);
+    if (src == SMELT_DT_FLOAT32) cgt_output(t, "q", SMELT_DT_UINT8, N);
+    return nl;
 }
 
-static int check_outputs(const char *target, const double *xd, const float *x, void *const *out)
+static int check_outputs(const char *target, smelt_dtype src, const double *xd, const float *x,
+                         void *const *out)
 {
     int bad = 0;
-    for (int src = 0; src < 2; src++)
-        for (int k = 0; k < N_TYPES; k++)
-            for (int i = 0; i < N; i++) {
-                double v = src ? xd[i] : (double)x[i];
-                int64_t got = read_int(out[src * N_TYPES + k], k_types[k], i);
-                int64_t want = want_f2i(v, k_lo[k], k_hi[k]);
-                if (got != want && bad++ < 20)
-                    fprintf(stderr, "[%s] %s -> %s of %.9g: got %lld, want %lld\n", target,
-                            src ? "float64" : "float32", smelt_dtype_name(k_types[k]), v, (long long)got,
-                            (long long)want);
-            }
-    for (int i = 0; i < N; i++) {
-        int64_t got = ((const uint8_t *)out[2 * N_TYPES])[i], want = want_quant(x[i], 3.0f);
+    for (int k = 0; k < N_TYPES; k++)
+        for (int i = 0; i < N; i++) {
+            double v = src == SMELT_DT_FLOAT64 ? xd[i] : (double)x[i];
+            int64_t got = read_int(out[k], k_types[k], i), want = want_f2i(v, k_lo[k], k_hi[k]);
+            if (got != want && bad++ < 20)
+                fprintf(stderr, "[%s] %s -> %s of %.9g: got %lld, want %lld\n", target, smelt_dtype_name(src),
+                        smelt_dtype_name(k_types[k]), v, (long long)got, (long long)want);
+        }
+    for (int i = 0; src == SMELT_DT_FLOAT32 && i < N; i++) {
+        int64_t got = ((const uint8_t *)out[N_TYPES])[i], want = want_quant(x[i], 3.0f);
         if (got != want && bad++ < 20)
             fprintf(stderr, "[%s] quantize %.9g: got %lld, want %lld\n", target, (double)x[i],
                     (long long)got, (long long)want);
@@ -135,43 +132,43 @@ static int check_outputs(const char *target, const double *xd, const float *x, v
     return bad;
 }
 
-static void test_target(const cg_target *target)
+static void test_target(const cg_target *target, smelt_dtype src)
 {
     cgt_prog t;
-    build(&t);
+    int n_out = build(&t, src);
     void *handle;
-    char *src;
-    smelt_rt_model *m = cgt_compile(&t, target, &handle, &src);
+    char *code;
+    smelt_rt_model *m = cgt_compile(&t, target, &handle, &code);
     CHECK(m != NULL);
     /* with vector types, every loop converts lanes (none calls smelt_f2i
      * outside the scalar tails) */
-    if (src && cg_target_lanes(target, SMELT_DT_FLOAT32) > 0) {
+    if (code && cg_target_lanes(target, src) > 0) {
         int n = 0;
-        for (const char *p = src; (p = strstr(p, "__builtin_convertvector(x")); p++) n++;
-        if (n < 2 * N_TYPES + 1) fprintf(stderr, "[%s] %d converting stores, want %d\n", target->name, n,
-                                         2 * N_TYPES + 1);
-        CHECK(n >= 2 * N_TYPES + 1);
+        for (const char *p = code; (p = strstr(p, "__builtin_convertvector(x")); p++) n++;
+        if (n < n_out)
+            fprintf(stderr, "[%s] %s: %d converting stores, want %d\n", target->name, smelt_dtype_name(src), n,
+                    n_out);
+        CHECK(n >= n_out);
     }
     double xd[N];
     float x[N];
     fill(xd);
     for (int i = 0; i < N; i++) x[i] = (float)xd[i];
-    int64_t buf[2 * N_TYPES + 1][N];
-    void *out[2 * N_TYPES + 1];
-    size_t out_b[2 * N_TYPES + 1];
-    for (int src_i = 0; src_i < 2; src_i++)
-        for (int k = 0; k < N_TYPES; k++) {
-            out[src_i * N_TYPES + k] = buf[src_i * N_TYPES + k];
-            out_b[src_i * N_TYPES + k] = (size_t)N * smelt_dtype_size(k_types[k]);
-        }
-    out[2 * N_TYPES] = buf[2 * N_TYPES];
-    out_b[2 * N_TYPES] = N;
-    const void *in[2] = {x, xd};
-    size_t in_b[2] = {sizeof x, sizeof xd};
-    bool ran = m && smelt_rt_model_run(m, in, in_b, 2, out, out_b, 2 * N_TYPES + 1) == SMELT_RT_OK;
+    int64_t buf[N_TYPES + 1][N];
+    void *out[N_TYPES + 1];
+    size_t out_b[N_TYPES + 1];
+    for (int k = 0; k < N_TYPES; k++) {
+        out[k] = buf[k];
+        out_b[k] = (size_t)N * smelt_dtype_size(k_types[k]);
+    }
+    out[N_TYPES] = buf[N_TYPES];
+    out_b[N_TYPES] = N;
+    const void *in[1] = {src == SMELT_DT_FLOAT64 ? (const void *)xd : (const void *)x};
+    size_t in_b[1] = {src == SMELT_DT_FLOAT64 ? sizeof xd : sizeof x};
+    bool ran = m && smelt_rt_model_run(m, in, in_b, 1, out, out_b, n_out) == SMELT_RT_OK;
     CHECK(ran);
-    if (ran) CHECK(check_outputs(target->name, xd, x, out) == 0);
-    cgt_release(m, handle, src);
+    if (ran) CHECK(check_outputs(target->name, src, xd, x, out) == 0);
+    cgt_release(m, handle, code);
     cgt_fini(&t);
 }
 
@@ -180,6 +177,9 @@ int main(void)
     cgt_setup_env();
     const cg_target *targets[3];
     int n = cgt_targets(targets);
-    for (int k = 0; k < n; k++) test_target(targets[k]);
+    for (int k = 0; k < n; k++) {
+        test_target(targets[k], SMELT_DT_FLOAT32);
+        test_target(targets[k], SMELT_DT_FLOAT64);
+    }
     TEST_MAIN_END();
 }
