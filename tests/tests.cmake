@@ -206,6 +206,12 @@ if(SMELT_PYTHON)
     COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)
   set_tests_properties(unit/test_alloc_fail_compile_qdq PROPERTIES
     FIXTURES_REQUIRED quant_models TIMEOUT 600)
+  # the same with 16-byte arena blocks (a failure inside any IR builder):
+  # QuantizeLinear's compute read the dtype of a NULL expression
+  add_test(NAME unit/test_alloc_fail_compile_qdq_per_node
+    COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)
+  set_tests_properties(unit/test_alloc_fail_compile_qdq_per_node PROPERTIES
+    FIXTURES_REQUIRED quant_models TIMEOUT 900 ENVIRONMENT SMELT_ALLOC_FAIL_BLOCK=16)
 endif()
 
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----
