@@ -60,6 +60,13 @@ static const cli_command commands[] = {
     {"targets", cli_targets,
      "  targets\n"
      "      list the code generation targets (--target T) and which this host runs\n"},
+    {"quantize", cli_quantize,
+     "  quantize MODEL -o OUT.onnx [--calib DIR | --samples N [--seed S]] [--reduce-range]\n"
+     "      static post-training quantization to the QDQ form of onnxruntime's\n"
+     "      quantize_static: int8 weights per channel (symmetric) for Conv, MatMul and\n"
+     "      Gemm, u8 activations from min/max calibration on N (default 16) seeded random\n"
+     "      inputs or the .npy/.pb inputs in DIR (one file per sample, or a folder per\n"
+     "      sample with one file per model input); --reduce-range: 7-bit weights\n"},
     {"graph", cli_graph,
      "  graph MODEL -o FILE.dot|.svg|.png\n"
      "      draw the graph with op, dtype and shape on every edge\n"},
