@@ -197,8 +197,8 @@ def tile_decisions(text):
     txh x txw threads, tm x tn registers, k step kt, ...)" (the last line of a
     reduction wins; a group whose tiled schedule did not replay is plain)."""
     out, cur = {}, None
-    tile = re.compile(r"smelt: GPU tile for '([^']*)' \(([^)]*)\): (tiled|not tiled) \((\d+) x (\d+) x (\d+) "
-                      r"threads, (\d+) x (\d+) registers, k step (\d+)")
+    tile = re.compile(r"smelt: GPU tile for '([^']*)' \(([^)]*)\): (tiled|not tiled)(?:: [^(]*)? \((\d+) x (\d+) "
+                      r"x (\d+) threads, (\d+) x (\d+) registers, k step (\d+)")
     for line in text.splitlines():
         m = re.match(r"smelt: scheduling (\S+) ", line)
         if m:
@@ -669,7 +669,8 @@ def run(args):
                 r2 = compare(read_outputs(d, meta, "out_tile%d" % i), want, rtol, atol, names)
             t_ok = all(x[3] for x in r2)
             failed += not t_ok
-            env = "SMELT_GPU_BLOCK=" + tile[6:] if tile.startswith("block=") else "SMELT_GPU_TILE=" + tile
+            env = ("SMELT_GPU_BLOCK=" + tile[6:] if tile.startswith("block=") else
+                   tile if ":" in tile else "SMELT_GPU_TILE=" + tile)  # "name: ...": another smelt's
             say("  %-27s %-4s kernel %9s ms %9s GFLOP/s (the rules' tile: %s ms)" % (
                 env, "ok" if t_ok else "FAIL", fmt(other[2]), rate(other[2]), fmt(tiled[2])))
             variants.append((tile, "pkg_tile%d" % i, other[4]))

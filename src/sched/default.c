@@ -2104,9 +2104,10 @@ static void print_tile(const te_tensor *t, const sch_gpu_tile *p, bool planned)
         n += snprintf(ext + n, sizeof ext - (size_t)n, "%s%lld", i ? "x" : " sum ",
                       (long long)t->body->reduce.axes[i].extent);
     ext[n] = 0;
-    fprintf(stderr, "smelt: GPU tile for '%s' (%s): %s (%lld x %lld x %lld threads, %lld x %lld "
+    fprintf(stderr, "smelt: GPU tile for '%s' (%s): %s%s%s (%lld x %lld x %lld threads, %lld x %lld "
             "registers, k step %lld, %lld shared bytes; model %.3g vs one thread per output %.3g)\n",
-            t->buf->name, ext, planned ? "tiled" : "not tiled", (long long)p->ty, (long long)p->txh,
+            t->buf->name, ext, planned ? "tiled" : "not tiled", !planned && p->why ? ": " : "",
+            !planned && p->why ? p->why : "", (long long)p->ty, (long long)p->txh,
             (long long)p->txw, (long long)p->tm, (long long)p->tn, (long long)p->kt,
             (long long)p->shared_bytes, p->cost, p->plain_cost);
 }

@@ -33,7 +33,8 @@
  * FMAs per cycle per multiprocessor and waits GPU_MODEL_PLAIN_STEP cycles
  * per reduced element (two global loads); tiling applies when the model
  * expects it to be faster, and the product has GPU_TILE_MIN_FMAS
- * multiply-adds or more.
+ * multiply-adds or more; a convolution over a window keeps one thread per
+ * output where that measured faster (window_conv_plain).
  */
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@
 #define GPU_MODEL_PLAIN_RATE 4.0   /* one thread per output: FMAs per cycle per multiprocessor */
 #define GPU_MODEL_PLAIN_STEP 150.0 /* and cycles per reduced element of one thread */
 #define GPU_TILE_MIN_FMAS (double)(1 << 20) /* multiply-adds below which tiles do not pay */
+#define GPU_TILE_LONG_K 512         /* a first reduce axis this long is tiled whatever the size */
+#define GPU_CONV_FEW_OUTPUTS (GPU_MODEL_SMS * 128.0) /* outputs: half a 256-thread block per multiprocessor */
 #define GPU_TILE_MAX_ACC 64        /* accumulators per thread (registers) */
 #define GPU_TILE_MAX_KT 16
 
@@ -316,6 +319,29 @@ static double plain_cost(const sch_gpu_tile *p, const gemm_view *v)
     return tp > chain ? tp : chain;
 }
 
+/* A convolution over a window (3x3, 7x7: more than one tap) keeps one
+ * thread per output when its input channels take four steps or more and
+ * its outputs fill the GPU.  Measured on the H100 (docs/benchmarks.md): every
+ * 3x3 layer of ResNet-18/50 (64 to 512 channels, 7x7 to 56x56 maps, 25088
+ * outputs or more) ran 0.48x to 1.01x of one thread per output tiled, with
+ * the rules' tile and with each of six forced ones (small register tiles
+ * read two or three shared words per multiply-add, where one thread per
+ * output reads a warp-wide weight and a coalesced input); the tiles won
+ * with few channels (conv1: 3, 7x7, 1.35x; tests/gpu's tiled_conv: 33
+ * channels, 29988 outputs, 2.2x) and few outputs (70 channels, 6480
+ * outputs: 2.9x).  1x1 convolutions are products: tiled. */
+static const char *window_conv_plain(const sch_gpu_tile *p, const gemm_view *v)
+{
+    int k0 = p->acc->n_axes;
+    double taps = 1, outputs = 1;
+    if (p->col2 < 0) return NULL;
+    for (int i = k0 + 1; i < v->n_vars; i++) taps *= (double)v->ext[i];
+    for (int i = 0; i < k0; i++) outputs *= (double)v->ext[i];
+    if (taps > 1 && v->ext[k0] >= 4 * GPU_TILE_MAX_KT && outputs >= GPU_CONV_FEW_OUTPUTS)
+        return "a convolution window over many channels and outputs: one thread per output measured faster";
+    return NULL;
+}
+
 /* The largest step of the first reduce axis whose tiles fit: a divisor of
  * its extent when one is at least half the largest step, else the largest
  * step (the last one guarded). */
@@ -393,11 +419,21 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
         return true;
     }
     /* small products stay one thread per output: on the H100 the tiny
-     * transformers' and CNNs' tiled kernels were no faster, some slower */
+     * transformers' and CNNs' tiled kernels were no faster, some slower;
+     * but a long reduction (GPU_TILE_LONG_K) over few outputs is a chain
+     * of dependent global loads per thread, which the tile's shared
+     * memory shortens (ResNet-50's fc, 1000 outputs x 2048: 2.34x tiled) */
     double fmas = 1;
     for (int i = 0; i < v.n_vars; i++) fmas *= (double)v.ext[i];
-    if (fmas < GPU_TILE_MIN_FMAS) {
+    if (fmas < GPU_TILE_MIN_FMAS && v.ext[base.acc->n_axes] < GPU_TILE_LONG_K) {
         out->acc = t;
+        out->why = "under 2^20 multiply-adds";
+        return false;
+    }
+    const char *why = window_conv_plain(&base, &v);
+    if (why) {
+        out->acc = t;
+        out->why = why;
         return false;
     }
     for (int64_t ty = 1; ty <= threads; ty *= 2) {
@@ -433,9 +469,11 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
     }
     if (!found) {
         out->acc = t;
+        out->why = "no tile fits";
         return false;
     }
     best.plain_cost = plain_cost(&best, &v);
+    if (best.cost >= best.plain_cost) best.why = "the model expects one thread per output to be faster";
     *out = best;
     return best.cost < best.plain_cost;
 }
