@@ -56,8 +56,7 @@ MATMULS = [("mm1024", 1024, 1024, 1024, False, None),
 # threads on rows, on output rows, on columns; registers on rows, on columns;
 # a tile applies to each stage it fits, the others keep the rules' choice), or
 # "block=N": the rules' choices with blocks of N threads (SMELT_GPU_BLOCK)
-CONV_TILES = ["16,4,4,2,1", "64,2,2,1,2", "32,2,4,2,2", "16,4,4,4,2", "32,4,2,2,2", "block=128"]
-OTHER_TILES = {"resnet18": CONV_TILES, "resnet50": CONV_TILES[:3] + CONV_TILES[-1:]}
+OTHER_TILES = {}
 
 
 def gen_values(seed, n, scale=1.0):

@@ -257,14 +257,33 @@ static int tile_dims(const gemm_view *v, int op, const int64_t *range)
     return n;
 }
 
+/* Blocks of p's row and column tiles (tile_cost multiplies in the other
+ * output axes). */
+static double tile_blocks(const sch_gpu_tile *p, const gemm_view *v)
+{
+    int64_t bm = block_span(v->ext[p->row], p->ty, p->tm);
+    int64_t bw = block_span(v->ext[p->col], p->txw, p->tn);
+    double blocks = (double)cdiv(v->ext[p->row], bm) * (double)cdiv(v->ext[p->col], bw);
+    return p->col2 >= 0 ? blocks * (double)cdiv(v->ext[p->col2], p->txh) : blocks;
+}
+
+/* A convolution's tile should leave no multiprocessor idle when one can:
+ * on the H100 the model's 112- and 128-block conv tiles ran up to 1.3x
+ * slower than its best tile of 132 blocks or more (ResNet-50's 1x1 layers,
+ * conv1: docs/benchmarks.md); matrix products measured best with fewer,
+ * larger tiles (BERT's FFN: 96 blocks), so they keep the cost alone. */
+static bool fills_gpu(const sch_gpu_tile *p, const gemm_view *v)
+{
+    return p->col2 < 0 || tile_blocks(p, v) >= GPU_MODEL_SMS;
+}
+
 /* The model's time for p's tile, in cycles (see the header comment). */
 static double tile_cost(const sch_gpu_tile *p, const gemm_view *v, int64_t threads)
 {
     int64_t bm = block_span(v->ext[p->row], p->ty, p->tm);
     int64_t bw = block_span(v->ext[p->col], p->txw, p->tn);
     int64_t bh = p->col2 >= 0 ? p->txh : 1;
-    double blocks = (double)cdiv(v->ext[p->row], bm) * (double)cdiv(v->ext[p->col], bw);
-    if (p->col2 >= 0) blocks *= (double)cdiv(v->ext[p->col2], bh);
+    double blocks = tile_blocks(p, v);
     double inner = 1, steps = 1;
     int k0 = p->acc->n_axes;
     int64_t range[GT_MAX_VARS];
@@ -410,7 +429,7 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
     /* small blocks (PoCL's 64 work-items): small register tiles, quick builds */
     int64_t max_regs = threads >= 128 ? 8 : 4;
     int64_t limit = hw->gpu_shared_bytes;
-    bool found = false;
+    bool found = false, best_fills = false;
     sch_gpu_tile best = base;
     if (forced_tile(&best, &v, threads, limit)) {
         best.cost = tile_cost(&best, &v, threads);
@@ -458,10 +477,14 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
                     c.tn = tn;
                     if (!choose_kt(&c, &v, limit)) continue;
                     c.cost = tile_cost(&c, &v, threads);
-                    /* ties: larger register tiles, then fewer shared bytes */
-                    if (!found || c.cost < best.cost * 0.999 ||
-                        (c.cost <= best.cost * 1.001 && c.tm * c.tn > best.tm * best.tn)) {
+                    /* a conv tile filling the GPU first (fills_gpu); ties: larger
+                     * register tiles, then fewer shared bytes */
+                    bool fills = fills_gpu(&c, &v);
+                    if (!found || (fills && !best_fills) ||
+                        (fills == best_fills && (c.cost < best.cost * 0.999 ||
+                                                 (c.cost <= best.cost * 1.001 && c.tm * c.tn > best.tm * best.tn)))) {
                         best = c;
+                        best_fills = fills;
                         found = true;
                     }
                 }

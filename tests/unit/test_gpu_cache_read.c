@@ -534,6 +534,40 @@ static void test_default_conv_rule(void)
     smelt_ctx_free(ctx);
 }
 
+/* A 1x1 convolution's tile on the CUDA target leaves no multiprocessor of
+ * the model's 132 idle when a tile can fill them: on the H100 the 112-block
+ * tiles the cost alone chose for these ResNet-50 layers ran 0.88x and 0.93x
+ * of one thread per output, the filling ones 1.15x and 1.18x. */
+static void test_conv_tile_fills(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    const smelt_hw *hw = &cg_target_find("cuda")->hw;
+    int64_t cases[][3] = {{1024, 512, 14}, {512, 128, 28}}; /* ci, co, h = w */
+    for (int i = 0; i < 2; i++) {
+        te_graph *g = conv_kxk(ctx, 1, cases[i][0], cases[i][1], cases[i][2], cases[i][2], 1, true);
+        bool *inlined = calloc((size_t)g->tensors.len, sizeof *inlined);
+        const te_tensor *y = NULL;
+        for (int j = 0; j < g->tensors.len; j++) {
+            const te_tensor *t = g->tensors.items[j];
+            inlined[j] = !strcmp(t->buf->name, "P"); /* the padding, as the rules inline it */
+            if (!strcmp(t->buf->name, "Y")) y = t;
+        }
+        sch_gpu_tile p;
+        CHECK(y && sch_gpu_tile_plan(g, y, inlined, hw, &p));
+        int64_t h = cases[i][2], co = cases[i][1];
+        int64_t blocks = (co + p.ty * p.tm - 1) / (p.ty * p.tm) * ((h + p.txh - 1) / p.txh) *
+                         ((h + p.txw * p.tn - 1) / (p.txw * p.tn));
+        if (blocks < 132)
+            fprintf(stderr, "1x1 %lld -> %lld: %lld blocks (%lld x %lld x %lld threads, %lld x %lld)\n",
+                    (long long)cases[i][0], (long long)co, (long long)blocks, (long long)p.ty,
+                    (long long)p.txh, (long long)p.txw, (long long)p.tm, (long long)p.tn);
+        CHECK(blocks >= 132);
+        free(inlined);
+        te_graph_free(g);
+    }
+    smelt_ctx_free(ctx);
+}
+
 /* Tiled schedules against the reference, on a GPU of 16-thread blocks (the
  * interpreter runs each thread's copy of a tile: small blocks keep it
  * quick), tiles fixed with SMELT_GPU_TILE: thread grids with rows,
@@ -604,6 +638,7 @@ int main(void)
     test_kernel_errors();
     test_default_choice();
     test_default_conv_rule();
+    test_conv_tile_fills();
     test_default_tiles();
     TEST_MAIN_END();
 }
