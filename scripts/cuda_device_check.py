@@ -24,7 +24,10 @@ Two steps, on two machines:
       -DSMELT_GPU_TIMING (CUDA events around each run's kernels), runs it
       (WARMUP untimed runs, then --runs timed ones; a run is a whole
       model_run: inputs to the device, the kernels, outputs back), compares
-      the outputs, reports the median run and kernel times and the kernels'
+      the outputs, reports the median run and kernel times (and, for models
+      with a tiled stage, each call's -- fused function's -- kernel time in
+      every package side by side, with its tile and layer: further runs
+      with model_gpu_time_calls) and the kernels'
       GFLOP/s for both schedules, times ONNX Runtime on the CPU for context
       and cuBLAS's sgemm on the MatMul shapes when cuBLAS is installed, and
       prints a PASS/FAIL summary (also written to $OUT/cuda_device_check.txt

@@ -15,7 +15,9 @@
 #   scripts/cuda_device_check.sh run [DIR] [--runs N]   on the GPU machine
 #       (nvcc, make, python3 + numpy; onnxruntime for CPU timings, cuBLAS
 #       for a peer of the MatMuls): builds each package for sm_90 with kernel
-#       timing, runs it, compares the outputs, prints run and kernel times,
+#       timing, runs it, compares the outputs, prints run and kernel times
+#       (and, for models with a tiled stage, each call's kernel time in every
+#       package side by side, with its tile and layer),
 #       GFLOP/s, tiled vs plain and PASS/FAIL; $OUT/cuda_device_check.txt
 #       keeps the summary.  Without a GPU it builds, says so and stops.
 #
@@ -40,7 +42,7 @@ case "$cmd" in
 prepare) exec python3 "$here/cuda_device_check.py" prepare "$dir" "$@" ;;
 run) exec python3 "$here/cuda_device_check.py" run "$dir" "$@" ;;
 *)
-    sed -n '2,20p' "$0"
+    sed -n '2,30p' "$0"
     exit 2
     ;;
 esac
