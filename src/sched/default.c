@@ -2156,6 +2156,26 @@ static smelt_status gpu_rfactor_stage(smelt_ctx *ctx, const te_tensor *t, int th
     return sch_bind(ctx, s, rf, ri, "threadIdx.x");
 }
 
+/* SMELT_DEBUG=2: a reduction's tile decision, with its extents (output
+ * axes, then reduce axes). */
+static void print_tile(const te_tensor *t, const sch_gpu_tile *p, bool planned)
+{
+    char ext[256];
+    int n = 0;
+    for (int i = 0; i < t->n_axes && n < (int)sizeof ext - 24; i++)
+        n += snprintf(ext + n, sizeof ext - (size_t)n, "%s%lld", i ? "x" : "", (long long)t->axes[i].extent);
+    for (int i = 0; i < t->body->reduce.n_axes && n < (int)sizeof ext - 24; i++)
+        n += snprintf(ext + n, sizeof ext - (size_t)n, "%s%lld", i ? "x" : " sum ",
+                      (long long)t->body->reduce.axes[i].extent);
+    ext[n] = 0;
+    fprintf(stderr, "smelt: GPU tile for '%s' (%s): %s%s%s (%lld x %lld x %lld threads, %lld x %lld "
+            "registers, k step %lld, %lld shared bytes; model %.3g vs one thread per output %.3g)\n",
+            t->buf->name, ext, planned ? "tiled" : "not tiled", !planned && p->why ? ": " : "",
+            !planned && p->why ? p->why : "", (long long)p->ty, (long long)p->txh,
+            (long long)p->txw, (long long)p->tm, (long long)p->tn, (long long)p->kt,
+            (long long)p->shared_bytes, p->cost, p->plain_cost);
+}
+
 /* The GPU rules at a level: 3 all of them, 2 without tiled matrix
  * products and convolutions (sched/gpu_tile.c), 1 without rfactor either,
  * 0 only the per-stage binding (each stage at the root, which always
@@ -2193,12 +2213,7 @@ static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const 
         const te_tensor *out = c ? c : t;
         sch_gpu_tile p = {0};
         bool planned = !tile_of[out->index] && sch_gpu_tile_plan(g, t, inlined, hw, &p);
-        if (smelt_debug_level() >= 2 && p.acc == t)
-            fprintf(stderr, "smelt: GPU tile for '%s': %s (%lld x %lld x %lld threads, %lld x %lld "
-                    "registers, k step %lld, %lld shared bytes; model %.3g vs one thread per "
-                    "output %.3g)\n", t->buf->name, planned ? "tiled" : "not tiled",
-                    (long long)p.ty, (long long)p.txh, (long long)p.txw, (long long)p.tm,
-                    (long long)p.tn, (long long)p.kt, (long long)p.shared_bytes, p.cost, p.plain_cost);
+        if (smelt_debug_level() >= 2 && p.acc == t) print_tile(t, &p, planned);
         if (!planned) continue;
         tiles[out->index] = p;
         tile_of[out->index] = out->index + 1;
