@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""One thread, interleaved: smelt with all passes, smelt with some passes
-disabled, and ONNX Runtime on one model, in one process, timing each run by
-the process's CPU time as well as by the wall clock.  On a shared machine a
-one-thread run's CPU time does not count the time it waited for a core, so
-it moves far less than wall time (cache interference remains).
+"""Interleaved in one process: smelt with all passes, smelt with some passes
+disabled or with tuning records, and ONNX Runtime on one model, timing each
+run by the process's CPU time as well as by the wall clock.  On a shared
+machine a one-thread run's CPU time does not count the time it waited for a
+core, so it moves far less than wall time (cache interference remains).
+With --threads 2 compare the wall times: the variants share one process, so
+the drift between processes (thread placement, memory) cannot favour one.
+ONNX Runtime's workers do not spin, so they take no core from the others.
 
   SMELT_LIB=build/libsmelt.so PYTHONPATH=python python3 bench/cpu_time_ab.py MODEL \
       --disable fuse_attention --rounds 8 --repeat 10
+  ... bench/cpu_time_ab.py MODEL --records r50.jsonl --threads 2 --rounds 12
 """
 import argparse, statistics, sys, time
 
@@ -48,16 +52,21 @@ def main():
     ap.add_argument("--disable", default="", help="comma-separated passes for the B variant")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--records", default="", help="tuning records for a variant (smelt tune -o FILE)")
     a = ap.parse_args()
     feeds = inputs_of(a.model)
-    variants = {"smelt": smelt.load(a.model).compile(threads=1)}
+    variants = {"smelt": smelt.load(a.model).compile(threads=a.threads)}
     if a.disable:
         variants["smelt -" + a.disable] = smelt.load(a.model).compile(
-            threads=1, disabled_passes=tuple(a.disable.split(",")))
+            threads=a.threads, disabled_passes=tuple(a.disable.split(",")))
+    if a.records:
+        variants["smelt --records"] = smelt.load(a.model).compile(threads=a.threads, records=a.records)
     try:
         import onnxruntime as ort
         so = ort.SessionOptions()
-        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        so.intra_op_num_threads, so.inter_op_num_threads = a.threads, 1
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         sess = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
         variants["onnxruntime " + ort.__version__] = sess
     except ImportError:

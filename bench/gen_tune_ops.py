@@ -79,6 +79,8 @@ OPS = [
     conv(256, 256, 14, 3, relu=True),      # ResNet-50 stage 3 (the largest share of its time)
     conv(512, 512, 7, 3, relu=True),       # ResNet-50 stage 4
     conv(1024, 256, 14, 1, relu=True),     # ResNet-50 stage 3 reduce
+    conv(1024, 2048, 14, 1, 2),            # ResNet-50 stage 4 downsample (strided 1x1)
+    conv(512, 2048, 7, 1, relu=True),      # ResNet-50 stage 4 expand (7 columns)
     matmul(8, 768, 3072),                  # small-M GEMMs (a few tokens)
     matmul(16, 768, 3072),
     matmul(16, 3072, 768),

@@ -262,6 +262,22 @@ smelt_status smelt_model_compile(smelt_ctx *ctx, smelt_model *m, const smelt_opt
 smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                              int num_inputs, smelt_tensor *outputs, int num_outputs);
 
+/* A profile of one run: smelt_model_run that also adds the wall time (ns) of
+ * each call the compiled model makes to call_ns[k], k < smelt_model_num_calls
+ * (the caller zeroes the array once and may accumulate over runs).  Call k
+ * runs the generated function smelt_model_call_name(m, k) (the name
+ * `--dump-ir=tir` prints and `--schedule` takes; NULL for an If/Loop step).
+ * Compile first: the call count is 0 until the model is compiled.  Models
+ * with symbolic dims are refused (bind them with smelt_model_set_dim); GPU
+ * targets time no calls (num_calls 0). */
+smelt_status smelt_model_run_profiled(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                      int num_inputs, smelt_tensor *outputs, int num_outputs,
+                                      int64_t *call_ns);
+int smelt_model_num_calls(smelt_model *m);
+const char *smelt_model_call_name(smelt_model *m, int k);
+/* The model's nodes call k runs: "FIRST .. LAST (N nodes)" (NULL as above). */
+const char *smelt_model_call_nodes(smelt_model *m, int k);
+
 /* Threads the compiled model's parallel loops may use (1: no pool); 0 when
  * it is not compiled (or has dynamic shapes). */
 int smelt_model_compiled_threads(smelt_model *m);

@@ -15,8 +15,9 @@
 extern "C" {
 #endif
 
-#define SMELT_RT_ABI_VERSION 3 /* 2: run takes a smelt_rt_run_error, error sites;
-                                  3: run-time dims */
+#define SMELT_RT_ABI_VERSION 4 /* 2: run takes a smelt_rt_run_error, error sites;
+                                * 3: per-call profile (call_ns, call_names);
+                                * 4: run-time dims */
 
 typedef enum smelt_rt_status {
     SMELT_RT_OK = 0,
@@ -83,6 +84,11 @@ typedef struct smelt_rt_run_error {
     int lock; /* spin lock for the pool's threads */
     int site; /* index into error_sites, -1: no check failed */
     int64_t value, position;
+    /* Profiling: when call_ns is non-NULL, the run adds each call's wall
+     * time (clock_ns() after minus before, in ns) to call_ns[call], call
+     * numbering the module's call_names.  NULL: nothing is timed. */
+    int64_t *call_ns;
+    int64_t (*clock_ns)(void);
 } smelt_rt_run_error;
 
 typedef struct smelt_rt_io_info {
@@ -123,6 +129,13 @@ typedef struct smelt_rt_module_info {
                const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr);
     int num_error_sites;
     const smelt_rt_error_site *error_sites;
+    /* The calls run makes, in order: each the name of the generated function
+     * it runs (what `--dump-ir=tir` prints and `--schedule` takes), NULL for
+     * a control step (If/Loop); num_calls 0 where the target times no calls. */
+    int num_calls;
+    const char *const *call_names;
+    const char *const *call_nodes; /* per call: the model's nodes it runs, as
+                                    * "FIRST .. LAST (N nodes)", or NULL */
     /* run-time dims; run() reads their values (int64 each, in order) at
      * rt_dims_offset in the arena, written by the caller before the call */
     int num_rt_dims;
@@ -196,6 +209,15 @@ smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inp
                                        const size_t *input_bytes, int num_inputs,
                                        void *const *outputs, const size_t *output_bytes,
                                        int num_outputs, char *err, size_t err_size);
+/* smelt_rt_model_run_err that also adds each call's wall time in ns to
+ * call_ns[k] (info->num_calls entries, named by info->call_names; the
+ * caller zeroes them): a profile of where a run's time goes, per generated
+ * function.  call_ns may be NULL (a plain run). */
+smelt_rt_status smelt_rt_model_run_profiled(smelt_rt_model *m, const void *const *inputs,
+                                            const size_t *input_bytes, int num_inputs,
+                                            void *const *outputs, const size_t *output_bytes,
+                                            int num_outputs, int64_t *call_ns, char *err,
+                                            size_t err_size);
 
 /* The values of the run-time dims (module info's rt_dims, in order) that
  * inputs of these byte sizes give, into vals; SMELT_RT_ERR_ARG with a

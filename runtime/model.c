@@ -10,12 +10,17 @@
  * calls ever overlapped.  Messages of the run path go into the caller's
  * buffer (never into shared state while another call may read it).
  */
+#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L
+#undef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
+#endif
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "smelt_rt.h"
 
@@ -725,10 +730,27 @@ static void unstage_outputs(const smelt_rt_model *m, rt_slot *slot, const int64_
     }
 }
 
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inputs,
                                        const size_t *input_bytes, int num_inputs,
                                        void *const *outputs, const size_t *output_bytes,
                                        int num_outputs, char *err, size_t err_size)
+{
+    return smelt_rt_model_run_profiled(m, inputs, input_bytes, num_inputs, outputs, output_bytes,
+                                       num_outputs, NULL, err, err_size);
+}
+
+smelt_rt_status smelt_rt_model_run_profiled(smelt_rt_model *m, const void *const *inputs,
+                                            const size_t *input_bytes, int num_inputs,
+                                            void *const *outputs, const size_t *output_bytes,
+                                            int num_outputs, int64_t *call_ns, char *err,
+                                            size_t err_size)
 {
     if (err && err_size) err[0] = '\0';
     if (!m) return call_err(err, err_size, SMELT_RT_ERR_ARG, "no model (NULL)");
@@ -752,7 +774,7 @@ smelt_rt_status smelt_rt_model_run_err(smelt_rt_model *m, const void *const *inp
         return call_err(err, err_size, SMELT_RT_ERR_NOMEM,
                         "out of memory for another activation arena (%lld bytes) for a "
                         "concurrent run", (long long)info->arena_bytes);
-    smelt_rt_run_error rterr = {0, -1, 0, 0};
+    smelt_rt_run_error rterr = {0, -1, 0, 0, call_ns, monotonic_ns};
     const void *const *in = inputs;
     void *const *out = outputs;
     stage_inputs(m, slot, vals, &in, &out, inputs, outputs);

@@ -15,15 +15,22 @@
 #   scripts/cuda_device_check.sh run [DIR] [--runs N]   on the GPU machine
 #       (nvcc, make, python3 + numpy; onnxruntime for CPU timings, cuBLAS
 #       for a peer of the MatMuls): builds each package for sm_90 with kernel
-#       timing, runs it, compares the outputs, prints run and kernel times,
+#       timing, runs it, compares the outputs, prints run and kernel times
+#       (and, for models with a tiled stage, each call's kernel time in every
+#       package side by side, with its tile and layer),
 #       GFLOP/s, tiled vs plain and PASS/FAIL; $OUT/cuda_device_check.txt
 #       keeps the summary.  Without a GPU it builds, says so and stops.
 #
 # With the device tool, after `prepare` here:
 #   command: bash scripts/cuda_device_check.sh run build/cuda_check --runs 50
 #   carry:   ["build/cuda_check"]
+#
+# The .py beside this script does the work, so a copy of both in a folder
+# of the repository root (e.g. build-gpu3/, carried to the GPU machine) runs
+# those versions; DIR is relative to the repository root.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=build/cuda_check
@@ -32,10 +39,10 @@ if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then
     shift
 fi
 case "$cmd" in
-prepare) exec python3 scripts/cuda_device_check.py prepare "$dir" "$@" ;;
-run) exec python3 scripts/cuda_device_check.py run "$dir" "$@" ;;
+prepare) exec python3 "$here/cuda_device_check.py" prepare "$dir" "$@" ;;
+run) exec python3 "$here/cuda_device_check.py" run "$dir" "$@" ;;
 *)
-    sed -n '2,20p' "$0"
+    sed -n '2,30p' "$0"
     exit 2
     ;;
 esac

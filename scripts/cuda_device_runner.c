@@ -4,7 +4,10 @@
  * back), outputs to OUT/out<i>.bin (OUT: DATA unless given); prints
  * "median_ms M min_ms m runs N kernel_ms K": K the median of the device
  * time of each run's kernels when the package was built with
- * -DSMELT_GPU_TIMING (model_gpu_kernel_ms), else -1.
+ * -DSMELT_GPU_TIMING (model_gpu_kernel_ms), else -1.  Then, in such a
+ * package, RUNS more runs timed per call (model_gpu_time_calls: an event
+ * after each fused function's kernels, kept out of the runs above), one
+ * line per call: "call C MS NAME", MS the median of the call's device time.
  *   usage: cuda_device_runner PKG_DIR DATA_DIR RUNS [OUT_DIR]
  * Built against the package's libmodel.a (make lib) and linked by nvcc. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
@@ -17,8 +20,12 @@
 
 #define WARMUP 3
 
-/* model_gpu.cu's kernel timer; weak: packages of older smelt versions lack it */
+/* model_gpu.cu's kernel timers; weak: packages of older smelt versions lack them */
 double model_gpu_kernel_ms(void) __attribute__((weak));
+void model_gpu_time_calls(int on) __attribute__((weak));
+int model_gpu_call_count(void) __attribute__((weak));
+const char *model_gpu_call_name(int c) __attribute__((weak));
+double model_gpu_call_ms(int c) __attribute__((weak));
 
 static void *read_all(const char *path, size_t want)
 {
@@ -44,6 +51,33 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* RUNS runs timed per call; prints each call's median device time. */
+static int time_calls(model_t *m, int runs)
+{
+    if (!model_gpu_time_calls || !model_gpu_call_count || !model_gpu_call_ms || !model_gpu_call_name)
+        return 0;
+    int n = model_gpu_call_count();
+    double *ms = malloc(sizeof *ms * (size_t)runs * (size_t)(n > 0 ? n : 1));
+    if (!ms) return 2;
+    model_gpu_time_calls(1);
+    for (int r = 0; r < runs; r++) {
+        if (model_run(m) != SMELT_RT_OK) {
+            fprintf(stderr, "%s\n", model_error(m));
+            free(ms);
+            return 3;
+        }
+        for (int c = 0; c < n; c++) ms[(size_t)c * (size_t)runs + (size_t)r] = model_gpu_call_ms(c);
+    }
+    model_gpu_time_calls(0);
+    for (int c = 0; c < n; c++) {
+        double *v = ms + (size_t)c * (size_t)runs;
+        qsort(v, (size_t)runs, sizeof *v, cmp_double);
+        printf("call %d %.4f %s\n", c, v[runs / 2], model_gpu_call_name(c));
+    }
+    free(ms);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -102,6 +136,8 @@ int main(int argc, char **argv)
         }
     }
     printf("median_ms %.4f min_ms %.4f runs %d kernel_ms %.4f\n", ms[runs / 2], ms[0], runs, kms[runs / 2]);
+    int rc = time_calls(m, runs);
+    if (rc) return rc;
     for (int i = 0; i < info->num_inputs; i++) free(in[i]);
     free(ms);
     free(kms);

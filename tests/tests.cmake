@@ -196,11 +196,22 @@ if(SMELT_PYTHON)
         ENVIRONMENT "AOT_CC=${cc} -mavx2 -mfma")
     endforeach()
   endforeach()
+  # smelt quantize against onnxruntime's quantize_static and ONNX Runtime's outputs
+  add_test(NAME models/smelt_quantize
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/models/check_smelt_quantize.py
+            $<TARGET_FILE:smelt_cli> ${CMAKE_BINARY_DIR}/smelt_quantize)
+  set_tests_properties(models/smelt_quantize PROPERTIES TIMEOUT 600)
   # every allocation of the QDQ CNN's compile (fuse_qdq, the integer ops) refused in turn
   add_test(NAME unit/test_alloc_fail_compile_qdq
     COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)
   set_tests_properties(unit/test_alloc_fail_compile_qdq PROPERTIES
     FIXTURES_REQUIRED quant_models TIMEOUT 600)
+  # the same with 16-byte arena blocks (a failure inside any IR builder):
+  # QuantizeLinear's compute read the dtype of a NULL expression
+  add_test(NAME unit/test_alloc_fail_compile_qdq_per_node
+    COMMAND test_alloc_fail_compile ${SMELT_QUANT_MODEL_DIR}/qdq_cnn/model.onnx avx2)
+  set_tests_properties(unit/test_alloc_fail_compile_qdq_per_node PROPERTIES
+    FIXTURES_REQUIRED quant_models TIMEOUT 900 ENVIRONMENT SMELT_ALLOC_FAIL_BLOCK=16)
 endif()
 
 # ---- Models: real architectures exported by torch.onnx, checked against torch ----

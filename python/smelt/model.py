@@ -22,6 +22,7 @@ Node = namedtuple("Node", "name op_type inputs outputs")
 Node.__doc__ = "A graph node: its name, ONNX op type and value names ('' when omitted)."
 
 Benchmark = namedtuple("Benchmark", "median_ms min_ms max_ms runs")
+ProfileEntry = namedtuple("ProfileEntry", "function nodes median_ms")
 
 
 class _Handle:
@@ -304,6 +305,28 @@ class Compiled:
             self.run(feed)
             times.append((time.perf_counter() - t0) * 1e3)
         return Benchmark(statistics.median(times), min(times), max(times), repeat)
+
+    def profile(self, repeat=10, inputs=None):
+        """Where a run's time goes: every generated function timed inside whole
+        runs, as ProfileEntry(function, nodes, median_ms) over `repeat` runs,
+        slowest first (`smelt bench --profile`)."""
+        if repeat < 1:
+            raise ArgumentError(f"repeat must be >= 1 (got {repeat})")
+        feed = inputs if inputs is not None else _random_feed(self.inputs)
+        self.run(feed)  # compiles, warms up
+        L, ptr = lib(), self._handle.ptr
+        n = L.smelt_model_num_calls(ptr)
+        runs = []
+        for _ in range(repeat):
+            ns = (ctypes.c_int64 * max(n, 1))()
+            _execute(lambda c, p, i, ni, o, no: L.smelt_model_run_profiled(c, p, i, ni, o, no, ns),
+                     ptr, self.inputs, self.outputs, feed)
+            runs.append(list(ns)[:n])
+        entries = [ProfileEntry(L.smelt_model_call_name(ptr, k).decode(),
+                                (L.smelt_model_call_nodes(ptr, k) or b"").decode(),
+                                statistics.median(r[k] for r in runs) / 1e6)
+                   for k in range(n) if L.smelt_model_call_name(ptr, k)]
+        return sorted(entries, key=lambda e: -e.median_ms)
 
     def export(self, directory, embed_weights=False):
         """Write the AOT package (model.c, model.h, weights, runtime, Makefile) into directory."""

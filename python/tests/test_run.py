@@ -129,6 +129,14 @@ def test_two_compiles_of_one_model_are_independent(tiny_cnn):
     assert b.run({"input": x})["output"].shape == (1, 10)
 
 
+def test_profile_times_every_function(tiny_cnn):
+    c = smelt.load(tiny_cnn).compile()
+    p = c.profile(repeat=3)
+    assert len(p) == 6 and len({e.function for e in p}) == 6
+    assert all(e.median_ms > 0 and "/" in e.nodes for e in p)
+    assert [e.median_ms for e in p] == sorted((e.median_ms for e in p), reverse=True)
+
+
 def test_benchmark_numbers_are_positive_and_ordered(tiny_cnn):
     b = smelt.load(tiny_cnn).compile().benchmark(repeat=5, warmup=1)
     assert 0 < b.min_ms <= b.median_ms <= b.max_ms and b.runs == 5

@@ -263,7 +263,7 @@ static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *in
 
 static smelt_status run_compiled(smelt_ctx *ctx, smelt_model *m, smelt_compiled *c,
                                  const smelt_tensor *inputs, int num_inputs,
-                                 smelt_tensor *outputs, int num_outputs)
+                                 smelt_tensor *outputs, int num_outputs, int64_t *call_ns)
 {
     const smelt_rt_module_info *info = c->info;
     if (num_inputs != info->num_inputs || num_outputs != info->num_outputs || !outputs ||
@@ -288,9 +288,10 @@ static smelt_status run_compiled(smelt_ctx *ctx, smelt_model *m, smelt_compiled 
         return smelt_errf(ctx, SMELT_ERR_ARG, "%s", err);
     smelt_status s = alloc_outputs(ctx, info, info->num_rt_dims ? vals : NULL, outputs, out_ptrs,
                                    out_sizes);
-    smelt_rt_status rs = s == SMELT_OK ? smelt_rt_model_run_err(c->rt, in_ptrs, in_sizes,
-                                                                num_inputs, out_ptrs, out_sizes,
-                                                                num_outputs, err, sizeof err)
+    smelt_rt_status rs = s == SMELT_OK ? smelt_rt_model_run_profiled(c->rt, in_ptrs, in_sizes,
+                                                                     num_inputs, out_ptrs, out_sizes,
+                                                                     num_outputs, call_ns, err,
+                                                                     sizeof err)
                                        : SMELT_RT_OK;
     if (rs != SMELT_RT_OK)
         s = smelt_errf(ctx, rs == SMELT_RT_ERR_NOMEM ? SMELT_ERR_NOMEM : SMELT_ERR_RUNTIME, "%s",
@@ -305,12 +306,18 @@ static smelt_status run_compiled(smelt_ctx *ctx, smelt_model *m, smelt_compiled 
     return s;
 }
 
-smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
-                             int num_inputs, smelt_tensor *outputs, int num_outputs)
+static smelt_status model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                              int num_inputs, smelt_tensor *outputs, int num_outputs,
+                              int64_t *call_ns)
 {
     smelt_ctx_clear(ctx);
     if (!m) return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model");
     pthread_mutex_lock(&m->mu);
+    if (call_ns && !smelt_graph_is_static(m->graph)) {
+        pthread_mutex_unlock(&m->mu);
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "a profile needs static shapes: bind the "
+                          "model's symbolic dims first (--dim NAME=VALUE, smelt_model_set_dim)");
+    }
     if (!smelt_graph_is_static(m->graph)) { /* one call at a time (smelt.h) */
         smelt_status s = smelt_run_specialized(ctx, m, inputs, num_inputs, outputs, num_outputs);
         pthread_mutex_unlock(&m->mu);
@@ -320,10 +327,52 @@ smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
     smelt_compiled *c = s == SMELT_OK ? compiled_get(m) : NULL;
     pthread_mutex_unlock(&m->mu);
     if (s != SMELT_OK) return s;
-    s = run_compiled(ctx, m, c, inputs, num_inputs, outputs, num_outputs);
+    s = run_compiled(ctx, m, c, inputs, num_inputs, outputs, num_outputs, call_ns);
     compiled_put(m, c);
     return s;
 }
+
+smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                             int num_inputs, smelt_tensor *outputs, int num_outputs)
+{
+    return model_run(ctx, m, inputs, num_inputs, outputs, num_outputs, NULL);
+}
+
+smelt_status smelt_model_run_profiled(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                      int num_inputs, smelt_tensor *outputs, int num_outputs,
+                                      int64_t *call_ns)
+{
+    if (!call_ns) {
+        smelt_ctx_clear(ctx);
+        return smelt_errf(ctx, SMELT_ERR_ARG, "NULL call_ns (smelt_model_num_calls entries)");
+    }
+    return model_run(ctx, m, inputs, num_inputs, outputs, num_outputs, call_ns);
+}
+
+int smelt_model_num_calls(smelt_model *m)
+{
+    if (!m) return 0;
+    pthread_mutex_lock(&m->mu);
+    int n = m->compiled ? smelt_rt_model_info(m->compiled->rt)->num_calls : 0;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+static const char *call_string(smelt_model *m, int k, bool nodes)
+{
+    if (!m || k < 0) return NULL;
+    pthread_mutex_lock(&m->mu);
+    const smelt_rt_module_info *info = m->compiled ? smelt_rt_model_info(m->compiled->rt) : NULL;
+    const char *s = !info || k >= info->num_calls ? NULL
+                    : nodes                       ? info->call_nodes[k]
+                                                  : info->call_names[k];
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}
+
+const char *smelt_model_call_name(smelt_model *m, int k) { return call_string(m, k, false); }
+
+const char *smelt_model_call_nodes(smelt_model *m, int k) { return call_string(m, k, true); }
 
 int smelt_model_compiled_threads(smelt_model *m)
 {

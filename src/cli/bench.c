@@ -12,7 +12,7 @@
 typedef struct bench_opts {
     const char *model;
     int warmup, repeat;
-    bool reference, json;
+    bool reference, json, profile;
     smelt_options compile;
     cli_dims dims;
     const char *compile_flag; /* a compile option given (refused with --reference) */
@@ -70,6 +70,88 @@ static smelt_status run_once(smelt_ctx *ctx, smelt_model *m, const bench_opts *o
     return s;
 }
 
+/* ---- --profile: each call's median over the runs ---- */
+
+typedef struct call_time {
+    int call;
+    double ms;
+} call_time;
+
+static int cmp_call_time(const void *a, const void *b)
+{
+    const call_time *x = a, *y = b;
+    return x->ms > y->ms ? -1 : x->ms < y->ms ? 1 : x->call - y->call;
+}
+
+/* Profiled runs: per call k, its times over the runs in per_run[k * runs + r]. */
+static smelt_status profile_runs(smelt_ctx *ctx, smelt_model *m, const bench_opts *o,
+                                 smelt_tensor *ins, int ni, smelt_tensor *outs, int no,
+                                 int calls, double *per_run)
+{
+    int64_t *ns = smelt_calloc((size_t)calls, sizeof *ns);
+    if (!ns) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory for the profile");
+    smelt_status s = SMELT_OK;
+    for (int r = 0; s == SMELT_OK && r < o->repeat; r++) {
+        memset(ns, 0, (size_t)calls * sizeof *ns);
+        s = smelt_model_run_profiled(ctx, m, ins, ni, outs, no, ns);
+        for (int i = 0; i < no; i++) smelt_tensor_release(&outs[i]);
+        for (int k = 0; k < calls; k++) per_run[(size_t)k * (size_t)o->repeat + (size_t)r] = (double)ns[k] / 1e6;
+    }
+    smelt_free(ns);
+    return s;
+}
+
+static void print_profile(smelt_model *m, const bench_opts *o, const call_time *t, int n,
+                          double run_ms)
+{
+    double sum = 0;
+    for (int k = 0; k < n; k++) sum += t[k].ms;
+    if (o->json) {
+        printf(", \"profile\": [");
+        for (int k = 0; k < n; k++) {
+            printf("%s{\"call\": %d, \"function\": ", k ? ", " : "", t[k].call);
+            json_str(smelt_model_call_name(m, t[k].call));
+            printf(", \"nodes\": ");
+            json_str(smelt_model_call_nodes(m, t[k].call));
+            printf(", \"median_ms\": %.6f}", t[k].ms);
+        }
+        printf("]");
+        return;
+    }
+    printf("%s: profile, each call's median over %d runs: %.3f ms in calls of a %.3f ms run\n",
+           o->model, o->repeat, sum, run_ms);
+    printf("%10s %7s %6s  %-24s %s\n", "ms", "share", "call", "function", "nodes");
+    for (int k = 0; k < n; k++)
+        printf("%10.4f %6.1f%% %6d  %-24s %s\n", t[k].ms, sum > 0 ? 100 * t[k].ms / sum : 0.0,
+               t[k].call, smelt_model_call_name(m, t[k].call), smelt_model_call_nodes(m, t[k].call));
+}
+
+/* Times every call over o->repeat runs and prints them, slowest first. */
+static int bench_profile(smelt_ctx *ctx, smelt_model *m, const bench_opts *o, smelt_tensor *ins,
+                         int ni, smelt_tensor *outs, int no, double run_ms)
+{
+    int calls = smelt_model_num_calls(m), n = 0;
+    double *per_run = smelt_calloc((size_t)calls * (size_t)o->repeat + 1, sizeof *per_run);
+    call_time *t = smelt_calloc((size_t)calls + 1, sizeof *t);
+    int rc = !per_run || !t ? (smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory for the profile"),
+                               cli_fail(ctx))
+             : profile_runs(ctx, m, o, ins, ni, outs, no, calls, per_run) != SMELT_OK ? cli_fail(ctx)
+                                                                                     : 0;
+    for (int k = 0; rc == 0 && k < calls; k++) {
+        if (!smelt_model_call_name(m, k)) continue; /* an If/Loop step */
+        double *v = per_run + (size_t)k * (size_t)o->repeat;
+        qsort(v, (size_t)o->repeat, sizeof *v, cmp_double);
+        t[n++] = (call_time){k, v[o->repeat / 2]};
+    }
+    if (rc == 0) {
+        qsort(t, (size_t)n, sizeof *t, cmp_call_time);
+        print_profile(m, o, t, n, run_ms);
+    }
+    smelt_free(per_run);
+    smelt_free(t);
+    return rc;
+}
+
 static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
 {
     int ni = smelt_model_num_inputs(m), no = smelt_model_num_outputs(m);
@@ -98,6 +180,7 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
                    times[o->repeat - 1], o->repeat, o->warmup,
                    o->reference ? 1 : o->compile.num_threads ? o->compile.num_threads : cli_cores());
             if (!o->reference) printf(", \"compile_ms\": %.3f", compile_ms);
+            if (o->profile) rc = bench_profile(ctx, m, o, ins, ni, outs, no, times[o->repeat / 2]);
             printf("}\n");
         } else {
         printf("%s: %s median %.3f ms  min %.3f  max %.3f  (%d runs, %d warm-up%s)\n", o->model,
@@ -105,6 +188,7 @@ static int bench_model(smelt_ctx *ctx, smelt_model *m, const bench_opts *o)
                times[o->repeat - 1], o->repeat, o->warmup,
                o->reference ? "" : "");
         if (!o->reference) printf("%s: compile %.1f ms\n", o->model, compile_ms);
+        if (o->profile) rc = bench_profile(ctx, m, o, ins, ni, outs, no, times[o->repeat / 2]);
         }
     }
     for (int i = 0; ins && i < ni; i++) smelt_tensor_release(&ins[i]);
@@ -132,6 +216,8 @@ int cli_bench(int argc, char **argv)
             o.reference = true;
         } else if (strcmp(a, "--json") == 0) {
             o.json = true;
+        } else if (strcmp(a, "--profile") == 0) {
+            o.profile = true;
         } else if (cli_opt(argc, argv, &i, "--repeat", &v)) {
             if (!cli_int("--repeat", v, 1, 1000000, &n)) return 2;
             o.repeat = (int)n;
@@ -156,10 +242,11 @@ int cli_bench(int argc, char **argv)
     }
     if (!o.model)
         return fprintf(stderr, "usage: smelt bench MODEL [--reference] [--repeat N] "
-                               "[--warmup N] [--threads N] [--target T] [--dim NAME=VALUE] [--json]\n"), 2;
-    if (o.reference && o.compile_flag)
+                               "[--warmup N] [--threads N] [--target T] [--dim NAME=VALUE] [--json] "
+                               "[--profile]\n"), 2;
+    if (o.reference && (o.compile_flag || o.profile))
         return fprintf(stderr, "smelt bench: %s has no effect with --reference\n",
-                       o.compile_flag), 2;
+                       o.compile_flag ? o.compile_flag : "--profile"), 2;
     smelt_ctx *ctx = smelt_ctx_new();
     smelt_model *m = smelt_model_load(ctx, o.model);
     int rc = !m ? cli_fail_load(ctx, o.model)

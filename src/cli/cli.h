@@ -12,6 +12,7 @@ int cli_bench(int argc, char **argv);
 int cli_tune(int argc, char **argv);
 int cli_records(int argc, char **argv);
 int cli_targets(int argc, char **argv);
+int cli_quantize(int argc, char **argv);
 
 /* After a compile with --records: how many functions got a tuned schedule,
  * and what was ignored (stderr). */

@@ -40,11 +40,13 @@ static const cli_command commands[] = {
      "      prints what each graph pass did and the totals\n"},
     {"bench", cli_bench,
      "  bench MODEL [--reference] [--repeat N] [--warmup N] [--threads N] [--json]\n"
-     "      median latency on seeded random inputs\n"},
+     "        [--profile]\n"
+     "      median latency on seeded random inputs; --profile also times each\n"
+     "      generated function in the whole run (median per call, slowest first)\n"},
     {"tune", cli_tune,
      "  tune MODEL... -o RECORDS.jsonl [--trials N] [--minutes M] [--random] [--target T]\n"
      "       [--threads N] [--batch N] [--early-stop N] [--jobs N] [--seed N]\n"
-     "       [--min-ms MS] [--timeout S] [--plot FILE.svg] [--quiet]\n"
+     "       [--min-ms MS] [--flush-mb MB] [--timeout S] [--plot FILE.svg] [--quiet]\n"
      "  tune MODEL... --list-tasks [--knobs KEY=V,V,...]... | --show-space\n"
      "      search schedules for the models' functions on this machine; every\n"
      "      measurement is appended to RECORDS (a rerun resumes); use the result\n"
@@ -58,6 +60,13 @@ static const cli_command commands[] = {
     {"targets", cli_targets,
      "  targets\n"
      "      list the code generation targets (--target T) and which this host runs\n"},
+    {"quantize", cli_quantize,
+     "  quantize MODEL -o OUT.onnx [--calib DIR | --samples N [--seed S]] [--reduce-range]\n"
+     "      static post-training quantization to the QDQ form of onnxruntime's\n"
+     "      quantize_static: int8 weights per channel (symmetric) for Conv, MatMul and\n"
+     "      Gemm, u8 activations from min/max calibration on N (default 16) seeded random\n"
+     "      inputs or the .npy/.pb inputs in DIR (one file per sample, or a folder per\n"
+     "      sample with one file per model input); --reduce-range: 7-bit weights\n"},
     {"graph", cli_graph,
      "  graph MODEL -o FILE.dot|.svg|.png\n"
      "      draw the graph with op, dtype and shape on every edge\n"},

@@ -110,6 +110,9 @@ static int parse(int argc, char **argv, tune_cli *c)
         } else if (cli_opt(argc, argv, &i, "--min-ms", &v)) {
             if (!cli_double("--min-ms", v, 0, 1e5, &d)) return 2;
             c->t.measure.min_ms = d;
+        } else if (cli_opt(argc, argv, &i, "--flush-mb", &v)) {
+            if (!cli_int("--flush-mb", v, 0, 4096, &n)) return 2;
+            c->t.measure.flush_mb = (int)n;
         } else if (cli_opt(argc, argv, &i, "--timeout", &v)) {
             if (!cli_double("--timeout", v, 0.1, 1e5, &d)) return 2;
             c->t.measure.timeout_s = d;

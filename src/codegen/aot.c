@@ -195,7 +195,7 @@ static const char *const model_api_text =
     "const smelt_rt_module_info *model_info(void) { return &smelt_module_info; }\n\n"
     "int model_run_static(const unsigned char *weights, unsigned char *arena,\n"
     "                     const void *const *inputs, void *const *outputs)\n{\n"
-    "    smelt_rt_run_error rterr = {0, -1, 0, 0};\n"
+    "    smelt_rt_run_error rterr = {0, -1, 0, 0, NULL, NULL};\n"
     "    static const unsigned char none[64];\n"
     "    if (!weights) weights = smelt_module_info.embedded_weights ? smelt_module_info.embedded_weights : none;\n"
     "    for (int k = 0; k < smelt_module_info.num_rt_dims; k++) /* run-time dims at their maxima */\n"

@@ -1419,8 +1419,8 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, "
                              "unsigned char *arena,\n                      const void *const *inputs, "
                              "void *const *outputs, smelt_rt_run_error *rterr)\n{\n    int err = 0;\n");
-    smelt_strbuf_append(out, "    (void)weights;\n    (void)arena;\n    (void)inputs;\n    (void)outputs;\n"
-                             "    (void)rterr;\n");
+    smelt_strbuf_append(out, "    int64_t t_ = 0;\n    (void)weights;\n    (void)arena;\n    (void)inputs;\n"
+                             "    (void)outputs;\n    (void)t_;\n");
     for (int c = 0; c < p->n_calls && e->status == SMELT_OK; c++) {
         const ir_call_site *cs = &p->calls[c];
         if (!cs->func && cs->kind != IR_STEP_CALL) {
@@ -1432,6 +1432,7 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
             cg_fail(e, SMELT_ERR_INTERNAL, "codegen: call %d targets a function not in the program", c);
             return;
         }
+        smelt_strbuf_append(out, "    if (rterr->call_ns) t_ = rterr->clock_ns();\n");
         smelt_strbuf_printf(out, "    if ((err = f_%d(pool%s", e->func_code[fi],
                             holds_check(cs->func->body) ? ", rterr" : "");
         if (e->func_ws[fi] > 0)
@@ -1442,8 +1443,10 @@ static void emit_run(cg_emitter *e, smelt_strbuf *out)
             emit_slot_arg(&cs->args[a], cs->func->params[a], out);
         }
         smelt_strbuf_append(out, ")) != 0)\n        return err;\n");
+        smelt_strbuf_printf(out, "    if (rterr->call_ns) rterr->call_ns[%d] += rterr->clock_ns() - t_;\n", c);
     }
     smelt_strbuf_append(out, "    return err;\n}\n\n");
+    e->timed_calls = true;
 }
 
 static void emit_io_list(cg_emitter *e, const char *name, const ir_io_desc *list, int n,
@@ -1532,6 +1535,23 @@ static void emit_error_sites(cg_emitter *e, smelt_strbuf *out)
 void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out);
 static void emit_module_info(cg_emitter *e, smelt_strbuf *out) { cg_emit_module_info(e, out); }
 
+/* Per call its function's name or comment (the model's node names,
+ * escaped), NULL for control steps: what profiles print. */
+static void emit_call_strings(cg_emitter *e, const char *array, bool comment, smelt_strbuf *out)
+{
+    const ir_program *p = e->prog;
+    smelt_strbuf_printf(out, "static const char *const %s[%d] = {\n", array, p->n_calls);
+    for (int c = 0; c < p->n_calls; c++) {
+        const ir_func *f = p->calls[c].func;
+        const char *text = !f ? NULL : comment ? f->comment : f->name;
+        smelt_strbuf_append(out, "    ");
+        if (text) cg_append_string_literal(out, text);
+        else smelt_strbuf_append(out, "NULL");
+        smelt_strbuf_append(out, ",\n");
+    }
+    smelt_strbuf_append(out, "};\n\n");
+}
+
 void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
 {
     const ir_program *p = e->prog;
@@ -1540,6 +1560,11 @@ void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
     emit_io_list(e, "smelt_outputs_", p->outputs, p->n_outputs, out);
     if (embed) emit_weights_array(e, out);
     emit_error_sites(e, out);
+    bool names = e->timed_calls && p->n_calls > 0;
+    if (names) {
+        emit_call_strings(e, "smelt_call_names_", false, out);
+        emit_call_strings(e, "smelt_call_nodes_", true, out);
+    }
     emit_rt_dims(p, out);
     smelt_strbuf_append(out, "const smelt_rt_module_info smelt_module_info = {\n");
     smelt_strbuf_append(out, "    SMELT_RT_ABI_VERSION,\n");
@@ -1553,6 +1578,8 @@ void cg_emit_module_info(cg_emitter *e, smelt_strbuf *out)
     smelt_strbuf_append(out, "    smelt_run_,\n");
     smelt_strbuf_printf(out, "    %d, %s, /* error sites */\n", e->sites.len,
                         e->sites.len ? "smelt_error_sites_" : "NULL");
+    smelt_strbuf_printf(out, "    %d, %s, %s, /* calls (profiles) */\n", names ? p->n_calls : 0,
+                        names ? "smelt_call_names_" : "NULL", names ? "smelt_call_nodes_" : "NULL");
     smelt_strbuf_printf(out, "    %d, %s, INT64_C(%lld), /* run-time dims */\n", p->n_rt,
                         p->n_rt ? "smelt_rt_dims_" : "NULL", (long long)p->rt_dims_offset);
     smelt_strbuf_append(out, "};\n");

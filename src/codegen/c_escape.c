@@ -17,10 +17,10 @@ void cg_append_string_literal(smelt_strbuf *out, const char *s)
             buf[0] = '\\';
             buf[1] = (char)c;
             buf[2] = '\0';
-        } else if (c >= 0x20 && c < 0x7f) {
+        } else if (c >= 0x20 && c < 0x7f && !(c == '/' && p > (const unsigned char *)s && p[-1] == '*')) {
             buf[0] = (char)c;
             buf[1] = '\0';
-        } else {
+        } else { /* and '/' after '*': no "*" "/" in the file, even where harmless */
             /* Always three octal digits: a following digit cannot join the escape. */
             snprintf(buf, sizeof buf, "\\%03o", c);
         }

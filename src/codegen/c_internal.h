@@ -107,6 +107,7 @@ typedef struct cg_emitter {
     bool uses_pool;
     bool needs_err;      /* a heap temp may fail: err_ is needed */
     bool has_checks;     /* the function takes rterr_ (it holds IR_STMT_CHECKs) */
+    bool timed_calls;    /* the run entry times its calls (module call_names) */
     smelt_ptrvec sites;  /* const ir_check_site*, numbered in program order */
 
     /* per-lane emission: lane_var prints as (lane_var + lane) */
@@ -123,6 +124,9 @@ typedef struct cg_emitter {
     unsigned vec_f32_lanes, vec_f64_lanes; /* bit per lane count */
     unsigned vmath_lanes[CG_VM_COUNT_];    /* bit per float32 lane count */
     bool vminmax_f32;                      /* float32 vector min/max: SMELT_VMIN_/VMAX_ */
+    /* integer vectors of converting loads and stores (c_vec.c): bit per lane
+     * count, per type of cg_cvt_types (int8, uint8, int16, uint16, int32) */
+    unsigned vec_cvt_lanes[5];
     int n_microkernels;
     const cg_microkernel *microkernels[64];
 
@@ -217,6 +221,11 @@ const char *cg_gpu_unsupported_helper(const cg_emitter *e);
 /* ---- prelude (c_prelude.c) ---- */
 void cg_prelude(cg_emitter *e, smelt_strbuf *out);
 const char *cg_vec_type(smelt_dtype dt, int lanes, char kind); /* kind 'v', 'u', 'm' */
+/* Integer vector types of float<->integer conversions in vector loops: the
+ * index into vec_cvt_lanes of dt (-1: none), and the C type name of lanes
+ * values of dt (unaligned: the may_alias type for loads and stores). */
+int cg_cvt_index(smelt_dtype dt);
+const char *cg_cvt_type(smelt_dtype dt, int lanes, bool unaligned);
 /* Name of the prelude's vector function for op over float32 lanes, or NULL
  * when there is none (then the vector loop calls libm per lane). */
 const char *cg_vmath_name(ir_call_op op, cg_vmath *which);

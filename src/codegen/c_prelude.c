@@ -275,6 +275,52 @@ const char *cg_vec_type(smelt_dtype dt, int lanes, char kind)
     return "?";
 }
 
+/* Integer lanes of float <-> integer conversions in vector loops. */
+static const struct {
+    smelt_dtype dt;
+    const char *ctype, *prefix;
+    int size;
+} cvt_types[] = {
+    {SMELT_DT_INT8, "int8_t", "i8", 1},    {SMELT_DT_UINT8, "uint8_t", "u8", 1},
+    {SMELT_DT_INT16, "int16_t", "i16", 2}, {SMELT_DT_UINT16, "uint16_t", "u16", 2},
+    {SMELT_DT_INT32, "int32_t", "i32", 4},
+};
+
+_Static_assert(SMELT_ARRAY_LEN(cvt_types) == sizeof(((cg_emitter *)0)->vec_cvt_lanes) / sizeof(unsigned),
+               "a lane mask per conversion type");
+
+int cg_cvt_index(smelt_dtype dt)
+{
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(cvt_types); i++)
+        if (cvt_types[i].dt == dt) return (int)i;
+    return -1;
+}
+
+/* smelt_cvt_<t>x<lanes>[u]: names of at most 16 lanes, in static storage */
+const char *cg_cvt_type(smelt_dtype dt, int lanes, bool unaligned)
+{
+    static char names[SMELT_ARRAY_LEN(cvt_types)][5][2][24];
+    int k = cg_cvt_index(dt), l = lanes == 2 ? 0 : lanes == 4 ? 1 : lanes == 8 ? 2 : lanes == 16 ? 3 : 4;
+    if (k < 0 || l == 4) return "?";
+    char *n = names[k][l][unaligned];
+    if (!n[0]) snprintf(n, sizeof names[0][0][0], "smelt_cvt_%sx%d%s", cvt_types[k].prefix, lanes, unaligned ? "u" : "");
+    return n;
+}
+
+static void emit_cvt_typedefs(const cg_emitter *e, smelt_strbuf *out)
+{
+    for (size_t i = 0; i < SMELT_ARRAY_LEN(cvt_types); i++)
+        for (int lanes = 2; lanes <= 16; lanes *= 2) {
+            if (!(e->vec_cvt_lanes[i] & (1u << lanes))) continue;
+            int bytes = lanes * cvt_types[i].size;
+            smelt_strbuf_printf(out, "typedef %s %s __attribute__((vector_size(%d)));\n", cvt_types[i].ctype,
+                                cg_cvt_type(cvt_types[i].dt, lanes, false), bytes);
+            smelt_strbuf_printf(out, "typedef %s %s __attribute__((vector_size(%d), aligned(%d), may_alias));\n",
+                                cvt_types[i].ctype, cg_cvt_type(cvt_types[i].dt, lanes, true), bytes,
+                                cvt_types[i].size);
+        }
+}
+
 static void emit_vector_typedefs(const cg_emitter *e, smelt_strbuf *out)
 {
     bool any = false;
@@ -293,6 +339,7 @@ static void emit_vector_typedefs(const cg_emitter *e, smelt_strbuf *out)
         smelt_strbuf_printf(out, "typedef %s %s __attribute__((vector_size(%d)));\n",
                             f32 ? "int32_t" : "int64_t", vn->m, bytes);
     }
+    emit_cvt_typedefs(e, out);
     if (any) smelt_strbuf_append(out, "\n");
 }
 

@@ -9,7 +9,10 @@
  *     constant stride, and every store and every load of a stored buffer use
  *     the same index (so each lane touches only its own elements: running
  *     the statements lane-parallel equals running the iterations in order);
- *   - all stored buffers have one element type, float32 or float64.
+ *   - all stores compute in one element type, float32 or float64: the
+ *     stored buffer's, or the float operand of a cast stored into an int8,
+ *     uint8, int16, uint16 or int32 buffer (quantize and Cast loops: the
+ *     lanes are clamped, NaN zeroed and converted as smelt_f2i does).
  * The first two conditions also make `ivdep` safe on the scalar fallback.
  *
  * Expressions become three-address statements on vector temporaries (no
@@ -34,6 +37,7 @@ typedef enum vec_verdict {
 typedef struct vec_access {
     const ir_buffer *buf;
     const ir_expr *idx;
+    const ir_expr *val; /* stores: the stored value */
 } vec_access;
 
 typedef struct vec_scan {
@@ -71,7 +75,7 @@ static void scan_expr(vec_scan *sc, const ir_expr *x)
             sc->unsafe = true;
             return;
         }
-        sc->loads[sc->n_loads++] = (vec_access){x->load.buf, x->load.idx[0]};
+        sc->loads[sc->n_loads++] = (vec_access){x->load.buf, x->load.idx[0], NULL};
         scan_expr(sc, x->load.idx[0]);
         return;
     case IR_REDUCE: sc->unsafe = true; return;
@@ -91,7 +95,7 @@ static void scan_stmt(vec_scan *sc, const ir_stmt *s)
             sc->unsafe = true;
             return;
         }
-        sc->stores[sc->n_stores++] = (vec_access){s->store.buf, s->store.idx[0]};
+        sc->stores[sc->n_stores++] = (vec_access){s->store.buf, s->store.idx[0], s->store.value};
         scan_expr(sc, s->store.idx[0]);
         scan_expr(sc, s->store.value);
         return;
@@ -237,6 +241,19 @@ static bool stores_are_independent(const vec_scan *sc, const ir_expr *extent)
     return true;
 }
 
+static bool is_float(smelt_dtype dt) { return dt == SMELT_DT_FLOAT32 || dt == SMELT_DT_FLOAT64; }
+
+/* The type a store's lanes compute in: its buffer's (float), or the float
+ * operand of a cast to an integer type we convert vectors to; else none. */
+static smelt_dtype lane_type(const vec_access *st)
+{
+    smelt_dtype dt = st->buf->dtype;
+    if (is_float(dt)) return dt;
+    const ir_expr *v = st->val;
+    if (cg_cvt_index(dt) >= 0 && v->kind == IR_CAST && is_float(v->bin.a->dtype)) return v->bin.a->dtype;
+    return SMELT_DT_UNDEFINED;
+}
+
 static vec_verdict analyse(cg_emitter *e, const ir_stmt *body, const ir_var *v, const ir_expr *extent,
                            smelt_dtype *elem)
 {
@@ -252,9 +269,10 @@ static vec_verdict analyse(cg_emitter *e, const ir_stmt *body, const ir_var *v, 
     if (sc->unsafe || sc->n_stores == 0 || !stores_are_independent(sc, extent)) {
         verdict = VEC_UNSAFE;
     } else {
-        smelt_dtype dt = sc->stores[0].buf->dtype;
+        smelt_dtype dt = lane_type(&sc->stores[0]);
         for (int i = 1; i < sc->n_stores; i++)
-            if (sc->stores[i].buf->dtype != dt) sc->not_vector = true;
+            if (lane_type(&sc->stores[i]) != dt) sc->not_vector = true;
+        if (dt == SMELT_DT_UNDEFINED) sc->not_vector = true;
         if (sc->not_vector || cg_target_lanes(t, dt) == 0) verdict = VEC_SCALAR_SAFE;
         *elem = dt;
     }
@@ -572,20 +590,104 @@ static int blend(vec_emit *ve, int mask, int t, int f)
 /* min(a, b) = a < b ? a : b, max likewise with >: MINPS/MAXPS exactly (b when
  * unordered or equal), one instruction where the prelude maps them, instead
  * of a compare whose mask the blend waits for. */
-static int vec_minmax(vec_emit *ve, const ir_expr *x)
+static int minmax_ids(vec_emit *ve, bool is_min, int a, int b)
 {
-    int a = vec_value(ve, x->bin.a), b = vec_value(ve, x->bin.b);
     bool f32 = ve->elem == SMELT_DT_FLOAT32 && (ve->lanes == 4 || ve->lanes == 8 || ve->lanes == 16);
     if (f32) { /* the prelude's macro: the instruction, or the same blend */
         int id = new_tmp(ve);
         ve->e->vminmax_f32 = true;
-        cg_line(ve->e, "%s x%d = SMELT_V%s_f32x%d(x%d, x%d);", ve->vt, id,
-                x->kind == IR_MIN ? "MIN" : "MAX", ve->lanes, a, b);
+        cg_line(ve->e, "%s x%d = SMELT_V%s_f32x%d(x%d, x%d);", ve->vt, id, is_min ? "MIN" : "MAX",
+                ve->lanes, a, b);
         return id;
     }
     int m = new_tmp(ve);
-    cg_line(ve->e, "%s m%d = (%s)(x%d %s x%d);", ve->mt, m, ve->mt, a, x->kind == IR_MIN ? "<" : ">", b);
+    cg_line(ve->e, "%s m%d = (%s)(x%d %s x%d);", ve->mt, m, ve->mt, a, is_min ? "<" : ">", b);
     return blend(ve, m, a, b);
+}
+
+static int vec_minmax(vec_emit *ve, const ir_expr *x)
+{
+    int a = vec_value(ve, x->bin.a), b = vec_value(ve, x->bin.b);
+    return minmax_ids(ve, x->kind == IR_MIN, a, b);
+}
+
+/* ---- float <-> integer conversions ---- */
+
+/* The integer vector type of dt with the loop's lane count (typedef'd in
+ * the prelude); the 'q' temporaries hold them. */
+static const char *cvt_type(vec_emit *ve, smelt_dtype dt, bool unaligned)
+{
+    ve->e->vec_cvt_lanes[cg_cvt_index(dt)] |= 1u << ve->lanes;
+    return cg_cvt_type(dt, ve->lanes, unaligned);
+}
+
+static int splat_const(vec_emit *ve, double v)
+{
+    int id = new_tmp(ve);
+    const char *suffix = ve->elem == SMELT_DT_FLOAT32 ? "f" : "";
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "const %s x%d = {", ve->vt, id);
+    for (int k = 0; k < ve->lanes; k++) smelt_strbuf_printf(ve->e->out, "%s%.1f%s", k ? ", " : "", v, suffix);
+    smelt_strbuf_append(ve->e->out, "};\n");
+    return id;
+}
+
+static void int_range(smelt_dtype dt, double *lo, double *hi)
+{
+    switch (dt) {
+    case SMELT_DT_INT8: *lo = -128, *hi = 127; return;
+    case SMELT_DT_UINT8: *lo = 0, *hi = 255; return;
+    case SMELT_DT_INT16: *lo = -32768, *hi = 32767; return;
+    case SMELT_DT_UINT16: *lo = 0, *hi = 65535; return;
+    default: *lo = -2147483648.0, *hi = 2147483647.0; return;
+    }
+}
+
+/* Float lanes x as integers of dt, each what the scalar smelt_f2i(x, lo, hi)
+ * gives: NaN 0, clamped to [lo, hi], truncated.  The float clamp keeps every
+ * lane convertible; float32 cannot hold 2^31 - 1, so int32 clamps at the
+ * float below 2^31 and adds 127 to lanes >= 2^31. */
+static int vec_to_int(vec_emit *ve, int x, smelt_dtype dt)
+{
+    cg_emitter *e = ve->e;
+    bool f32 = ve->elem == SMELT_DT_FLOAT32, big = f32 && dt == SMELT_DT_INT32;
+    double lo, hi;
+    int_range(dt, &lo, &hi);
+    int lo_v = splat_const(ve, lo), hi_v = splat_const(ve, big ? 2147483520.0 : hi);
+    int c = minmax_ids(ve, true, minmax_ids(ve, false, x, lo_v), hi_v); /* NaN -> lo */
+    const char *it = cvt_type(ve, SMELT_DT_INT32, false);
+    int q = new_tmp(ve);
+    cg_line(e, "%s q%d = __builtin_convertvector(x%d, %s);", it, q, c, it);
+    if (big) cg_line(e, "q%d += (%s)(x%d >= 2147483648.0f) & 127;", q, it, x);
+    if (f32)
+        cg_line(e, "q%d &= (%s)(x%d == x%d); /* NaN -> 0 */", q, it, x, x);
+    else
+        cg_line(e, "q%d &= __builtin_convertvector((%s)(x%d == x%d), %s); /* NaN -> 0 */", q, ve->mt, x, x, it);
+    if (dt == SMELT_DT_INT32) return q;
+    const char *nt = cvt_type(ve, dt, false);
+    int r = new_tmp(ve);
+    cg_line(e, "const %s q%d = __builtin_convertvector(q%d, %s);", nt, r, q, nt);
+    return r;
+}
+
+/* (float)p[i] of a contiguous integer load: one vector load and one
+ * conversion (exact as the scalar cast) instead of a value per lane. */
+static int vec_cast(vec_emit *ve, const ir_expr *x)
+{
+    const ir_expr *a = x->bin.a;
+    int64_t c;
+    if (a->kind != IR_LOAD || cg_cvt_index(a->dtype) < 0 || a->dtype != a->load.buf->dtype || ve->guarded ||
+        !affine_coef(a->load.idx[0], ve->v, &c) || c != 1)
+        return vec_by_lanes(ve, x, false);
+    const cg_bufinfo *bi = cg_buf(ve->e, a->load.buf);
+    int q = new_tmp(ve), id = new_tmp(ve);
+    cg_indent(ve->e);
+    smelt_strbuf_printf(ve->e->out, "const %s q%d = *(const %s *)&%s[", cvt_type(ve, a->dtype, false), q,
+                        cvt_type(ve, a->dtype, true), bi ? bi->name : "?");
+    lane_expr(ve, a->load.idx[0], -1, CG_INDEX, ve->e->out);
+    smelt_strbuf_append(ve->e->out, "];\n");
+    cg_line(ve->e, "%s x%d = __builtin_convertvector(q%d, %s);", ve->vt, id, q, ve->vt);
+    return id;
 }
 
 static int vec_call(vec_emit *ve, const ir_expr *x)
@@ -710,6 +812,7 @@ static int vec_value_new(vec_emit *ve, const ir_expr *x)
         return blend(ve, m, t, f);
     }
     case IR_CALL: return vec_call(ve, x);
+    case IR_CAST: return vec_cast(ve, x);
     default: return vec_by_lanes(ve, x, false);
     }
 }
@@ -792,18 +895,29 @@ static int vec_mask_new(vec_emit *ve, const ir_expr *x)
     return vec_by_lanes(ve, x, true);
 }
 
+/* A store of the lanes, converted to the buffer's integer type when the
+ * loop computes in float (lane_type). */
 static void vec_store(vec_emit *ve, const ir_stmt *s)
 {
-    int val = vec_value(ve, s->store.value);
+    smelt_dtype dt = s->store.buf->dtype;
+    bool convert = dt != ve->elem;
+    int val = vec_value(ve, convert ? s->store.value->bin.a : s->store.value);
+    const char *ut = ve->ut;
+    char pre = 'x';
+    if (convert) {
+        val = vec_to_int(ve, val, dt);
+        ut = cvt_type(ve, dt, true);
+        pre = 'q';
+    }
     const cg_bufinfo *bi = cg_buf(ve->e, s->store.buf);
     if (!bi) return;
     int64_t c = 0;
     affine_coef(s->store.idx[0], ve->v, &c);
     if (c == 1) {
         cg_indent(ve->e);
-        smelt_strbuf_printf(ve->e->out, "*(%s *)&%s[", ve->ut, bi->name);
+        smelt_strbuf_printf(ve->e->out, "*(%s *)&%s[", ut, bi->name);
         lane_expr(ve, s->store.idx[0], -1, CG_INDEX, ve->e->out);
-        smelt_strbuf_printf(ve->e->out, "] = x%d;\n", val);
+        smelt_strbuf_printf(ve->e->out, "] = %c%d;\n", pre, val);
         return;
     }
     /* scatter with a constant stride */
@@ -813,7 +927,7 @@ static void vec_store(vec_emit *ve, const ir_stmt *s)
     lane_expr(ve, s->store.idx[0], -1, CG_INDEX, ve->e->out);
     smelt_strbuf_append(ve->e->out, ";\n");
     for (int k = 0; k < ve->lanes; k++)
-        cg_line(ve->e, "%s[g%d + %lld] = x%d[%d];", bi->name, b, (long long)(c * k), val, k);
+        cg_line(ve->e, "%s[g%d + %lld] = %c%d[%d];", bi->name, b, (long long)(c * k), pre, val, k);
 }
 
 static void vec_stmt(vec_emit *ve, const ir_stmt *s)

@@ -856,7 +856,31 @@ static void emit_launches(gpu_emitter *g, smelt_strbuf *o)
                                     "        return %s;\n", gk->func, gk->index, GPU_RUN_FAILED);
             }
         }
+        if (!cl)
+            smelt_strbuf_printf(o, "#ifdef SMELT_GPU_TIMING\n    if (smelt_cu_call_mark_(%d)) return %s;\n#endif\n",
+                                c + 1, GPU_RUN_FAILED);
     }
+}
+
+/* CUDA, timed per call (-DSMELT_GPU_TIMING): each call's function and
+ * nodes, for model_gpu_call_name. */
+static void emit_call_names(const gpu_emitter *g, smelt_strbuf *o)
+{
+    const ir_program *p = g->e.prog;
+    smelt_strbuf_printf(o, "#define SMELT_N_CALLS %d\n#ifdef SMELT_GPU_TIMING\n"
+                           "static const char *const smelt_cu_call_names_[SMELT_N_CALLS + 1] = {\n",
+                        p->n_calls);
+    for (int c = 0; c < p->n_calls; c++) {
+        const ir_func *fn = p->calls[c].func;
+        char text[512];
+        snprintf(text, sizeof text, "f%d %s%s%s%s", cg_func_index(p, fn), fn->name,
+                 fn->comment && *fn->comment ? " (" : "", fn->comment ? fn->comment : "",
+                 fn->comment && *fn->comment ? ")" : "");
+        smelt_strbuf_append(o, "    ");
+        cg_append_string_literal(o, text);
+        smelt_strbuf_append(o, ",\n");
+    }
+    smelt_strbuf_append(o, "    NULL};\n#endif\n\n");
 }
 
 static const char opencl_host_text[] =
@@ -995,6 +1019,41 @@ static const char cuda_host_text[] =
     "static double smelt_cu_kernel_ms_ = -1;\n"
     "#ifdef SMELT_GPU_TIMING\n"
     "static cudaEvent_t smelt_cu_ev_[2];\n\n"
+    "/* Per call (model_gpu_time_calls(1)): an event before the first call and\n"
+    " * after each call's kernels, each call's device time kept from the last\n"
+    " * run; off by default, so the run's kernels are timed without them. */\n"
+    "static int smelt_cu_time_calls_;\n"
+    "static cudaEvent_t smelt_cu_call_ev_[SMELT_N_CALLS + 1];\n"
+    "static double smelt_cu_call_ms_[SMELT_N_CALLS + 1];\n\n"
+    "static int smelt_cu_call_mark_(int c)\n{\n"
+    "    if (!smelt_cu_time_calls_) return 0;\n"
+    "    if (!smelt_cu_call_ev_[c] &&\n"
+    "        smelt_cu_check_(cudaEventCreate(&smelt_cu_call_ev_[c]), \"cudaEventCreate\"))\n"
+    "        return 1;\n"
+    "    return smelt_cu_check_(cudaEventRecord(smelt_cu_call_ev_[c], 0), \"cudaEventRecord\");\n}\n\n"
+    "/* After the run's last event: each call's time (its events are done). */\n"
+    "static int smelt_cu_calls_ms_(void)\n{\n"
+    "    int c;\n"
+    "    for (c = 0; c < SMELT_N_CALLS; c++) {\n"
+    "        float ms = 0;\n"
+    "        smelt_cu_call_ms_[c] = -1;\n"
+    "        if (!smelt_cu_time_calls_) continue;\n"
+    "        if (smelt_cu_check_(cudaEventElapsedTime(&ms, smelt_cu_call_ev_[c], smelt_cu_call_ev_[c + 1]),\n"
+    "                            \"cudaEventElapsedTime\"))\n"
+    "            return 1;\n"
+    "        smelt_cu_call_ms_[c] = ms;\n"
+    "    }\n"
+    "    return 0;\n}\n\n"
+    "extern \"C\" void model_gpu_time_calls(int on)\n{\n"
+    "    smelt_cu_time_calls_ = on;\n}\n\n"
+    "extern \"C\" int model_gpu_call_count(void)\n{\n"
+    "    return SMELT_N_CALLS;\n}\n\n"
+    "/* \"fN NAME (its nodes)\" of call c, else NULL. */\n"
+    "extern \"C\" const char *model_gpu_call_name(int c)\n{\n"
+    "    return c >= 0 && c < SMELT_N_CALLS ? smelt_cu_call_names_[c] : NULL;\n}\n\n"
+    "/* Call c's device time in the last run timed per call, else -1. */\n"
+    "extern \"C\" double model_gpu_call_ms(int c)\n{\n"
+    "    return c >= 0 && c < SMELT_N_CALLS && smelt_cu_call_ev_[c + 1] ? smelt_cu_call_ms_[c] : -1;\n}\n\n"
     "static int smelt_cu_timing_(int end)\n{\n"
     "    float ms = 0;\n"
     "    if (!end && !smelt_cu_ev_[0] &&\n"
@@ -1008,7 +1067,7 @@ static const char cuda_host_text[] =
     "                        \"cudaEventElapsedTime\"))\n"
     "        return 1;\n"
     "    smelt_cu_kernel_ms_ = ms;\n"
-    "    return 0;\n}\n"
+    "    return smelt_cu_calls_ms_();\n}\n"
     "#endif\n\n"
     "/* The device time of the last run's kernels in milliseconds when the\n"
     " * package is built with -DSMELT_GPU_TIMING (nvcc), else -1. */\n"
@@ -1077,7 +1136,7 @@ static void emit_run(gpu_emitter *g, smelt_strbuf *o)
     }
     if (checks) emit_error_record(g, o, true);
     if (!cl)
-        smelt_strbuf_printf(o, "#ifdef SMELT_GPU_TIMING\n    if (smelt_cu_timing_(0)) return %s;\n#endif\n",
+        smelt_strbuf_printf(o, "#ifdef SMELT_GPU_TIMING\n    if (smelt_cu_timing_(0) || smelt_cu_call_mark_(0)) return %s;\n#endif\n",
                             GPU_RUN_FAILED);
     emit_launches(g, o);
     if (!cl)
@@ -1152,6 +1211,7 @@ static void emit_device_file(gpu_emitter *g, const smelt_strbuf *kernels, smelt_
         smelt_strbuf_append(o, "#include <cuda_runtime.h>\n#include <pthread.h>\n#include <stdio.h>\n\n#include \"smelt_rt.h\"\n\n");
         smelt_strbuf_appendn(o, kernels->data ? kernels->data : "", kernels->len);
         emit_sizes(g, o);
+        emit_call_names(g, o);
         smelt_strbuf_append(o, cuda_host_text);
     }
     emit_run(g, o);

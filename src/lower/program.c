@@ -9,6 +9,7 @@
  * produces (constants, or inputs passed through) are copied by a generated
  * identity function.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "lower/program.h"
@@ -205,6 +206,10 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         s = fname ? sch_user_choose(pb->ctx, pb->opts->user_schedules, te, fname, &sched, &user)
                   : prog_oom(pb);
         pb->lp->n_user += user;
+    }
+    if (s == SMELT_OK && !user && smelt_debug_level() >= 2) { /* names the decisions that follow */
+        const char *fname = func_name(pb, op_type);
+        fprintf(stderr, "smelt: scheduling %s (%s)\n", fname ? fname : "?", comment ? comment : "");
     }
     if (s == SMELT_OK && !user)
         s = sch_choose(pb->ctx, te, pb->opts->hw, pb->opts->schedules, &sched, &stored);

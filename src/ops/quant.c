@@ -370,6 +370,7 @@ static ir_expr *saturate_round(te_graph *g, ir_expr *q, ir_expr *zp, smelt_dtype
 {
     ir_builder *b = &g->b;
     int64_t lo, hi;
+    if (!q) return NULL; /* the builder failed (out of memory): it says so */
     quant_range(out, &lo, &hi);
     ir_expr *v = ir_cast(b, wide, ir_call(b, IR_CALL_ROUND, q->dtype, 1, &q));
     if (zp) v = ir_add(b, v, ir_cast(b, wide, zp));

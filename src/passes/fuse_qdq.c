@@ -11,7 +11,14 @@
  * and likewise DequantizeLinear(a_q) @ DequantizeLinear(w_q [K, N] const,
  * per tensor or per column) -> QuantizeLinear => QLinearMatMul, and
  * DequantizeLinear -> MaxPool -> QuantizeLinear with the same parameters =>
- * MaxPool on the 8-bit tensor.  A Relu between the Conv (MatMul) and the
+ * MaxPool on the 8-bit tensor, and a Gemm (DequantizeLinear(a_q [M, K]) times
+ * constant 8-bit weights, transB or not, an int32 bias as for Conv, alpha
+ * and beta 1) => MatMulInteger(a_q, w_q as [K, N]) + b_q, cast to float32,
+ * times a_s * w_s[n], into the same QuantizeLinear: the integer product
+ * runs the int8 matrix kernel and the float tail fuses into its epilogue;
+ * the requantization rounds in float32 where QLinear* round in double, so
+ * as with Conv a value on a rounding boundary may land on the neighbouring
+ * step.  A Relu between the Conv (MatMul) and the
  * QuantizeLinear becomes an integer Max with the output zero point, which
  * fuse_ops puts into the integer op's epilogue (exact).
  *
@@ -30,6 +37,7 @@
  * leaves it alone). */
 #include <string.h>
 
+#include "ops/linalg.h"
 #include "ops/op.h"
 #include "ops/quant.h"
 #include "passes/pass_util.h"
@@ -159,20 +167,23 @@ static smelt_status rewrite_conv(smelt_ctx *ctx, gr_graph *g, gr_node *conv, gr_
     return place_output(ctx, g, qc, q, relu);
 }
 
-/* B's DequantizeLinear of a MatMul: constant 8-bit [K, N] weights, scales
- * per tensor or per column (axis 1). */
-static const gr_node *matmul_weight_dq(const gr_value *wd)
+/* The DequantizeLinear of 2-D constant 8-bit weights, scales per tensor or
+ * per output column along `axis` (MatMul's B [K, N]: 1; Gemm's B: 0 with
+ * transB, else 1). */
+static const gr_node *weight2d_dq(const gr_value *wd, int axis)
 {
     const gr_node *dq = plain_qdq(wd, OP_DEQUANTIZE_LINEAR);
     if (!dq || wd->dtype != SMELT_DT_FLOAT32 || wd->rank != 2) return NULL;
     const gr_value *w = dq->inputs[0], *s = dq->inputs[1], *zp = input(dq, 2);
     const op_quant_attrs *a = dq->op_attrs;
     bool ok = is_const(w) && int8_dtype(w->dtype) && is_const(s) && s->dtype == SMELT_DT_FLOAT32 &&
-              per_channel_shape(s, w->dims[1]) && is_const(zp) && zp->dtype == w->dtype &&
+              per_channel_shape(s, w->dims[axis]) && is_const(zp) && zp->dtype == w->dtype &&
               zp->rank == s->rank && gr_value_numel(zp) == gr_value_numel(s) &&
-              (gr_value_numel(s) == 1 || a->axis == 1 || a->axis == -1);
+              (gr_value_numel(s) == 1 || a->axis == axis || a->axis == axis - 2);
     return ok ? dq : NULL;
 }
+
+static const gr_node *matmul_weight_dq(const gr_value *wd) { return weight2d_dq(wd, 1); }
 
 /* DequantizeLinear(a_q) @ DequantizeLinear(w_q) -> QuantizeLinear
  * => QLinearMatMul(a_q, as, az, w_q, ws, wz, ys, yz). */
@@ -189,6 +200,75 @@ static smelt_status try_fuse_matmul(smelt_ctx *ctx, gr_graph *g, gr_node *mm, gr
     SMELT_TRY(pu_node_import(ctx, g, qm));
     *fused = true;
     return place_output(ctx, g, qm, q, relu);
+}
+
+/* A new node of kind on ins, typed by its shape inference; NULL on error. */
+static gr_value *new_op(smelt_ctx *ctx, gr_graph *g, const gr_node *from, const char *suffix, op_kind kind,
+                        gr_value *const *ins, int n_in, int64_t cast_to)
+{
+    char *name = smelt_arena_printf(&g->arena, "%s_%s", from->name, suffix);
+    if (!name) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"), NULL;
+    gr_node *n = pu_node_new(ctx, g, name, kind, ins, n_in, 1);
+    if (!n) return NULL;
+    if (kind == OP_CAST && pu_attr_int(ctx, g, n, "to", cast_to) != SMELT_OK) return NULL;
+    if (pu_node_import(ctx, g, n) != SMELT_OK || pu_infer_output(ctx, n, "fuse_qdq") != SMELT_OK) return NULL;
+    return n->outputs[0];
+}
+
+/* w_q [N, K] as a [K, N] constant (MatMulInteger's B). */
+static gr_value *transposed(smelt_ctx *ctx, gr_graph *g, const gr_value *w)
+{
+    int64_t n = w->dims[0], k = w->dims[1], dims[2] = {k, n};
+    const uint8_t *src = w->constant->data; /* int8 or uint8: bytes */
+    uint8_t *t = smelt_alloc((size_t)(n * k) + 1);
+    if (!t) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"), NULL;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < k; j++) t[j * n + i] = src[i * k + j];
+    gr_value *v = pu_const(ctx, g, "gemm_bt", w->dtype, 2, dims, t);
+    smelt_free(t);
+    return v;
+}
+
+/* a_s * w_s[n] for the n output columns, in float32 (the bias' scale). */
+static gr_value *column_scales(smelt_ctx *ctx, gr_graph *g, const gr_node *a_dq, const gr_node *w_dq, int64_t n)
+{
+    const gr_value *ws = w_dq->inputs[1];
+    int64_t nw = gr_value_numel(ws);
+    float as = (float)op_get_f64(a_dq->inputs[1]->constant, 0);
+    float *s = smelt_alloc(sizeof(float) * (size_t)n + 1);
+    if (!s) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory"), NULL;
+    for (int64_t k = 0; k < n; k++) s[k] = as * (float)op_get_f64(ws->constant, nw == 1 ? 0 : k);
+    gr_value *v = pu_const_f32(ctx, g, "gemm_scale", 1, &n, s);
+    smelt_free(s);
+    return v;
+}
+
+/* Gemm(DequantizeLinear(a_q), DequantizeLinear(w_q) [, DequantizeLinear(b_q)])
+ * -> [Relu ->] QuantizeLinear => the QuantizeLinear (Relu) reads
+ * Cast(MatMulInteger(a_q, w_q [K, N], az, wz) [+ b_q]) * (a_s * w_s). */
+static smelt_status try_fuse_gemm(smelt_ctx *ctx, gr_graph *g, gr_node *gemm, gr_node *q, gr_node *relu,
+                                  bool *fused)
+{
+    const op_gemm_attrs *ga = gemm->op_attrs;
+    const gr_node *a_dq = activation_dq(gemm->inputs[0]);
+    const gr_node *w_dq = ga ? weight2d_dq(gemm->inputs[1], ga->trans_b ? 0 : 1) : NULL;
+    if (!a_dq || !w_dq || ga->alpha != 1.0f || ga->trans_a || gemm->inputs[0]->rank != 2) return SMELT_OK;
+    gr_value *w = w_dq->inputs[0];
+    int64_t n = w->dims[ga->trans_b ? 0 : 1];
+    const gr_value *bd = input(gemm, 2);
+    const gr_node *b_dq = bd ? bias_dq(bd, a_dq, w_dq, n) : NULL;
+    if (bd && (!b_dq || ga->beta != 1.0f)) return SMELT_OK;
+    gr_value *bt = ga->trans_b ? transposed(ctx, g, w) : w, *scale = column_scales(ctx, g, a_dq, w_dq, n);
+    if (!bt || !scale) return smelt_ctx_status(ctx);
+    gr_value *mi[4] = {a_dq->inputs[0], bt, a_dq->inputs[2], w_dq->inputs[2]};
+    gr_value *acc = new_op(ctx, g, gemm, "mmi", OP_MATMUL_INTEGER, mi, 4, 0);
+    if (acc && b_dq) acc = new_op(ctx, g, gemm, "bias", OP_ADD, (gr_value *[]){acc, b_dq->inputs[0]}, 2, 0);
+    gr_value *f = acc ? new_op(ctx, g, gemm, "cast", OP_CAST, &acc, 1, 1 /* FLOAT */) : NULL;
+    gr_value *y = f ? new_op(ctx, g, gemm, "scale", OP_MUL, (gr_value *[]){f, scale}, 2, 0) : NULL;
+    if (y && relu) y = new_op(ctx, g, gemm, "relu", OP_RELU, &y, 1, 0);
+    if (!y) return smelt_ctx_status(ctx);
+    *fused = true;
+    return gr_node_set_input(ctx, g, q, 0, y);
 }
 
 /* v1 and v2 are constants holding one and the same value. */
@@ -266,6 +346,8 @@ static smelt_status try_fuse(smelt_ctx *ctx, gr_graph *g, gr_node *q, const int 
     }
     gr_node *mm = pu_producer(y, OP_MATMUL);
     if (mm) return try_fuse_matmul(ctx, g, mm, q, relu != NULL, fused);
+    gr_node *gemm = pu_producer(y, OP_GEMM);
+    if (gemm) return try_fuse_gemm(ctx, g, gemm, q, relu, fused);
     gr_node *add = pu_producer(y, OP_ADD);
     if (add) return try_qlinear_add(ctx, g, add, q, relu != NULL, fused);
     gr_node *conv = pu_producer(y, OP_CONV);

@@ -23,6 +23,13 @@
 /* Rows that keep two threads busy when a stage runs in parallel by rows. */
 #define ROWS_PARALLEL_MIN 8
 
+/* Elements an iteration of an elementwise stage's parallel loop covers at
+ * least, where the shape allows: with one vector per iteration (the rows x
+ * vectors of a [1, 128, 768] Cast fused into 12,288 iterations of 8 floats)
+ * the loop spent more on recomputing row and column from the fused index
+ * than on the values. */
+#define PARALLEL_MIN_CHUNK 1024
+
 /* Register tiles the knobs may ask for, in vector accumulators: beyond the
  * register file (32 on AVX-512) they spill, and the unrolled code takes the
  * C compiler seconds per candidate. */
@@ -297,6 +304,72 @@ static smelt_status schedule_rows(smelt_ctx *ctx, const te_tensor *t, int vw, sc
     return parallelize_leading(ctx, s, name, lead, rank - 2);
 }
 
+static smelt_status fuse_leading(smelt_ctx *ctx, sch_schedule *s, const char *stage,
+                                 const char *const *order, int last, char *fused, size_t cap);
+
+static int64_t leading_extent(const te_tensor *t, int n)
+{
+    int64_t e = 1;
+    for (int i = 0; i < n; i++) e *= t->axes[i].extent;
+    return e;
+}
+
+/* Rows [0, lead) fused, in parallel; split when a row is small so an
+ * iteration covers about PARALLEL_MIN_CHUNK elements (and there are still
+ * ROWS_PARALLEL_MIN iterations). */
+static smelt_status parallel_rows(smelt_ctx *ctx, const te_tensor *t, const char *const *order, int lead,
+                                  sch_schedule *s)
+{
+    char fused[512];
+    const char *name = t->buf->name;
+    SMELT_TRY(fuse_leading(ctx, s, name, order, lead - 1, fused, sizeof fused));
+    int64_t rows = leading_extent(t, lead), per_row = leading_extent(t, t->n_axes) / rows;
+    int64_t k = PARALLEL_MIN_CHUNK / per_row;
+    if (k > rows / ROWS_PARALLEL_MIN) k = rows / ROWS_PARALLEL_MIN;
+    if (k > 1) {
+        SMELT_TRY(sch_split(ctx, s, name, fused, k));
+        strncat(fused, ".o", sizeof fused - strlen(fused) - 1);
+    }
+    return sch_annotate(ctx, s, SCH_PARALLEL, name, fused);
+}
+
+/* An elementwise stage in parallel: over enough rows (leading axes), as
+ * few of them fused as keep ROWS_PARALLEL_MIN iterations, so an iteration
+ * covers PARALLEL_MIN_CHUNK elements where it can; with fewer rows, the
+ * rows and chunks of the last axis (its vector loop's outer part split so
+ * a chunk holds about PARALLEL_MIN_CHUNK elements). */
+static smelt_status parallel_elementwise(smelt_ctx *ctx, const te_tensor *t, bool vectorize, int vw,
+                                         int64_t vecs, sch_schedule *s)
+{
+    const char *name = t->buf->name, *order[SMELT_MAX_RANK + 1];
+    int rank = t->n_axes;
+    int64_t numel = leading_extent(t, rank), last_ext = t->axes[rank - 1].extent;
+    for (int i = 0; i < rank; i++) order[i] = t->axes[i].var->name;
+    if (rank >= 2 && leading_extent(t, rank - 1) >= ROWS_PARALLEL_MIN) {
+        int lead = rank - 1;
+        while (lead > 1 && numel / leading_extent(t, lead) < PARALLEL_MIN_CHUNK &&
+               leading_extent(t, lead - 1) >= ROWS_PARALLEL_MIN)
+            lead--;
+        return parallel_rows(ctx, t, order, lead, s);
+    }
+    /* few rows: the last axis's loop (its vectors' outer part) in chunks */
+    char chunk[280];
+    /* vector_steps' outer loop steps by vecs vectors, or by one when the
+     * axis is shorter; an axis of one vector has none */
+    int64_t per = !vectorize ? 1 : vecs > 1 && last_ext >= vecs * vw ? vecs * vw : vw;
+    snprintf(chunk, sizeof chunk, "%s%s", order[rank - 1], vectorize ? ".o" : "");
+    if (vectorize && last_ext <= vw)
+        return rank >= 2 ? parallelize_leading(ctx, s, name, order, rank - 2)
+                         : sch_annotate(ctx, s, SCH_PARALLEL, name, order[0]);
+    int64_t k = (PARALLEL_MIN_CHUNK + per - 1) / per, iters = (last_ext + per - 1) / per;
+    if (k > 1 && iters > k) {
+        SMELT_TRY(sch_split(ctx, s, name, chunk, k));
+        strncat(chunk, ".o", sizeof chunk - strlen(chunk) - 1);
+    }
+    order[rank - 1] = chunk;
+    return parallelize_leading(ctx, s, name, order, rank - 1);
+}
+
 static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vector_width,
                                    const sch_knobs *kn, sch_schedule *s)
 {
@@ -339,6 +412,7 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
         for (int i = 0; i < par - 2; i++) lead[i] = t->axes[i].var->name;
         return parallelize_leading(ctx, s, name, lead, (int)par - 3);
     }
+    if (nr == 0) return parallel_elementwise(ctx, t, vectorize, vector_width, vecs, s);
     /* parallel over the fused leading data axes (or the vector loop's outer part) */
     char fused[1024];
     if (rank >= 2) {
@@ -347,16 +421,6 @@ static smelt_status schedule_stage(smelt_ctx *ctx, const te_tensor *t, int vecto
             SMELT_TRY(sch_fuse(ctx, s, name, fused, t->axes[i].var->name));
             size_t len = strlen(fused);
             snprintf(fused + len, sizeof fused - len, ".%s", t->axes[i].var->name);
-        }
-        /* a last axis vectorised whole (a block's lanes) stays its own loop */
-        if (nr == 0 && !vectorize) {
-            SMELT_TRY(sch_fuse(ctx, s, name, fused, last));
-            size_t len = strlen(fused);
-            snprintf(fused + len, sizeof fused - len, ".%s", last);
-        } else if (nr == 0 && last_ext > vector_width) {
-            SMELT_TRY(sch_fuse(ctx, s, name, fused, outer));
-            size_t len = strlen(fused);
-            snprintf(fused + len, sizeof fused - len, ".%s", outer);
         }
         return sch_annotate(ctx, s, SCH_PARALLEL, name, fused);
     }
@@ -2092,6 +2156,26 @@ static smelt_status gpu_rfactor_stage(smelt_ctx *ctx, const te_tensor *t, int th
     return sch_bind(ctx, s, rf, ri, "threadIdx.x");
 }
 
+/* SMELT_DEBUG=2: a reduction's tile decision, with its extents (output
+ * axes, then reduce axes). */
+static void print_tile(const te_tensor *t, const sch_gpu_tile *p, bool planned)
+{
+    char ext[256];
+    int n = 0;
+    for (int i = 0; i < t->n_axes && n < (int)sizeof ext - 24; i++)
+        n += snprintf(ext + n, sizeof ext - (size_t)n, "%s%lld", i ? "x" : "", (long long)t->axes[i].extent);
+    for (int i = 0; i < t->body->reduce.n_axes && n < (int)sizeof ext - 24; i++)
+        n += snprintf(ext + n, sizeof ext - (size_t)n, "%s%lld", i ? "x" : " sum ",
+                      (long long)t->body->reduce.axes[i].extent);
+    ext[n] = 0;
+    fprintf(stderr, "smelt: GPU tile for '%s' (%s): %s%s%s (%lld x %lld x %lld threads, %lld x %lld "
+            "registers, k step %lld, %lld shared bytes; model %.3g vs one thread per output %.3g)\n",
+            t->buf->name, ext, planned ? "tiled" : "not tiled", !planned && p->why ? ": " : "",
+            !planned && p->why ? p->why : "", (long long)p->ty, (long long)p->txh,
+            (long long)p->txw, (long long)p->tm, (long long)p->tn, (long long)p->kt,
+            (long long)p->shared_bytes, p->cost, p->plain_cost);
+}
+
 /* The GPU rules at a level: 3 all of them, 2 without tiled matrix
  * products and convolutions (sched/gpu_tile.c), 1 without rfactor either,
  * 0 only the per-stage binding (each stage at the root, which always
@@ -2129,12 +2213,7 @@ static smelt_status schedule_gpu_level(smelt_ctx *ctx, const te_graph *g, const 
         const te_tensor *out = c ? c : t;
         sch_gpu_tile p = {0};
         bool planned = !tile_of[out->index] && sch_gpu_tile_plan(g, t, inlined, hw, &p);
-        if (smelt_debug_level() >= 2 && p.acc == t)
-            fprintf(stderr, "smelt: GPU tile for '%s': %s (%lld x %lld x %lld threads, %lld x %lld "
-                    "registers, k step %lld, %lld shared bytes; model %.3g vs one thread per "
-                    "output %.3g)\n", t->buf->name, planned ? "tiled" : "not tiled",
-                    (long long)p.ty, (long long)p.txh, (long long)p.txw, (long long)p.tm,
-                    (long long)p.tn, (long long)p.kt, (long long)p.shared_bytes, p.cost, p.plain_cost);
+        if (smelt_debug_level() >= 2 && p.acc == t) print_tile(t, &p, planned);
         if (!planned) continue;
         tiles[out->index] = p;
         tile_of[out->index] = out->index + 1;

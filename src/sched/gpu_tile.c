@@ -33,7 +33,8 @@
  * FMAs per cycle per multiprocessor and waits GPU_MODEL_PLAIN_STEP cycles
  * per reduced element (two global loads); tiling applies when the model
  * expects it to be faster, and the product has GPU_TILE_MIN_FMAS
- * multiply-adds or more.
+ * multiply-adds or more; a convolution over a window keeps one thread per
+ * output where that measured faster (window_conv_plain).
  */
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@
 #define GPU_MODEL_PLAIN_RATE 4.0   /* one thread per output: FMAs per cycle per multiprocessor */
 #define GPU_MODEL_PLAIN_STEP 150.0 /* and cycles per reduced element of one thread */
 #define GPU_TILE_MIN_FMAS (double)(1 << 20) /* multiply-adds below which tiles do not pay */
+#define GPU_TILE_LONG_K 512         /* a first reduce axis this long is tiled whatever the size */
+#define GPU_CONV_FEW_OUTPUTS (GPU_MODEL_SMS * 128.0) /* outputs: half a 256-thread block per multiprocessor */
 #define GPU_TILE_MAX_ACC 64        /* accumulators per thread (registers) */
 #define GPU_TILE_MAX_KT 16
 
@@ -254,14 +257,33 @@ static int tile_dims(const gemm_view *v, int op, const int64_t *range)
     return n;
 }
 
+/* Blocks of p's row and column tiles (tile_cost multiplies in the other
+ * output axes). */
+static double tile_blocks(const sch_gpu_tile *p, const gemm_view *v)
+{
+    int64_t bm = block_span(v->ext[p->row], p->ty, p->tm);
+    int64_t bw = block_span(v->ext[p->col], p->txw, p->tn);
+    double blocks = (double)cdiv(v->ext[p->row], bm) * (double)cdiv(v->ext[p->col], bw);
+    return p->col2 >= 0 ? blocks * (double)cdiv(v->ext[p->col2], p->txh) : blocks;
+}
+
+/* A convolution's tile should leave no multiprocessor idle when one can:
+ * on the H100 the model's 98- to 128-block conv tiles ran up to 1.3x
+ * slower than its best tile of 132 blocks or more (ResNet-50's 1x1 layers,
+ * conv1: docs/benchmarks.md); matrix products measured best with fewer,
+ * larger tiles (BERT's FFN: 96 blocks), so they keep the cost alone. */
+static bool fills_gpu(const sch_gpu_tile *p, const gemm_view *v)
+{
+    return p->col2 < 0 || tile_blocks(p, v) >= GPU_MODEL_SMS;
+}
+
 /* The model's time for p's tile, in cycles (see the header comment). */
 static double tile_cost(const sch_gpu_tile *p, const gemm_view *v, int64_t threads)
 {
     int64_t bm = block_span(v->ext[p->row], p->ty, p->tm);
     int64_t bw = block_span(v->ext[p->col], p->txw, p->tn);
     int64_t bh = p->col2 >= 0 ? p->txh : 1;
-    double blocks = (double)cdiv(v->ext[p->row], bm) * (double)cdiv(v->ext[p->col], bw);
-    if (p->col2 >= 0) blocks *= (double)cdiv(v->ext[p->col2], bh);
+    double blocks = tile_blocks(p, v);
     double inner = 1, steps = 1;
     int k0 = p->acc->n_axes;
     int64_t range[GT_MAX_VARS];
@@ -314,6 +336,29 @@ static double plain_cost(const sch_gpu_tile *p, const gemm_view *v)
     }
     double tp = outputs * k / (GPU_MODEL_SMS * GPU_MODEL_PLAIN_RATE), chain = k * GPU_MODEL_PLAIN_STEP;
     return tp > chain ? tp : chain;
+}
+
+/* A convolution over a window (3x3, 7x7: more than one tap) keeps one
+ * thread per output when its input channels take four steps or more and
+ * its outputs fill the GPU.  Measured on the H100 (docs/benchmarks.md): every
+ * 3x3 layer of ResNet-18/50 (64 to 512 channels, 7x7 to 56x56 maps, 25088
+ * outputs or more) ran 0.48x to 1.01x of one thread per output tiled, with
+ * the rules' tile and with each of six forced ones (small register tiles
+ * read two or three shared words per multiply-add, where one thread per
+ * output reads a warp-wide weight and a coalesced input); the tiles won
+ * with few channels (conv1: 3, 7x7, 1.35x; tests/gpu's tiled_conv: 33
+ * channels, 29988 outputs, 2.2x) and few outputs (70 channels, 6480
+ * outputs: 2.9x).  1x1 convolutions are products: tiled. */
+static const char *window_conv_plain(const sch_gpu_tile *p, const gemm_view *v)
+{
+    int k0 = p->acc->n_axes;
+    double taps = 1, outputs = 1;
+    if (p->col2 < 0) return NULL;
+    for (int i = k0 + 1; i < v->n_vars; i++) taps *= (double)v->ext[i];
+    for (int i = 0; i < k0; i++) outputs *= (double)v->ext[i];
+    if (taps > 1 && v->ext[k0] >= 4 * GPU_TILE_MAX_KT && outputs >= GPU_CONV_FEW_OUTPUTS)
+        return "a convolution window over many channels and outputs: one thread per output measured faster";
+    return NULL;
 }
 
 /* The largest step of the first reduce axis whose tiles fit: a divisor of
@@ -384,7 +429,7 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
     /* small blocks (PoCL's 64 work-items): small register tiles, quick builds */
     int64_t max_regs = threads >= 128 ? 8 : 4;
     int64_t limit = hw->gpu_shared_bytes;
-    bool found = false;
+    bool found = false, best_fills = false;
     sch_gpu_tile best = base;
     if (forced_tile(&best, &v, threads, limit)) {
         best.cost = tile_cost(&best, &v, threads);
@@ -393,11 +438,22 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
         return true;
     }
     /* small products stay one thread per output: on the H100 the tiny
-     * transformers' and CNNs' tiled kernels were no faster, some slower */
+     * transformers' and CNNs' tiled kernels were no faster, some slower;
+     * but a long reduction (GPU_TILE_LONG_K) over few outputs is a chain
+     * of dependent global loads per thread, which the tile's shared
+     * memory shortens (the fc layers, 1000 outputs x 2048 and x 512: 2.3x
+ * tiled) */
     double fmas = 1;
     for (int i = 0; i < v.n_vars; i++) fmas *= (double)v.ext[i];
-    if (fmas < GPU_TILE_MIN_FMAS) {
+    if (fmas < GPU_TILE_MIN_FMAS && v.ext[base.acc->n_axes] < GPU_TILE_LONG_K) {
         out->acc = t;
+        out->why = "under 2^20 multiply-adds";
+        return false;
+    }
+    const char *why = window_conv_plain(&base, &v);
+    if (why) {
+        out->acc = t;
+        out->why = why;
         return false;
     }
     for (int64_t ty = 1; ty <= threads; ty *= 2) {
@@ -422,10 +478,14 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
                     c.tn = tn;
                     if (!choose_kt(&c, &v, limit)) continue;
                     c.cost = tile_cost(&c, &v, threads);
-                    /* ties: larger register tiles, then fewer shared bytes */
-                    if (!found || c.cost < best.cost * 0.999 ||
-                        (c.cost <= best.cost * 1.001 && c.tm * c.tn > best.tm * best.tn)) {
+                    /* a conv tile filling the GPU first (fills_gpu); ties: larger
+                     * register tiles, then fewer shared bytes */
+                    bool fills = fills_gpu(&c, &v);
+                    if (!found || (fills && !best_fills) ||
+                        (fills == best_fills && (c.cost < best.cost * 0.999 ||
+                                                 (c.cost <= best.cost * 1.001 && c.tm * c.tn > best.tm * best.tn)))) {
                         best = c;
+                        best_fills = fills;
                         found = true;
                     }
                 }
@@ -433,9 +493,11 @@ bool sch_gpu_tile_plan(const te_graph *g, const te_tensor *t, const bool *inline
     }
     if (!found) {
         out->acc = t;
+        out->why = "no tile fits";
         return false;
     }
     best.plain_cost = plain_cost(&best, &v);
+    if (best.cost >= best.plain_cost) best.why = "the model expects one thread per output to be faster";
     *out = best;
     return best.cost < best.plain_cost;
 }

@@ -17,6 +17,7 @@ typedef struct sch_gpu_tile {
     int64_t kt;                 /* the first reduce axis walked in steps of kt */
     int64_t shared_bytes;       /* of the two tiles (lowering's sizes, padding included) */
     double cost, plain_cost;    /* the model's time: tiled, one thread per output */
+    const char *why;            /* not tiled: the reason (SMELT_DEBUG=2), else NULL */
 } sch_gpu_tile;
 
 /* A tiled plan for reduction t of g (inlined[i]: tensor i is inlined, so

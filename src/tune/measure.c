@@ -364,6 +364,16 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The child's eviction buffer (--flush-mb): touching one byte per cache
+ * line of it before a timed run pushes the task's data out of the caches. */
+static unsigned char *flush_buf;
+static size_t flush_bytes;
+
+static void flush_caches(void)
+{
+    for (size_t i = 0; i < flush_bytes; i += 64) flush_buf[i]++;
+}
+
 typedef struct timed_model {
     smelt_rt_model *m;
     const void *const *ins;
@@ -376,6 +386,7 @@ typedef struct timed_model {
 
 static double time_one_run(const timed_model *x)
 {
+    if (flush_buf) flush_caches();
     double t0 = now_ms();
     smelt_rt_model_run(x->m, x->ins, x->in_sizes, x->n_in, x->outs, x->out_sizes, x->n_out);
     return now_ms() - t0;
@@ -481,6 +492,8 @@ static _Noreturn void child_run(const tune_bench *b, const tune_candidate *c,
         }
         if (r.status == TUNE_OK) {
             smelt_rt_model *ref = load_reference(b, o);
+            flush_bytes = (size_t)o->flush_mb << 20;
+            if (flush_bytes) flush_buf = calloc(flush_bytes, 1); /* none: timed warm */
             timed_model tc = {m, ins, in_sizes, b->n_in, outs, out_sizes, b->n_out};
             timed_model tref = {ref, ins, in_sizes, b->n_in, outs, out_sizes, b->n_out};
             child_time(&tc, ref ? &tref : NULL, o->min_ms, &r);

@@ -84,6 +84,9 @@ typedef struct tune_measure_options {
     double min_ms;       /* time each candidate at least this long */
     double timeout_s;    /* a run longer than this is a hang */
     int build_jobs;      /* C compilers run at once */
+    int flush_mb;        /* before each timed run, write this many MiB elsewhere (0: none):
+                          * a task then starts from cold caches, as a layer of a whole
+                          * model finds its weights (TVM's cache flush) */
 } tune_measure_options;
 
 /* A task ready to measure: its program inputs (seeded random data) and the

@@ -130,5 +130,18 @@ expect 0 '"median_ms"' -- "$smelt" bench "$tiny" --json --repeat 3 --warmup 1
 check "bench --json is one JSON object" -- /usr/bin/python3 -c "
 import json; d = json.load(open('$tmp/out')); assert d['runs'] == 3 and d['mode'] == 'compiled'"
 
+# ---- bench --profile: every generated function timed, named as --dump-ir=tir names it ----
+expect 0 '"profile"' -- "$smelt" bench "$tiny" --json --profile --repeat 3 --warmup 1
+cp "$tmp/out" "$tmp/prof"
+"$smelt" compile "$tiny" --dump-ir=tir 2>/dev/null |
+    sed -n 's/^lower \([^:]*\): build nests$/\1/p' | sort >"$tmp/funcs"
+check "bench --profile: one entry per function, each timed and named" -- /usr/bin/python3 -c "
+import json; p = json.load(open('$tmp/prof'))['profile']
+assert sorted(e['function'] for e in p) == open('$tmp/funcs').read().split(), p
+assert sorted(e['call'] for e in p) == list(range(len(p))), p
+assert all(e['median_ms'] > 0 and '/' in e['nodes'] for e in p), p"
+expect 0 "profile, each call's median over 3 runs" -- "$smelt" bench "$tiny" --profile --repeat 3
+expect 2 "--profile has no effect with --reference" -- "$smelt" bench "$tiny" --reference --profile
+
 echo "$((count - fails)) passed, $fails failed"
 [ "$fails" = 0 ]

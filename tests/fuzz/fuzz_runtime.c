@@ -57,7 +57,7 @@ static int multi_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned
 }
 
 static const smelt_rt_module_info MULTI = {
-    SMELT_RT_ABI_VERSION, 3, 2, MULTI_IN, MULTI_OUT, 128, 0, NULL, multi_run, 0, NULL, 0, NULL, 0};
+    SMELT_RT_ABI_VERSION, 3, 2, MULTI_IN, MULTI_OUT, 128, 0, NULL, multi_run, 0, NULL, 0, NULL, NULL, 0, NULL, 0};
 
 /* ---- tiny_cnn through the compile cache, once ---- */
 

@@ -254,15 +254,18 @@ static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigne
                       const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr)
 {
     int err = 0;
+    int64_t t_ = 0;
     (void)weights;
     (void)arena;
     (void)inputs;
     (void)outputs;
-    (void)rterr;
+    (void)t_;
+    if (rterr->call_ns) t_ = rterr->clock_ns();
     if ((err = f_0(pool,
             (const float *)inputs[0],
             (float *)outputs[0])) != 0)
         return err;
+    if (rterr->call_ns) rterr->call_ns[0] += rterr->clock_ns() - t_;
     return err;
 }
 
@@ -274,6 +277,14 @@ static const smelt_rt_io_info smelt_outputs_[1] = {
     {"y", 1, 3, {3, 4, 5}, {0, 0, 0}},
 };
 
+static const char *const smelt_call_names_[1] = {
+    "f0_softmax",
+};
+
+static const char *const smelt_call_nodes_[1] = {
+    "Softmax_1",
+};
+
 const smelt_rt_module_info smelt_module_info = {
     SMELT_RT_ABI_VERSION,
     1, 1, /* inputs, outputs */
@@ -283,6 +294,7 @@ const smelt_rt_module_info smelt_module_info = {
     NULL,
     smelt_run_,
     0, NULL, /* error sites */
+    1, smelt_call_names_, smelt_call_nodes_, /* calls (profiles) */
     0, NULL, INT64_C(0), /* run-time dims */
 };
 #endif

@@ -3,7 +3,8 @@
 # its Makefile (model.c etc. under -std=c99 -Wall -Wextra -Werror; the
 # kernels and host code by nvcc with -Werror all-warnings and the host
 # compiler's -Wall -Wextra) for sm_80 and sm_90 (one nvcc run, both in one
-# fat binary), and link; tiled_* packages also with -DSMELT_GPU_TIMING.  No GPU is
+# fat binary), and link; tiled_* packages also with -DSMELT_GPU_TIMING and
+# its per-call timers.  No GPU is
 # needed (none runs here); exit 77 (ctest: skipped) when nvcc is absent.
 # usage: check_cuda_package.sh SMELT WORK_DIR MODEL_DIR...
 set -euo pipefail
@@ -40,6 +41,13 @@ for dir in "$@"; do
             -c model_gpu.cu -o timing.o >"$work/$name.timing.log" 2>&1) ||
             { cat "$work/$name.timing.log"; fail "$name: -DSMELT_GPU_TIMING"; }
         ! grep -qi "warning" "$work/$name.timing.log" || { cat "$work/$name.timing.log"; fail "$name: warnings"; }
+        # per-call times (scripts/cuda_device_runner.c): an event after each call
+        for sym in model_gpu_time_calls model_gpu_call_count model_gpu_call_name model_gpu_call_ms; do
+            nm "$pkg/timing.o" | grep -q " T $sym\$" || fail "$name: -DSMELT_GPU_TIMING defines no $sym"
+        done
+        calls=$(grep -c "smelt_cu_call_mark_([0-9]*)) return" "$pkg/model_gpu.cu")
+        want=$(($(sed -n 's/^#define SMELT_N_CALLS //p' "$pkg/model_gpu.cu") + 1))
+        [ "$calls" = "$want" ] || fail "$name: $calls call marks for $want events"
         ;;
     esac
     # the fat binary names the architecture of each of its cubins

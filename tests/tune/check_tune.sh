@@ -95,7 +95,12 @@ conv=$(awk '/conv_nchwc/ { print $2; exit }' "$tmp/list")
     >"$tmp/kn" 2>&1 || { fail "--knobs failed"; cat "$tmp/kn"; }
 grep -q "knobs 0,0,0,1 .*x default" "$tmp/kn" || { fail "--knobs: no timed point"; cat "$tmp/kn"; }
 grep -q "knobs 0,0,0,99 *invalid: .*parallel" "$tmp/kn" || { fail "--knobs: bad value not reported"; cat "$tmp/kn"; }
-for bad in "--trials 0" "--trials abc" "--minutes -1" "--threads x" "--knobs 12" "--knobs k=1,x"; do
+# --flush-mb: the point timed from cold caches, still paired with the default
+"$smelt" tune "$model" --list-tasks --min-ms 1 --flush-mb 4 --knobs "$conv=0,0,0,1" \
+    >"$tmp/kf" 2>&1 || { fail "--flush-mb failed"; cat "$tmp/kf"; }
+grep -q "knobs 0,0,0,1 .*x default (paired)" "$tmp/kf" || { fail "--flush-mb: no timed point"; cat "$tmp/kf"; }
+for bad in "--trials 0" "--trials abc" "--minutes -1" "--threads x" "--knobs 12" "--knobs k=1,x" \
+    "--flush-mb -1" "--flush-mb 5000"; do
     # shellcheck disable=SC2086
     "$smelt" tune "$model" -o "$tmp/x.jsonl" $bad >"$tmp/out" 2>&1
     [ $? -eq 2 ] || fail "tune $bad: not a usage error"

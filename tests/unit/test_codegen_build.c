@@ -14,7 +14,7 @@ static const char *const good_source =
     "static int run_(smelt_rt_pool *p, const unsigned char *w, unsigned char *a,\n"
     "                const void *const *in, void *const *out)\n"
     "{ (void)p; (void)w; (void)a; (void)in; (void)out; return 0; }\n"
-    "const smelt_rt_module_info smelt_module_info = {SMELT_RT_ABI_VERSION, 0, 0, NULL, NULL, 0, 0, NULL, run_, 0, NULL, 0, NULL, 0};\n";
+    "const smelt_rt_module_info smelt_module_info = {SMELT_RT_ABI_VERSION, 0, 0, NULL, NULL, 0, 0, NULL, run_, 0, NULL, 0, NULL, NULL, 0, NULL, 0};\n";
 
 static void test_sha256(void)
 {

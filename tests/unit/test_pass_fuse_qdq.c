@@ -5,7 +5,8 @@
  * float outputs (a final DequantizeLinear) may differ by one quantization
  * step of the output (Y_SCALE): the float convolution and the integer one
  * round differently near a rounding boundary.  The Add of two dequantized
- * tensors becomes smelt.QLinearAdd, which must change no value. */
+ * tensors becomes smelt.QLinearAdd, which must change no value.  A Gemm
+ * becomes MatMulInteger [+ bias], Cast, Mul by xs * ws: within one step. */
 #include "passes/pass_graphs.h"
 
 #define X_SCALE 0.0125f
@@ -108,6 +109,41 @@ static void qdq_matmul(gr_graph *g)
     tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
 }
 
+static bool g_gemm_trans_b, g_gemm_bias, g_gemm_relu;
+static float g_gemm_alpha = 1.0f;
+
+/* x [3, 8] -> Q -> DQ -> Gemm(DQ(w: [5, 8] per row with transB, else [8, 5]
+ * per column), DQ(b int32 [5], xs * ws)) [-> Relu] -> Q -> DQ -> y */
+static void qdq_gemm(gr_graph *g)
+{
+    int64_t xd[2] = {3, 8}, wd[2] = {g_gemm_trans_b ? 5 : 8, g_gemm_trans_b ? 8 : 5}, nd[1] = {5};
+    uint8_t zp = 97;
+    int8_t w_data[40], wz[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < 40; i++) w_data[i] = (int8_t)((i * 37) % 129 - 64);
+    float ws[5] = {0.01f, 0.003f, 0.02f, 0.008f, 0.015f}, bs[5];
+    int32_t b[5] = {-700, 1200, 33, -2500, 410};
+    for (int k = 0; k < 5; k++) bs[k] = X_SCALE * ws[k];
+    gr_value *x = tg_input(g, "x", 2, xd);
+    gr_value *xz = typed_const(g, "xz", SMELT_DT_UINT8, 0, NULL, &zp);
+    gr_value *xs = scalar_f32(g, "xs", X_SCALE);
+    gr_value *in[3] = {qdq(g, OP_DEQUANTIZE_LINEAR, "x_dq", qdq(g, OP_QUANTIZE_LINEAR, "x_q", x, xs, xz, 1), xs, xz, 1),
+                       qdq(g, OP_DEQUANTIZE_LINEAR, "w_dq", typed_const(g, "w", SMELT_DT_INT8, 2, wd, w_data),
+                           typed_const(g, "ws", SMELT_DT_FLOAT32, 1, nd, ws),
+                           typed_const(g, "wz", SMELT_DT_INT8, 1, nd, wz), g_gemm_trans_b ? 0 : 1),
+                       NULL};
+    if (g_gemm_bias)
+        in[2] = qdq(g, OP_DEQUANTIZE_LINEAR, "b_dq", typed_const(g, "b", SMELT_DT_INT32, 1, nd, b),
+                    typed_const(g, "bs", SMELT_DT_FLOAT32, 1, nd, bs), NULL, 0);
+    gr_node *gm = tg_node_attrs(g, OP_GEMM, "gemm", g_gemm_bias ? 3 : 2, in);
+    if (g_gemm_trans_b) pu_attr_int(tg_ctx, g, gm, "transB", 1);
+    if (g_gemm_alpha != 1.0f) pu_attr_float(tg_ctx, g, gm, "alpha", g_gemm_alpha);
+    gr_value *y = tg_import(g, gm);
+    if (g_gemm_relu) y = tg_op(g, OP_RELU, "relu", 1, &y);
+    gr_value *ys = scalar_f32(g, "ys", Y_SCALE);
+    gr_value *yq = qdq(g, OP_QUANTIZE_LINEAR, "y_q", y, ys, xz, 1);
+    tg_output(g, qdq(g, OP_DEQUANTIZE_LINEAR, "y_dq", yq, ys, xz, 1));
+}
+
 static float g_pool_out_scale;
 
 /* x -> Q -> DQ -> MaxPool -> Q(g_pool_out_scale) -> DQ -> y */
@@ -182,6 +218,22 @@ int main(void)
           "QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear,DequantizeLinear");
     tg_check_within("MatMul, per-column weights", qdq_matmul, pass_fuse_qdq,
                     "QuantizeLinear,QLinearMatMul,DequantizeLinear", Y_SCALE * 1.0001);
+    g_gemm_trans_b = g_gemm_bias = true;
+    tg_check_within("Gemm, transB, per-row weights, bias: MatMulInteger and a float tail", qdq_gemm,
+                    pass_fuse_qdq, "QuantizeLinear,MatMulInteger,Add,Cast,Mul,QuantizeLinear,DequantizeLinear",
+                    Y_SCALE * 1.0001);
+    g_gemm_relu = true;
+    tg_check_within("Gemm and Relu", qdq_gemm, pass_fuse_qdq,
+                    "QuantizeLinear,MatMulInteger,Add,Cast,Mul,Relu,QuantizeLinear,DequantizeLinear",
+                    Y_SCALE * 1.0001);
+    g_gemm_relu = g_gemm_trans_b = g_gemm_bias = false;
+    tg_check_within("Gemm, [K, N] weights per column, no bias", qdq_gemm, pass_fuse_qdq,
+                    "QuantizeLinear,MatMulInteger,Cast,Mul,QuantizeLinear,DequantizeLinear", Y_SCALE * 1.0001);
+    g_gemm_alpha = 0.5f;
+    tg_check_within("Gemm with alpha 0.5: stays", qdq_gemm, pass_fuse_qdq,
+                    "QuantizeLinear,DequantizeLinear,DequantizeLinear,Gemm,QuantizeLinear,DequantizeLinear",
+                    0);
+    g_gemm_alpha = 1.0f;
     g_pool_out_scale = X_SCALE; /* the same parameters: exact */
     tg_check_within("MaxPool between equal Q/DQ parameters runs on int8", qdq_maxpool,
                     pass_fuse_qdq, "QuantizeLinear,MaxPool,DequantizeLinear", 0);

@@ -19,7 +19,7 @@ static int add_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned c
                    const void *const *inputs, void *const *outputs, smelt_rt_run_error *rterr)
 {
     (void)pool;
-    (void)rterr;
+    int64_t t0 = rterr->call_ns ? rterr->clock_ns() : 0; /* as generated runs time a call */
     if ((uintptr_t)arena % 64) arena_aligned = 0;
     const float *x = inputs[0], *w = (const float *)(const void *)weights;
     if (x[0] < 0) {
@@ -29,13 +29,15 @@ static int add_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned c
     float *t = (float *)(void *)arena, *y = outputs[0];
     for (int i = 0; i < 4; i++) t[i] = x[i] + w[i];
     for (int i = 0; i < 4; i++) y[i] = t[i];
+    if (rterr->call_ns) rterr->call_ns[0] += rterr->clock_ns() - t0 + 1;
     return fail_run;
 }
 
 static const smelt_rt_io_info add_inputs[] = {{"x", 1, 1, {4}, {0}}};
 static const smelt_rt_io_info add_outputs[] = {{"y", 1, 1, {4}, {0}}};
+static const char *const add_calls[] = {"f0_add"}, *const add_nodes[] = {"/add"};
 static const smelt_rt_module_info add_info = {SMELT_RT_ABI_VERSION, 1, 1, add_inputs, add_outputs, 64, 16,
-                                              NULL, add_run, 0, NULL, 0, NULL, 0};
+                                              NULL, add_run, 0, NULL, 1, add_calls, add_nodes, 0, NULL, 0};
 static const float weights[4] = {10, 20, 30, 40};
 
 static void test_module_checks(void)
@@ -75,6 +77,16 @@ static void test_run_checks(void)
     size_t ib[1] = {16}, ob[1] = {16};
     CHECK(smelt_rt_model_run(m, in, ib, 1, out, ob, 1) == SMELT_RT_OK);
     CHECK(y[0] == 11 && y[3] == 44 && arena_aligned);
+    /* a profiled run hands the run a clock and the caller's counters, which
+     * accumulate; a plain run passes none */
+    int64_t ns[1] = {0};
+    CHECK(smelt_rt_model_run_profiled(m, in, ib, 1, out, ob, 1, ns, err, sizeof err) == SMELT_RT_OK);
+    int64_t once = ns[0];
+    CHECK(once > 0);
+    CHECK(smelt_rt_model_run_profiled(m, in, ib, 1, out, ob, 1, ns, err, sizeof err) == SMELT_RT_OK);
+    CHECK(ns[0] > once);
+    CHECK(smelt_rt_model_run_profiled(m, in, ib, 1, out, ob, 1, NULL, err, sizeof err) == SMELT_RT_OK);
+    CHECK(smelt_rt_model_info(m)->num_calls == 1);
 
     CHECK(smelt_rt_model_run(m, in, ib, 2, out, ob, 1) == SMELT_RT_ERR_ARG);
     CHECK_STR_CONTAINS(smelt_rt_model_error(m), "expected 1 inputs, got 2");
