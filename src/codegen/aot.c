@@ -181,6 +181,7 @@ static void emit_model_h(const ir_program *p, const cg_target *t, int heap_free,
 
 static const char *const model_api_text =
     "\n/* ---- The model.h API: thin wrappers over smelt_rt ---- */\n"
+    "#include <string.h> /* memcpy: a GPU module's C part has no prelude */\n"
     "#include \"model.h\"\n\n"
     "model_t *model_create(const char *weights_path, int num_threads, char *err, size_t err_size)\n{\n"
     "    return smelt_rt_model_from_info_file(&smelt_module_info, weights_path, num_threads, err, err_size);\n"
