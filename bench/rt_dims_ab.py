@@ -9,10 +9,13 @@ time does not count waiting for a core on a shared machine) and wall time.
   SMELT_LIB=build/libsmelt.so PYTHONPATH=python python3 bench/rt_dims_ab.py \\
       MODEL --dim seq --range 1 512 --lengths 128 --rounds 6 --repeat 5
 """
-import argparse, statistics, time
+import argparse, os, statistics, sys, time
 
 import numpy as np
 import smelt
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_time_ab import timed  # noqa: E402  (one timing loop for both A/B scripts)
 
 
 def feeds_of(model_path, dim, length):
@@ -32,16 +35,6 @@ def feeds_of(model_path, dim, length):
         feeds[vi.name] = (rng.integers(0, 100, shape).astype(dt) if dt != np.float32
                           else np.zeros(shape, dt))  # an additive mask keeping every key
     return feeds
-
-
-def timed(fn, repeat):
-    cpu, wall = [], []
-    for _ in range(repeat):
-        c0, w0 = time.process_time(), time.perf_counter()
-        fn()
-        cpu.append((time.process_time() - c0) * 1e3)
-        wall.append((time.perf_counter() - w0) * 1e3)
-    return statistics.median(cpu), statistics.median(wall)
 
 
 def main():
