@@ -11,7 +11,9 @@
 # FUZZ_JOBS=N to keep going after crashes (libFuzzer fork mode with N
 # workers; crashes are collected, not fatal).  One harness at a time.
 # FUZZ_BUILD=DIR builds and fuzzes in DIR instead of build-fuzz/ (several
-# people fuzzing one tree).
+# people fuzzing one tree).  For tests/fuzz/fuzz_all.sh: FUZZ_NO_BUILD=1
+# skips the build, FUZZ_NAME=N names the work folder (default: the harness),
+# FUZZ_SEEDS="DIR..." adds seed folders.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-600}
@@ -19,16 +21,19 @@ shift || true
 h=${FUZZ_HARNESS:-onnx_import}
 CC=${CC:-clang}
 bd=${FUZZ_BUILD:-build-fuzz}
-cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$CC" \
-    -DSMELT_FUZZ=ON -DSMELT_WERROR=OFF >/dev/null
-cmake --build "$bd" --target "fuzz_$h" -j2
-work=$bd/fuzz/work_$h
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+    cmake -S . -B "$bd" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$CC" \
+        -DSMELT_FUZZ=ON -DSMELT_WERROR=OFF >/dev/null
+    cmake --build "$bd" --target "fuzz_$h" -j2
+fi
+work=$bd/fuzz/work_${FUZZ_NAME:-$h}
 art=$bd/fuzz/artifacts
 mkdir -p "$work" "$art"
 cp -n "tests/fuzz/corpus/$h"/* "$work"/ 2>/dev/null || true
 cp -n "tests/fuzz/regressions/$h"/* "$work"/ 2>/dev/null || true
+for d in ${FUZZ_SEEDS:-}; do cp -n "$d"/* "$work"/ 2>/dev/null || true; done
 flags=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-       -artifact_prefix="$art/$h-")
+       -artifact_prefix="$art/${FUZZ_NAME:-$h}-")
 [ "$h" = onnx_import ] && flags+=(-dict=tests/fuzz/onnx.dict)
 case $h in schedule|records) flags+=(-dict=tests/fuzz/schedule.dict) ;; esac
 if [ -n "${FUZZ_JOBS:-}" ]; then
