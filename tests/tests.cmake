@@ -309,6 +309,9 @@ target_compile_definitions(test_rt_dims PRIVATE
   SMELT_SEQ_MEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_mean.onnx"
   SMELT_SEQ_TWICE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_twice.onnx"
   SMELT_SEQ_POSMEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_posmean.onnx")
+target_compile_definitions(test_specialize PRIVATE
+  SMELT_SEQ_BLOCK_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_block.onnx"
+  SMELT_RESIZE_SCALES_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/resize_scales.onnx")
 # Mutation and allocation-failure tests start from the checked-in tiny CNN.
 target_compile_definitions(test_frontend_fuzz PRIVATE
   SMELT_TINY_CNN_PATH="${CMAKE_SOURCE_DIR}/models/tiny_cnn/model.onnx")

@@ -22,7 +22,7 @@ Node = namedtuple("Node", "name op_type inputs outputs")
 Node.__doc__ = "A graph node: its name, ONNX op type and value names ('' when omitted)."
 
 Benchmark = namedtuple("Benchmark", "median_ms min_ms max_ms runs")
-ProfileEntry = namedtuple("ProfileEntry", "function nodes median_ms")
+ProfileEntry = namedtuple("ProfileEntry", "function nodes median_ms min_ms")
 
 
 class _Handle:
@@ -308,8 +308,8 @@ class Compiled:
 
     def profile(self, repeat=10, inputs=None):
         """Where a run's time goes: every generated function timed inside whole
-        runs, as ProfileEntry(function, nodes, median_ms) over `repeat` runs,
-        slowest first (`smelt bench --profile`)."""
+        runs, as ProfileEntry(function, nodes, median_ms, min_ms) over `repeat`
+        runs, slowest first (`smelt bench --profile`)."""
         if repeat < 1:
             raise ArgumentError(f"repeat must be >= 1 (got {repeat})")
         feed = inputs if inputs is not None else _random_feed(self.inputs)
@@ -324,7 +324,8 @@ class Compiled:
             runs.append(list(ns)[:n])
         entries = [ProfileEntry(L.smelt_model_call_name(ptr, k).decode(),
                                 (L.smelt_model_call_nodes(ptr, k) or b"").decode(),
-                                statistics.median(r[k] for r in runs) / 1e6)
+                                statistics.median(r[k] for r in runs) / 1e6,
+                                min(r[k] for r in runs) / 1e6)
                    for k in range(n) if L.smelt_model_call_name(ptr, k)]
         return sorted(entries, key=lambda e: -e.median_ms)
 

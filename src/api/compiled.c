@@ -328,8 +328,21 @@ static smelt_status model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor
     pthread_mutex_unlock(&m->mu);
     if (s != SMELT_OK) return s;
     s = run_compiled(ctx, m, c, inputs, num_inputs, outputs, num_outputs, call_ns);
+    if (s == SMELT_OK) {
+        pthread_mutex_lock(&m->mu);
+        m->last_nodes = m->graph->nodes.len;
+        pthread_mutex_unlock(&m->mu);
+    }
     compiled_put(m, c);
     return s;
+}
+
+int smelt_model_last_nodes(smelt_model *m)
+{
+    pthread_mutex_lock(&m->mu);
+    int n = m->last_nodes;
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }
 
 smelt_status smelt_model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,

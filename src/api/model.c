@@ -29,6 +29,7 @@ smelt_model *smelt_model_from_graph(gr_graph *g)
         return NULL;
     }
     m->graph = g;
+    m->last_nodes = -1;
     smelt_options_init(&m->options);
     return m;
 }

@@ -32,6 +32,10 @@ struct smelt_model {
     size_t size;
     char *base_dir;
     smelt_ptrvec specs;
+    /* nodes the last compiled run computed in generated code: those of the
+     * optimised graph it ran (its own or a specialisation's); -1 before one,
+     * 0 when every output had folded to a constant at compile time */
+    int last_nodes;
     /* compile, the compiled code's swap and reference counts, the
      * specialisations: see "Thread safety" in smelt.h */
     pthread_mutex_t mu;
@@ -42,6 +46,11 @@ struct smelt_model {
 smelt_model *smelt_model_from_graph(gr_graph *g);
 
 bool smelt_graph_is_static(const gr_graph *g);
+/* The note smelt_check_test leaves in `why` on a compiled pass whose runs
+ * computed nothing in generated code (every output folded to a constant). */
+#define SMELT_CHECK_FOLDED_NOTE "no node ran in generated code: every output folded to a constant"
+/* m->last_nodes, read under m->mu. */
+int smelt_model_last_nodes(smelt_model *m);
 /* The error for a graph whose shapes stay dynamic, naming the cause: an
  * input dim left symbolic, the node whose output size depends on the data,
  * or the node whose shape inference gave up (and why). */

@@ -1,10 +1,13 @@
 /* Compiled code needs static shapes.  A model whose shapes depend on its
  * inputs (symbolic dims, or a Reshape/Expand/Slice... fed by a model input)
  * is compiled per input signature, as JIT compilers do: the graph is
- * imported again with the run's input dims, small integer inputs become
- * constants (they are what shape computations read), shapes are inferred,
- * and the result is compiled and cached under a key holding exactly what was
- * specialised on.  A call whose key differs compiles anew. */
+ * imported again with the run's input dims, and small inputs whose values
+ * the shapes depend on (a Reshape's target, Resize scales, Range bounds)
+ * become constants; shapes are inferred, and the result is compiled and
+ * cached under a key holding exactly what was specialised on: every input's
+ * dims and the bytes of the inputs made constants.  Only inputs the shapes
+ * need are bound: a bound data input would fold its consumers away, so the
+ * compiled code would not run them, and every new value would compile anew. */
 #include <string.h>
 
 #include "exec/exec.h"
@@ -13,15 +16,17 @@
 #include "passes/passes.h"
 #include "smelt_internal.h"
 
-/* Integer inputs up to this size are treated as shape data. */
+/* Inputs up to this size may be treated as shape data. */
 #define SPEC_MAX_SHAPE_INPUT_ELEMS 64
 #define SPEC_MAX_CACHED 8
+#define SPEC_MAX_INPUTS 256
 
 struct smelt_specialization {
     smelt_strbuf key;
     smelt_model *model;  /* static graph, compiled */
+    bool bound[SPEC_MAX_INPUTS]; /* the original inputs made constants */
     int n_inputs;        /* inputs of the specialised model ... */
-    int input_map[256];  /* ... and which original input each one is */
+    int input_map[SPEC_MAX_INPUTS]; /* ... and which original input each one is */
 };
 
 bool smelt_graph_is_static(const gr_graph *g)
@@ -39,23 +44,24 @@ static bool is_small(const smelt_tensor *t)
     return smelt_tensor_numel(t) <= SPEC_MAX_SHAPE_INPUT_ELEMS && smelt_dtype_size(t->dtype) > 0;
 }
 
-/* Integer inputs are bound first; small float inputs (Resize scales, Range
- * bounds) only when shapes are still dynamic without them. */
-static bool binds(const smelt_tensor *t, int level)
+/* Candidates by level: 0 none, 1 small integer inputs, 2 small float inputs
+ * too (Resize scales, Range bounds). */
+static bool bindable(const smelt_tensor *t, int level)
 {
-    if (!is_small(t)) return false;
+    if (level == 0 || !is_small(t)) return false;
     bool is_int = t->dtype == SMELT_DT_INT64 || t->dtype == SMELT_DT_INT32;
-    return is_int || level > 0;
+    return is_int || level > 1;
 }
 
-static void make_key(const smelt_tensor *inputs, int n, smelt_strbuf *key)
+/* Every input's dims, and the bytes of those bound. */
+static void make_key(const smelt_tensor *inputs, int n, const bool *bound, smelt_strbuf *key)
 {
     for (int i = 0; i < n; i++) {
         const smelt_tensor *t = &inputs[i];
         smelt_strbuf_printf(key, "%d:%d[", i, (int)t->dtype);
         for (int d = 0; d < t->rank; d++) smelt_strbuf_printf(key, "%lld,", (long long)t->dims[d]);
         smelt_strbuf_append(key, "]");
-        if (is_small(t)) { /* the bytes of anything that may be bound */
+        if (bound[i]) {
             const unsigned char *p = t->data;
             for (size_t k = 0; k < smelt_tensor_nbytes(t); k++) smelt_strbuf_printf(key, "%02x", p[k]);
         }
@@ -79,9 +85,9 @@ static smelt_tensor *copy_tensor(const smelt_tensor *t)
     return c;
 }
 
-/* Give g's inputs the run's dims; turn shape inputs into constants. */
+/* Give g's inputs the run's dims; turn the bound ones into constants. */
 static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor *inputs, int n,
-                                int level, struct smelt_specialization *sp)
+                                const bool *bind, struct smelt_specialization *sp)
 {
     if (g->inputs.len != n)
         return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs, %d given", g->inputs.len, n);
@@ -89,7 +95,7 @@ static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor 
     for (int i = 0; i < n; i++) {
         gr_value *v = g->inputs.items[i];
         SMELT_TRY(exec_check_input(ctx, g, v, &inputs[i]));
-        if (binds(&inputs[i], level)) {
+        if (bind[i]) {
             smelt_tensor *c = copy_tensor(&inputs[i]);
             if (!c) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
             v->is_input = false;
@@ -103,16 +109,17 @@ static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor 
     }
     g->inputs.len = kept;
     sp->n_inputs = kept;
+    memcpy(sp->bound, bind, (size_t)n * sizeof *bind);
     return SMELT_OK;
 }
 
-/* Import again and bind the inputs; *is_static says whether that sufficed. */
+/* Import again and bind the inputs; the caller asks smelt_graph_is_static. */
 static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
-                             int level, struct smelt_specialization *sp, gr_graph **out)
+                             const bool *bind, struct smelt_specialization *sp, gr_graph **out)
 {
     gr_graph *g;
     SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
-    smelt_status s = bind_inputs(ctx, g, inputs, n, level, sp);
+    smelt_status s = bind_inputs(ctx, g, inputs, n, bind, sp);
     if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
     if (s == SMELT_OK) s = gr_graph_verify(ctx, g);
     if (s != SMELT_OK) {
@@ -174,29 +181,84 @@ smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g)
                       "shapes stay dynamic even with the inputs' shapes known");
 }
 
-static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
-                               struct smelt_specialization *sp)
+/* The fewest bindings that make the graph static: the first level that
+ * does, then each of its inputs unbound again where the shapes stay static
+ * without it (an input the shapes do not read).  *g: the graph bound as sp
+ * and bind say (still dynamic when no level made it static). */
+static smelt_status choose_binding(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                   int n, struct smelt_specialization *sp, bool *bind,
+                                   gr_graph **g)
 {
-    if (!m->bytes)
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                          "the model has dynamic shapes and was not loaded from bytes");
-    if (n > 256) return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than 256 inputs");
-    gr_graph *g = NULL;
-    for (int level = 0; level < 2; level++) {
-        gr_graph_free(g);
-        g = NULL;
-        SMELT_TRY(try_bind(ctx, m, inputs, n, level, sp, &g));
-        if (smelt_graph_is_static(g)) break;
+    int level = 0;
+    for (; level < 3; level++) {
+        for (int i = 0; i < n; i++) bind[i] = bindable(&inputs[i], level);
+        gr_graph_free(*g);
+        *g = NULL;
+        SMELT_TRY(try_bind(ctx, m, inputs, n, bind, sp, g));
+        if (smelt_graph_is_static(*g)) break;
     }
-    smelt_status s = SMELT_OK;
-    if (!smelt_graph_is_static(g)) s = smelt_graph_refuse_dynamic(ctx, g);
-    if (s != SMELT_OK) {
+    if (level == 0 || level == 3) return SMELT_OK;
+    struct smelt_specialization trial = {0};
+    for (int i = 0; i < n; i++) {
+        if (!bind[i]) continue;
+        bind[i] = false;
+        gr_graph *t = NULL;
+        smelt_status s = try_bind(ctx, m, inputs, n, bind, &trial, &t);
+        if (s == SMELT_OK && smelt_graph_is_static(t)) {
+            gr_graph_free(*g);
+            *g = t;
+            memcpy(sp->bound, trial.bound, sizeof sp->bound);
+            memcpy(sp->input_map, trial.input_map, sizeof sp->input_map);
+            sp->n_inputs = trial.n_inputs;
+            continue;
+        }
+        gr_graph_free(t);
+        if (s == SMELT_ERR_NOMEM) return s;
+        smelt_ctx_clear(ctx); /* unbound, inference failed: the shapes need it */
+        bind[i] = true;
+    }
+    return SMELT_OK;
+}
+
+/* Compile the static graph g (taken) as sp's model. */
+static smelt_status compile_bound(smelt_ctx *ctx, smelt_model *m, gr_graph *g,
+                                  struct smelt_specialization *sp)
+{
+    if (!smelt_graph_is_static(g)) {
+        smelt_status s = smelt_graph_refuse_dynamic(ctx, g);
         gr_graph_free(g);
         return s;
     }
     if (!(sp->model = smelt_model_from_graph(g)))
         return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     return smelt_model_compile(ctx, sp->model, &m->options);
+}
+
+static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
+                               struct smelt_specialization *sp)
+{
+    if (!m->bytes)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "the model has dynamic shapes and was not loaded from bytes");
+    if (n > SPEC_MAX_INPUTS) return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than 256 inputs");
+    bool bind[SPEC_MAX_INPUTS], all[SPEC_MAX_INPUTS];
+    gr_graph *g = NULL;
+    SMELT_TRY(choose_binding(ctx, m, inputs, n, sp, bind, &g));
+    smelt_status s = compile_bound(ctx, m, g, sp);
+    bool more = false;
+    for (int i = 0; i < n; i++) {
+        all[i] = bindable(&inputs[i], 2);
+        more |= all[i] && !bind[i];
+    }
+    if (s != SMELT_ERR_UNSUPPORTED || !more) return s;
+    /* compiled code may need a value the shapes do not (an axis given as an
+     * input): every small input bound, as the reference would fold it */
+    smelt_model_free(sp->model);
+    sp->model = NULL;
+    smelt_ctx_clear(ctx);
+    g = NULL;
+    SMELT_TRY(try_bind(ctx, m, inputs, n, all, sp, &g));
+    return compile_bound(ctx, m, g, sp);
 }
 
 static void free_spec(struct smelt_specialization *sp)
@@ -213,27 +275,29 @@ void smelt_specializations_free(smelt_model *m)
     smelt_ptrvec_fini(&m->specs);
 }
 
-static smelt_status find_or_build(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
-                                  int n, struct smelt_specialization **out)
+static bool spec_matches(struct smelt_specialization *sp, const smelt_tensor *inputs, int n)
 {
     smelt_strbuf key;
     smelt_strbuf_init(&key);
-    make_key(inputs, n, &key);
-    for (int i = 0; i < m->specs.len; i++) {
-        struct smelt_specialization *sp = m->specs.items[i];
-        if (strcmp(smelt_strbuf_cstr(&sp->key), smelt_strbuf_cstr(&key)) == 0) {
-            smelt_strbuf_fini(&key);
-            *out = sp;
+    make_key(inputs, n, sp->bound, &key);
+    bool same = strcmp(smelt_strbuf_cstr(&sp->key), smelt_strbuf_cstr(&key)) == 0;
+    smelt_strbuf_fini(&key);
+    return same;
+}
+
+static smelt_status find_or_build(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                  int n, struct smelt_specialization **out)
+{
+    for (int i = 0; i < m->specs.len; i++)
+        if (spec_matches(m->specs.items[i], inputs, n)) {
+            *out = m->specs.items[i];
             return SMELT_OK;
         }
-    }
     struct smelt_specialization *sp = smelt_calloc(1, sizeof *sp);
-    if (!sp) {
-        smelt_strbuf_fini(&key);
-        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    }
-    sp->key = key;
+    if (!sp) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_strbuf_init(&sp->key);
     smelt_status s = specialize(ctx, m, inputs, n, sp);
+    if (s == SMELT_OK) make_key(inputs, n, sp->bound, &sp->key);
     if (s == SMELT_OK && m->specs.len == SPEC_MAX_CACHED) { /* drop the oldest */
         free_spec(m->specs.items[0]);
         memmove(m->specs.items, m->specs.items + 1, sizeof(void *) * (size_t)(m->specs.len - 1));
@@ -261,9 +325,11 @@ smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_t
         SMELT_TRY(exec_check_input(ctx, g, g->inputs.items[i], &inputs[i]));
     struct smelt_specialization *sp = NULL;
     SMELT_TRY(find_or_build(ctx, m, inputs, num_inputs, &sp));
-    smelt_tensor mapped[256];
+    smelt_tensor mapped[SPEC_MAX_INPUTS];
     for (int i = 0; i < sp->n_inputs; i++) mapped[i] = inputs[sp->input_map[i]];
-    return smelt_model_run(ctx, sp->model, mapped, sp->n_inputs, outputs, num_outputs);
+    smelt_status s = smelt_model_run(ctx, sp->model, mapped, sp->n_inputs, outputs, num_outputs);
+    if (s == SMELT_OK) m->last_nodes = smelt_model_last_nodes(sp->model);
+    return s;
 }
 
 /* Replace symbol sym by value in the inputs' dims; false if none had it. */

@@ -14,6 +14,7 @@ typedef struct xfail_entry {
 
 typedef struct check_totals {
     int passed, failed, skipped;
+    int folded; /* compiled passes that ran no generated code */
     xfail_entry *xfail;
     int n_xfail;
     bool strict; /* an expected-failures list was given */
@@ -73,8 +74,9 @@ static void record(check_totals *t, const char *dir, smelt_check_result r, const
         printf("XPASS %s (listed as an expected failure: remove it from the list)\n", name);
         t->failed++;
     } else if (r == SMELT_CHECK_PASS) {
-        printf("PASS %s\n", name);
+        printf("PASS %s%s%s%s\n", name, *why ? " (" : "", why, *why ? ")" : "");
         t->passed++;
+        t->folded += strcmp(why, SMELT_CHECK_FOLDED_NOTE) == 0;
     } else if (x) {
         printf("XFAIL %s: %s\n", name, why);
         t->skipped++;
@@ -176,6 +178,9 @@ int cli_check(int argc, char **argv)
     }
     for (int i = 0; i < t.n_xfail; i++) free(t.xfail[i].name);
     free(t.xfail);
+    if (t.folded)
+        printf("%d of the passes ran no node in generated code (every output folded to a "
+               "constant: the reference kernels computed them)\n", t.folded);
     printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
     return t.failed ? 1 : 0;
 }

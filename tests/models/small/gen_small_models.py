@@ -18,6 +18,11 @@
                    live in the function's workspace after the arena
   dynamic_batch.onnx Relu over float32 [batch, 4] (a symbolic dim):
                    `compile` refuses it naming the dim, `--dim batch=N` binds it.
+  resize_scales.onnx Resize (nearest) of X float32 [1, 1, 2, 3] by an input
+                   scales float32 [4], then the sum of X added: the scales
+                   set the output's shape, X is data.  unit/test_specialize:
+                   runs bind the scales only, so new X values reuse the
+                   specialisation and the Resize runs in generated code.
   sin_int32.onnx   Sin of an int32 input, which Sin does not take: errors
                    name the node and the dtype, not a "dynamic shape".
   two_inputs.onnx  d = a - b, s = a + b over float32 [2, 3] (the order of the
@@ -119,6 +124,20 @@ def dynamic_batch():
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dynamic_batch",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
+def resize_scales():
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["r"], mode="nearest", name="resize"),
+             helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=1, name="x_sum"),
+             helper.make_node("Add", ["r", "s"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "resize_scales",
+                          [helper.make_tensor_value_info("x", f, [1, 1, 2, 3]),
+                           helper.make_tensor_value_info("scales", f, [4])],
+                          [helper.make_tensor_value_info("y", f, None)],
+                          [numpy_helper.from_array(np.array([2, 3], np.int64), "axes")])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
                              producer_name="gen_small_models.py")
 
@@ -261,6 +280,7 @@ def main():
     save(long_chain(), out + "/long_chain.onnx")
     save(dynamic_batch(), out + "/dynamic_batch.onnx")
     save(sin_int32(), out + "/sin_int32.onnx")
+    save(resize_scales(), out + "/resize_scales.onnx")
     save(seq_block(), out + "/seq_block.onnx")
     save(seq_mean(), out + "/seq_mean.onnx")
     save(seq_twice(), out + "/seq_twice.onnx")
