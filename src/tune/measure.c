@@ -389,13 +389,25 @@ static void run_model(const timed_model *x)
     smelt_rt_model_run(x->m, x->ins, x->in_sizes, x->n_in, x->outs, x->out_sizes, x->n_out);
 }
 
-/* One timed run.  Paired timing first runs x once untimed (warm): the other
- * model's run in between holds its own weights, so without it a task with
- * 16 MB of weights measured as if from DRAM (two models' worth did not fit
- * the L3) and a one-thread GEMV, 4x slower from the L3, won as "equal". */
-static double time_one_run(const timed_model *x, bool warm)
+int tune_pair_steps(int k, bool paired, tune_pair_step *out)
 {
-    if (warm) run_model(x);
+    if (!paired) {
+        out[0] = (tune_pair_step){.reference = false, .timed = true};
+        return 1;
+    }
+    bool ref_first = k % 2 == 0; /* ABBA: the second of two runs can find the
+                                  * caches warmer or colder (ref always second
+                                  * measured the same code 5% apart) */
+    for (int i = 0; i < 2; i++) {
+        bool ref = ref_first == (i == 0);
+        out[2 * i] = (tune_pair_step){.reference = ref, .timed = false};
+        out[2 * i + 1] = (tune_pair_step){.reference = ref, .timed = true};
+    }
+    return 4;
+}
+
+static double time_run(const timed_model *x)
+{
     if (flush_buf) flush_caches();
     double t0 = now_ms();
     run_model(x);
@@ -403,19 +415,21 @@ static double time_one_run(const timed_model *x, bool warm)
 }
 
 /* Time c until min_ms of its runs have passed (at least 5 runs), each run
- * next to one of ref when ref is set: ref before c in even pairs, after it
- * in odd ones (the second of two runs can find the caches warmer or
- * colder: ref always second measured the same code 5% apart). */
+ * paired with one of ref when ref is set (tune_pair_steps). */
 static void child_time(const timed_model *c, const timed_model *ref, double min_ms, child_report *r)
 {
     static double t[MEASURE_MAX_RUNS], tr[MEASURE_MAX_RUNS], ratio[MEASURE_MAX_RUNS];
     int runs = 0;
     double spent = 0, start = now_ms();
     while (runs < MEASURE_MAX_RUNS) {
-        bool ref_first = ref && runs % 2 == 0; /* ABBA: which runs first alternates */
-        if (ref_first) tr[runs] = time_one_run(ref, true);
-        t[runs] = time_one_run(c, ref != NULL);
-        if (ref && !ref_first) tr[runs] = time_one_run(ref, true);
+        tune_pair_step steps[TUNE_PAIR_MAX_STEPS];
+        int n = tune_pair_steps(runs, ref != NULL, steps);
+        for (int i = 0; i < n; i++) {
+            const timed_model *x = steps[i].reference ? ref : c;
+            if (!steps[i].timed) run_model(x);
+            else if (steps[i].reference) tr[runs] = time_run(x);
+            else t[runs] = time_run(x);
+        }
         spent += t[runs];
         if (ref) ratio[runs] = tr[runs] > 0 ? t[runs] / tr[runs] : 1;
         runs++;

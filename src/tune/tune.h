@@ -119,6 +119,19 @@ smelt_status tune_lower_candidate(smelt_ctx *ctx, tune_bench *b, tune_candidate 
  * build marks its candidate TUNE_BUILD_ERROR. */
 smelt_status tune_build_candidates(smelt_ctx *ctx, tune_bench *b, tune_candidate *const *cs,
                                    int n, const tune_measure_options *o);
+/* The order of the runs of timing pair k (measure.c's child): with a
+ * reference (paired), the reference first in even pairs and second in odd
+ * ones, and each timed run right after an untimed run of the same model, so
+ * that the model timed finds its own weights in the caches, not the other's
+ * (a 16 MB GEMV timed alternately ran from DRAM and lost threading to a
+ * record); unpaired, one timed run.  Fills out[0..n) and returns n (at most
+ * TUNE_PAIR_MAX_STEPS). */
+#define TUNE_PAIR_MAX_STEPS 4
+typedef struct tune_pair_step {
+    bool reference; /* the reference's run, else the candidate's */
+    bool timed;
+} tune_pair_step;
+int tune_pair_steps(int k, bool paired, tune_pair_step *out);
 /* Run a built candidate in a child process: correctness once, then timing. */
 smelt_status tune_measure(smelt_ctx *ctx, tune_bench *b, tune_candidate *c,
                           const tune_measure_options *o);
