@@ -240,9 +240,12 @@ static smelt_status if_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tenso
     if (op_numel(in[0]) != 1 || (in[0]->dtype != SMELT_DT_BOOL))
         return op_errf(ctx, n, SMELT_ERR_MODEL, "cond must be one bool, got %s with %lld elements",
                        smelt_dtype_name(in[0]->dtype), (long long)op_numel(in[0]));
-    SMELT_TRY(ctl_infer_body(ctx, n, a->then_g, in, NULL));
-    SMELT_TRY(ctl_infer_body(ctx, n, a->else_g, in, NULL));
+    /* a known condition: the branch not taken need not fit these inputs
+     * (functions such as AffineGrid's type one branch for 2-D sizes, the
+     * other for 3-D ones, and pick by the size's length) */
     bool known = in[0]->data != NULL, cond = known && op_get_i64(in[0], 0) != 0;
+    if (!known || cond) SMELT_TRY(ctl_infer_body(ctx, n, a->then_g, in, NULL));
+    if (!known || !cond) SMELT_TRY(ctl_infer_body(ctx, n, a->else_g, in, NULL));
     for (int i = 0; i < n->n_outputs; i++) {
         smelt_tensor t, e;
         if (known) {
