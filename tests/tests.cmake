@@ -104,6 +104,8 @@ smelt_generated_cases(attr /usr/bin/python3 gen_attr_cases.py)
 if(SMELT_PYTHON)
   # ---- RNN/GRU/LSTM cases beyond the ONNX node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(rnn ${SMELT_PYTHON} gen_rnn_cases.py)
+  # ---- DeformConv beyond its four node tests, expected values from ONNX Runtime ----
+  smelt_generated_cases(deform ${SMELT_PYTHON} gen_deform_cases.py)
   # ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
   # values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
   smelt_generated_cases(quant ${SMELT_PYTHON} gen_quant_cases.py)
