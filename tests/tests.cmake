@@ -106,6 +106,12 @@ if(SMELT_PYTHON)
   smelt_generated_cases(rnn ${SMELT_PYTHON} gen_rnn_cases.py)
   # ---- DeformConv beyond its four node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(deform ${SMELT_PYTHON} gen_deform_cases.py)
+  # ---- float16/bfloat16 products through the float32 kernels (passes/widen_half.c),
+  # expected values: ONNX Runtime on a float32 twin, rounded once per product ----
+  smelt_generated_cases(half ${SMELT_PYTHON} gen_half_cases.py)
+  add_test(NAME conformance/half_cases_float32_kernels
+    COMMAND sh -c "for t in conv3x3_relu_f16 conv3x3_relu_bf16; do $<TARGET_FILE:smelt_cli> compile ${CMAKE_BINARY_DIR}/tests/half_cases/test_$t/model.onnx --stats | grep -q 'ops:.*ConvNCHWc' || exit 1; done; $<TARGET_FILE:smelt_cli> compile ${CMAKE_BINARY_DIR}/tests/half_cases/test_matmul_const_bf16/model.onnx --stats | grep -q 'ops:.*MatMulPacked'")
+  set_tests_properties(conformance/half_cases_float32_kernels PROPERTIES FIXTURES_REQUIRED half_cases)
   # ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
   # values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
   smelt_generated_cases(quant ${SMELT_PYTHON} gen_quant_cases.py)
@@ -505,8 +511,11 @@ add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_comp
 # run-time dims: the range's second imports and comparison, te marking, nests, module info
 add_test(NAME unit/test_alloc_fail_compile_rt_dims
   COMMAND test_alloc_fail_compile ${CMAKE_SOURCE_DIR}/tests/models/small/dynamic_batch.onnx avx2 batch 1 8)
+# float16 products widened to float32 (passes/widen_half.c: casts, converted weights)
+add_test(NAME unit/test_alloc_fail_compile_half
+  COMMAND test_alloc_fail_compile ${CMAKE_SOURCE_DIR}/tests/models/small/half_conv.onnx avx2)
 set_tests_properties(unit/test_alloc_fail_compile unit/test_alloc_fail_compile_per_node
-  PROPERTIES TIMEOUT 600)
+  unit/test_alloc_fail_compile_half PROPERTIES TIMEOUT 600)
 
 # ---- Python package (python/): its pytest suite over this build's libsmelt.so ----
 # SMELT_PYTHON (found above: pyenv's python3 with numpy, onnx, onnxruntime, pytest from

@@ -109,7 +109,13 @@ static const helper_text helpers[] = {
      "        if (e & 1) r *= b;\n"
      "    return r;\n}\n\n"},
     {CG_H_F16, CG_H_COUNT_,
-     "/* IEEE half precision <-> float, rounding to nearest even. */\n"
+     "/* IEEE half precision <-> float, rounding to nearest even (F16C's\n"
+     " * conversions where the target has them: one instruction each). */\n"
+     "#if defined(__F16C__)\n"
+     "#include <immintrin.h>\n"
+     "static inline float smelt_f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }\n"
+     "static inline uint16_t smelt_f32_to_f16(float f) { return (uint16_t)_cvtss_sh(f, 0); }\n"
+     "#else\n"
      "static inline float smelt_f16_to_f32(uint16_t h)\n{\n"
      "    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;\n"
      "    float f;\n"
@@ -152,7 +158,8 @@ static const helper_text helpers[] = {
      "    half = sign | ((uint32_t)e << 10) | (mant >> 13);\n"
      "    rem = mant & 0x1fffu;\n"
      "    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++; /* may carry into exp */\n"
-     "    return (uint16_t)half;\n}\n\n"
+     "    return (uint16_t)half;\n}\n"
+     "#endif\n\n"
      "static inline float smelt_round_f16(float f) { return smelt_f16_to_f32(smelt_f32_to_f16(f)); }\n\n"},
     {CG_H_BF16, CG_H_COUNT_,
      "/* bfloat16 <-> float, rounding to nearest even; NaN stays NaN. */\n"

@@ -22,6 +22,10 @@ smelt_status pass_split_args(smelt_ctx *ctx, gr_graph *g);
  * before fold_constants, which would fold the weights' DequantizeLinear. */
 smelt_status pass_fuse_qdq(smelt_ctx *ctx, gr_graph *g);
 
+/* float16/bfloat16 Conv, ConvTranspose, MatMul and Gemm computed by the
+ * float32 kernels between Casts (the same values: one rounding at the output). */
+smelt_status pass_widen_half(smelt_ctx *ctx, gr_graph *g);
+
 /* Evaluate nodes whose inputs are all constants with the reference kernels,
  * unless the result would be bigger than max(64 KiB, the inputs' bytes). */
 smelt_status pass_fold_constants(smelt_ctx *ctx, gr_graph *g);

@@ -23,6 +23,11 @@
                    set the output's shape, X is data.  unit/test_specialize:
                    runs bind the scales only, so new X values reuse the
                    specialisation and the Resize runs in generated code.
+  half_conv.onnx   a float16 3x3 Conv (constant weights and bias), Relu, and a
+                   MatMul by a constant: passes/widen_half.c computes both
+                   products in float32 between Casts; unit/
+                   test_alloc_fail_compile_half refuses each allocation of
+                   its compile in turn.
   sin_int32.onnx   Sin of an int32 input, which Sin does not take: errors
                    name the node and the dtype, not a "dynamic shape".
   two_inputs.onnx  d = a - b, s = a + b over float32 [2, 3] (the order of the
@@ -138,6 +143,21 @@ def resize_scales():
                            helper.make_tensor_value_info("scales", f, [4])],
                           [helper.make_tensor_value_info("y", f, None)],
                           [numpy_helper.from_array(np.array([2, 3], np.int64), "axes")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
+def half_conv():
+    h = TensorProto.FLOAT16
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float16), "w"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float16), "b"),
+             numpy_helper.from_array((rng.standard_normal((6, 5)) * 0.3).astype(np.float16), "m")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "m"], ["y"], name="matmul")]
+    g = helper.make_graph(nodes, "half_conv", [helper.make_tensor_value_info("x", h, [1, 3, 6, 6])],
+                          [helper.make_tensor_value_info("y", h, [1, 4, 6, 5])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
                              producer_name="gen_small_models.py")
 
@@ -281,6 +301,7 @@ def main():
     save(dynamic_batch(), out + "/dynamic_batch.onnx")
     save(sin_int32(), out + "/sin_int32.onnx")
     save(resize_scales(), out + "/resize_scales.onnx")
+    save(half_conv(), out + "/half_conv.onnx")
     save(seq_block(), out + "/seq_block.onnx")
     save(seq_mean(), out + "/seq_mean.onnx")
     save(seq_twice(), out + "/seq_twice.onnx")
