@@ -24,7 +24,8 @@ def inputs_of(model_path):
     init = {i.name for i in m.graph.initializer}
     rng = np.random.default_rng(0)
     feeds = {}
-    types = {1: np.float32, 7: np.int64, 6: np.int32, 9: np.bool_, 2: np.uint8, 3: np.int8}
+    types = {1: np.float32, 7: np.int64, 6: np.int32, 9: np.bool_, 2: np.uint8, 3: np.int8,
+             10: np.float16}
     for vi in m.graph.input:
         if vi.name in init:
             continue

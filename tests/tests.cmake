@@ -112,6 +112,9 @@ if(SMELT_PYTHON)
   add_test(NAME conformance/half_cases_float32_kernels
     COMMAND sh -c "for t in conv3x3_relu_f16 conv3x3_relu_bf16; do $<TARGET_FILE:smelt_cli> compile ${CMAKE_BINARY_DIR}/tests/half_cases/test_$t/model.onnx --stats | grep -q 'ops:.*ConvNCHWc' || exit 1; done; $<TARGET_FILE:smelt_cli> compile ${CMAKE_BINARY_DIR}/tests/half_cases/test_matmul_const_bf16/model.onnx --stats | grep -q 'ops:.*MatMulPacked'")
   set_tests_properties(conformance/half_cases_float32_kernels PROPERTIES FIXTURES_REQUIRED half_cases)
+  add_test(NAME conformance/half_cases_region_compiled
+    COMMAND smelt_cli check --compiled --expected-failures /dev/null ${CMAKE_BINARY_DIR}/tests/half_cases-region)
+  set_tests_properties(conformance/half_cases_region_compiled PROPERTIES FIXTURES_REQUIRED half_cases)
   # ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
   # values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
   smelt_generated_cases(quant ${SMELT_PYTHON} gen_quant_cases.py)

@@ -20,7 +20,7 @@ static const pass_row pass_table[] = {
     {"infer_shapes", pass_infer_shapes, 0, "dtypes and shapes; small shape subgraphs fold"},
     {"split_args", pass_split_args, 0, "Concats wider than a generated function, as trees"},
     {"fuse_qdq", pass_fuse_qdq, 2, "DequantizeLinear -> Conv -> QuantizeLinear as QLinearConv"},
-    {"widen_half", pass_widen_half, 1, "float16/bfloat16 Conv, MatMul, Gemm in float32 kernels"},
+    {"widen_half", pass_widen_half, 1, "half-precision graphs around Conv/MatMul in float32"},
     {"fold_constants", pass_fold_constants, 1, "evaluate all-constant nodes (size-capped)"},
     {"eliminate_dead", pass_eliminate_dead, 1, "drop nodes that reach no output"},
     {"eliminate_common", pass_eliminate_common, 1, "one node per (op, inputs, attributes)"},
