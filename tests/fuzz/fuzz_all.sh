@@ -20,8 +20,12 @@
 # tests/fuzz/regressions/NAME/ (ctest's fuzz/*_replay then fails until it is
 # fixed; timeouts, OOMs and slow units stay in build-fuzz/fuzz/artifacts, as
 # under load they are usually stalls: replay them by hand); the work corpus is
-# merged into tests/fuzz/corpus/HARNESS with libFuzzer's -merge=1 (only inputs
-# that add coverage are copied); a Markdown row (date, tree, duration,
+# merged into tests/fuzz/corpus/HARNESS with libFuzzer's -merge=1 counting
+# edges only (-use_counters=0: the inputs that reach new code, a few hundred
+# files, not every new hit count; merge output in log_NAME.merge.txt; not
+# differential's, whose every input compiles C twice: CI replays the checked-in
+# corpus, so it keeps its seeds; nor pipeline_models', whose seeds are
+# generated); a Markdown row (date, tree, duration,
 # executions, coverage, corpus, findings) goes to build-fuzz/fuzz/summary.md
 # and stdout.  Exit status 1 when any harness found a crash or leak.
 set -euo pipefail
@@ -82,7 +86,7 @@ fuzz_one() {
     log=$fz/log_$n.txt
     stamp=$fz/.start_$n
     touch "$stamp"
-    start=$(date -u +%H:%M)
+    start=$(date -u '+%F %H:%M')
     local env=(FUZZ_NO_BUILD=1 FUZZ_NAME="$n" FUZZ_HARNESS="$h" FUZZ_JOBS="${FUZZ_JOBS:-1}")
     local extra=()
     case $n in
@@ -109,20 +113,20 @@ collect() {
         esac
     done < <(find "$art" -name "$n-*" -newer "$stamp" -type f)
     local added=0 before
-    if [ "${FUZZ_MERGE:-1}" = 1 ] && [ "$n" != pipeline_models ]; then
+    if [ "${FUZZ_MERGE:-1}" = 1 ] && [ "$n" != pipeline_models ] && [ "$n" != differential ]; then
         before=$(ls "tests/fuzz/corpus/$h" | wc -l)
-        SMELT_FUZZ_RUN=1 "$fz/fuzz_$h" -merge=1 -timeout=30 -rss_limit_mb=2048 \
-            "tests/fuzz/corpus/$h" "$fz/work_$n" >>"$log" 2>&1 || true
+        SMELT_FUZZ_RUN=1 "$fz/fuzz_$h" -merge=1 -use_counters=0 -timeout=30 -rss_limit_mb=2048 \
+            "tests/fuzz/corpus/$h" "$fz/work_$n" >"$fz/log_$n.merge.txt" 2>&1 || true
         added=$(( $(ls "tests/fuzz/corpus/$h" | wc -l) - before ))
     fi
     local row
-    row="| $n | $(date -u +%F) $start-$end | $tree | $(status_field "$log" time) | $(sed -n 's/^#\([0-9]*\):.*/\1/p' "$log" | tail -1) | $(status_field "$log" cov) | $(status_field "$log" corp) (+$added checked in) | $kept crash/leak, $other timeout/oom/slow |"
+    row="| $n | $start - $end | $tree | $(status_field "$log" time) | $(sed -n 's/^#\([0-9]*\):.*/\1/p' "$log" | tail -1) | $(status_field "$log" cov) | $(status_field "$log" corp) (+$added checked in) | $kept crash/leak, $other timeout/oom/slow |"
     echo "$row" | tee -a "$fz/summary.md"
     [ "$kept" = 0 ] || echo "fuzz_all: $n: $kept new regression file(s) in $reg" >&2
     echo "$kept" >"$fz/.found_$n"
 }
 
-echo "| harness | date, UTC | tree | duration | execs | cov | corpus | findings |"
+echo "| harness | start - end (UTC) | tree | duration | execs | cov | corpus | findings |"
 par=${FUZZ_PARALLEL:-1}
 for n in "${names[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n || true; done
