@@ -243,8 +243,12 @@ static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tenso
     if (n > SPEC_MAX_INPUTS) return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than 256 inputs");
     bool bind[SPEC_MAX_INPUTS], all[SPEC_MAX_INPUTS];
     gr_graph *g = NULL;
-    SMELT_TRY(choose_binding(ctx, m, inputs, n, sp, bind, &g));
-    smelt_status s = compile_bound(ctx, m, g, sp);
+    smelt_status s = choose_binding(ctx, m, inputs, n, sp, bind, &g);
+    if (s != SMELT_OK) {
+        gr_graph_free(g);
+        return s;
+    }
+    s = compile_bound(ctx, m, g, sp);
     bool more = false;
     for (int i = 0; i < n; i++) {
         all[i] = bindable(&inputs[i], 2);
@@ -275,24 +279,32 @@ void smelt_specializations_free(smelt_model *m)
     smelt_ptrvec_fini(&m->specs);
 }
 
-static bool spec_matches(struct smelt_specialization *sp, const smelt_tensor *inputs, int n)
+/* The cached specialisation whose key these inputs give (the key built once
+ * per bound set: cached entries mostly share one), or NULL. */
+static struct smelt_specialization *find_spec(smelt_model *m, const smelt_tensor *inputs, int n)
 {
+    struct smelt_specialization *hit = NULL;
+    const bool *keyed = NULL;
     smelt_strbuf key;
     smelt_strbuf_init(&key);
-    make_key(inputs, n, sp->bound, &key);
-    bool same = strcmp(smelt_strbuf_cstr(&sp->key), smelt_strbuf_cstr(&key)) == 0;
+    for (int i = 0; !hit && i < m->specs.len; i++) {
+        struct smelt_specialization *sp = m->specs.items[i];
+        if (!keyed || memcmp(keyed, sp->bound, (size_t)n * sizeof *keyed) != 0) {
+            smelt_strbuf_fini(&key);
+            smelt_strbuf_init(&key);
+            make_key(inputs, n, sp->bound, &key);
+            keyed = sp->bound;
+        }
+        if (strcmp(smelt_strbuf_cstr(&sp->key), smelt_strbuf_cstr(&key)) == 0) hit = sp;
+    }
     smelt_strbuf_fini(&key);
-    return same;
+    return hit;
 }
 
 static smelt_status find_or_build(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                                   int n, struct smelt_specialization **out)
 {
-    for (int i = 0; i < m->specs.len; i++)
-        if (spec_matches(m->specs.items[i], inputs, n)) {
-            *out = m->specs.items[i];
-            return SMELT_OK;
-        }
+    if ((*out = find_spec(m, inputs, n))) return SMELT_OK;
     struct smelt_specialization *sp = smelt_calloc(1, sizeof *sp);
     if (!sp) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_strbuf_init(&sp->key);
