@@ -58,34 +58,43 @@ else:
 
 # ---- the computation ---------------------------------------------------------------
 
-def gemm(n, packed=False, nb=UK_COLS):
+def gemm(n, packed=False, nb=UK_COLS, pack_a=False, mr=UK_ROWS):
     """A, B, C = A @ B; with packed, B is first copied into panels
     Bp[j // nb, k, j % nb] (each panel nb columns wide, contiguous along k),
-    so the inner loops read B contiguously (TVM's tutorial does the same)."""
+    so the inner loops read B contiguously (TVM's tutorial does the same).
+    With pack_a, A is copied into row tiles Ap[i // mr, k, i % mr] too: the mr
+    rows a register tile reads, interleaved, so that they come from one
+    contiguous stream instead of mr rows n floats apart (which all fall into
+    the same L1 set when n * 4 bytes is a multiple of 4 KB)."""
     A = te.placeholder((n, n), name="A")
     B = te.placeholder((n, n), name="B")
     k = te.reduce_axis(n, name="k")
     if not packed:
         C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-        return A, B, C, None
-    panels = -(-n // nb)
-    Bp = te.compute((panels, n, nb), lambda jo, kk, ji: te.select(
+        return A, B, C, None, None
+    Bp = te.compute((-(-n // nb), n, nb), lambda jo, kk, ji: te.select(
         jo * nb + ji < n, B[kk, te.min(jo * nb + ji, n - 1)], 0.0), name="Bp")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * Bp[j // nb, k, j % nb], axis=k),
-                   name="C")
-    return A, B, C, Bp
+    if not pack_a:
+        C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * Bp[j // nb, k, j % nb], axis=k),
+                       name="C")
+        return A, B, C, Bp, None
+    Ap = te.compute((-(-n // mr), n, mr), lambda io, kk, ii: te.select(
+        io * mr + ii < n, A[te.min(io * mr + ii, n - 1), kk], 0.0), name="Ap")
+    C = te.compute((n, n), lambda i, j: te.sum(
+        Ap[i // mr, k, i % mr] * Bp[j // nb, k, j % nb], axis=k), name="C")
+    return A, B, C, Bp, Ap
 
 
 # ---- the steps -----------------------------------------------------------------------
 
 def step_naive(n):
-    A, B, C, _ = gemm(n)
+    A, B, C, _, _ = gemm(n)
     return smelt.create_schedule(C), [A, B, C]
 
 
 def step_blocked(n, bn=32, kf=4):
     """Tiles of bn x bn of C, k split: the tile's rows of A and B stay in cache."""
-    A, B, C, _ = gemm(n)
+    A, B, C, _, _ = gemm(n)
     s = smelt.create_schedule(C)
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
     ko, ki = s[C].split(C.op.reduce_axis[0], kf)
@@ -109,23 +118,26 @@ def step_permuted(n):
     return s, args
 
 
-def register_tile(n, parallel, row_block=None):
+def register_tile(n, parallel, pack_a=False, panel_group=None):
     """B packed into panels; C accumulated in a register tile (cache_write)
     of UK_ROWS rows x one panel, k outside it, rows unrolled, columns in vectors.
-    row_block: tiles per block of rows of A, the blocks outermost, so one
-    block (row_block * UK_ROWS rows of A) stays in L2 while every panel of B
-    passes over it, where panels outermost stream all of A once per panel."""
-    A, B, C, Bp = gemm(n, packed=True)
+    panel_group: panels per group, the groups outermost (and in parallel),
+    every row tile inside a group, the group's panels inside the row tile:
+    the group's panels stay in L2 and the row tile's slice of A in L1 while
+    they are reused, where panels outermost stream all of A once per panel."""
+    A, B, C, Bp, Ap = gemm(n, packed=True, pack_a=pack_a)
     s = smelt.create_schedule(C)
     s[Bp].vectorize(Bp.op.axis[2])
     CL = s.cache_write(C, "local")
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], UK_ROWS, UK_COLS)
-    if row_block:
-        xoo, xo = s[C].split(xo, row_block)
-        s[C].reorder(xoo, yo, xo, xi, yi)
+    if panel_group:
+        group, yo = s[C].split(yo, panel_group)
+        s[C].reorder(group, xo, yo, xi, yi)
+        s[CL].compute_at(s[C], yo)
     else:
+        group = yo
         s[C].reorder(yo, xo, xi, yi)
-    s[CL].compute_at(s[C], xo)
+        s[CL].compute_at(s[C], xo)
     x, y = CL.op.axis
     (k,) = CL.op.reduce_axis
     s[CL].reorder(k, x, y)
@@ -134,7 +146,9 @@ def register_tile(n, parallel, row_block=None):
     s[C].vectorize(yi)
     if parallel:
         s[Bp].parallel(Bp.op.axis[0])
-        s[C].parallel(yo)
+        if Ap is not None:
+            s[Ap].parallel(Ap.op.axis[0])
+        s[C].parallel(group)
     return s, [A, B, C]
 
 
@@ -152,7 +166,7 @@ def step_microkernel(n, rows=48, kb=256):
     handed to the compiler's register-blocked GEMM micro-kernel (tensorize):
     panel outside, k blocks of kb (a panel's slice stays in L1), rows of A
     inside, panels in parallel."""
-    A, B, C, Bp = gemm(n, packed=True)
+    A, B, C, Bp, _ = gemm(n, packed=True)
     s = smelt.create_schedule(C)
     s[Bp].parallel(Bp.op.axis[0])
     s[Bp].vectorize(Bp.op.axis[2])
@@ -164,10 +178,17 @@ def step_microkernel(n, rows=48, kb=256):
     return s, [A, B, C]
 
 
-def step_row_blocks(n):
-    """Blocks of 8 row tiles outermost (48 rows of A, 192 KB at n = 1024, stay
-    in L2), the panels in parallel inside each block."""
-    return register_tile(n, parallel=True, row_block=8)
+def step_pack_a(n):
+    """A packed into row tiles as well."""
+    return register_tile(n, parallel=True, pack_a=True)
+
+
+def step_panel_groups(n, panels=8):
+    """Groups of 8 panels (128 columns of C; 512 KB of B at n = 1024, this
+    CPU's L2) outermost and in parallel, every row tile inside: each row
+    tile's A (24 KB, in L1) serves the 8 panels, each group's panels are read
+    from L2 instead of L3."""
+    return register_tile(n, parallel=True, pack_a=True, panel_group=panels)
 
 
 STEPS = [
@@ -178,7 +199,8 @@ STEPS = [
     ("B packed, register tile (cache_write)", step_write_cache),
     ("or: the block tensorized (micro-kernel)", step_microkernel),
     ("register tile + parallel column panels", step_parallel),
-    ("+ row blocks of A kept in L2", step_row_blocks),
+    ("+ A packed in row tiles", step_pack_a),
+    ("+ groups of 8 panels kept in L2", step_panel_groups),
 ]
 
 

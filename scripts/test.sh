@@ -4,8 +4,8 @@
 # harness per core at a time); then
 # builds with AddressSanitizer + UBSan into build-test/ and runs every test with
 # ctest (unit, conformance, model, AOT, error, fuzz-replay tests, and the
-# Python package's pytest suite over the sanitized libsmelt.so).  Ends with
-# ctest's summary.
+# Python package's pytest suite over the sanitized libsmelt.so, run first and
+# verbose so that its "N passed" line shows).  Ends with ctest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -17,4 +17,14 @@ cmake --build build-fuzz -j"$(nproc)" --target fuzz_onnx_import fuzz_pipeline fu
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_SANITIZE=ON >/dev/null
 cmake --build build-test -j"$(nproc)"
 cd build-test
-ctest --output-on-failure -j"$(nproc)" --timeout 1500 "$@"
+if [ "$#" -gt 0 ]; then
+    exec ctest --output-on-failure -j"$(nproc)" --timeout 1500 "$@"
+fi
+# The Python package's suite first and verbose, so that pytest's own "N passed"
+# line is in the log; then everything else, ending with ctest's summary.
+pytest_rc=0
+if ctest -N -R '^python/pytest$' | grep -q 'python/pytest'; then
+    ctest -V -R '^python/pytest$' --timeout 1500 || pytest_rc=$?
+fi
+ctest --output-on-failure -j"$(nproc)" --timeout 1500 -E '^python/pytest$'
+exit "$pytest_rc"
