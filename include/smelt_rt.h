@@ -15,9 +15,10 @@
 extern "C" {
 #endif
 
-#define SMELT_RT_ABI_VERSION 4 /* 2: run takes a smelt_rt_run_error, error sites;
+#define SMELT_RT_ABI_VERSION 5 /* 2: run takes a smelt_rt_run_error, error sites;
                                 * 3: per-call profile (call_ns, call_names);
-                                * 4: run-time dims */
+                                * 4: run-time dims; 5: dims that follow one
+                                * (smelt_rt_io_info.rt_add) */
 
 typedef enum smelt_rt_status {
     SMELT_RT_OK = 0,
@@ -101,8 +102,17 @@ typedef struct smelt_rt_io_info {
     int rank;
     int64_t dims[8];  /* a run-time dim: its maximum */
     signed char rt[8]; /* 1 + the run-time dim (smelt_rt_module_info.rt_dims) dim d
-                          is, 0: a static dim */
+                          follows, 0: a static dim */
+    signed char rt_add[8]; /* dim d is that run-time dim's value plus rt_add[d]
+                              (a key/value cache's present = past + 1) */
 } smelt_rt_io_info;
+
+/* Dim d of io in a run whose run-time dims have the values vals (NULL: at
+ * the maxima). */
+static inline int64_t smelt_rt_io_dim(const smelt_rt_io_info *io, int d, const int64_t *vals)
+{
+    return vals && io->rt[d] > 0 ? vals[io->rt[d] - 1] + io->rt_add[d] : io->dims[d];
+}
 
 /* A dim the module takes at run time (compiled with --dim NAME=MIN..MAX):
  * each run's value comes from its inputs' sizes; buffers inside the module

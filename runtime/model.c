@@ -92,11 +92,6 @@ const char *smelt_rt_dtype_name(int dtype)
     return names[dtype];
 }
 
-/* Dim d of io in a run whose run-time dims are vals (NULL: the maxima). */
-static int64_t io_dim(const smelt_rt_io_info *io, int d, const int64_t *vals)
-{
-    return vals && io->rt[d] > 0 ? vals[io->rt[d] - 1] : io->dims[d];
-}
 
 /* Byte size with overflow detection: returns 0 on failure, 1 on success. */
 static int io_bytes_at(const smelt_rt_io_info *io, const int64_t *vals, size_t *out)
@@ -104,7 +99,7 @@ static int io_bytes_at(const smelt_rt_io_info *io, const int64_t *vals, size_t *
     size_t total = smelt_rt_dtype_size(io->dtype);
     if (total == 0 || io->rank < 0 || io->rank > 8) return 0;
     for (int d = 0; d < io->rank; d++) {
-        int64_t v = io_dim(io, d, vals);
+        int64_t v = smelt_rt_io_dim(io, d, vals);
         if (v < 0) return 0;
         size_t dim = (size_t)v;
         if ((uint64_t)v > (uint64_t)SIZE_MAX) return 0;
@@ -171,7 +166,7 @@ static const char *describe_io_at(const smelt_rt_io_info *io, const int64_t *val
     int n = snprintf(buf, size, "%s[", smelt_rt_dtype_name(io->dtype));
     for (int d = 0; d < io->rank && n > 0 && (size_t)n < size; d++)
         n += snprintf(buf + n, size - (size_t)n, "%s%lld", d ? "," : "",
-                      (long long)io_dim(io, d, vals));
+                      (long long)smelt_rt_io_dim(io, d, vals));
     if (n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, "]");
     return buf;
 }
@@ -208,7 +203,7 @@ static int check_io_list(const smelt_rt_io_info *list, int count, const char *wh
             return 0;
         }
         for (int d = 0; d < list[i].rank; d++)
-            if (list[i].rt[d] < 0 || list[i].rt[d] > n_rt) {
+            if (list[i].rt[d] < 0 || list[i].rt[d] > n_rt || (!list[i].rt[d] && list[i].rt_add[d])) {
                 set_err(err, err_size, "invalid module: %s %d dim %d names run-time dim %d of %d",
                         what, i, d, list[i].rt[d], n_rt);
                 return 0;
@@ -645,7 +640,7 @@ smelt_rt_status smelt_rt_model_run_dims(const smelt_rt_model *m, const size_t *i
             return call_err(err, err_size, SMELT_RT_ERR_ARG, "input %d ('%s'): %zu bytes are not "
                             "a whole number of rows of its run-time dim '%s' (%zu bytes each)",
                             i, io->name, input_bytes[i], info->rt_dims[k].name, row);
-        int64_t v = (int64_t)(input_bytes[i] / row);
+        int64_t v = (int64_t)(input_bytes[i] / row) - io->rt_add[axis];
         if (vals[k] >= 0 && vals[k] != v)
             return call_err(err, err_size, SMELT_RT_ERR_ARG, "input %d ('%s') has run-time dim "
                             "'%s' = %lld, an earlier input %lld", i, io->name,
@@ -692,7 +687,7 @@ static void stage_copy(const smelt_rt_io_info *io, const int64_t *vals, void *ds
 {
     int64_t run[8], full[8];
     for (int d = 0; d < io->rank; d++) {
-        run[d] = io_dim(io, d, vals);
+        run[d] = smelt_rt_io_dim(io, d, vals);
         full[d] = io->dims[d];
     }
     copy_rows(dst, src, 0, io->rank, run, full, smelt_rt_dtype_size(io->dtype), to_full);

@@ -253,7 +253,7 @@ static smelt_status alloc_outputs(smelt_ctx *ctx, const smelt_rt_module_info *in
         t->dtype = (smelt_dtype)d->dtype;
         t->rank = d->rank;
         for (int k = 0; k < d->rank; k++)
-            t->dims[k] = vals && d->rt[k] > 0 ? vals[d->rt[k] - 1] : d->dims[k];
+            t->dims[k] = smelt_rt_io_dim(d, k, vals);
         sizes[i] = smelt_tensor_nbytes(t);
         t->data = ptrs[i] = smelt_alloc(sizes[i] ? sizes[i] : 1);
         if (!t->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory for outputs");

@@ -12,10 +12,11 @@
  * their value at MAX.  Which dims are run-time dims is decided by value:
  * a non-constant value's dim equal to MAX.  So the model is imported a
  * second time, inferred at MAX - 1 and compared value by value:
- *   - a dim that differs must be MAX there and MAX - 1 here (the dim itself,
- *     not 2 x seq or seq + 1);
- *   - a dim equal to MAX in both (a non-constant value) would be taken for
- *     the run-time dim: refused (choose another maximum);
+ *   - a dim that differs must be one shorter here: MAX + c there and
+ *     MAX - 1 + c here, the dim plus a small constant c (a key/value cache's
+ *     present = past + 1; not 2 x seq); the dim's adds are those c != 0;
+ *   - a dim equal to MAX + c in both (a non-constant value) would be taken
+ *     for the run-time dim plus c: refused (choose another maximum);
  *   - a constant whose dims differ must hold, at MAX - 1, the prefix of its
  *     contents at MAX (position ids sliced to the length: yes; a reversed
  *     range: no);
@@ -101,10 +102,69 @@ static bool is_prefix(const smelt_tensor *a, const smelt_tensor *b)
     return true;
 }
 
+static smelt_status add_distance(smelt_ctx *ctx, gr_rt_dim *r, const gr_value *va, int d,
+                                 int64_t a, int64_t b)
+{
+    int64_t add = a - r->max;
+    if (a - b != 1 || add < -GR_RT_ADD_LIMIT || add > GR_RT_ADD_LIMIT)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "value '%s' dim %d is %lld with '%s' = %lld and %lld with %lld: "
+                          "compiled code takes at run time only dims that are '%s' plus a "
+                          "constant (at most %d); give the dim one value (--dim %s=N)",
+                          va->name, d, (long long)a, r->name, (long long)r->max, (long long)b,
+                          (long long)(r->max - 1), r->name, GR_RT_ADD_LIMIT, r->name);
+    if (r->min + add < 1)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "value '%s' dim %d is '%s' %lld, below 1 at the range's minimum %lld; "
+                          "raise the minimum", va->name, d, r->name, (long long)add,
+                          (long long)r->min);
+    if (add == 0 || gr_rt_dim_matches(r, a, NULL)) return SMELT_OK;
+    if (r->n_adds == GR_MAX_RT_ADDS)
+        return smelt_errf(ctx, SMELT_ERR_LIMIT, "value '%s' dim %d: more than %d distinct dims "
+                          "follow the run-time dim '%s'", va->name, d, GR_MAX_RT_ADDS, r->name);
+    r->adds[r->n_adds++] = add;
+    return SMELT_OK;
+}
+
+/* r's adds: the distances to the dim of every dim that differs between a
+ * (the dim at max) and b (at max - 1). */
+static smelt_status collect_adds(smelt_ctx *ctx, const gr_graph *a, const gr_graph *b,
+                                 gr_rt_dim *r)
+{
+    if (a->values.len != b->values.len)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "the graph's values change with the run-time dim '%s'; give the dim "
+                          "one value (--dim %s=N)", r->name, r->name);
+    for (int i = 0; i < a->values.len; i++) {
+        const gr_value *va = a->values.items[i], *vb = b->values.items[i];
+        if (va->rank < 0 || va->rank != vb->rank) continue; /* compare_value reports it */
+        for (int d = 0; d < va->rank; d++)
+            if (va->dims[d] >= 0 && vb->dims[d] >= 0 && va->dims[d] != vb->dims[d])
+                SMELT_TRY(add_distance(ctx, r, va, d, va->dims[d], vb->dims[d]));
+    }
+    return SMELT_OK;
+}
+
+/* The dims r's values take never equal another run-time dim's. */
+static smelt_status check_disjoint(smelt_ctx *ctx, const gr_graph *g, const gr_rt_dim *r)
+{
+    for (int k = 0; k < g->n_rt_dims; k++)
+        for (int a = -1; a < r->n_adds; a++) {
+            int64_t size = r->max + (a < 0 ? 0 : r->adds[a]);
+            if (gr_rt_dim_matches(&g->rt_dims[k], size, NULL))
+                return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                                  "dims '%s' and '%s': a value of size %lld would follow both; "
+                                  "choose maxima further apart", g->rt_dims[k].name, r->name,
+                                  (long long)size);
+        }
+    return SMELT_OK;
+}
+
 /* *varies: va is a constant computed from the dim. */
 static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_value *va,
-                                  const gr_value *vb, const char *dim, int64_t max, bool *varies_out)
+                                  const gr_value *vb, const gr_rt_dim *r, bool *varies_out)
 {
+    const char *dim = r->name;
     *varies_out = false;
     if (va->rank < 0 || vb->rank < 0) return SMELT_OK; /* unknown: compiling refuses it */
     if (va->rank != vb->rank || !va->constant != !vb->constant)
@@ -115,19 +175,12 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
     for (int d = 0; d < va->rank; d++) {
         int64_t a = va->dims[d], b = vb->dims[d];
         if (a < 0 || b < 0) continue;
-        if (a == b && a == max && !va->constant)
+        if (a == b && !va->constant && gr_rt_dim_matches(r, a, NULL))
             return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                               "value '%s' dim %d is %lld whatever the run-time dim '%s' is: "
-                              "it would be taken for '%s'; choose another maximum",
-                              va->name, d, (long long)a, dim, dim);
-        if (a == b) continue;
-        if (a != max || b != max - 1)
-            return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                              "value '%s' dim %d is %lld with '%s' = %lld and %lld with %lld: "
-                              "compiled code takes only dims equal to '%s' at run time; give "
-                              "the dim one value (--dim %s=N)", va->name, d, (long long)a, dim,
-                              (long long)max, (long long)b, (long long)(max - 1), dim, dim);
-        varies = true;
+                              "it would be taken for '%s' (plus %lld); choose another maximum",
+                              va->name, d, (long long)a, dim, dim, (long long)(a - r->max));
+        varies = varies || a != b; /* collect_adds checked the distance */
     }
     if (!va->constant) return SMELT_OK;
     *varies_out = true;
@@ -136,7 +189,7 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
             return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                               "constant '%s' is computed from the run-time dim '%s' and is not "
                               "the prefix of its value at %lld; give the dim one value "
-                              "(--dim %s=N)", va->name, dim, (long long)max, dim);
+                              "(--dim %s=N)", va->name, dim, (long long)r->max, dim);
         return SMELT_OK;
     }
     size_t nb = smelt_tensor_nbytes(va->constant);
@@ -147,16 +200,15 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
     return check_feeds(ctx, ga, va, dim);
 }
 
-/* varies[i]: value i of a is a constant computed from the dim. */
-static smelt_status compare_graphs(smelt_ctx *ctx, const gr_graph *a, const gr_graph *b,
-                                   const char *dim, int64_t max, bool *varies)
+/* varies[i]: value i of a is a constant computed from the dim; r gets the
+ * dim's adds. */
+static smelt_status compare_graphs(smelt_ctx *ctx, const gr_graph *g, const gr_graph *a,
+                                   const gr_graph *b, gr_rt_dim *r, bool *varies)
 {
-    if (a->values.len != b->values.len)
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                          "the graph's values change with the run-time dim '%s'; give the dim "
-                          "one value (--dim %s=N)", dim, dim);
+    SMELT_TRY(collect_adds(ctx, a, b, r));
+    SMELT_TRY(check_disjoint(ctx, g, r));
     for (int i = 0; i < a->values.len; i++)
-        SMELT_TRY(compare_value(ctx, a, a->values.items[i], b->values.items[i], dim, max, &varies[i]));
+        SMELT_TRY(compare_value(ctx, a, a->values.items[i], b->values.items[i], r, &varies[i]));
     return SMELT_OK;
 }
 
@@ -236,7 +288,8 @@ static smelt_status set_range_locked(smelt_ctx *ctx, smelt_model *m, const char 
     if (s == SMELT_OK) s = second_point(ctx, m, sym, max - 1, &gb);
     if (s == SMELT_OK && !(varies = smelt_calloc((size_t)ga->values.len + 1, sizeof *varies)))
         s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (s == SMELT_OK) s = compare_graphs(ctx, ga, gb, name, max, varies);
+    gr_rt_dim r = {name, min, max, 0, {0}};
+    if (s == SMELT_OK) s = compare_graphs(ctx, g, ga, gb, &r, varies);
     if (s == SMELT_OK) s = smelt_model_set_dim_locked(ctx, m, name, max);
     if (s == SMELT_OK) s = mark_varies(ctx, g, ga, varies);
     smelt_free(varies);
@@ -245,7 +298,8 @@ static smelt_status set_range_locked(smelt_ctx *ctx, smelt_model *m, const char 
     if (s != SMELT_OK) return s;
     const char *copy = smelt_arena_strdup(&g->arena, name);
     if (!copy) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    g->rt_dims[g->n_rt_dims++] = (gr_rt_dim){copy, min, max};
+    r.name = copy;
+    g->rt_dims[g->n_rt_dims++] = r;
     return SMELT_OK;
 }
 

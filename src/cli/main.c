@@ -337,11 +337,12 @@ int64_t cli_input_dim(const smelt_model *m, const cli_dims *dims, int i, int d, 
 {
     const gr_graph *g = m->graph;
     if (i < 0 || i >= g->inputs.len) return dflt;
-    int k = gr_value_rt_dim(g, g->inputs.items[i], d);
+    int64_t add = 0;
+    int k = gr_value_rt_dim_add(g, g->inputs.items[i], d, &add);
     if (k < 0) return dflt;
     for (int j = 0; j < dims->n; j++)
-        if (!strcmp(dims->names[j], g->rt_dims[k].name)) return dims->values[j];
-    return g->rt_dims[k].max;
+        if (!strcmp(dims->names[j], g->rt_dims[k].name)) return dims->values[j] + add;
+    return g->rt_dims[k].max + add;
 }
 
 int cli_pass_opt(int argc, char **argv, int *i, smelt_options *o)

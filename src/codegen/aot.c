@@ -79,6 +79,7 @@ static void describe_io(smelt_strbuf *h, const ir_program *p, const char *what, 
         smelt_strbuf_append(h, k ? "," : "");
         if (d->rt[k] > 0) { /* a run-time dim: its name (escaped) up to its maximum */
             cg_append_comment_text(h, p->rt[d->rt[k] - 1].name, 40);
+            if (d->rt_add[k]) smelt_strbuf_printf(h, "%+d", d->rt_add[k]);
             smelt_strbuf_append(h, "<=");
         }
         smelt_strbuf_printf(h, "%lld", (long long)d->dims[k]);

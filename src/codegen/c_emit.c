@@ -1468,6 +1468,9 @@ static void emit_io_list(cg_emitter *e, const char *name, const ir_io_desc *list
         smelt_strbuf_append(out, d->rank ? "}, {" : "0}, {0");
         /* every field: packages build with -Wextra -Werror (missing initializers) */
         for (int k = 0; k < d->rank; k++) smelt_strbuf_printf(out, "%s%d", k ? ", " : "", d->rt[k]);
+        smelt_strbuf_append(out, d->rank ? "}, {" : "}, {0");
+        for (int k = 0; k < d->rank; k++)
+            smelt_strbuf_printf(out, "%s%d", k ? ", " : "", d->rt_add[k]);
         smelt_strbuf_append(out, "}},\n");
     }
     smelt_strbuf_append(out, "};\n\n");

@@ -170,10 +170,11 @@ smelt_status exec_node_te(smelt_ctx *ctx, const gr_node *node, const smelt_tenso
  * tensor comes from the caller: its rank is checked before its dims are read. */
 static bool dim_fits(const gr_graph *g, const gr_value *v, int d, int64_t x, bool rt)
 {
-    int k = rt ? gr_value_rt_dim(g, v, d) : -1;
+    int64_t add = 0;
+    int k = rt ? gr_value_rt_dim_add(g, v, d, &add) : -1;
     if (k < 0) return v->dims[d] < 0 || x == v->dims[d];
     const gr_rt_dim *r = &gr_graph_root(g)->rt_dims[k];
-    return x >= r->min && x <= r->max;
+    return x >= r->min + add && x <= r->max + add;
 }
 
 static const char *input_problem(const gr_graph *g, const gr_value *v, const smelt_tensor *t,

@@ -192,13 +192,30 @@ int64_t gr_value_numel(const gr_value *v)
     return n;
 }
 
-int gr_value_rt_dim(const gr_graph *g, const gr_value *v, int d)
+bool gr_rt_dim_matches(const gr_rt_dim *r, int64_t extent, int64_t *add)
+{
+    for (int a = -1; a < r->n_adds; a++) {
+        int64_t off = a < 0 ? 0 : r->adds[a];
+        if (extent == r->max + off) {
+            if (add) *add = off;
+            return true;
+        }
+    }
+    return false;
+}
+
+int gr_value_rt_dim_add(const gr_graph *g, const gr_value *v, int d, int64_t *add)
 {
     const gr_graph *r = gr_graph_root(g);
     if ((v->constant && !v->rt_varies) || d < 0 || d >= v->rank) return -1;
     for (int k = 0; k < r->n_rt_dims; k++)
-        if (v->dims[d] == r->rt_dims[k].max) return k;
+        if (gr_rt_dim_matches(&r->rt_dims[k], v->dims[d], add)) return k;
     return -1;
+}
+
+int gr_value_rt_dim(const gr_graph *g, const gr_value *v, int d)
+{
+    return gr_value_rt_dim_add(g, v, d, NULL);
 }
 
 /* Min-heap of node indices: Kahn's algorithm takes the ready node that came

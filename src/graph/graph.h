@@ -87,9 +87,16 @@ struct gr_node {
  * non-constant value's dim equal to MAX is that dim (checked when the range
  * is set: docs/ARCHITECTURE.md, "Run-time dims"). */
 #define GR_MAX_RT_DIMS 4
+/* Dims that follow a run-time dim at a distance (a key/value cache's
+ * present = past + 1): at most GR_MAX_RT_ADDS distances per dim, each within
+ * +-GR_RT_ADD_LIMIT of it. */
+#define GR_MAX_RT_ADDS 4
+#define GR_RT_ADD_LIMIT 8
 typedef struct gr_rt_dim {
     const char *name; /* the symbolic input dim's name (arena string) */
     int64_t min, max;
+    int n_adds;
+    int64_t adds[GR_MAX_RT_ADDS]; /* non-zero: dims equal to max + add are the dim + add */
 } gr_rt_dim;
 
 struct gr_graph {
@@ -155,10 +162,14 @@ smelt_status gr_node_set_input(smelt_ctx *ctx, gr_graph *g, gr_node *n, int i, g
 /* A tensor describing v: dtype, rank, dims, and data if constant, else NULL. */
 smelt_tensor gr_value_info(const gr_value *v);
 int64_t gr_value_numel(const gr_value *v); /* -1 if any dim is symbolic or rank unknown */
-/* The run-time dim (index into g's root rt_dims) that dim d of v is, or -1:
- * a dim equal to a run-time dim's maximum, of a non-constant value or of a
- * constant computed from the dim (rt_varies). */
+/* The run-time dim (index into g's root rt_dims) that dim d of v follows, or
+ * -1: a dim equal to a run-time dim's maximum plus 0 or one of its adds, of a
+ * non-constant value or of a constant computed from the dim (rt_varies);
+ * *add (when non-NULL) gets that distance: the dim is the run's value + add. */
+int gr_value_rt_dim_add(const gr_graph *g, const gr_value *v, int d, int64_t *add);
 int gr_value_rt_dim(const gr_graph *g, const gr_value *v, int d);
+/* Whether extent is run-time dim r's maximum plus 0 or one of its adds. */
+bool gr_rt_dim_matches(const gr_rt_dim *r, int64_t extent, int64_t *add);
 
 /* Topologically sort g->nodes; error names a node on a cycle. */
 smelt_status gr_graph_toposort(smelt_ctx *ctx, gr_graph *g);

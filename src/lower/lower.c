@@ -55,7 +55,7 @@ static ir_stmt *bind_rt_dims(const te_graph *te, ir_builder *b, ir_stmt *s)
         if (!ir_stmt_uses_var(s, te->rt_var[k])) continue;
         ir_expr *idx = ir_int(b, k);
         ir_expr *v = ir_load(b, te->rt_dims->buf, 1, &idx);
-        v = ir_binary(b, IR_MAX, ir_binary(b, IR_MIN, v, ir_int(b, te->rt_max[k])), ir_int(b, 1));
+        v = ir_binary(b, IR_MAX, ir_binary(b, IR_MIN, v, ir_int(b, te->rt[k].max)), ir_int(b, 1));
         s = ir_let(b, te->rt_var[k], v, s);
     }
     return s;

@@ -194,7 +194,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         te_graph_free(te);
         return prog_oom(pb);
     }
-    SMELT_TRY(te_set_rt_dims(te, pb->n_rt, pb->rt_max));
+    SMELT_TRY(te_set_rt_dims(te, pb->n_rt, pb->rt));
     if (pb->opts->on_unit) pb->opts->on_unit(pb->opts->on_unit_user, pb->unit, te);
     sch_schedule sched;
     sch_schedule_init(&sched);
@@ -289,7 +289,7 @@ static smelt_status lower_node(prog_builder *pb, const gr_node *n)
     SMELT_TRY(te_check_node_arity(pb->ctx, n));
     SMELT_TRY(node_types(pb, n, in, inp, out));
     te_graph *te;
-    SMELT_TRY(te_from_node_rt(pb->ctx, n, inp, out, pb->n_rt, pb->rt_max, &te));
+    SMELT_TRY(te_from_node_rt(pb->ctx, n, inp, out, pb->n_rt, pb->rt, &te));
     const gr_value *in_vals[TE_NODE_MAX_INPUTS], *out_vals[TE_NODE_MAX_OUTPUTS];
     int n_in = 0, n_out = 0;
     for (int i = 0; i < n->n_inputs; i++)
@@ -374,7 +374,9 @@ static smelt_status describe_io(prog_builder *pb)
             d[i].rank = v->rank;
             for (int r = 0; r < v->rank; r++) {
                 d[i].dims[r] = v->dims[r];
-                d[i].rt[r] = (signed char)(gr_value_rt_dim(pb->g, v, r) + 1);
+                int64_t add = 0;
+                d[i].rt[r] = (signed char)(gr_value_rt_dim_add(pb->g, v, r, &add) + 1);
+                d[i].rt_add[r] = (signed char)add;
             }
         }
     }
@@ -441,7 +443,7 @@ static smelt_status lower_unit(prog_builder *pb, int start, int end)
     if (!io) return prog_oom(pb);
     te_graph *te;
     smelt_status s = te_from_group_rt(pb->ctx, nodes, end - start, value_escapes, pb, pb->n_rt,
-                                      pb->rt_max, &te, io);
+                                      pb->rt, &te, io);
     /* the function is named after the first node (the anchor of an epilogue group) */
     const gr_node *last = nodes[end - start - 1];
     char comment[256];
@@ -550,7 +552,10 @@ static smelt_status rt_begin(prog_builder *pb)
     SMELT_TRY(lower_check_rt_dims(pb->ctx, pb->g));
     p->n_rt = pb->n_rt;
     for (int k = 0; k < pb->n_rt; k++) {
-        pb->rt_max[k] = root->rt_dims[k].max;
+        const gr_rt_dim *r = &root->rt_dims[k];
+        pb->rt[k] = (te_rt_dim){r->max, r->n_adds, {0}};
+        _Static_assert(GR_MAX_RT_ADDS == TE_MAX_RT_ADDS, "one add list");
+        memcpy(pb->rt[k].adds, r->adds, sizeof r->adds);
         p->rt[k] = (ir_rt_dim){root->rt_dims[k].name, root->rt_dims[k].min, root->rt_dims[k].max};
     }
     return prog_new_block(pb, 8 * pb->n_rt, &pb->rt_slot);

@@ -32,7 +32,7 @@ typedef struct prog_builder {
     /* run-time dims (gr_graph.rt_dims of the root graph): their maxima, and
      * the arena block the runtime writes their values to */
     int n_rt;
-    int64_t rt_max[IR_MAX_RT_DIMS];
+    te_rt_dim rt[IR_MAX_RT_DIMS];
     ir_slot rt_slot;
 } prog_builder;
 

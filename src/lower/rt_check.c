@@ -62,6 +62,26 @@ static bool rt_in(const gr_graph *g, const gr_value *v, int64_t from, int64_t to
 
 static int64_t norm_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
+/* Concat: run-time dims kept on the other axes; along its axis an input
+ * may follow a run-time dim (the output then does: rt_dims.c found every
+ * such dim one shorter one below the maximum, so at most one input does),
+ * and the compute takes the later inputs' starts at run time. */
+static bool concat_takes_rt(const gr_graph *g, const gr_node *n)
+{
+    const op_axis_attrs *a = n->op_attrs;
+    const gr_value *out = n->outputs[0];
+    int64_t axis = norm_axis(a ? a->axis : 1, out->rank);
+    for (int k = 0; k < n->n_inputs + 1; k++) {
+        const gr_value *v = k < n->n_inputs ? n->inputs[k] : out;
+        if (!v || v->constant) continue;
+        for (int d = 0; d < v->rank; d++)
+            if (d != axis && gr_value_rt_dim(g, v, d) >= 0 &&
+                (out->rank != v->rank || out->dims[d] != v->dims[d]))
+                return false;
+    }
+    return true;
+}
+
 /* Constant indices in [0, limit): the same elements at every length (x[:, 0]). */
 static bool indices_below(const gr_value *idx, int64_t limit)
 {
@@ -120,8 +140,8 @@ static bool takes_rt(const gr_graph *g, const gr_node *n)
     case OP_FLATTEN:
     case OP_SQUEEZE:
     case OP_UNSQUEEZE: return same_rows(g, x, y);
+    case OP_CONCAT: return concat_takes_rt(g, n);
     case OP_SLICE:
-    case OP_CONCAT:
     case OP_SPLIT: return axes_kept(g, n);
     default: return false;
     }

@@ -1207,34 +1207,48 @@ typedef struct concat_map {
     int n, axis;
 } concat_map;
 
-/* in[k] at the output index shifted back by `offset` along the axis. */
+/* An input's extent along the axis: the run's (te_rt_extent) when it
+ * follows a run-time dim, else its static one. */
+static ir_expr *axis_extent(te_graph *g, const te_tensor *t, int axis)
+{
+    ir_expr *e = te_rt_extent(g, t->buf->shape[axis]);
+    return e ? e : ir_int(&g->b, t->buf->shape[axis]);
+}
+
+/* in[k] at the output index shifted back by `start` along the axis; with
+ * clamp, the index kept inside the input's buffer (the rows past a run's
+ * length are padding the last input would otherwise read past its end). */
 static ir_expr *read_shifted(te_graph *g, const te_tensor *t, ir_expr *const *idx, int axis,
-                             int64_t offset)
+                             ir_expr *start, bool clamp)
 {
     ir_expr *xi[SMELT_MAX_RANK] = {0};
     for (int d = 0; d < t->buf->rank; d++) xi[d] = idx[d];
-    if (offset) xi[axis] = ir_sub(&g->b, idx[axis], ir_int(&g->b, offset));
+    xi[axis] = ir_sub(&g->b, idx[axis], start);
+    if (clamp) xi[axis] = ir_binary(&g->b, IR_MIN, xi[axis], ir_int(&g->b, t->buf->shape[axis] - 1));
     return te_read(g, t, xi);
 }
 
 /* select(i < end0, in0[i], select(i < end1, in1[i - end0], ...)) along the
- * axis; empty inputs drop out. */
+ * axis; empty inputs drop out.  An input whose extent follows a run-time
+ * dim moves the later inputs' start at run time (a key/value cache's
+ * Concat(past, new)). */
 static ir_expr *concat_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const concat_map *m = user;
-    int64_t start[64] = {0}, total = 0;
+    ir_expr *start[64] = {0}, *end = ir_int(&g->b, 0);
+    bool rt = false;
     int last = 0;
     for (int k = 0; k < m->n; k++) {
-        start[k] = total;
-        total += m->in[k]->buf->shape[m->axis];
+        start[k] = end;
+        rt = rt || te_rt_extent(g, m->in[k]->buf->shape[m->axis]);
+        end = ir_add(&g->b, end, axis_extent(g, m->in[k], m->axis));
         if (m->in[k]->buf->shape[m->axis] > 0) last = k;
     }
-    ir_expr *e = read_shifted(g, m->in[last], idx, m->axis, start[last]);
+    ir_expr *e = read_shifted(g, m->in[last], idx, m->axis, start[last], rt);
     for (int k = last - 1; k >= 0; k--) {
-        int64_t end = start[k] + m->in[k]->buf->shape[m->axis];
-        if (end == start[k]) continue;
-        ir_expr *in_k = ir_binary(&g->b, IR_LT, idx[m->axis], ir_int(&g->b, end));
-        e = ir_select(&g->b, in_k, read_shifted(g, m->in[k], idx, m->axis, start[k]), e);
+        if (m->in[k]->buf->shape[m->axis] == 0) continue;
+        ir_expr *in_k = ir_binary(&g->b, IR_LT, idx[m->axis], start[k + 1]);
+        e = ir_select(&g->b, in_k, read_shifted(g, m->in[k], idx, m->axis, start[k], false), e);
     }
     return e;
 }

@@ -31,7 +31,7 @@ smelt_status te_from_node(smelt_ctx *ctx, const gr_node *node, const smelt_tenso
 }
 
 smelt_status te_from_node_rt(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
-                             const smelt_tensor *out_types, int n_rt, const int64_t *rt_max,
+                             const smelt_tensor *out_types, int n_rt, const te_rt_dim *rt,
                              te_graph **out)
 {
     *out = NULL;
@@ -41,7 +41,7 @@ smelt_status te_from_node_rt(smelt_ctx *ctx, const gr_node *node, const smelt_te
     SMELT_TRY(te_check_node_arity(ctx, node));
     te_graph *g = te_graph_new(ctx);
     if (!g) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (te_rt_begin(g, n_rt, rt_max) != SMELT_OK) {
+    if (te_rt_begin(g, n_rt, rt) != SMELT_OK) {
         te_graph_free(g);
         return smelt_ctx_status(ctx);
     }
@@ -232,14 +232,14 @@ smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, i
 
 smelt_status te_from_group_rt(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
                               bool (*escapes)(const struct gr_value *v, void *user), void *user,
-                              int n_rt, const int64_t *rt_max, te_graph **out, te_group_io *io)
+                              int n_rt, const te_rt_dim *rt, te_graph **out, te_group_io *io)
 {
     *out = NULL;
     io->n_in = io->n_out = 0;
     group_builder gb = {ctx, te_graph_new(ctx), io, {0}, {0}, NULL, TE_GROUP_MAX_IO};
     gb.types = smelt_calloc(TE_GROUP_MAX_IO, sizeof *gb.types);
     smelt_status s = gb.te && gb.types ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (s == SMELT_OK) s = te_rt_begin(gb.te, n_rt, rt_max);
+    if (s == SMELT_OK) s = te_rt_begin(gb.te, n_rt, rt);
     for (int k = 0; s == SMELT_OK && k < n; k++) s = add_node(&gb, nodes[k], k);
     if (s == SMELT_OK) s = mark_outputs(&gb, nodes, n, escapes, user);
     smelt_free(gb.types);

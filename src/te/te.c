@@ -271,11 +271,24 @@ const te_const *te_const_of(const te_graph *g, const ir_buffer *buf)
 
 /* ---- run-time dims ---- */
 
-ir_expr *te_rt_extent(te_graph *g, int64_t extent)
+/* Which run-time dim extent follows, and at which add; -1: none. */
+static int rt_match(const te_graph *g, int64_t extent, int64_t *add)
 {
     for (int k = 0; k < g->n_rt; k++)
-        if (extent == g->rt_max[k]) return ir_var_ref(&g->b, g->rt_var[k]);
-    return NULL;
+        for (int a = -1; a < g->rt[k].n_adds; a++) {
+            *add = a < 0 ? 0 : g->rt[k].adds[a];
+            if (extent == g->rt[k].max + *add) return k;
+        }
+    return -1;
+}
+
+ir_expr *te_rt_extent(te_graph *g, int64_t extent)
+{
+    int64_t add;
+    int k = rt_match(g, extent, &add);
+    if (k < 0) return NULL;
+    ir_expr *v = ir_var_ref(&g->b, g->rt_var[k]);
+    return add ? ir_add(&g->b, v, ir_int(&g->b, add)) : v;
 }
 
 void te_extern_set_rt_ok(te_tensor *t)
@@ -283,7 +296,7 @@ void te_extern_set_rt_ok(te_tensor *t)
     if (t && t->ext) ((te_extern *)t->ext)->rt_ok = true; /* the graph's own stage */
 }
 
-smelt_status te_rt_begin(te_graph *g, int n, const int64_t *max)
+smelt_status te_rt_begin(te_graph *g, int n, const te_rt_dim *rt)
 {
     if (n <= 0) return SMELT_OK;
     if (n > TE_MAX_RT_DIMS || g->n_rt)
@@ -292,7 +305,7 @@ smelt_status te_rt_begin(te_graph *g, int n, const int64_t *max)
     for (int k = 0; k < n; k++) {
         char name[32];
         snprintf(name, sizeof name, "rt%d", k);
-        g->rt_max[k] = max[k];
+        g->rt[k] = rt[k];
         if (!(g->rt_var[k] = ir_var_new(&g->b, name, SMELT_DT_INT64)))
             return smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
     }
@@ -313,17 +326,17 @@ static bool extern_has_rt(const te_graph *g, const te_tensor *t)
 {
     for (int i = -1; i < t->ext->n_inputs; i++) {
         const ir_buffer *b = i < 0 ? t->buf : t->ext->inputs[i]->buf;
+        int64_t add;
         for (int d = 0; d < b->rank; d++)
-            for (int k = 0; k < g->n_rt; k++)
-                if (b->shape[d] == g->rt_max[k]) return true;
+            if (rt_match(g, b->shape[d], &add) >= 0) return true;
     }
     return false;
 }
 
-smelt_status te_set_rt_dims(te_graph *g, int n, const int64_t *max)
+smelt_status te_set_rt_dims(te_graph *g, int n, const te_rt_dim *rt)
 {
     if (n <= 0) return SMELT_OK;
-    if (g->n_rt != n) SMELT_TRY(te_rt_begin(g, n, max)); /* else begun before the computes */
+    if (g->n_rt != n) SMELT_TRY(te_rt_begin(g, n, rt)); /* else begun before the computes */
     bool any = false;
     int n_tensors = g->tensors.len;
     for (int i = 0; i < n_tensors; i++) {

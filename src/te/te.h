@@ -81,6 +81,14 @@ typedef struct te_tensor {
 } te_tensor;
 
 #define TE_MAX_RT_DIMS 4
+#define TE_MAX_RT_ADDS 4
+/* A run-time dim as te sees it: extents max + 0 and max + adds[i] follow it
+ * (the dim's value plus that add; graph.h's gr_rt_dim). */
+typedef struct te_rt_dim {
+    int64_t max;
+    int n_adds;
+    int64_t adds[TE_MAX_RT_ADDS];
+} te_rt_dim;
 
 typedef struct te_graph {
     smelt_arena arena;
@@ -89,11 +97,12 @@ typedef struct te_graph {
     smelt_ptrvec outputs; /* te_tensor*, the group's results */
     smelt_ctx *ctx;       /* errors (e.g. shape mistakes in compute definitions) */
     smelt_ptrvec consts;  /* te_const*: placeholders with compile-time contents */
-    /* Run-time dims (te_set_rt_dims): an axis of extent rt_max[k] runs to
-     * rt_var[k], which the function reads from rt_dims (INT64 [n_rt], a
-     * placeholder bound to the program's dims slot); NULL when no axis is one */
+    /* Run-time dims (te_set_rt_dims): an axis of extent rt[k].max (+ an
+     * add) runs to rt_var[k] (+ that add), which the function reads from
+     * rt_dims (INT64 [n_rt], a placeholder bound to the program's dims slot);
+     * NULL when no axis is one */
     int n_rt;
-    int64_t rt_max[TE_MAX_RT_DIMS];
+    te_rt_dim rt[TE_MAX_RT_DIMS];
     ir_var *rt_var[TE_MAX_RT_DIMS];
     te_tensor *rt_dims;
 } te_graph;
@@ -160,7 +169,7 @@ smelt_status te_from_node(smelt_ctx *ctx, const struct gr_node *node,
 /* The same with run-time dims known while the computes are built (te_rt_begin). */
 smelt_status te_from_node_rt(smelt_ctx *ctx, const struct gr_node *node,
                              const smelt_tensor *const *in, const smelt_tensor *out_types,
-                             int n_rt, const int64_t *rt_max, te_graph **out);
+                             int n_rt, const te_rt_dim *rt, te_graph **out);
 
 /* The te graph of a fused group: nodes (in topological order) chained
  * through their compute hooks.  An input produced inside the group reads the
@@ -187,19 +196,20 @@ smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, i
                            te_graph **out, te_group_io *io);
 smelt_status te_from_group_rt(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
                               bool (*escapes)(const struct gr_value *v, void *user), void *user,
-                              int n_rt, const int64_t *rt_max, te_graph **out, te_group_io *io);
+                              int n_rt, const te_rt_dim *rt, te_graph **out, te_group_io *io);
 
 /* Run-time dims: every axis (of a compute, or a reduction at a body's root)
- * whose extent is max[k] gets dyn = rt_var[k], and the graph a placeholder
+ * whose extent is rt[k].max (+ an add) gets dyn = rt_var[k] (+ that add), and the graph a placeholder
  * rt_dims holding the values, when any axis does.  Called once, after the
  * graph is built and before it is scheduled; the caller has checked that
  * every such extent is the run-time dim (lower/rt_check.c).  An extern
  * stage over such a dim is refused (its kernel takes sizes at compile time). */
-smelt_status te_set_rt_dims(te_graph *g, int n, const int64_t *max);
+smelt_status te_set_rt_dims(te_graph *g, int n, const te_rt_dim *rt);
 /* The same variables before the computes are built (te_from_node_rt), so an
- * op's extern statement can take them: te_rt_extent(g, MAX) is rt_var[k]
- * (NULL: a static extent); the op then marks the stage te_extern.rt_ok. */
-smelt_status te_rt_begin(te_graph *g, int n, const int64_t *max);
+ * op's extern statement can take them: te_rt_extent(g, MAX + add) is
+ * rt_var[k] + add (NULL: a static extent); the op then marks the stage
+ * te_extern.rt_ok. */
+smelt_status te_rt_begin(te_graph *g, int n, const te_rt_dim *rt);
 ir_expr *te_rt_extent(te_graph *g, int64_t extent);
 void te_extern_set_rt_ok(te_tensor *t);
 

@@ -362,6 +362,71 @@ class GPT2Like(nn.Module):
         return torch.matmul(x, self.wte.weight.t())  # tied LM head
 
 
+class GPT2Decoder(GPT2Like):
+    """GPT2Like (the same parameters) run one token at a time with a key/value
+    cache: inputs ids [1, 1], position_ids [1, 1] and per layer past_key_L,
+    past_value_L [1, heads, past, head_dim]; outputs logits [1, 1, vocab] and
+    present_key_L, present_value_L [1, heads, past + 1, head_dim] (the past
+    with this token's keys and values appended).  One query attends to every
+    cached key, so there is no causal mask."""
+
+    def forward(self, ids, position_ids, *past):
+        x = self.wte(ids) + self.wpe(position_ids)
+        presents = []
+        for i, blk in enumerate(self.blocks):
+            a, k, v = self._attend(blk.attn, blk.ln_1(x), past[2 * i], past[2 * i + 1])
+            x = x + a
+            x = x + blk.c_proj(gelu_tanh(blk.c_fc(blk.ln_2(x))))
+            presents += [k, v]
+        logits = torch.matmul(self.ln_f(x), self.wte.weight.t())
+        return (logits, *presents)
+
+    @staticmethod
+    def _attend(attn, x, past_k, past_v):
+        b, s, h = x.shape
+        q, k, v = attn.c_attn(x).split(attn.hidden, dim=2)
+
+        def split(t):
+            return t.reshape(b, s, attn.heads, attn.head_dim).transpose(1, 2)
+
+        k = torch.cat([past_k, split(k)], dim=2)
+        v = torch.cat([past_v, split(v)], dim=2)
+        scores = torch.matmul(split(q), k.transpose(-1, -2)) / math.sqrt(attn.head_dim)
+        probs = torch.softmax(scores, dim=-1)
+        ctx = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h)
+        return attn.c_proj(ctx), k, v
+
+    def prefill(self, ids):
+        """The full-sequence model on ids [1, S] (causal): its logits
+        [1, S, vocab] and the keys and values of every layer, each
+        [1, heads, S, head_dim]: the cache a decoder holds after reading them."""
+        cache = []
+        s = ids.shape[1]
+        x = self.wte(ids) + self.wpe(self.position_ids[:, :s])
+        for blk in self.blocks:
+            attn, h = blk.attn, blk.ln_1(x)
+            _, k, v = attn.c_attn(h).split(attn.hidden, dim=2)
+            cache += [t.reshape(1, s, attn.heads, attn.head_dim).transpose(1, 2) for t in (k, v)]
+            x = x + attn(h)
+            x = x + blk.c_proj(gelu_tanh(blk.c_fc(blk.ln_2(x))))
+        return (torch.matmul(self.ln_f(x), self.wte.weight.t()), *cache)
+
+    def cache_after(self, ids):
+        return list(self.prefill(ids)[1:])
+
+
+class GPT2Prefill(nn.Module):
+    """A GPT2Decoder's full-sequence model for export: ids [1, seq] ->
+    logits [1, seq, vocab] and present_key_L, present_value_L."""
+
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, ids):
+        return self.decoder.prefill(ids)
+
+
 class RecurrentLM(nn.Module):
     """Word-level language model: embedding -> 2-layer LSTM or GRU -> linear.
     Input int64 ids [N, S]; outputs logits [N, S, vocab] and the final hidden
@@ -441,6 +506,53 @@ def _gpt2(vocab, max_pos, hidden, heads, layers, seq):
     return build
 
 
+def _gpt2_decoder(vocab, max_pos, hidden, heads, layers, past):
+    """GPT2Decoder with its inputs at a past length: a random prefix of that
+    many tokens read by the full-sequence model gives the cache, and the
+    next token comes at position past."""
+    def inputs_at(model, length, gen):
+        prefix = torch.randint(0, vocab, (1, length), generator=gen, dtype=torch.int64)
+        ids = torch.randint(0, vocab, (1, 1), generator=gen, dtype=torch.int64)
+        with torch.no_grad():
+            cache = model.cache_after(prefix)
+        return (ids, torch.tensor([[length]], dtype=torch.int64), *cache)
+
+    def build(seed, gen):
+        torch.manual_seed(seed)
+        model = GPT2Decoder(vocab, max_pos, hidden, heads, layers)
+        init_transformer_weights(model, gen)
+        model.eval()
+        build.extra_inputs = lambda length, g: inputs_at(model, length, g)
+        build.extra_export = lambda case_dir: _export_prefill(model, layers, vocab, case_dir)
+        return (model, inputs_at(model, past, gen), ["input_ids", "position_ids"] + _kv_names("past", layers),
+                ["logits"] + _kv_names("present", layers))
+    return build
+
+
+def _export_prefill(decoder, layers, vocab, case_dir):
+    """case_dir/full_model.onnx: the decoder's full-sequence model (the same
+    weights; symbolic length "seq"), whose logits each decoding step must
+    match and whose presents start the cache (bench/decode.py)."""
+    names = ["logits"] + _kv_names("present", layers)
+    axes = {"input_ids": {1: "seq"}, "logits": {1: "seq"}}
+    axes.update({n: {2: "seq"} for n in names[1:]})
+    ids = torch.randint(0, vocab, (1, 5), generator=torch.Generator().manual_seed(1), dtype=torch.int64)
+    with torch.no_grad():
+        torch.onnx.export(GPT2Prefill(decoder).eval(), (ids,), os.path.join(case_dir, "full_model.onnx"),
+                          opset_version=17, input_names=["input_ids"], output_names=names,
+                          dynamic_axes=axes)
+
+
+def _kv_names(prefix, layers):
+    return ["%s_%s_%d" % (prefix, kind, i) for i in range(layers) for kind in ("key", "value")]
+
+
+def _kv_axes(layers):
+    axes = {n: {2: "past"} for n in _kv_names("past", layers)}
+    axes.update({n: {2: "present"} for n in _kv_names("present", layers)})
+    return axes
+
+
 # name -> (builder, opset, in default set)
 MODELS = collections.OrderedDict([
     ("squeezenet1_0", (_torchvision("squeezenet1_0"), 11, True)),
@@ -467,6 +579,12 @@ MODELS = collections.OrderedDict([
                                 ffn=256, seq=16, n_pad=3), 13, True)),
     ("bert_base_dynseq", (_bert(vocab=30522, max_pos=512, hidden=768, heads=12, layers=12,
                                 ffn=3072, seq=128, n_pad=16), 13, False)),
+    # gpt2_tiny_like's architecture decoding one token against a key/value cache
+    # of run-time length "past" (smelt compile --dim past=1..MAX)
+    ("gpt2_tiny_decoder", (_gpt2_decoder(vocab=1000, max_pos=64, hidden=64, heads=4, layers=2,
+                                         past=9), 17, True)),
+    ("gpt2_decoder", (_gpt2_decoder(vocab=8000, max_pos=1024, hidden=768, heads=12, layers=4,
+                                    past=128), 17, False)),
 ])
 
 _BERT_SEQ_AXES = {"input_ids": {1: "seq"}, "attention_mask": {3: "seq"},
@@ -475,6 +593,8 @@ _BERT_SEQ_AXES = {"input_ids": {1: "seq"}, "attention_mask": {3: "seq"},
 DYNAMIC = {
     "bert_tiny_dynseq": (_BERT_SEQ_AXES, [1, 7, 63]),  # hidden is 64: --dim seq=1..63
     "bert_base_dynseq": (_BERT_SEQ_AXES, [1, 7, 512]),
+    "gpt2_tiny_decoder": (_kv_axes(2), [1, 2, 31, 62]),  # --dim past=1..62
+    "gpt2_decoder": (_kv_axes(4), [1, 17, 511, 1022]),
 }
 
 
@@ -616,6 +736,8 @@ def generate(name, out_dir, force=False):
         summary = export_case(model, inputs, in_names, out_names, opset, tmp_dir,
                               dynamic_axes=axes)
         _extra_data_sets(build, model, in_names, out_names, lengths, tmp_dir, gen)
+        if hasattr(build, "extra_export"):
+            build.extra_export(tmp_dir)
         stamp = {"key": key, "seconds": round(time.time() - t0, 2), "summary": summary}
         with open(os.path.join(tmp_dir, STAMP_FILE), "w") as f:
             json.dump(stamp, f, indent=1, sort_keys=True)
