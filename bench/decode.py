@@ -79,8 +79,10 @@ def check(a, dec, full_path, past_names):
 
 
 def random_cache(dec, past_names, past, rng):
-    shapes = {i.name: i.shape for i in dec.inputs}
-    return [rng.standard_normal([past if isinstance(d, str) else d for d in shapes[n]]).astype(np.float32)
+    """Random past_* tensors [1, heads, past, head_dim] (a compiled model's
+    input shapes hold the run-time dim's maximum, so dim 2 is set here)."""
+    shapes = {i.name: list(i.shape) for i in dec.inputs}
+    return [rng.standard_normal(shapes[n][:2] + [past] + shapes[n][3:]).astype(np.float32)
             for n in past_names]
 
 

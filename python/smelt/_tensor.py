@@ -1,5 +1,6 @@
 """NumPy arrays <-> smelt_tensor."""
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -54,15 +55,32 @@ def view(array):
 
 
 def take(t):
-    """A NumPy copy of a tensor smelt allocated; the tensor is released."""
+    """An ndarray over the memory of a tensor smelt allocated (no copy); the
+    tensor is released when the array and every view of it are gone.  On an
+    error the tensor is released at once."""
     try:
         shape = tuple(t.dims[i] for i in range(t.rank))
-        out = np.empty(shape, dtype=numpy_dtype(t.dtype))
-        if out.nbytes:
-            ctypes.memmove(out.ctypes.data, t.data, out.nbytes)
-        return out
-    finally:
+        dtype = np.dtype(numpy_dtype(t.dtype))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if nbytes == 0 or not t.data:
+            out = np.empty(shape, dtype=dtype)
+            lib().smelt_tensor_release(ctypes.byref(t))
+            return out
+        owner = (ctypes.c_char * nbytes).from_address(t.data)
+        out = np.frombuffer(owner, dtype=dtype).reshape(shape)
+    except BaseException:
         lib().smelt_tensor_release(ctypes.byref(t))
+        raise
+    weakref.finalize(owner, _release, Tensor.from_buffer_copy(t))
+    return out
+
+
+def _release(tensor):
+    """Frees what smelt allocated for an output (finalizer of its array)."""
+    try:
+        lib().smelt_tensor_release(ctypes.byref(tensor))
+    except Exception:  # noqa: BLE001  the interpreter is shutting down
+        pass
 
 
 def tensor_name(t):
