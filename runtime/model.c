@@ -58,6 +58,8 @@ struct smelt_rt_model {
     int have_outputs;        /* an invoke has completed */
     size_t *stage;           /* run-time dims: per input, then output, its buffer's
                                 offset in a slot past the arena, or SIZE_MAX: none */
+    int *staged;             /* the indices into stage that are staged, inputs first */
+    int n_staged_in, n_staged;
     size_t slot_bytes;       /* arena and buffers */
     int invoking;            /* atomic: an invoke is in progress */
     char error[RT_ERR_CAP];
@@ -335,7 +337,8 @@ static int plan_stages(smelt_rt_model *m)
     m->slot_bytes = (size_t)info->arena_bytes;
     if (!info->num_rt_dims) return 1;
     m->stage = calloc((size_t)n + 1, sizeof *m->stage);
-    if (!m->stage) return 0;
+    m->staged = calloc((size_t)n + 1, sizeof *m->staged);
+    if (!m->stage || !m->staged) return 0;
     for (int i = 0; i < n; i++) {
         const smelt_rt_io_info *io = i < info->num_inputs ? &info->inputs[i]
                                                           : &info->outputs[i - info->num_inputs];
@@ -347,6 +350,8 @@ static int plan_stages(smelt_rt_model *m)
         if (bytes > SIZE_MAX / 4 - m->slot_bytes) return 0;
         m->stage[i] = m->slot_bytes;
         m->slot_bytes += bytes;
+        m->staged[m->n_staged++] = i;
+        if (i < info->num_inputs) m->n_staged_in = m->n_staged;
     }
     return 1;
 }
@@ -474,6 +479,7 @@ void smelt_rt_model_free(smelt_rt_model *m)
         slot_free(sl);
     }
     free(m->stage);
+    free(m->staged);
     if (m->mu_ready) pthread_mutex_destroy(&m->mu);
     free(m->weights_owned);
     if (m->dl_handle && m->dl_close) m->dl_close(m->dl_handle);
@@ -693,6 +699,31 @@ static void stage_copy(const smelt_rt_io_info *io, const int64_t *vals, void *ds
     copy_rows(dst, src, 0, io->rank, run, full, smelt_rt_dtype_size(io->dtype), to_full);
 }
 
+/* Staging copies of one run (stage_task): inputs into the slot's buffers
+ * at the maxima, or outputs back out of them. */
+typedef struct stage_job {
+    const smelt_rt_model *m;
+    rt_slot *slot;
+    const int64_t *vals;
+    const void *const *inputs;
+    void *const *outputs;
+    const int *which; /* indices into m->stage (outputs after the inputs) */
+} stage_job;
+
+static void stage_task(void *closure, int64_t begin, int64_t end)
+{
+    const stage_job *j = closure;
+    const smelt_rt_module_info *info = j->m->info;
+    for (int64_t t = begin; t < end; t++) {
+        int k = j->which[t], o = k - info->num_inputs;
+        unsigned char *buf = j->slot->arena + j->m->stage[k];
+        if (o < 0)
+            stage_copy(&info->inputs[k], j->vals, buf, j->inputs[k], 1);
+        else
+            stage_copy(&info->outputs[o], j->vals, j->outputs[o], buf, 0);
+    }
+}
+
 /* Stage the inputs with run-time dims into the slot and give run() the
  * slot's tables; write the dims' values where the module reads them. */
 static void stage_inputs(const smelt_rt_model *m, rt_slot *slot, const int64_t *vals,
@@ -705,8 +736,11 @@ static void stage_inputs(const smelt_rt_model *m, rt_slot *slot, const int64_t *
     for (int i = 0; i < info->num_inputs; i++) {
         size_t off = m->stage[i];
         slot->in[i] = off == SIZE_MAX ? inputs[i] : slot->arena + off;
-        if (off != SIZE_MAX) stage_copy(&info->inputs[i], vals, slot->arena + off, inputs[i], 1);
     }
+    /* in parallel on the model's pool: a key/value cache's tensors are tens
+     * of MB per token, bound by memory bandwidth */
+    stage_job j = {m, slot, vals, inputs, outputs, m->staged};
+    smelt_rt_parallel_for(m->pool, m->n_staged_in, stage_task, &j);
     for (int o = 0; o < info->num_outputs; o++) {
         size_t off = m->stage[info->num_inputs + o];
         slot->out[o] = off == SIZE_MAX ? outputs[o] : slot->arena + off;
@@ -719,10 +753,9 @@ static void unstage_outputs(const smelt_rt_model *m, rt_slot *slot, const int64_
                             void *const *outputs)
 {
     const smelt_rt_module_info *info = m->info;
-    for (int o = 0; info->num_rt_dims && o < info->num_outputs; o++) {
-        size_t off = m->stage[info->num_inputs + o];
-        if (off != SIZE_MAX) stage_copy(&info->outputs[o], vals, outputs[o], slot->arena + off, 0);
-    }
+    if (!info->num_rt_dims) return;
+    stage_job j = {m, slot, vals, NULL, outputs, m->staged + m->n_staged_in};
+    smelt_rt_parallel_for(m->pool, m->n_staged - m->n_staged_in, stage_task, &j);
 }
 
 static int64_t monotonic_ns(void)
