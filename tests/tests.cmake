@@ -232,7 +232,7 @@ add_test(NAME models/generate
 set_tests_properties(models/generate PROPERTIES FIXTURES_SETUP torch_models TIMEOUT 900)
 set(SMELT_TEST_MODELS resnet50 resnet18 mobilenet_v2 mobilenet_v3_small efficientnet_b0
     densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like lstm_lm gru_lm
-    bert_tiny_dynseq)
+    bert_tiny_dynseq gpt2_tiny_decoder)
 foreach(m ${SMELT_TEST_MODELS})
   add_test(NAME models/${m}_reference
     COMMAND smelt_cli check --reference --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})
@@ -247,6 +247,12 @@ add_test(NAME models/bert_tiny_dynseq_rt_dims
   COMMAND smelt_cli check --compiled --dim seq=1..63 --expected-failures /dev/null --rtol 1e-3
           --atol 1e-4 ${SMELT_MODEL_DIR}/bert_tiny_dynseq)
 set_tests_properties(models/bert_tiny_dynseq_rt_dims PROPERTIES FIXTURES_REQUIRED torch_models)
+# A decoder with a key/value cache compiled ONCE for past = 1..62 and checked at
+# past 9, 1, 2, 31 and 62 against torch (presents one row longer than the past)
+add_test(NAME models/gpt2_tiny_decoder_rt_dims
+  COMMAND smelt_cli check --compiled --dim past=1..62 --expected-failures /dev/null --rtol 1e-3
+          --atol 1e-4 ${SMELT_MODEL_DIR}/gpt2_tiny_decoder)
+set_tests_properties(models/gpt2_tiny_decoder_rt_dims PROPERTIES FIXTURES_REQUIRED torch_models)
 # A torch.jit.script model whose export is a Loop (trip count a model input) with a
 # data-dependent If inside, checked against torch's outputs (issue #14)
 set(SMELT_CONTROL_MODEL_DIR ${CMAKE_BINARY_DIR}/tests/control_model)
@@ -319,7 +325,9 @@ target_compile_definitions(test_rt_dims PRIVATE
   SMELT_SEQ_BLOCK_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_block.onnx"
   SMELT_SEQ_MEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_mean.onnx"
   SMELT_SEQ_TWICE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_twice.onnx"
-  SMELT_SEQ_POSMEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_posmean.onnx")
+  SMELT_SEQ_POSMEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_posmean.onnx"
+  SMELT_KV_CACHE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/kv_cache.onnx"
+  SMELT_SEQ_SHIFT_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_shift.onnx")
 target_compile_definitions(test_specialize PRIVATE
   SMELT_SEQ_BLOCK_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_block.onnx"
   SMELT_RESIZE_SCALES_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/resize_scales.onnx")
@@ -536,6 +544,13 @@ if(SMELT_PYTHON AND NOT (SMELT_SANITIZE AND NOT CMAKE_C_COMPILER_ID STREQUAL "GN
   add_test(NAME python/pytest
     COMMAND ${SMELT_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
   set_tests_properties(python/pytest PROPERTIES ENVIRONMENT "${SMELT_PYTEST_ENV}" TIMEOUT 600)
+  # token-by-token decoding (one compile for every past length, the cache fed
+  # back each step) against ONNX Runtime's full-sequence logits
+  add_test(NAME models/gpt2_tiny_decoder_steps
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/bench/decode.py ${SMELT_MODEL_DIR}/gpt2_tiny_decoder
+            --check 40 --prompt 3 --threads 2)
+  set_tests_properties(models/gpt2_tiny_decoder_steps PROPERTIES ENVIRONMENT "${SMELT_PYTEST_ENV}"
+    FIXTURES_REQUIRED torch_models TIMEOUT 600)
 endif()
 
 # ---- Soak run (scripts/soak.sh; built, not run by ctest) ----

@@ -119,6 +119,22 @@ def test_inputs_are_not_modified(tiny_cnn):
     np.testing.assert_array_equal(x, before)
 
 
+def test_outputs_are_owned_arrays_that_outlive_the_model(tiny_cnn):
+    """Outputs are arrays over smelt's own buffers (no copy): writable, not
+    shared between runs, valid after the model is closed and freed."""
+    x = random_input((1, 3, 32, 32))
+    c = smelt.load(tiny_cnn).compile()
+    first, second = c.run({"input": x})["output"], c.run({"input": x})["output"]
+    want = first.copy()
+    c.close()
+    del c
+    second += 1.0  # writable, and a buffer of its own
+    np.testing.assert_array_equal(first, want)
+    view = first[0, 2:5]
+    del first
+    np.testing.assert_array_equal(view, want[0, 2:5])  # a view keeps the buffer
+
+
 def test_two_compiles_of_one_model_are_independent(tiny_cnn):
     m = smelt.load(tiny_cnn)
     a, b = m.compile(opt_level=0), m.compile(opt_level=2)

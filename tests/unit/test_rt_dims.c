@@ -1,4 +1,4 @@
-/* Run-time dims (issue 11, item 2): a model with a symbolic length compiled
+/* Run-time dims (issue 11, items 2 and 3): a model with a symbolic length compiled
  * ONCE for seq = 1..64 (smelt_model_set_dim_range) serves every length in
  * the range, each run matching the reference kernels on the model
  * specialised to that length; ranges and ops that cannot take the dim at
@@ -221,6 +221,113 @@ done:
     smelt_ctx_free(ctx);
 }
 
+/* ---- a key/value cache: present = past + 1 (kv_cache.onnx) ---- */
+
+#define KV_MAX 40
+#define KV_ROW 8 /* heads x head_dim */
+
+/* x [1, 1, 8], past_key and past_value [1, 2, past, 4] of values that
+ * depend on the position, so a row read from the wrong place shows. */
+static void kv_inputs(int64_t past, float *x, float *keys, float *values, smelt_tensor in[3])
+{
+    for (int i = 0; i < KV_ROW; i++) x[i] = 0.1f * (float)(i - 3);
+    for (int64_t i = 0; i < past * KV_ROW; i++) {
+        keys[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+        values[i] = (float)((i * 13) % 7) / 7.0f - 0.4f;
+    }
+    in[0] = (smelt_tensor){.dtype = SMELT_DT_FLOAT32, .rank = 3, .dims = {1, 1, KV_ROW}, .data = x};
+    in[1] = (smelt_tensor){.dtype = SMELT_DT_FLOAT32, .rank = 4, .dims = {1, 2, past, 4}, .data = keys};
+    in[2] = (smelt_tensor){.dtype = SMELT_DT_FLOAT32, .rank = 4, .dims = {1, 2, past, 4}, .data = values};
+}
+
+static bool kv_reference(smelt_ctx *ctx, int64_t past, const smelt_tensor *in, smelt_tensor *out)
+{
+    smelt_model *r = load(ctx, SMELT_KV_CACHE_PATH);
+    bool ok = r && smelt_model_set_dim(ctx, r, "past", past) == SMELT_OK &&
+              smelt_model_run_reference(ctx, r, in, 3, out, 3) == SMELT_OK;
+    if (!ok) fprintf(stderr, "kv reference at %lld: %s\n", (long long)past, smelt_ctx_message(ctx));
+    smelt_model_free(r);
+    return ok;
+}
+
+static void kv_check_past(smelt_ctx *ctx, smelt_model *m, int64_t past)
+{
+    float x[KV_ROW], keys[KV_MAX * KV_ROW], values[KV_MAX * KV_ROW];
+    smelt_tensor in[3], got[3], want[3];
+    kv_inputs(past, x, keys, values, in);
+    smelt_status s = smelt_model_run(ctx, m, in, 3, got, 3);
+    CHECK(s == SMELT_OK);
+    if (s != SMELT_OK) {
+        fprintf(stderr, "past %lld: %s\n", (long long)past, smelt_ctx_message(ctx));
+        return;
+    }
+    CHECK(got[1].dims[2] == past + 1 && got[2].dims[2] == past + 1);
+    if (kv_reference(ctx, past, in, want)) {
+        for (int o = 0; o < 3; o++) {
+            int same;
+            double e = max_diff(&got[o], &want[o], &same);
+            CHECK(same && e < 1e-5);
+            if (!(same && e < 1e-5))
+                fprintf(stderr, "past %lld output %d: error %g\n", (long long)past, o, e);
+            smelt_tensor_release(&want[o]);
+        }
+    }
+    for (int o = 0; o < 3; o++) smelt_tensor_release(&got[o]);
+}
+
+/* One compile for past = 1..40 serves every length: the presents are one
+ * row longer (the dim + 1) and the Concat's split point moves at run time;
+ * the new rows never come from an earlier, longer run's padding. */
+static void test_kv_cache(int threads)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_KV_CACHE_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "past", 1, KV_MAX) == SMELT_OK);
+    CHECK(m->graph->rt_dims[0].n_adds == 1 && m->graph->rt_dims[0].adds[0] == 1);
+    smelt_options o;
+    smelt_options_init(&o);
+    o.num_threads = threads;
+    CHECK(smelt_model_compile(ctx, m, &o) == SMELT_OK);
+    smelt_compiled *c = m->compiled;
+    const int64_t pasts[] = {KV_MAX, 1, 17, KV_MAX - 1, 2};
+    for (size_t i = 0; i < sizeof pasts / sizeof pasts[0]; i++) kv_check_past(ctx, m, pasts[i]);
+    CHECK(m->compiled == c && m->specs.len == 0);
+    /* the runtime: an output one row short of past + 1 is refused */
+    smelt_rt_model *rt = smelt_model_compiled_rt(m);
+    float x[KV_ROW] = {0}, keys[5 * KV_ROW] = {0}, values[5 * KV_ROW] = {0};
+    float y[KV_ROW], pk[6 * KV_ROW], pv[6 * KV_ROW];
+    const void *in[3] = {x, keys, values};
+    void *out[3] = {y, pk, pv};
+    size_t in_b[3] = {sizeof x, sizeof keys, sizeof values}, out_b[3] = {sizeof y, sizeof pk, sizeof pv};
+    char err[256];
+    CHECK(rt && smelt_rt_model_run_err(rt, in, in_b, 3, out, out_b, 3, err, sizeof err) == SMELT_RT_OK);
+    out_b[1] = 5 * KV_ROW * sizeof(float);
+    CHECK(rt && smelt_rt_model_run_err(rt, in, in_b, 3, out, out_b, 3, err, sizeof err) == SMELT_RT_ERR_ARG);
+    CHECK_STR_CONTAINS(err, "output 1 ('present_key')");
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+/* seq - 1 is 0 at a minimum of 1: refused; from 2 the range is taken (the
+ * Slice along the dim is then refused when compiling, naming the node). */
+static void test_shift_below_one(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_SEQ_SHIFT_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 1, 20) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "value 'y' dim 1 is 'seq' -1, below 1 at the range's minimum 1");
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 2, 20) == SMELT_OK);
+    CHECK(m->graph->rt_dims[0].n_adds == 1 && m->graph->rt_dims[0].adds[0] == -1);
+    CHECK(smelt_model_compile(ctx, m, NULL) == SMELT_ERR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "node 'drop_first' (Slice)");
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
 int main(void)
 {
     test_one_compile(1);
@@ -230,5 +337,8 @@ int main(void)
     test_refused_op();
     test_refused_range();
     test_refused_constant();
+    test_kv_cache(1);
+    test_kv_cache(0);
+    test_shift_below_one();
     TEST_MAIN_END();
 }

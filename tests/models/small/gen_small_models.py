@@ -48,6 +48,14 @@
   seq_posmean.onnx x [1, seq, 4] times the mean of the positions 0..seq-1 (a
                    constant arange sliced to the length through Shape): a value
                    computed from the length, so a run-time seq is refused.
+  kv_cache.onnx    one decoding step of 2-head attention (width 8) with a
+                   key/value cache: x [1, 1, 8], past_key/past_value
+                   [1, 2, past, 4]; outputs y
+                   [1, 1, 8] and present_key/present_value [1, 2, past + 1, 4]
+                   (Concat along the run-time dim): dims that follow past at
+                   a distance (unit/test_rt_dims).
+  seq_shift.onnx   x [1, seq, 4] without its first row ([1, seq - 1, 4]): a
+                   range must start where seq - 1 is at least 1.
 
 Run with Debian's /usr/bin/python3 (it has onnx):
   tests/models/small/gen_small_models.py tests/models/small
@@ -292,6 +300,54 @@ def seq_posmean():
                              producer_name="gen_small_models.py")
 
 
+def kv_cache():
+    rng = np.random.default_rng(11)
+    f, heads, hd = TensorProto.FLOAT, 2, 4
+    width = heads * hd
+    inits = [numpy_helper.from_array(rng.uniform(-1, 1, (width, width)).astype(np.float32), "w" + p)
+             for p in "qkv"]
+    inits += [numpy_helper.from_array(np.array([1, 1, heads, hd], np.int64), "split_heads"),
+              numpy_helper.from_array(np.array([1, 1, width], np.int64), "merge_heads"),
+              numpy_helper.from_array(np.array(0.5, np.float32), "scale")]
+    n = helper.make_node
+    nodes = []
+    for p in "qkv":
+        nodes += [n("MatMul", ["x", "w" + p], [p + "_flat"], name=p + "_proj"),
+                  n("Reshape", [p + "_flat", "split_heads"], [p + "_split"], name=p + "_split"),
+                  n("Transpose", [p + "_split"], [p + "_heads"], name=p + "_heads", perm=[0, 2, 1, 3])]
+    nodes += [
+        n("Concat", ["past_key", "k_heads"], ["present_key"], name="append_key", axis=2),
+        n("Concat", ["past_value", "v_heads"], ["present_value"], name="append_value", axis=2),
+        n("Transpose", ["present_key"], ["keys_t"], name="keys_t", perm=[0, 1, 3, 2]),
+        n("MatMul", ["q_heads", "keys_t"], ["scores_raw"], name="scores"),
+        n("Mul", ["scores_raw", "scale"], ["scores_scaled"], name="scale_scores"),
+        n("Softmax", ["scores_scaled"], ["probs"], name="probs", axis=-1),
+        n("MatMul", ["probs", "present_value"], ["ctx_heads"], name="context"),
+        n("Transpose", ["ctx_heads"], ["ctx_split"], name="ctx_merge", perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx_split", "merge_heads"], ["y"], name="y"),
+    ]
+    kv = lambda name, length: helper.make_tensor_value_info(name, f, [1, heads, length, hd])  # noqa: E731
+    g = helper.make_graph(
+        nodes, "kv_cache",
+        [helper.make_tensor_value_info("x", f, [1, 1, width]), kv("past_key", "past"),
+         kv("past_value", "past")],
+        [helper.make_tensor_value_info("y", f, [1, 1, width]), kv("present_key", "present"),
+         kv("present_value", "present")], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
+                             producer_name="gen_small_models.py")
+
+
+def seq_shift():
+    g = helper.make_graph(
+        [helper.make_node("Slice", ["x", "one", "big", "one"], ["y"], name="drop_first")],
+        "seq_shift", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "shorter", 4])],
+        [numpy_helper.from_array(np.array([1], np.int64), "one"),
+         numpy_helper.from_array(np.array([1 << 40], np.int64), "big")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
@@ -306,6 +362,8 @@ def main():
     save(seq_mean(), out + "/seq_mean.onnx")
     save(seq_twice(), out + "/seq_twice.onnx")
     save(seq_posmean(), out + "/seq_posmean.onnx")
+    save(kv_cache(), out + "/kv_cache.onnx")
+    save(seq_shift(), out + "/seq_shift.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
