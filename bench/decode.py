@@ -15,8 +15,9 @@ the prompt's length.
       logits compared with ONNX Runtime's full-sequence logits at that
       position (all prompt + N tokens in one run); fails on a mismatch.
   --bench PAST,...: per past length, smelt's and ONNX Runtime's decoder on
-      the same inputs, interleaved in --rounds rounds of --repeat runs:
-      medians and minima of the time per token, and their ratio.
+      the same inputs (ONNX Runtime in a process of its own), interleaved in
+      --rounds rounds of --repeat runs: medians and minima of the time per
+      token, and their ratio.
 
   SMELT_LIB=build/libsmelt.so PYTHONPATH=python python3 bench/decode.py \\
       /tmp/models/gpt2_decoder --check 16 --bench 16,128,512,1000 --threads 2
@@ -106,24 +107,53 @@ def timed(fn, repeat):
     return t
 
 
+def ort_worker(conn, model_path, threads):
+    """ONNX Runtime in a process of its own: its threads and smelt's never
+    share a process (both pools pin and spin; in one process each slowed
+    the other's next run).  Takes ("feed", feed) and ("time", n) messages."""
+    sess = ort_session(model_path, threads)
+    feed = None
+    while True:
+        msg = conn.recv()
+        if msg[0] == "feed":
+            feed = msg[1]
+            conn.send(sess.run(None, feed))
+        elif msg[0] == "time":
+            conn.send(timed(lambda: sess.run(None, feed), msg[1]))
+        else:
+            return
+
+
 def bench(a, dec, model_path, past_names):
-    sess = ort_session(model_path, a.threads)
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    worker = ctx.Process(target=ort_worker, args=(child, model_path, a.threads), daemon=True)
+    worker.start()
     rng = np.random.default_rng(1)
     rows = []
-    for past in a.bench:
-        feed = decoder_feed(7, past, random_cache(dec, past_names, past, rng), past_names)
-        got, ref = list(dec.run(feed).values()), sess.run(None, feed)
-        if not all(np.allclose(x, y, rtol=a.rtol, atol=a.atol) for x, y in zip(got, ref)):
-            raise SystemExit(f"past {past}: smelt's logits differ from ONNX Runtime's")
-        ts, to = [], []
-        for _ in range(a.rounds):  # interleaved: the machine's drift hits both
-            ts += timed(lambda: dec.run(feed), a.repeat)
-            to += timed(lambda: sess.run(None, feed), a.repeat)
-        rows.append((past, statistics.median(ts), min(ts), statistics.median(to), min(to)))
-        print(f"  past {past:5d}: smelt {rows[-1][1]:8.3f} ms (min {rows[-1][2]:.3f})  "
-              f"ORT {rows[-1][3]:8.3f} ms (min {rows[-1][4]:.3f})  "
-              f"smelt/ORT {rows[-1][1] / rows[-1][3]:.2f} (minima {rows[-1][2] / rows[-1][4]:.2f})",
-              flush=True)
+    try:
+        for past in a.bench:
+            feed = decoder_feed(7, past, random_cache(dec, past_names, past, rng), past_names)
+            parent.send(("feed", feed))
+            got, ref = list(dec.run(feed).values()), parent.recv()
+            if not all(np.allclose(x, y, rtol=a.rtol, atol=a.atol) for x, y in zip(got, ref)):
+                raise SystemExit(f"past {past}: smelt's outputs differ from ONNX Runtime's")
+            ts, to = [], []
+            for _ in range(a.rounds):  # interleaved blocks: the machine's drift hits both
+                time.sleep(a.settle)  # the other engine's threads stop spinning first
+                ts += timed(lambda: dec.run(feed), a.repeat)
+                time.sleep(a.settle)
+                parent.send(("time", a.repeat))
+                to += parent.recv()
+            rows.append((past, statistics.median(ts), min(ts), statistics.median(to), min(to)))
+            print(f"  past {past:5d}: smelt {rows[-1][1]:8.3f} ms (min {rows[-1][2]:.3f})  "
+                  f"ORT {rows[-1][3]:8.3f} ms (min {rows[-1][4]:.3f})  "
+                  f"smelt/ORT {rows[-1][1] / rows[-1][3]:.2f} (minima {rows[-1][2] / rows[-1][4]:.2f})",
+                  flush=True)
+    finally:
+        parent.send(("stop",))
+        worker.join(timeout=10)
     return rows
 
 
@@ -138,6 +168,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--settle", type=float, default=0.2,
+                    help="seconds idle before each block (pools spin after a run)")
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-4)
     a = ap.parse_args(argv)
