@@ -135,6 +135,27 @@ def test_outputs_are_owned_arrays_that_outlive_the_model(tiny_cnn):
     np.testing.assert_array_equal(view, want[0, 2:5])  # a view keeps the buffer
 
 
+def matmul_model(m, k, n):
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("MatMul", ["A", "B"], ["C"])], "mm",
+                          [helper.make_tensor_value_info("A", TensorProto.FLOAT, [m, k]),
+                           helper.make_tensor_value_info("B", TensorProto.FLOAT, [k, n])],
+                          [helper.make_tensor_value_info("C", TensorProto.FLOAT, [m, n])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.parametrize("m,k,n", [(100, 256, 1536), (64, 1024, 768), (70, 200, 1000)])
+def test_matmul_of_two_inputs_matches_numpy(m, k, n):
+    """B an input: large ones are packed into panels at run time (pack_runtime_b);
+    N = 1000 has no whole panels and stays a plain MatMul."""
+    a, b = random_input((m, k), 1), random_input((k, n), 2)
+    model = smelt.load(matmul_model(m, k, n))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    for disabled in ((), ("pack_runtime_b",)):
+        got = model.compile(threads=2, disabled_passes=disabled).run({"A": a, "B": b})["C"]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
 def test_two_compiles_of_one_model_are_independent(tiny_cnn):
     m = smelt.load(tiny_cnn)
     a, b = m.compile(opt_level=0), m.compile(opt_level=2)

@@ -14,6 +14,11 @@
  *
  * Products sharing a B (and panel width) share one packed copy; the plain B
  * is swept when nothing else reads it.
+ *
+ * A B computed at run time (both operands activations, or weights given as
+ * inputs) is packed at run time when it is large: Reshape [K, P, nb] and
+ * Transpose [P, K, nb] (one tiled transpose) before MatMulPacked.  Measured
+ * on Zen 3, 2 threads: 1024 x 1024 x 1024 ... (see RUNTIME_PACK_MIN_BYTES).
  */
 #include <string.h>
 
@@ -34,6 +39,7 @@ typedef struct packed_b {
 typedef struct pack_state {
     smelt_ctx *ctx;
     gr_graph *g;
+    bool at_run_time; /* pack_runtime_b: B computed at run time */
     packed_b *done;
     int n_done, cap;
 } pack_state;
@@ -88,15 +94,33 @@ static gr_node *new_node(pack_state *s, const gr_node *from, const char *suffix,
     return pu_node_new(s->ctx, s->g, name, kind, in, n_in, 1);
 }
 
+/* B (2-D, computed at run time, N a multiple of nb) as [N / nb, K, nb]
+ * panels by a Reshape and a Transpose. */
+static gr_value *pack_at_run_time(pack_state *s, const gr_node *n, gr_value *b, int64_t nb)
+{
+    int64_t k = b->dims[0], cols = b->dims[1];
+    const int64_t split[3] = {k, cols / nb, nb}, three = 3, perm[3] = {1, 0, 2};
+    gr_value *shape = pu_const_i64(s->ctx, s->g, "panels_shape", 1, &three, split);
+    gr_value *in[2] = {b, shape};
+    gr_node *r = shape ? new_node(s, n, "/panels_split", OP_RESHAPE, in, 2) : NULL;
+    if (!r || pu_node_import(s->ctx, s->g, r) || pu_infer_output(s->ctx, r, "pack_weights"))
+        return NULL;
+    gr_node *t = new_node(s, n, "/panels", OP_TRANSPOSE, r->outputs, 1);
+    if (!t || pu_attr_ints(s->ctx, s->g, t, "perm", perm, 3) || pu_node_import(s->ctx, s->g, t) ||
+        pu_infer_output(s->ctx, t, "pack_weights"))
+        return NULL;
+    return t->outputs[0];
+}
+
 /* MatMulPacked(a, packed B) taking over y (and Add(., c) after it when c). */
-static smelt_status replace_product(pack_state *s, gr_node *n, gr_value *a, const gr_value *b,
+static smelt_status replace_product(pack_state *s, gr_node *n, gr_value *a, gr_value *b,
                                     bool trans, gr_value *c)
 {
     gr_value *y = n->outputs[0];
     int64_t k = a->dims[a->rank - 1], m = a->dims[a->rank - 2], cols = y->dims[y->rank - 1];
     int64_t nb = sch_matmul_panel_width(m, cols, k, &s->g->hw);
-    if (nb <= 0) return SMELT_OK;
-    gr_value *in[2] = {a, packed_of(s, b, trans, nb)};
+    if (nb <= 0 || (!b->constant && cols % nb)) return SMELT_OK;
+    gr_value *in[2] = {a, b->constant ? packed_of(s, b, trans, nb) : pack_at_run_time(s, n, b, nb)};
     if (!in[1]) return smelt_ctx_status(s->ctx);
     gr_node *p = new_node(s, n, "/packed", OP_MATMUL_PACKED, in, 2);
     if (!p) return smelt_ctx_status(s->ctx);
@@ -126,12 +150,25 @@ static bool static_f32(const gr_value *v, int min_rank, int max_rank)
 
 static bool const_f32_2d(const gr_value *v) { return static_f32(v, 2, 2) && v->constant; }
 
+/* Packing a B computed at run time costs a pass over it; tiles streaming
+ * unpacked rows (N floats apart: a new page per k) cost more once B is
+ * larger than L2 and A has rows enough to reuse the panels. */
+#define RUNTIME_PACK_MIN_BYTES (1 << 19)
+#define RUNTIME_PACK_MIN_ROWS 64
+
+static bool runtime_pack_pays(const gr_value *a, const gr_value *b)
+{
+    if (!static_f32(b, 2, 2) || b->constant) return false;
+    int64_t rows = gr_value_numel(a) / a->dims[a->rank - 1];
+    return rows >= RUNTIME_PACK_MIN_ROWS && gr_value_numel(b) * 4 >= RUNTIME_PACK_MIN_BYTES;
+}
+
 static smelt_status try_matmul(pack_state *s, gr_node *n)
 {
     gr_value *a = n->inputs[0], *b = n->inputs[1], *y = n->outputs[0];
-    if (!static_f32(a, 2, SMELT_MAX_RANK) || a->constant || !const_f32_2d(b) || !y ||
-        !static_f32(y, 2, SMELT_MAX_RANK))
+    if (!static_f32(a, 2, SMELT_MAX_RANK) || a->constant || !y || !static_f32(y, 2, SMELT_MAX_RANK))
         return SMELT_OK;
+    if (!(s->at_run_time ? runtime_pack_pays(a, b) : const_f32_2d(b))) return SMELT_OK;
     return replace_product(s, n, a, b, false, NULL);
 }
 
@@ -148,11 +185,11 @@ static smelt_status try_gemm(pack_state *s, gr_node *n)
     return replace_product(s, n, a, b, at->trans_b, c);
 }
 
-smelt_status pass_pack_weights(smelt_ctx *ctx, gr_graph *g)
+static smelt_status pack_products(smelt_ctx *ctx, gr_graph *g, bool at_run_time)
 {
     if (g->hw.lanes < 2) return SMELT_OK; /* the plain schedule does not tile by panels */
-    pack_state s = {ctx, g, NULL, 0, 0};
-    int n0 = g->nodes.len;
+    pack_state s = {ctx, g, at_run_time, NULL, 0, 0};
+    int n0 = g->nodes.len, changed = 0;
     gr_node **nodes = smelt_calloc((size_t)n0 + 1, sizeof *nodes);
     if (!nodes) return oom(&s);
     if (n0) memcpy(nodes, g->nodes.items, sizeof *nodes * (size_t)n0);
@@ -160,11 +197,17 @@ smelt_status pass_pack_weights(smelt_ctx *ctx, gr_graph *g)
     for (int i = 0; st == SMELT_OK && i < n0; i++) {
         gr_node *n = nodes[i];
         if (n->n_outputs != 1) continue;
+        int before = g->nodes.len;
         if (n->op == OP_MATMUL) st = try_matmul(&s, n);
-        else if (n->op == OP_GEMM) st = try_gemm(&s, n);
+        else if (n->op == OP_GEMM && !at_run_time) st = try_gemm(&s, n);
+        changed += g->nodes.len != before;
     }
     smelt_free(nodes);
     smelt_free(s.done);
     SMELT_TRY(st);
-    return s.n_done ? pu_finish(ctx, g) : SMELT_OK;
+    return changed ? pu_finish(ctx, g) : SMELT_OK;
 }
+
+smelt_status pass_pack_weights(smelt_ctx *ctx, gr_graph *g) { return pack_products(ctx, g, false); }
+
+smelt_status pass_pack_runtime_b(smelt_ctx *ctx, gr_graph *g) { return pack_products(ctx, g, true); }

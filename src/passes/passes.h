@@ -59,6 +59,9 @@ smelt_status pass_alter_layout(smelt_ctx *ctx, gr_graph *g);
  * column panels as wide as the default schedule's register tile (see
  * pack_weights.c). */
 smelt_status pass_pack_weights(smelt_ctx *ctx, gr_graph *g);
+/* A large float32 MatMul B computed at run time packed into the same panels
+ * by a Reshape and a Transpose before MatMulPacked (pack_weights.c). */
+smelt_status pass_pack_runtime_b(smelt_ctx *ctx, gr_graph *g);
 
 /* Group nodes TVM-style (injective chains, conv/matmul epilogues,
  * producers into reductions); each group lowers to one function. */

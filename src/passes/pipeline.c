@@ -29,6 +29,7 @@ static const pass_row pass_table[] = {
     {"fold_batchnorm", pass_fold_batchnorm, 2, "BatchNorm, per-channel Mul/Add into Conv"},
     {"alter_layout", pass_alter_layout, 2, "conv chains in the blocked layout NCHW[x]c"},
     {"pack_weights", pass_pack_weights, 2, "constant MatMul/Gemm weights in column panels"},
+    {"pack_runtime_b", pass_pack_runtime_b, 2, "large MatMul B computed at run time in column panels"},
     {"fuse_ops", pass_fuse_ops, 2, "operator fusion"},
     /* memory planning runs in lowering (passes/plan_memory.c, called from
      * lower/program.c): only there are the materialised values and the call

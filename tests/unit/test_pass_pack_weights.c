@@ -1,4 +1,5 @@
-/* pack_weights: MatMul/Gemm with constant B -> MatMulPacked.  Each case
+/* pack_weights: MatMul/Gemm with constant B -> MatMulPacked; pack_runtime_b:
+ * a large B computed at run time -> Reshape, Transpose, MatMulPacked.  Each case
  * checks the rewritten node sequence and that the reference executor gives
  * the unoptimised graph's outputs (tg_check), plus the packed layout. */
 #include "ops/linalg.h"
@@ -85,6 +86,38 @@ static void activations(gr_graph *g) /* B is not a constant */
 {
     int64_t d[2] = {24, 40};
     tg_output(g, matmul(g, "mm", x_input(g, 2, 9, 24), tg_input(g, "b", 2, d)));
+}
+
+/* B computed at run time, large enough (768 KB) and with rows enough: packed
+ * by a Reshape and a Transpose (pack_runtime_b) */
+static void activations_large(gr_graph *g)
+{
+    int64_t d[2] = {128, 1536};
+    tg_output(g, matmul(g, "mm", x_input(g, 2, 96, 128), tg_input(g, "b", 2, d)));
+}
+
+static void activations_ragged(gr_graph *g) /* N = 1000: no whole panels, stays */
+{
+    int64_t d[2] = {256, 1000};
+    tg_output(g, matmul(g, "mm", x_input(g, 2, 96, 256), tg_input(g, "b", 2, d)));
+}
+
+static void activations_few_rows(gr_graph *g) /* 9 rows do not pay for the packing */
+{
+    int64_t d[2] = {128, 1536};
+    tg_output(g, matmul(g, "mm", x_input(g, 2, 9, 128), tg_input(g, "b", 2, d)));
+}
+
+static smelt_status pack_runtime16(smelt_ctx *ctx, gr_graph *g)
+{
+    g->hw = *test_hw(16);
+    return pass_pack_runtime_b(ctx, g);
+}
+
+static smelt_status pack_runtime8(smelt_ctx *ctx, gr_graph *g)
+{
+    g->hw = *test_hw(8);
+    return pass_pack_runtime_b(ctx, g);
 }
 
 static void shared(gr_graph *g) /* two products of one weight */
@@ -195,6 +228,14 @@ int main(void)
     tg_check("Gemm with alpha stays", gemm_scaled, pack16, "Gemm");
     tg_check("Gemm with transA stays", gemm_trans_a, pack16, "Gemm");
     tg_check("activations stay", activations, pack16, "MatMul");
+    tg_check("small activations stay at run time", activations, pack_runtime16, "MatMul");
+    tg_check("large run-time B packed", activations_large, pack_runtime16,
+             "Reshape,Transpose,MatMulPacked");
+    tg_check("large run-time B packed, 8 lanes", activations_large, pack_runtime8,
+             "Reshape,Transpose,MatMulPacked");
+    tg_check("constant weights are pack_weights'", linear, pack_runtime16, "MatMul,Add,Relu");
+    tg_check("ragged run-time B stays", activations_ragged, pack_runtime16, "MatMul");
+    tg_check("few rows stay", activations_few_rows, pack_runtime16, "MatMul");
     tg_check("shared weights", shared, pack16, "MatMulPacked,MatMulPacked");
     tg_check("narrow N stays", narrow, pack16, "MatMul");
     tg_check("1-D A stays", row_vector, pack16, "MatMul");
