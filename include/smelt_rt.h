@@ -105,6 +105,10 @@ typedef struct smelt_rt_io_info {
                           follows, 0: a static dim */
     signed char rt_add[8]; /* dim d is that run-time dim's value plus rt_add[d]
                               (a key/value cache's present = past + 1) */
+    int dense; /* with run-time dims: 1 when run() takes the buffer at the run's
+                  dims (generated code reads its strides from the dims and stays
+                  inside them), 0 when laid out at the maxima (the runtime copies
+                  it through such a buffer) */
 } smelt_rt_io_info;
 
 /* Dim d of io in a run whose run-time dims have the values vals (NULL: at

@@ -344,7 +344,7 @@ static int plan_stages(smelt_rt_model *m)
                                                           : &info->outputs[i - info->num_inputs];
         size_t bytes = 0;
         m->stage[i] = SIZE_MAX;
-        if (!has_rt(io)) continue;
+        if (!has_rt(io) || io->dense) continue; /* dense: run() takes the caller's buffer */
         io_bytes_checked(io, &bytes);
         m->slot_bytes = (m->slot_bytes + 63) / 64 * 64;
         if (bytes > SIZE_MAX / 4 - m->slot_bytes) return 0;

@@ -327,7 +327,8 @@ target_compile_definitions(test_rt_dims PRIVATE
   SMELT_SEQ_TWICE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_twice.onnx"
   SMELT_SEQ_POSMEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_posmean.onnx"
   SMELT_KV_CACHE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/kv_cache.onnx"
-  SMELT_SEQ_SHIFT_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_shift.onnx")
+  SMELT_SEQ_SHIFT_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_shift.onnx"
+  SMELT_BATCH_SEQ_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/batch_seq.onnx")
 target_compile_definitions(test_specialize PRIVATE
   SMELT_SEQ_BLOCK_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_block.onnx"
   SMELT_RESIZE_SCALES_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/resize_scales.onnx")
@@ -522,6 +523,12 @@ add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_comp
 # run-time dims: the range's second imports and comparison, te marking, nests, module info
 add_test(NAME unit/test_alloc_fail_compile_rt_dims
   COMMAND test_alloc_fail_compile ${CMAKE_SOURCE_DIR}/tests/models/small/dynamic_batch.onnx avx2 batch 1 8)
+# inputs and outputs laid out at the run's dims: the accesses' proof (kv_cache), and
+# the compile tried again with a value staged when a product's tiles round its rows up
+add_test(NAME unit/test_alloc_fail_compile_dense_kv
+  COMMAND test_alloc_fail_compile ${CMAKE_SOURCE_DIR}/tests/models/small/kv_cache.onnx avx2 past 1 40)
+add_test(NAME unit/test_alloc_fail_compile_dense_retry
+  COMMAND test_alloc_fail_compile ${CMAKE_SOURCE_DIR}/tests/models/small/batch_seq.onnx avx2 seq 1 40)
 # float16 products widened to float32 (passes/widen_half.c: casts, converted weights)
 add_test(NAME unit/test_alloc_fail_compile_half
   COMMAND test_alloc_fail_compile ${CMAKE_SOURCE_DIR}/tests/models/small/half_conv.onnx avx2)

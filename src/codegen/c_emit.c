@@ -1471,7 +1471,7 @@ static void emit_io_list(cg_emitter *e, const char *name, const ir_io_desc *list
         smelt_strbuf_append(out, d->rank ? "}, {" : "}, {0");
         for (int k = 0; k < d->rank; k++)
             smelt_strbuf_printf(out, "%s%d", k ? ", " : "", d->rt_add[k]);
-        smelt_strbuf_append(out, "}},\n");
+        smelt_strbuf_printf(out, "}, %d},\n", d->dense ? 1 : 0);
     }
     smelt_strbuf_append(out, "};\n\n");
 }

@@ -119,6 +119,7 @@ static smelt_status lower_body(prog_builder *pb, const gr_node *n, const gr_grap
     smelt_ptrvec none = {0};
     prog_builder sub = *pb;
     sub.g = body;
+    sub.dense = NULL; /* the body's values are its own */
     sub.opts = &opts;
     sub.inputs = sub.outputs = &none;
     sub.slots = smelt_calloc((size_t)body->values.len + 1, sizeof *sub.slots);

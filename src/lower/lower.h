@@ -23,5 +23,10 @@ smelt_status lower_params(smelt_ctx *ctx, const sch_state *st, ir_builder *b, in
 /* The whole pipeline into *out (allocated in b's arena). */
 smelt_status lower_func(smelt_ctx *ctx, const sch_state *st, ir_builder *b, const char *name,
                         ir_func **out);
+/* The same; when an access to a buffer laid out at the run's dims is not
+ * proved inside them (lower/dense_check.h), fails UNSUPPORTED with that
+ * buffer in *dense_refused. */
+smelt_status lower_func_dense(smelt_ctx *ctx, const sch_state *st, ir_builder *b, const char *name,
+                              ir_func **out, const ir_buffer **dense_refused);
 
 #endif

@@ -185,6 +185,50 @@ static void note_lifetimes(prog_builder *pb, const ir_slot *args, const gr_value
 
 /* Lower te graph `te` (outputs bound to out_vals, placeholders to in_vals)
  * and append the call. */
+static bool value_dense(const gr_value *v, void *user)
+{
+    const prog_builder *pb = user;
+    return pb->dense && pb->dense[v->id];
+}
+
+static te_rt rt_of(prog_builder *pb)
+{
+    return (te_rt){pb->n_rt, pb->rt, pb->dense ? value_dense : NULL, pb};
+}
+
+/* The group's outputs that are laid out at the run's dims, marked so; an
+ * extern stage's output keeps the layout its kernel was built for (its
+ * strides are fixed when the stage is built): that value is staged. */
+static smelt_status mark_dense_outputs(prog_builder *pb, te_graph *te, const gr_value *const *out_vals,
+                                       int n_out)
+{
+    for (int i = 0; pb->dense && i < n_out && i < te->outputs.len; i++) {
+        if (!pb->dense[out_vals[i]->id]) continue;
+        te_tensor *t = te->outputs.items[i];
+        if (t->kind == TE_EXTERN) {
+            pb->dense[out_vals[i]->id] = false;
+            pb->retry_dense = true;
+            return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED, "'%s' is written by a kernel laid "
+                              "out at the maxima", out_vals[i]->name);
+        }
+        te_mark_dense(te, t);
+    }
+    return SMELT_OK;
+}
+
+/* A function whose accesses to a dense value were not proved: its dense
+ * values are staged from now on (lower_graph starts again). */
+static smelt_status drop_dense(prog_builder *pb, const gr_value *const *in_vals, int n_in,
+                               const gr_value *const *out_vals, int n_out)
+{
+    for (int i = 0; i < n_in + n_out; i++) {
+        const gr_value *v = i < n_in ? in_vals[i] : out_vals[i - n_in];
+        if (pb->dense[v->id]) pb->retry_dense = true;
+        pb->dense[v->id] = false;
+    }
+    return SMELT_ERR_UNSUPPORTED;
+}
+
 static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *const *in_vals,
                               int n_in, const gr_value *const *out_vals, int n_out,
                               const ir_slot *forced_out, bool elementwise, const char *op_type,
@@ -195,6 +239,7 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
         return prog_oom(pb);
     }
     SMELT_TRY(te_set_rt_dims(te, pb->n_rt, pb->rt));
+    SMELT_TRY(mark_dense_outputs(pb, te, out_vals, n_out));
     if (pb->opts->on_unit) pb->opts->on_unit(pb->opts->on_unit_user, pb->unit, te);
     sch_schedule sched;
     sch_schedule_init(&sched);
@@ -224,7 +269,9 @@ static smelt_status add_group(prog_builder *pb, te_graph *te, const gr_value *co
     ir_func *f = NULL;
     const char *name = s == SMELT_OK ? func_name(pb, op_type) : NULL;
     if (s == SMELT_OK && !name) s = prog_oom(pb);
-    if (s == SMELT_OK) s = lower_func(pb->ctx, st, &pb->lp->b, name, &f);
+    const ir_buffer *refused = NULL;
+    if (s == SMELT_OK) s = lower_func_dense(pb->ctx, st, &pb->lp->b, name, &f, &refused);
+    if (s != SMELT_OK && refused && pb->dense) return drop_dense(pb, in_vals, n_in, out_vals, n_out);
     if (s != SMELT_OK) return s;
     if (!(f->comment = smelt_arena_strdup(&pb->lp->arena, comment))) return prog_oom(pb);
     /* parameters: the placeholders in stage order (the graph's values, and
@@ -289,7 +336,8 @@ static smelt_status lower_node(prog_builder *pb, const gr_node *n)
     SMELT_TRY(te_check_node_arity(pb->ctx, n));
     SMELT_TRY(node_types(pb, n, in, inp, out));
     te_graph *te;
-    SMELT_TRY(te_from_node_rt(pb->ctx, n, inp, out, pb->n_rt, pb->rt, &te));
+    te_rt rt = rt_of(pb);
+    SMELT_TRY(te_from_node_rt(pb->ctx, n, inp, out, &rt, &te));
     const gr_value *in_vals[TE_NODE_MAX_INPUTS], *out_vals[TE_NODE_MAX_OUTPUTS];
     int n_in = 0, n_out = 0;
     for (int i = 0; i < n->n_inputs; i++)
@@ -324,6 +372,11 @@ static smelt_status copy_output(prog_builder *pb, int out_index, const gr_value 
     }
     if (src->constant) x->buf->kind = IR_BUF_CONST;
     y->buf->kind = IR_BUF_OUTPUT;
+    if (pb->n_rt && te_rt_begin(te, pb->n_rt, pb->rt) != SMELT_OK) {
+        te_graph_free(te);
+        return smelt_ctx_status(pb->ctx);
+    }
+    if (value_dense(src, pb)) te_mark_dense(te, x);
     /* the destination is bound explicitly: dst may be the very value src */
     const gr_value *ins[1] = {src};
     ir_slot dst_slot = {IR_SLOT_OUTPUT, out_index, 0};
@@ -378,6 +431,7 @@ static smelt_status describe_io(prog_builder *pb)
                 d[i].rt[r] = (signed char)(gr_value_rt_dim_add(pb->g, v, r, &add) + 1);
                 d[i].rt_add[r] = (signed char)add;
             }
+            d[i].dense = value_dense(v, pb);
         }
     }
     return SMELT_OK;
@@ -442,8 +496,8 @@ static smelt_status lower_unit(prog_builder *pb, int start, int end)
     te_group_io *io = smelt_calloc(1, sizeof *io);
     if (!io) return prog_oom(pb);
     te_graph *te;
-    smelt_status s = te_from_group_rt(pb->ctx, nodes, end - start, value_escapes, pb, pb->n_rt,
-                                      pb->rt, &te, io);
+    te_rt rt = rt_of(pb);
+    smelt_status s = te_from_group_rt(pb->ctx, nodes, end - start, value_escapes, pb, &rt, &te, io);
     /* the function is named after the first node (the anchor of an epilogue group) */
     const gr_node *last = nodes[end - start - 1];
     char comment[256];
@@ -593,15 +647,50 @@ static smelt_status build_program(prog_builder *pb)
     return SMELT_OK;
 }
 
-smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
-                         lowered_program **out)
+/* Whether a model input or output is laid out at the run's dims: it has a
+ * run-time dim with a dim of more than one element before it (a key/value
+ * cache [1, heads, past, d]: the layout at the maxima puts every head's rows
+ * elsewhere, so it would be copied in and out each run), and only nodes of
+ * the root graph read or write it (a subgraph's own values are laid out at
+ * the maxima). */
+static bool dense_candidate(const gr_graph *g, const gr_value *v)
+{
+    bool wide = false, differs = false;
+    for (int d = 0; d < v->rank; d++) {
+        if (gr_value_rt_dim(g, v, d) >= 0) differs = differs || wide;
+        wide = wide || v->dims[d] > 1;
+    }
+    if (!differs || v->constant) return false;
+    if (v->producer && (op_get(v->producer->op)->def->flags & OP_FLAG_SUBGRAPHS)) return false;
+    for (int i = 0; i < g->nodes.len; i++) {
+        const gr_node *n = g->nodes.items[i];
+        if (!(op_get(n->op)->def->flags & OP_FLAG_SUBGRAPHS)) continue;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] == v) return false;
+    }
+    return true;
+}
+
+static void choose_dense(const gr_graph *g, bool *dense)
+{
+    for (int k = 0; k < 2; k++) {
+        const smelt_ptrvec *list = k ? &g->outputs : &g->inputs;
+        for (int i = 0; i < list->len; i++) {
+            const gr_value *v = list->items[i];
+            dense[v->id] = dense_candidate(g, v);
+        }
+    }
+}
+
+static smelt_status lower_once(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
+                               bool *dense, lowered_program **out, bool *retry)
 {
     *out = NULL;
     lowered_program *lp = smelt_calloc(1, sizeof *lp);
     if (!lp) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     smelt_arena_init(&lp->arena);
     ir_builder_init(&lp->b, &lp->arena);
-    prog_builder pb = {.ctx = ctx, .g = g, .opts = opts, .lp = lp};
+    prog_builder pb = {.ctx = ctx, .g = g, .opts = opts, .lp = lp, .dense = dense};
     pb.inputs = opts->single_unit ? &pb.unit_in : &g->inputs;
     pb.outputs = opts->single_unit ? &pb.unit_out : &g->outputs;
     pb.slots = smelt_calloc((size_t)g->values.len + 1, sizeof *pb.slots);
@@ -617,12 +706,34 @@ smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options 
     smelt_ptrvec_fini(&pb.weight_consts);
     smelt_ptrvec_fini(&pb.unit_in);
     smelt_ptrvec_fini(&pb.unit_out);
+    *retry = s != SMELT_OK && pb.retry_dense;
     if (s != SMELT_OK) {
         lowered_program_free(lp);
         return s;
     }
     *out = lp;
     return SMELT_OK;
+}
+
+smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
+                         lowered_program **out)
+{
+    bool *dense = NULL;
+    if (!opts->single_unit && gr_graph_root(g)->n_rt_dims && g == gr_graph_root(g)) {
+        if (!(dense = smelt_calloc((size_t)g->values.len + 1, sizeof *dense)))
+            return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        choose_dense(g, dense);
+    }
+    bool retry = false;
+    smelt_status s = SMELT_OK;
+    /* each retry stages one more value: at most one per model input and output */
+    for (int tries = 0; tries <= g->inputs.len + g->outputs.len + 1; tries++) {
+        s = lower_once(ctx, g, opts, dense, out, &retry);
+        if (!retry) break;
+        smelt_ctx_clear(ctx);
+    }
+    smelt_free(dense);
+    return s;
 }
 
 void lowered_program_free(lowered_program *lp)

@@ -34,6 +34,12 @@ typedef struct prog_builder {
     int n_rt;
     te_rt_dim rt[IR_MAX_RT_DIMS];
     ir_slot rt_slot;
+    /* per value id: a model input or output laid out at the run's dims (not
+     * staged through a buffer at the maxima), or NULL (none: subgraphs,
+     * single units); retry_dense: a function could not prove its accesses
+     * to one, which is dropped from the set, and lowering starts again */
+    bool *dense;
+    bool retry_dense;
 } prog_builder;
 
 smelt_status prog_oom(prog_builder *pb);

@@ -18,6 +18,8 @@ typedef struct lt {
 
 static smelt_status lt_err(lt *t, const char *why)
 {
+    /* an analysis that ran out of memory building expressions is no verdict */
+    if (t->b->failed) return smelt_errf(t->ctx, SMELT_ERR_NOMEM, "out of memory");
     return smelt_errf(t->ctx, SMELT_ERR_ARG, "tensorize '%s' with %s: %s", t->rq->stage,
                       t->rq->kernel, why);
 }

@@ -300,10 +300,42 @@ typedef struct fa_build {
     bool rt; /* a length is a run-time dim */
 } fa_build;
 
-static ir_expr *offset(ir_builder *b, const int64_t *st, ir_expr *bi, ir_expr *hi, ir_expr *si)
+static ir_expr *offset(ir_builder *b, ir_expr *const *st, ir_expr *bi, ir_expr *hi, ir_expr *si)
 {
-    return ir_add(b, ir_add(b, ir_mul(b, bi, ir_int(b, st[0])), ir_mul(b, hi, ir_int(b, st[1]))),
-                  ir_mul(b, si, ir_int(b, st[2])));
+    return ir_add(b, ir_add(b, ir_mul(b, bi, st[0]), ir_mul(b, hi, st[1])), ir_mul(b, si, st[2]));
+}
+
+/* Strides of operand i (q, k, v, out) in [B, H, S, D] order as the kernel
+ * takes them: the static ones, or, for a buffer laid out at the run's dims
+ * (a key/value cache the caller passes at its own length), products of its
+ * run-time extents. */
+static void stride_exprs(ir_builder *b, const fa_attrs *a, int i, const ir_buffer *buf,
+                         const int64_t *st_static, ir_expr *st[4])
+{
+    for (int k = 0; k < 4; k++) st[k] = ir_int(b, st_static[k]);
+    if (!ir_buffer_is_dense_rt(buf)) return;
+    ir_expr *e[4];
+    for (int d = 0; d < buf->rank && d < 4; d++) e[d] = ir_buffer_extent(b, buf, d);
+    if (a->layout[i] == LAYOUT_BSHD) { /* [B, S, H*D]: a head's columns are static */
+        st[0] = ir_mul(b, e[1], e[2]), st[2] = e[2];
+        return;
+    }
+    ir_expr *inner = ir_mul(b, e[2], e[3]);
+    st[0] = ir_mul(b, e[1], inner), st[1] = inner;
+    if (a->layout[i] == LAYOUT_BHDS) st[3] = e[3]; /* [B, H, D, S] */
+    else st[2] = e[3];
+}
+
+/* The mask's strides broadcast to [B, H, Sq, Skv] (0 along its dims of 1). */
+static void mask_stride_exprs(ir_builder *b, const ir_buffer *m, const int64_t *mst_static, ir_expr *mst[4])
+{
+    for (int k = 0; k < 4; k++) mst[k] = ir_int(b, mst_static[k]);
+    if (!m || !ir_buffer_is_dense_rt(m)) return;
+    ir_expr *s = ir_int(b, 1);
+    for (int k = m->rank - 1; k >= 0; k--) {
+        if (m->shape[k] != 1) mst[4 - m->rank + k] = s;
+        s = ir_mul(b, s, ir_buffer_extent(b, m, k));
+    }
 }
 
 /* A length the kernel takes: a run-time dim's variable (te_rt_extent), else
@@ -341,25 +373,28 @@ static ir_stmt *build_attention(te_graph *g, ir_buffer *out, void *user)
     ir_expr *q0 = ir_mul(b, ir_binary(b, IR_MOD, tv, qblocks), ir_int(b, qb));
     ir_expr *rows = ir_binary(b, IR_MIN, ir_int(b, qb), ir_sub(b, q_len, q0));
     ir_expr *zero = ir_int(b, 0);
-    const int64_t *mst = fb->mst;
+    ir_expr *st[4][4], *mst[4];
+    const ir_buffer *bufs[4] = {fb->q->buf, fb->k->buf, fb->v->buf, out};
+    for (int i = 0; i < 4; i++) stride_exprs(b, fb->a, i, bufs[i], d->st[i], st[i]);
+    mask_stride_exprs(b, fb->m ? fb->m->buf : NULL, fb->mst, mst);
     ir_call_arg args[23] = {
-        {out, offset(b, d->st[3], bi, hi, q0)},
-        {fb->q->buf, offset(b, d->st[0], bi, hi, q0)},
-        {fb->k->buf, offset(b, d->st[1], bi, hi, zero)},
-        {fb->v->buf, offset(b, d->st[2], bi, hi, zero)},
+        {out, offset(b, st[3], bi, hi, q0)},
+        {fb->q->buf, offset(b, st[0], bi, hi, q0)},
+        {fb->k->buf, offset(b, st[1], bi, hi, zero)},
+        {fb->v->buf, offset(b, st[2], bi, hi, zero)},
         {fb->m ? fb->m->buf : fb->q->buf, fb->m ? offset(b, mst, bi, hi, q0) : zero},
         {NULL, rows},
         {NULL, q0},
         {NULL, kv_len},
         {NULL, ir_int(b, d->head)},
         {NULL, ir_int(b, d->v_head)},
-        {NULL, ir_int(b, d->st[0][2])},
-        {NULL, ir_int(b, d->st[1][2])},
-        {NULL, ir_int(b, d->st[1][3])},
-        {NULL, ir_int(b, d->st[2][2])},
-        {NULL, ir_int(b, d->st[3][2])},
-        {NULL, ir_int(b, mst[2])},
-        {NULL, ir_int(b, mst[3])},
+        {NULL, st[0][2]},
+        {NULL, st[1][2]},
+        {NULL, st[1][3]},
+        {NULL, st[2][2]},
+        {NULL, st[3][2]},
+        {NULL, mst[2]},
+        {NULL, mst[3]},
         {NULL, ir_int(b, fb->a->mask_mode)},
         {NULL, ir_const_float(b, SMELT_DT_FLOAT32, fb->a->fill)},
         {NULL, ir_const_float(b, SMELT_DT_FLOAT32, fb->a->scale)},

@@ -1215,23 +1215,26 @@ static ir_expr *axis_extent(te_graph *g, const te_tensor *t, int axis)
     return e ? e : ir_int(&g->b, t->buf->shape[axis]);
 }
 
-/* in[k] at the output index shifted back by `start` along the axis; with
- * clamp, the index kept inside the input's buffer (the rows past a run's
- * length are padding the last input would otherwise read past its end). */
+/* in[k] at the output index shifted back by `start` along the axis, kept
+ * at most `last` when given: the rows past a run's length are padding the
+ * last input would read past its end, and an input laid out at the run's
+ * dims (a model input, lower/program.c) has no rows past its run length at
+ * all, so even a branch the select does not take must index inside it. */
 static ir_expr *read_shifted(te_graph *g, const te_tensor *t, ir_expr *const *idx, int axis,
-                             ir_expr *start, bool clamp)
+                             ir_expr *start, ir_expr *last)
 {
     ir_expr *xi[SMELT_MAX_RANK] = {0};
     for (int d = 0; d < t->buf->rank; d++) xi[d] = idx[d];
     xi[axis] = ir_sub(&g->b, idx[axis], start);
-    if (clamp) xi[axis] = ir_binary(&g->b, IR_MIN, xi[axis], ir_int(&g->b, t->buf->shape[axis] - 1));
+    if (last) xi[axis] = ir_binary(&g->b, IR_MIN, xi[axis], last);
     return te_read(g, t, xi);
 }
 
 /* select(i < end0, in0[i], select(i < end1, in1[i - end0], ...)) along the
  * axis; empty inputs drop out.  An input whose extent follows a run-time
  * dim moves the later inputs' start at run time (a key/value cache's
- * Concat(past, new)). */
+ * Concat(past, new)); each input's index then stays below its run-time
+ * extent, and the last one's below its own. */
 static ir_expr *concat_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const concat_map *m = user;
@@ -1244,11 +1247,15 @@ static ir_expr *concat_body(te_graph *g, ir_expr *const *idx, void *user)
         end = ir_add(&g->b, end, axis_extent(g, m->in[k], m->axis));
         if (m->in[k]->buf->shape[m->axis] > 0) last = k;
     }
-    ir_expr *e = read_shifted(g, m->in[last], idx, m->axis, start[last], rt);
+    ir_expr *one = ir_int(&g->b, 1);
+    ir_expr *e = read_shifted(g, m->in[last], idx, m->axis, start[last],
+                              rt ? ir_sub(&g->b, axis_extent(g, m->in[last], m->axis), one) : NULL);
     for (int k = last - 1; k >= 0; k--) {
         if (m->in[k]->buf->shape[m->axis] == 0) continue;
         ir_expr *in_k = ir_binary(&g->b, IR_LT, idx[m->axis], start[k + 1]);
-        e = ir_select(&g->b, in_k, read_shifted(g, m->in[k], idx, m->axis, start[k], false), e);
+        ir_expr *ext = te_rt_extent(g, m->in[k]->buf->shape[m->axis]);
+        ir_expr *keep = ext ? ir_sub(&g->b, ext, one) : NULL;
+        e = ir_select(&g->b, in_k, read_shifted(g, m->in[k], idx, m->axis, start[k], keep), e);
     }
     return e;
 }

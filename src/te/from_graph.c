@@ -27,12 +27,11 @@ smelt_status te_check_node_arity(smelt_ctx *ctx, const gr_node *node)
 smelt_status te_from_node(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                           const smelt_tensor *out_types, te_graph **out)
 {
-    return te_from_node_rt(ctx, node, in, out_types, 0, NULL, out);
+    return te_from_node_rt(ctx, node, in, out_types, NULL, out);
 }
 
 smelt_status te_from_node_rt(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
-                             const smelt_tensor *out_types, int n_rt, const te_rt_dim *rt,
-                             te_graph **out)
+                             const smelt_tensor *out_types, const te_rt *rt, te_graph **out)
 {
     *out = NULL;
     const op_def *def = op_get(node->op)->def;
@@ -41,7 +40,7 @@ smelt_status te_from_node_rt(smelt_ctx *ctx, const gr_node *node, const smelt_te
     SMELT_TRY(te_check_node_arity(ctx, node));
     te_graph *g = te_graph_new(ctx);
     if (!g) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (te_rt_begin(g, n_rt, rt) != SMELT_OK) {
+    if (rt && te_rt_begin(g, rt->n, rt->dims) != SMELT_OK) {
         te_graph_free(g);
         return smelt_ctx_status(ctx);
     }
@@ -59,6 +58,8 @@ smelt_status te_from_node_rt(smelt_ctx *ctx, const gr_node *node, const smelt_te
         else if (in[i]->data) {
             tin[i]->buf->kind = IR_BUF_CONST;
             consts[i] = in[i];
+        } else if (rt && rt->dense && rt->dense(node->inputs[i], rt->user)) {
+            te_mark_dense(g, tin[i]);
         }
     }
     for (int i = 0; s == SMELT_OK && i < node->n_outputs; i++)
@@ -102,6 +103,7 @@ typedef struct group_builder {
     smelt_ptrvec vals, tens; /* gr_value* -> te_tensor* produced or placed so far */
     smelt_tensor *types;     /* per input placeholder: its type (data of constants) */
     int cap_in;
+    const te_rt *rt;         /* run-time dims and dense values, or NULL */
 } group_builder;
 
 static te_tensor *lookup(const group_builder *gb, const gr_value *v)
@@ -139,6 +141,7 @@ static smelt_status input_tensor(group_builder *gb, const gr_node *node, const g
     t = te_placeholder(gb->te, name, info.dtype, info.rank, info.dims);
     if (!t || !remember(gb, v, t)) return smelt_ctx_status(gb->ctx) ? smelt_ctx_status(gb->ctx) : SMELT_ERR_NOMEM;
     if (info.data) t->buf->kind = IR_BUF_CONST;
+    else if (gb->rt && gb->rt->dense && gb->rt->dense(v, gb->rt->user)) te_mark_dense(gb->te, t);
     gb->types[k] = info;
     gb->io->in[gb->io->n_in++] = v;
     *out = t;
@@ -227,19 +230,19 @@ smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, i
                            bool (*escapes)(const struct gr_value *v, void *user), void *user,
                            te_graph **out, te_group_io *io)
 {
-    return te_from_group_rt(ctx, nodes, n, escapes, user, 0, NULL, out, io);
+    return te_from_group_rt(ctx, nodes, n, escapes, user, NULL, out, io);
 }
 
 smelt_status te_from_group_rt(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
                               bool (*escapes)(const struct gr_value *v, void *user), void *user,
-                              int n_rt, const te_rt_dim *rt, te_graph **out, te_group_io *io)
+                              const te_rt *rt, te_graph **out, te_group_io *io)
 {
     *out = NULL;
     io->n_in = io->n_out = 0;
-    group_builder gb = {ctx, te_graph_new(ctx), io, {0}, {0}, NULL, TE_GROUP_MAX_IO};
+    group_builder gb = {ctx, te_graph_new(ctx), io, {0}, {0}, NULL, TE_GROUP_MAX_IO, rt};
     gb.types = smelt_calloc(TE_GROUP_MAX_IO, sizeof *gb.types);
     smelt_status s = gb.te && gb.types ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (s == SMELT_OK) s = te_rt_begin(gb.te, n_rt, rt);
+    if (s == SMELT_OK && rt) s = te_rt_begin(gb.te, rt->n, rt->dims);
     for (int k = 0; s == SMELT_OK && k < n; k++) s = add_node(&gb, nodes[k], k);
     if (s == SMELT_OK) s = mark_outputs(&gb, nodes, n, escapes, user);
     smelt_free(gb.types);

@@ -291,6 +291,11 @@ ir_expr *te_rt_extent(te_graph *g, int64_t extent)
     return add ? ir_add(&g->b, v, ir_int(&g->b, add)) : v;
 }
 
+void te_mark_dense(te_graph *g, te_tensor *t)
+{
+    for (int d = 0; t && d < t->buf->rank; d++) t->buf->rt_extent[d] = te_rt_extent(g, t->buf->shape[d]);
+}
+
 void te_extern_set_rt_ok(te_tensor *t)
 {
     if (t && t->ext) ((te_extern *)t->ext)->rt_ok = true; /* the graph's own stage */

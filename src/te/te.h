@@ -90,6 +90,18 @@ typedef struct te_rt_dim {
     int64_t adds[TE_MAX_RT_ADDS];
 } te_rt_dim;
 
+/* What te_from_node_rt/te_from_group_rt take of the run-time dims: the dims,
+ * and which graph values are laid out at the run's dims (dense: each
+ * placeholder of one gets ir_buffer.rt_extent, te_mark_dense); NULL dense:
+ * none. */
+struct gr_value;
+typedef struct te_rt {
+    int n;
+    const te_rt_dim *dims;
+    bool (*dense)(const struct gr_value *v, void *user);
+    void *user;
+} te_rt;
+
 typedef struct te_graph {
     smelt_arena arena;
     ir_builder b;
@@ -169,7 +181,7 @@ smelt_status te_from_node(smelt_ctx *ctx, const struct gr_node *node,
 /* The same with run-time dims known while the computes are built (te_rt_begin). */
 smelt_status te_from_node_rt(smelt_ctx *ctx, const struct gr_node *node,
                              const smelt_tensor *const *in, const smelt_tensor *out_types,
-                             int n_rt, const te_rt_dim *rt, te_graph **out);
+                             const te_rt *rt, te_graph **out);
 
 /* The te graph of a fused group: nodes (in topological order) chained
  * through their compute hooks.  An input produced inside the group reads the
@@ -196,7 +208,7 @@ smelt_status te_from_group(smelt_ctx *ctx, const struct gr_node *const *nodes, i
                            te_graph **out, te_group_io *io);
 smelt_status te_from_group_rt(smelt_ctx *ctx, const struct gr_node *const *nodes, int n,
                               bool (*escapes)(const struct gr_value *v, void *user), void *user,
-                              int n_rt, const te_rt_dim *rt, te_graph **out, te_group_io *io);
+                              const te_rt *rt, te_graph **out, te_group_io *io);
 
 /* Run-time dims: every axis (of a compute, or a reduction at a body's root)
  * whose extent is rt[k].max (+ an add) gets dyn = rt_var[k] (+ that add), and the graph a placeholder
@@ -211,6 +223,9 @@ smelt_status te_set_rt_dims(te_graph *g, int n, const te_rt_dim *rt);
  * te_extern.rt_ok. */
 smelt_status te_rt_begin(te_graph *g, int n, const te_rt_dim *rt);
 ir_expr *te_rt_extent(te_graph *g, int64_t extent);
+/* t's buffer laid out at the run's dims: every dim that follows a run-time
+ * dim gets its run-time extent (ir_buffer.rt_extent). */
+void te_mark_dense(te_graph *g, te_tensor *t);
 void te_extern_set_rt_ok(te_tensor *t);
 
 /* Human-readable listing of the graph's tensors and bodies. */

@@ -15,7 +15,7 @@ ir_expr *tir_flat_index(ir_builder *b, const ir_buffer *buf, int n, ir_expr *con
 {
     if (n == 0) return ir_int(b, 0);
     ir_expr *acc = idx[0];
-    for (int d = 1; d < n; d++) acc = ir_add(b, ir_mul(b, acc, ir_int(b, buf->shape[d])), idx[d]);
+    for (int d = 1; d < n; d++) acc = ir_add(b, ir_mul(b, acc, ir_buffer_extent(b, buf, d)), idx[d]);
     return acc;
 }
 

@@ -73,6 +73,7 @@ typedef struct ir_io_desc {
     int64_t dims[SMELT_MAX_RANK]; /* a run-time dim: its maximum */
     signed char rt[SMELT_MAX_RANK]; /* 1 + the run-time dim (ir_program.rt) a dim is, 0: static */
     signed char rt_add[SMELT_MAX_RANK]; /* that dim's value plus rt_add[d] */
+    bool dense; /* laid out at the run's dims (lower/program.c), not staged */
 } ir_io_desc;
 
 /* A dim the program takes at run time (gr_rt_dim): the runtime writes each

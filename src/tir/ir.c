@@ -64,6 +64,18 @@ ir_expr *ir_const_int(ir_builder *b, smelt_dtype dt, int64_t v)
 
 ir_expr *ir_int(ir_builder *b, int64_t v) { return ir_const_int(b, SMELT_DT_INT64, v); }
 
+ir_expr *ir_buffer_extent(ir_builder *b, const ir_buffer *buf, int d)
+{
+    return buf->rt_extent[d] ? buf->rt_extent[d] : ir_int(b, buf->shape[d]);
+}
+
+bool ir_buffer_is_dense_rt(const ir_buffer *buf)
+{
+    for (int d = 0; d < buf->rank; d++)
+        if (buf->rt_extent[d]) return true;
+    return false;
+}
+
 ir_expr *ir_const_float(ir_builder *b, smelt_dtype dt, double v)
 {
     ir_expr *e = expr_new(b, IR_FLOAT, dt);

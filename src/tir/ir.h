@@ -47,11 +47,18 @@ typedef struct ir_buffer {
     const char *name;
     smelt_dtype dtype;
     int rank;
-    int64_t shape[SMELT_MAX_RANK];
+    int64_t shape[SMELT_MAX_RANK]; /* a run-time dim: its maximum */
     ir_buffer_kind kind;
     ir_buffer_scope scope;
     int id;
+    /* A buffer dense at the run's dims (a model input or output that the
+     * caller lays out at its own length, lower/program.c): per dim, its
+     * extent at run time where it follows a run-time dim (NULL: shape[d]).
+     * Flattening takes the strides from these; every access must stay
+     * inside them (lower/dense_check.c).  All NULL: laid out at shape. */
+    ir_expr *rt_extent[SMELT_MAX_RANK];
 } ir_buffer;
+
 
 typedef enum ir_kind {
     IR_INT,   /* integer immediate (any integer/bool dtype) */
@@ -315,6 +322,9 @@ ir_stmt *ir_check(ir_builder *b, ir_expr *cond, ir_expr *value, ir_expr *positio
 /* ---- Queries and generic rewriting ------------------------------------------ */
 bool ir_is_int(const ir_expr *e, int64_t v);
 bool ir_expr_equal(const ir_expr *a, const ir_expr *b); /* structural */
+/* Extent d of buf as the flat index uses it: rt_extent[d], else shape[d]. */
+ir_expr *ir_buffer_extent(ir_builder *b, const ir_buffer *buf, int d);
+bool ir_buffer_is_dense_rt(const ir_buffer *buf);
 bool ir_expr_uses_var(const ir_expr *e, const ir_var *v);
 bool ir_stmt_uses_var(const ir_stmt *s, const ir_var *v);
 bool ir_expr_reads(const ir_expr *e, const ir_buffer *buf); /* loads buf anywhere in e */

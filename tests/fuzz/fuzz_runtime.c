@@ -36,8 +36,8 @@ const char *__asan_default_options(void) { return "allocator_may_return_null=1";
  *      idx int64[4] summed into out0[0] ---- */
 
 static const smelt_rt_io_info MULTI_IN[3] = {
-    {"x", 1, 2, {2, 3}, {0}, {0}}, {"idx", 7, 1, {4}, {0}, {0}}, {"b", 9, 0, {0}, {0}, {0}}};
-static const smelt_rt_io_info MULTI_OUT[2] = {{"y", 1, 2, {2, 3}, {0}, {0}}, {"empty", 6, 2, {3, 0}, {0}, {0}}};
+    {"x", 1, 2, {2, 3}, {0}, {0}, 0}, {"idx", 7, 1, {4}, {0}, {0}, 0}, {"b", 9, 0, {0}, {0}, {0}, 0}};
+static const smelt_rt_io_info MULTI_OUT[2] = {{"y", 1, 2, {2, 3}, {0}, {0}, 0}, {"empty", 6, 2, {3, 0}, {0}, {0}, 0}};
 
 static int multi_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned char *arena,
                      const void *const *in, void *const *out, smelt_rt_run_error *rterr)

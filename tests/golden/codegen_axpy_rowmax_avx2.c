@@ -148,12 +148,12 @@ static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigne
 }
 
 static const smelt_rt_io_info smelt_inputs_[1] = {
-    {"a", 1, 1, {300}, {0}, {0}},
+    {"a", 1, 1, {300}, {0}, {0}, 0},
 };
 
 static const smelt_rt_io_info smelt_outputs_[2] = {
-    {"c", 1, 1, {300}, {0}, {0}},
-    {"m", 1, 1, {3}, {0}, {0}},
+    {"c", 1, 1, {300}, {0}, {0}, 0},
+    {"m", 1, 1, {3}, {0}, {0}, 0},
 };
 
 static const char *const smelt_call_names_[1] = {

@@ -145,12 +145,12 @@ static int smelt_run_(smelt_rt_pool *pool, const unsigned char *weights, unsigne
 }
 
 static const smelt_rt_io_info smelt_inputs_[2] = {
-    {"x", 1, 4, {1, 1, 5, 5}, {0, 0, 0, 0}, {0, 0, 0, 0}},
-    {"W", 1, 4, {1, 1, 3, 3}, {0, 0, 0, 0}, {0, 0, 0, 0}},
+    {"x", 1, 4, {1, 1, 5, 5}, {0, 0, 0, 0}, {0, 0, 0, 0}, 0},
+    {"W", 1, 4, {1, 1, 3, 3}, {0, 0, 0, 0}, {0, 0, 0, 0}, 0},
 };
 
 static const smelt_rt_io_info smelt_outputs_[1] = {
-    {"y", 1, 4, {1, 1, 5, 5}, {0, 0, 0, 0}, {0, 0, 0, 0}},
+    {"y", 1, 4, {1, 1, 5, 5}, {0, 0, 0, 0}, {0, 0, 0, 0}, 0},
 };
 
 static const char *const smelt_call_names_[1] = {

@@ -30,12 +30,12 @@ static bool run(cgt_prog *t, const void *const *in, void *const *out, char **src
     }
     size_t in_b[8], out_b[8];
     for (int i = 0; i < t->p.n_inputs; i++) {
-        smelt_rt_io_info io = {t->inputs[i].name, t->inputs[i].dtype, t->inputs[i].rank, {0}, {0}, {0}};
+        smelt_rt_io_info io = {t->inputs[i].name, t->inputs[i].dtype, t->inputs[i].rank, {0}, {0}, {0}, 0};
         memcpy(io.dims, t->inputs[i].dims, sizeof io.dims);
         in_b[i] = smelt_rt_io_bytes(&io);
     }
     for (int i = 0; i < t->p.n_outputs; i++) {
-        smelt_rt_io_info io = {t->outputs[i].name, t->outputs[i].dtype, t->outputs[i].rank, {0}, {0}, {0}};
+        smelt_rt_io_info io = {t->outputs[i].name, t->outputs[i].dtype, t->outputs[i].rank, {0}, {0}, {0}, 0};
         memcpy(io.dims, t->outputs[i].dims, sizeof io.dims);
         out_b[i] = smelt_rt_io_bytes(&io);
     }

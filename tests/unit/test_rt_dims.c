@@ -310,6 +310,72 @@ done:
     smelt_ctx_free(ctx);
 }
 
+/* ---- inputs and outputs laid out at the run's dims (not staged) ---- */
+
+static const smelt_rt_io_info *io_of(smelt_model *m, bool output, int i)
+{
+    const smelt_rt_module_info *info = smelt_rt_model_info(smelt_model_compiled_rt(m));
+    return info ? (output ? &info->outputs[i] : &info->inputs[i]) : NULL;
+}
+
+/* The cache [1, heads, past, d] is read and written where the caller keeps
+ * it: its accesses are proved inside the run's extents. */
+static void test_kv_cache_dense(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_KV_CACHE_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "past", 1, KV_MAX) == SMELT_OK);
+    CHECK(smelt_model_compile(ctx, m, NULL) == SMELT_OK);
+    for (int i = 1; i < 3; i++) {
+        CHECK(io_of(m, false, i) && io_of(m, false, i)->dense == 1);
+        CHECK(io_of(m, true, i) && io_of(m, true, i)->dense == 1);
+    }
+    CHECK(io_of(m, false, 0) && io_of(m, false, 0)->dense == 0); /* no run-time dim */
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+/* x [2, seq, 8]: a matrix product's register tile rounds the rows up to
+ * whole tiles, so its input and output cannot be dense and are staged (the
+ * compile tries again without them); the elementwise x * 2 writes z dense.
+ * Every length matches the reference either way. */
+static void test_batch_seq_staged_or_dense(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_BATCH_SEQ_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "seq", 1, 40) == SMELT_OK);
+    CHECK(smelt_model_compile(ctx, m, NULL) == SMELT_OK);
+    CHECK(io_of(m, true, 0) && io_of(m, true, 0)->dense == 0);
+    CHECK(io_of(m, true, 1) && io_of(m, true, 1)->dense == 1);
+    const int64_t lens[] = {40, 7, 1, 33};
+    float x[2 * 40 * 8];
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        int64_t len = lens[i];
+        for (int64_t j = 0; j < 2 * len * 8; j++) x[j] = (float)((j * 29) % 17) / 8.0f - 1.0f;
+        smelt_tensor in = {.dtype = SMELT_DT_FLOAT32, .rank = 3, .dims = {2, len, 8}, .data = x};
+        smelt_tensor got[2], want[2];
+        CHECK(smelt_model_run(ctx, m, &in, 1, got, 2) == SMELT_OK);
+        smelt_model *r = load(ctx, SMELT_BATCH_SEQ_PATH);
+        bool ok = r && smelt_model_set_dim(ctx, r, "seq", len) == SMELT_OK &&
+                  smelt_model_run_reference(ctx, r, &in, 1, want, 2) == SMELT_OK;
+        CHECK(ok);
+        for (int o = 0; ok && o < 2; o++) {
+            int same;
+            double e = max_diff(&got[o], &want[o], &same);
+            CHECK(same && e < 1e-5);
+            smelt_tensor_release(&want[o]);
+        }
+        for (int o = 0; o < 2; o++) smelt_tensor_release(&got[o]);
+        smelt_model_free(r);
+    }
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
 /* seq - 1 is 0 at a minimum of 1: refused; from 2 the range is taken (the
  * Slice along the dim is then refused when compiling, naming the node). */
 static void test_shift_below_one(void)
@@ -340,5 +406,7 @@ int main(void)
     test_kv_cache(1);
     test_kv_cache(0);
     test_shift_below_one();
+    test_kv_cache_dense();
+    test_batch_seq_staged_or_dense();
     TEST_MAIN_END();
 }

@@ -33,8 +33,8 @@ static int add_run(smelt_rt_pool *pool, const unsigned char *weights, unsigned c
     return fail_run;
 }
 
-static const smelt_rt_io_info add_inputs[] = {{"x", 1, 1, {4}, {0}, {0}}};
-static const smelt_rt_io_info add_outputs[] = {{"y", 1, 1, {4}, {0}, {0}}};
+static const smelt_rt_io_info add_inputs[] = {{"x", 1, 1, {4}, {0}, {0}, 0}};
+static const smelt_rt_io_info add_outputs[] = {{"y", 1, 1, {4}, {0}, {0}, 0}};
 static const char *const add_calls[] = {"f0_add"}, *const add_nodes[] = {"/add"};
 static const smelt_rt_module_info add_info = {SMELT_RT_ABI_VERSION, 1, 1, add_inputs, add_outputs, 64, 16,
                                               NULL, add_run, 0, NULL, 1, add_calls, add_nodes, 0, NULL, 0};
@@ -49,12 +49,12 @@ static void test_module_checks(void)
     CHECK_STR_CONTAINS(err, "ABI version 99");
     CHECK(smelt_rt_model_from_info(&add_info, NULL, 1, err, sizeof err) == NULL);
     CHECK_STR_CONTAINS(err, "needs 16 bytes of weights");
-    smelt_rt_io_info weird[1] = {{"x", 8, 1, {4}, {0}, {0}}}; /* string tensors are not supported */
+    smelt_rt_io_info weird[1] = {{"x", 8, 1, {4}, {0}, {0}, 0}}; /* string tensors are not supported */
     bad = add_info;
     bad.inputs = weird;
     CHECK(smelt_rt_model_from_info(&bad, (const unsigned char *)weights, 1, err, sizeof err) == NULL);
     CHECK_STR_CONTAINS(err, "unsupported dtype 8");
-    smelt_rt_io_info neg[1] = {{"x", 1, 1, {-1}, {0}, {0}}};
+    smelt_rt_io_info neg[1] = {{"x", 1, 1, {-1}, {0}, {0}, 0}};
     bad.inputs = neg;
     CHECK(smelt_rt_model_from_info(&bad, (const unsigned char *)weights, 1, err, sizeof err) == NULL);
     bad = add_info;
@@ -253,7 +253,7 @@ static void test_helpers(void)
     CHECK(smelt_rt_dtype_size(1) == 4 && smelt_rt_dtype_size(10) == 2 && smelt_rt_dtype_size(9) == 1);
     CHECK(smelt_rt_dtype_size(8) == 0 && smelt_rt_dtype_size(99) == 0);
     CHECK(strcmp(smelt_rt_dtype_name(16), "bfloat16") == 0 && strcmp(smelt_rt_dtype_name(-1), "?") == 0);
-    smelt_rt_io_info io = {"t", 7, 3, {2, 3, 4}, {0}, {0}};
+    smelt_rt_io_info io = {"t", 7, 3, {2, 3, 4}, {0}, {0}, 0};
     CHECK(smelt_rt_io_bytes(&io) == 192);
     io.dims[1] = INT64_MAX;
     CHECK(smelt_rt_io_bytes(&io) == 0);

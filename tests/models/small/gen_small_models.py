@@ -56,6 +56,10 @@
                    a distance (unit/test_rt_dims).
   seq_shift.onnx   x [1, seq, 4] without its first row ([1, seq - 1, 4]): a
                    range must start where seq - 1 is at least 1.
+  batch_seq.onnx   x [2, seq, 8] (a batch of 2 before the length: laid out
+                   at the run's dims, not staged, where the accesses allow)
+                   times a constant [8, 16], Relu, and x * 2: y [2, seq, 16],
+                   z [2, seq, 8].
 
 Run with Debian's /usr/bin/python3 (it has onnx):
   tests/models/small/gen_small_models.py tests/models/small
@@ -348,6 +352,22 @@ def seq_shift():
                              producer_name="gen_small_models.py")
 
 
+def batch_seq():
+    rng = np.random.default_rng(5)
+    f = TensorProto.FLOAT
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"], name="project"),
+         helper.make_node("Relu", ["xw"], ["y"], name="relu"),
+         helper.make_node("Mul", ["x", "two"], ["z"], name="double")],
+        "batch_seq", [helper.make_tensor_value_info("x", f, [2, "seq", 8])],
+        [helper.make_tensor_value_info("y", f, [2, "seq", 16]),
+         helper.make_tensor_value_info("z", f, [2, "seq", 8])],
+        [numpy_helper.from_array(rng.uniform(-1, 1, (8, 16)).astype(np.float32), "w"),
+         numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
@@ -364,6 +384,7 @@ def main():
     save(seq_posmean(), out + "/seq_posmean.onnx")
     save(kv_cache(), out + "/kv_cache.onnx")
     save(seq_shift(), out + "/seq_shift.onnx")
+    save(batch_seq(), out + "/batch_seq.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
