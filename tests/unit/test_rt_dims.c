@@ -45,6 +45,20 @@ static double max_diff(const smelt_tensor *a, const smelt_tensor *b, int *same_s
     return m;
 }
 
+/* got[o] against want[o] for every output (releasing want), within tol. */
+static void expect_close(smelt_tensor *got, smelt_tensor *want, int n, double tol, const char *what,
+                         int64_t len)
+{
+    for (int o = 0; o < n; o++) {
+        int same;
+        double e = max_diff(&got[o], &want[o], &same);
+        CHECK(same && e < tol);
+        if (!(same && e < tol))
+            fprintf(stderr, "%s %lld output %d: error %g\n", what, (long long)len, o, e);
+        smelt_tensor_release(&want[o]);
+    }
+}
+
 /* The reference kernels on the model specialised to len. */
 static bool reference(smelt_ctx *ctx, int64_t len, const smelt_tensor *in, smelt_tensor *out)
 {
@@ -69,18 +83,7 @@ static void check_length(smelt_ctx *ctx, smelt_model *m, int64_t len, int thread
         return;
     }
     CHECK(got[0].dims[1] == len);
-    if (reference(ctx, len, in, want)) {
-        for (int o = 0; o < 3; o++) {
-            int same;
-            double e = max_diff(&got[o], &want[o], &same);
-            CHECK(same);
-            CHECK(e < 1e-4);
-            if (!(e < 1e-4))
-                fprintf(stderr, "len %lld threads %d output %d: error %g\n", (long long)len,
-                        threads, o, e);
-            smelt_tensor_release(&want[o]);
-        }
-    }
+    if (reference(ctx, len, in, want)) expect_close(got, want, 3, 1e-4, threads ? "pool, len" : "len", len);
     for (int o = 0; o < 3; o++) smelt_tensor_release(&got[o]);
 }
 
@@ -262,16 +265,7 @@ static void kv_check_past(smelt_ctx *ctx, smelt_model *m, int64_t past)
         return;
     }
     CHECK(got[1].dims[2] == past + 1 && got[2].dims[2] == past + 1);
-    if (kv_reference(ctx, past, in, want)) {
-        for (int o = 0; o < 3; o++) {
-            int same;
-            double e = max_diff(&got[o], &want[o], &same);
-            CHECK(same && e < 1e-5);
-            if (!(same && e < 1e-5))
-                fprintf(stderr, "past %lld output %d: error %g\n", (long long)past, o, e);
-            smelt_tensor_release(&want[o]);
-        }
-    }
+    if (kv_reference(ctx, past, in, want)) expect_close(got, want, 3, 1e-5, "past", past);
     for (int o = 0; o < 3; o++) smelt_tensor_release(&got[o]);
 }
 
@@ -362,12 +356,7 @@ static void test_batch_seq_staged_or_dense(void)
         bool ok = r && smelt_model_set_dim(ctx, r, "seq", len) == SMELT_OK &&
                   smelt_model_run_reference(ctx, r, &in, 1, want, 2) == SMELT_OK;
         CHECK(ok);
-        for (int o = 0; ok && o < 2; o++) {
-            int same;
-            double e = max_diff(&got[o], &want[o], &same);
-            CHECK(same && e < 1e-5);
-            smelt_tensor_release(&want[o]);
-        }
+        if (ok) expect_close(got, want, 2, 1e-5, "seq", len);
         for (int o = 0; o < 2; o++) smelt_tensor_release(&got[o]);
         smelt_model_free(r);
     }
