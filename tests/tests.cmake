@@ -581,6 +581,10 @@ add_test(NAME aot/rt_dims
   COMMAND ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_rt_dims.sh $<TARGET_FILE:smelt_cli>
           ${CMAKE_SOURCE_DIR}/tests/models/small/seq_block.onnx
           ${CMAKE_SOURCE_DIR}/tests/aot/rt_dims_driver.c ${CMAKE_BINARY_DIR}/aot/rt_dims)
+add_test(NAME aot/kv_cache
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/aot/check_aot_kv_cache.sh $<TARGET_FILE:smelt_cli>
+          ${CMAKE_SOURCE_DIR}/tests/models/small/kv_cache.onnx
+          ${CMAKE_SOURCE_DIR}/tests/aot/kv_cache_driver.c ${CMAKE_BINARY_DIR}/aot/kv_cache)
 
 # bench/fma_peak.c (the FMA peak the benchmarks and examples/gemm_schedule.py
 # compare with) must build with the host's own flags: its 512-bit vectors did
