@@ -210,6 +210,16 @@ static smelt_status attr_convert(import_state *st, const char *node_name, const 
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
         a->type = GR_ATTR_GRAPH;
         return SMELT_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: {
+        char what[300];
+        snprintf(what, sizeof what, "node '%s' (%s): attribute '%s'", node_name, op_type,
+                 a->name);
+        smelt_dtype dt;
+        SMELT_TRY(onnx_type_dtype(st->ctx, ap->tp, what, &dt));
+        a->type = GR_ATTR_TYPE;
+        a->i = (int64_t)dt;
+        return SMELT_OK;
+    }
     default:
         return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, node_name, op_type,
                           "node '%s' (%s): attribute '%s' has unsupported type %d", node_name,
@@ -528,21 +538,65 @@ static smelt_status report_unsupported(import_state *st)
 
 /* ---- graph inputs/outputs ---- */
 
+static bool elem_type_supported(int32_t et)
+{
+    return et > 0 && et < SMELT_DT_COUNT_ && et != SMELT_DT_STRING && et != SMELT_DT_COMPLEX64 &&
+           et != SMELT_DT_COMPLEX128 && smelt_dtype_size(et);
+}
+
+/* The dtype of a type smelt holds: a tensor, a sequence of tensors or an
+ * optional of either (smelt.h's container dtypes); maps, sparse tensors
+ * and deeper nesting are refused naming `what`. */
+smelt_status onnx_type_dtype(smelt_ctx *ctx, const Onnx__TypeProto *tp, const char *what,
+                             smelt_dtype *dt)
+{
+    const Onnx__TypeProto *inner = NULL;
+    unsigned bits = 0;
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type) {
+        bits |= SMELT_DT_OPTIONAL_BIT;
+        tp = tp->optional_type->elem_type;
+    }
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) {
+        bits |= SMELT_DT_SEQUENCE_BIT;
+        inner = tp->sequence_type->elem_type;
+        tp = inner;
+    }
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "%s: only tensors, sequences of tensors and optionals of either are "
+                          "supported", what);
+    int32_t et = tp->tensor_type->elem_type;
+    if (!elem_type_supported(et))
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "%s: element type %d is not supported",
+                          what, et);
+    *dt = (smelt_dtype)((unsigned)et | bits);
+    return SMELT_OK;
+}
+
+/* A container's count is known at run time only; its elements' shapes are
+ * not kept (each op infers them from the elements it is given). */
+static smelt_status container_type(import_state *st, gr_value *v, smelt_dtype dt)
+{
+    int sym = gr_graph_new_sym(st->g);
+    if (sym < 0) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
+    v->dtype = dt;
+    v->rank = 1;
+    v->dims[0] = GR_DIM_SYM(sym);
+    return SMELT_OK;
+}
+
 static smelt_status input_type(import_state *st, gr_value *v, const Onnx__ValueInfoProto *vi)
 {
     const Onnx__TypeProto *tp = vi->type;
     /* a body's inputs may leave their type to the node's inputs */
     if (st->parent && (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)) return SMELT_OK;
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
-                          "graph input '%s': only tensor inputs are supported", v->name);
+    char what[300];
+    snprintf(what, sizeof what, "graph input '%s'", v->name);
+    smelt_dtype dt;
+    SMELT_TRY(onnx_type_dtype(st->ctx, tp, what, &dt));
+    if (smelt_dtype_is_container(dt)) return container_type(st, v, dt);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    int32_t et = tt->elem_type;
-    if (et <= 0 || et >= SMELT_DT_COUNT_ || et == SMELT_DT_STRING || et == SMELT_DT_COMPLEX64 ||
-        et == SMELT_DT_COMPLEX128 || !smelt_dtype_size(et))
-        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
-                          "graph input '%s': element type %d is not supported", v->name, et);
-    v->dtype = (smelt_dtype)et;
+    v->dtype = dt;
     if (!tt->shape) return SMELT_OK; /* rank unknown */
     if (tt->shape->n_dim > SMELT_MAX_RANK)
         return smelt_errf(st->ctx, SMELT_ERR_LIMIT,

@@ -50,6 +50,7 @@ typedef enum gr_attr_type {
     GR_ATTR_INTS,
     GR_ATTR_STRINGS,
     GR_ATTR_GRAPH, /* a subgraph (If/Loop/Scan bodies): gr_attr.g */
+    GR_ATTR_TYPE,  /* a TypeProto (Optional's type): gr_attr.i holds its smelt_dtype */
 } gr_attr_type;
 
 typedef struct gr_attr {

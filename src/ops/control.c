@@ -151,6 +151,12 @@ static smelt_status scan_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
 
 /* ---- helpers shared with exec and lowering ---- */
 
+bool ctl_optional_of(smelt_dtype opt, smelt_dtype inner)
+{
+    return ((unsigned)opt & SMELT_DT_OPTIONAL_BIT) && !((unsigned)inner & SMELT_DT_OPTIONAL_BIT) &&
+           smelt_dtype_element(opt) == inner;
+}
+
 static bool value_is_true_constant(const gr_value *v)
 {
     return v && v->constant && op_numel(v->constant) == 1 && op_get_i64(v->constant, 0) != 0;
@@ -280,6 +286,7 @@ static smelt_status loop_generalize(smelt_ctx *ctx, const gr_node *n, smelt_tens
         const gr_value *o = a->body->outputs.items[1 + k];
         smelt_tensor *t = &formal[2 + k];
         if (o->rank < 0) continue;
+        if (ctl_optional_of(t->dtype, o->dtype)) continue;
         if (o->rank != t->rank)
             return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                            "loop-carried value %d changes rank (%d -> %d)", k, t->rank, o->rank);
@@ -316,12 +323,21 @@ static smelt_status loop_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
         SMELT_TRY(ctl_infer_body(ctx, n, a->body, in, formal));
         SMELT_TRY(loop_generalize(ctx, n, formal, &changed));
     }
-    for (int k = 0; k < a->n_state; k++) out[k] = formal[2 + k];
+    for (int k = 0; k < a->n_state; k++) {
+        const gr_value *o = a->body->outputs.items[1 + k];
+        out[k] = formal[2 + k];
+        /* an optional's first value, then the body's: the body's type */
+        if (ctl_optional_of(formal[2 + k].dtype, o->dtype)) SMELT_TRY(output_type(ctx, n, a->body, 1 + k, &out[k]));
+    }
     bool trips_known = in[0] && in[0]->data && ctl_loop_cond_always_true(n);
     int64_t trips = trips_known ? op_get_i64(in[0], 0) : 0;
     for (int k = 0; k < a->n_scan_out; k++) {
         smelt_tensor t;
         SMELT_TRY(output_type(ctx, n, a->body, 1 + a->n_state + k, &t));
+        if (smelt_dtype_is_container(t.dtype))
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                           "scan output %d is a %s: scan outputs must be tensors", k,
+                           smelt_dtype_name(t.dtype));
         if (t.rank + 1 > SMELT_MAX_RANK)
             return op_errf(ctx, n, SMELT_ERR_LIMIT, "scan output %d exceeds rank %d", k,
                            SMELT_MAX_RANK);
@@ -426,15 +442,17 @@ static smelt_status scan_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
 
 /* The reference kernels live in exec/control.c (they run whole graphs);
  * eval is never called for OP_FLAG_SUBGRAPHS ops. */
+/* If and Loop pass sequences and optionals through (branch results,
+ * loop-carried values, captures); Scan slices tensors only. */
 const op_def op_def_IF = {
     .import = if_import, .infer = if_infer,
     .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,
-    .flags = OP_FLAG_SUBGRAPHS,
+    .flags = OP_FLAG_SUBGRAPHS | OP_FLAG_CONTAINERS,
 };
 const op_def op_def_LOOP = {
     .import = loop_import, .infer = loop_infer,
     .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1,
-    .flags = OP_FLAG_SUBGRAPHS,
+    .flags = OP_FLAG_SUBGRAPHS | OP_FLAG_CONTAINERS,
 };
 const op_def op_def_SCAN = {
     .import = scan_import, .infer = scan_infer,

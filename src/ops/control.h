@@ -49,6 +49,11 @@ bool ctl_loop_cond_always_true(const gr_node *n);
 smelt_status ctl_scan_in_axis(smelt_ctx *ctx, const gr_node *n, int j, int rank, int *axis);
 smelt_status ctl_scan_out_axis(smelt_ctx *ctx, const gr_node *n, int k, int rank, int *axis);
 
+/* Loop: is a loop-carried value typed `opt` an optional of `inner`?  Its
+ * initial value may be optional(T) and the body's T: the body then reads
+ * each next value as a present optional, and the node gives T. */
+bool ctl_optional_of(smelt_dtype opt, smelt_dtype inner);
+
 /* Copy the node inputs' types (and the captures') onto the body's inputs,
  * formal ones from `formal` (n_formal entries, NULL: leave as declared),
  * then infer the body's shapes. */

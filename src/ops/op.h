@@ -55,6 +55,10 @@ enum {
     /* control flow (ops/control.h): graph attributes; run by the executor
      * (exec/control.c) and lowered (lower/control.c) as whole bodies */
     OP_FLAG_SUBGRAPHS = 1 << 4,
+    /* takes or gives sequence/optional values (smelt.h's container dtypes):
+     * other ops refuse them (op_check_container_inputs); eval makes its
+     * container outputs itself (exec.c) */
+    OP_FLAG_CONTAINERS = 1 << 5,
 };
 
 /* Compiled path: the op's arithmetic as tensor expressions (see op_compute). */
@@ -134,6 +138,8 @@ smelt_status op_errf(smelt_ctx *ctx, const gr_node *node, smelt_status code, con
  * error naming the attribute when it is present with the wrong type. */
 smelt_status op_attr_int(smelt_ctx *ctx, const gr_node *n, const char *name, int64_t def,
                          int64_t *out);
+/* A TypeProto attribute's dtype (container dtypes included); UNDEFINED when absent. */
+smelt_status op_attr_type(smelt_ctx *ctx, const gr_node *n, const char *name, smelt_dtype *out);
 smelt_status op_attr_float(smelt_ctx *ctx, const gr_node *n, const char *name, float def,
                            float *out);
 /* An int attribute that ONNX defines as 0 or 1; other values are refused
@@ -181,6 +187,14 @@ smelt_status op_read_ints(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *
 smelt_status op_check_dtype(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t,
                             const char *what, const smelt_dtype *allowed);
 bool op_dims_static(const smelt_tensor *t);
+/* What is wrong with a container value (smelt.h's layout: rank 1, element
+ * count, elements of the element type, recursively), as text; NULL if
+ * nothing. */
+const char *op_container_problem(const smelt_tensor *t, char *buf, size_t cap);
+/* Inputs that are sequences or optionals: refused unless the op takes them
+ * (OP_FLAG_CONTAINERS), and checked when they hold data. */
+smelt_status op_check_container_inputs(smelt_ctx *ctx, const gr_node *n,
+                                       const smelt_tensor *const *in);
 
 /* ---- Tensor element access (eval) ---------------------------------------------
  * Generic accessors convert to/from double or int64; fine for reference code. */
