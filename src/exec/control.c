@@ -545,6 +545,77 @@ static smelt_status run_scan(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
     return s;
 }
 
+/* ---- SequenceMap ---- */
+
+/* Run i: element i of each sequence input, the tensor inputs whole (views);
+ * body output k becomes element i of output k. */
+static smelt_status seqmap_step(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                const smelt_tensor *const *in, int64_t i, smelt_tensor *formal,
+                                smelt_tensor *body_in, smelt_tensor *body_out, smelt_tensor *out,
+                                exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    for (int j = 0; j < a->n_explicit; j++)
+        formal[j] = smelt_dtype_is_container(in[j]->dtype)
+                        ? ((const smelt_tensor *)in[j]->data)[i] : *in[j];
+    bind_body_inputs(a->body, in, formal, body_in);
+    SMELT_TRY(exec_graph_budget(ctx, a->body, mode, body_in, body_out, b));
+    for (int k = 0; k < n->n_outputs; k++) {
+        ((smelt_tensor *)out[k].data)[i] = body_out[k];
+        body_out[k].data = NULL;
+    }
+    return SMELT_OK;
+}
+
+/* Outputs of `len` zeroed elements each (the element arrays charged). */
+static smelt_status seqmap_outputs(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                   int64_t len, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    for (int j = 1; j < a->n_explicit; j++)
+        if (smelt_dtype_is_container(in[j]->dtype) && in[j]->dims[0] != len)
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d holds %lld tensors, input_sequence "
+                           "%lld", j, (long long)in[j]->dims[0], (long long)len);
+    for (int k = 0; k < n->n_outputs; k++) {
+        const gr_value *o = a->body->outputs.items[k];
+        size_t nb = (size_t)len * sizeof(smelt_tensor);
+        SMELT_TRY(exec_budget_charge(ctx, b, n, (int64_t)nb, "its outputs"));
+        out[k] = (smelt_tensor){.dtype = (smelt_dtype)((unsigned)o->dtype | SMELT_DT_SEQUENCE_BIT),
+                                .rank = 1, .dims = {len}, .data = smelt_calloc(nb ? nb : 1, 1)};
+        if (!out[k].data) {
+            exec_budget_release(b, (int64_t)nb);
+            return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        }
+    }
+    return SMELT_OK;
+}
+
+static smelt_status run_seqmap(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                               const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    for (int j = 0; j < a->n_explicit; j++)
+        if ((j == 0 && !smelt_dtype_is_container(in[j]->dtype)) ||
+            (in[j]->dtype & SMELT_DT_OPTIONAL_BIT))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is %s, expected a %s", j,
+                           smelt_dtype_name(in[j]->dtype),
+                           j == 0 ? "sequence" : "sequence or a tensor");
+    int64_t len = in[0]->dims[0];
+    size_t ni = (size_t)a->body->inputs.len + 1, no = (size_t)a->body->outputs.len + 1;
+    smelt_tensor *formal = smelt_calloc(ni, sizeof *formal);
+    smelt_tensor *body_in = smelt_calloc(ni, sizeof *body_in);
+    smelt_tensor *body_out = smelt_calloc(no, sizeof *body_out);
+    smelt_status s = formal && body_in && body_out ? seqmap_outputs(ctx, n, in, len, out, b)
+                                                  : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; s == SMELT_OK && i < len; i++)
+        s = seqmap_step(ctx, n, mode, in, i, formal, body_in, body_out, out, b);
+    if (s != SMELT_OK) drop_all(b, out, n->n_outputs);
+    smelt_free(formal);
+    smelt_free(body_in);
+    smelt_free(body_out);
+    return s;
+}
+
 smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mode,
                                const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
 {
@@ -553,6 +624,7 @@ smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mo
     case OP_IF: return run_if(ctx, node, mode, in, out, b);
     case OP_LOOP: return run_loop(ctx, node, mode, in, out, b);
     case OP_SCAN: return run_scan(ctx, node, mode, in, out, b);
+    case OP_SEQUENCE_MAP: return run_seqmap(ctx, node, mode, in, out, b);
     default: return op_errf(ctx, node, SMELT_ERR_INTERNAL, "not a control-flow op");
     }
 }

@@ -9,6 +9,7 @@
 
 OP_ATTRS(IF) = {{"then_branch", 0, 0}, {"else_branch", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(LOOP) = {{"body", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(SEQUENCE_MAP) = {{"body", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(SCAN) = {{"body", 0, 0},
                   {"num_scan_inputs", 0, 0},
                   {"directions", 8, 8},
@@ -94,6 +95,22 @@ static smelt_status loop_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
             return op_errf(ctx, n, SMELT_ERR_MODEL, "loop-carried input %d is missing", 2 + i);
     return check_body_io(ctx, n, "body", a->body, 2 + a->n_state,
                          1 + a->n_state + a->n_scan_out);
+}
+
+/* SequenceMap (input_sequence, additional inputs...) -> sequences: the
+ * body runs per element, on element i of each sequence input and on each
+ * tensor input whole. */
+static smelt_status seqmap_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
+{
+    ctl_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    SMELT_TRY(graph_attr(ctx, n, "body", &a->body));
+    a->n_explicit = explicit_inputs(n, &a->body, 1);
+    if (a->n_explicit < 1)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "has no input_sequence");
+    for (int i = 0; i < a->n_explicit; i++)
+        if (!n->inputs[i]) return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is missing", i);
+    return check_body_io(ctx, n, "body", a->body, a->n_explicit, n->n_outputs);
 }
 
 /* A per-scan-input/output list attribute: `count` entries, default 0. */
@@ -403,6 +420,47 @@ static smelt_status scan9_infer(smelt_ctx *ctx, const gr_node *n, const smelt_te
     return SMELT_OK;
 }
 
+/* SequenceMap: the body's inputs are the sequences' element types (their
+ * shapes known at run time only: the body keeps what it declares) and the
+ * tensors' types; each output is a sequence of a body output's type, as
+ * long as input_sequence. */
+static smelt_status seqmap_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                 smelt_tensor *out)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    smelt_tensor formal[64];
+    if (a->n_explicit > 64) return op_errf(ctx, n, SMELT_ERR_LIMIT, "more than 64 inputs");
+    if (!(in[0]->dtype & SMELT_DT_SEQUENCE_BIT) || (in[0]->dtype & SMELT_DT_OPTIONAL_BIT))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "input_sequence is %s, expected a sequence",
+                       smelt_dtype_name(in[0]->dtype));
+    for (int i = 0; i < a->n_explicit; i++) {
+        bool seq = smelt_dtype_is_container(in[i]->dtype);
+        if ((in[i]->dtype & SMELT_DT_OPTIONAL_BIT))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is an optional", i);
+        formal[i] = seq ? (smelt_tensor){.dtype = smelt_dtype_element(in[i]->dtype), .rank = -1}
+                        : *in[i];
+        formal[i].data = NULL;
+        const gr_value *v = a->body->inputs.items[i];
+        if (v->dtype && v->dtype != formal[i].dtype)
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "body input '%s' is declared %s, given %s",
+                           v->name, smelt_dtype_name(v->dtype), smelt_dtype_name(formal[i].dtype));
+    }
+    SMELT_TRY(ctl_infer_body(ctx, n, a->body, in, formal));
+    for (int k = 0; k < n->n_outputs; k++) {
+        const gr_value *o = a->body->outputs.items[k];
+        if (!o->dtype || smelt_dtype_is_container(o->dtype))
+            return op_errf(ctx, n, o->dtype ? SMELT_ERR_UNSUPPORTED : SMELT_ERR_MODEL,
+                           "body output %d is %s: SequenceMap's body gives tensors", k,
+                           o->dtype ? smelt_dtype_name(o->dtype) : "of unknown type");
+        memset(&out[k], 0, sizeof out[k]);
+        out[k].dtype = (smelt_dtype)((unsigned)o->dtype | SMELT_DT_SEQUENCE_BIT);
+        out[k].rank = 1;
+        out[k].dims[0] = in[0]->data || GR_DIM_IS_STATIC(in[0]->dims[0]) ? in[0]->dims[0]
+                                                                         : GR_DIM_UNKNOWN;
+    }
+    return SMELT_OK;
+}
+
 /* Scan-8: the batch entry's types (batch axis dropped, inputs moved down
  * over sequence_lens, as ctl_scan8_entry_inputs does) through Scan-9's
  * inference, the batch axis put back on the outputs. */
@@ -458,4 +516,9 @@ const op_def op_def_SCAN = {
     .import = scan_import, .infer = scan_infer,
     .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1,
     .flags = OP_FLAG_SUBGRAPHS,
+};
+const op_def op_def_SEQUENCE_MAP = {
+    .import = seqmap_import, .infer = seqmap_infer,
+    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,
+    .flags = OP_FLAG_SUBGRAPHS | OP_FLAG_CONTAINERS,
 };

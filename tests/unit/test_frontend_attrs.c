@@ -231,7 +231,8 @@ static Onnx__GraphProto *make_body(body_proto *b, int n_in, const char *const *o
 }
 
 /* The smallest valid body of each control-flow op (If: one output; Loop:
- * (iter, cond) -> (cond, one scan output); Scan: one slice -> one output). */
+ * (iter, cond) -> (cond, one scan output); Scan, SequenceMap: one slice or
+ * element -> one output). */
 static void set_graph(model *m, const char *name)
 {
     static body_proto bodies[MAX_ATTRS];
@@ -239,7 +240,8 @@ static void set_graph(model *m, const char *name)
     body_proto *b = &bodies[m->n_attrs];
     Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
     if (m->info->kind == OP_LOOP) a->g = make_body(b, 2, loop_out, 2);
-    else if (m->info->kind == OP_SCAN) a->g = make_body(b, 1, scan_out, 1);
+    else if (m->info->kind == OP_SCAN || m->info->kind == OP_SEQUENCE_MAP)
+        a->g = make_body(b, 1, scan_out, 1); /* one slice / element -> itself */
     else a->g = make_body(b, 0, if_out, 1);
 }
 
@@ -307,6 +309,7 @@ static int model_inputs(const model *m)
     if (m->info->kind == OP_RESIZE && m->opset < 11) return 2;
     if (m->info->kind == OP_LOOP) return 2; /* M and cond */
     if (m->info->kind == OP_SCAN && m->opset < 9) return 2; /* sequence_lens, a scan input */
+    if (d->max_inputs == 0) return 0; /* SequenceEmpty */
     return d->min_inputs > 0 ? d->min_inputs : 1;
 }
 
