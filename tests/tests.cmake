@@ -104,6 +104,20 @@ smelt_generated_cases(attr /usr/bin/python3 gen_attr_cases.py)
 if(SMELT_PYTHON)
   # ---- RNN/GRU/LSTM cases beyond the ONNX node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(rnn ${SMELT_PYTHON} gen_rnn_cases.py)
+  # ---- sequences and optionals (ops/sequence.c) beyond the ONNX node tests, expected
+  # values from numpy (lists of arrays); compiled code must refuse every case by name ----
+  set(SMELT_SEQUENCE_CASES ${CMAKE_BINARY_DIR}/tests/sequence_cases)
+  add_test(NAME conformance/sequence_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_sequence_cases.py
+            --out ${SMELT_SEQUENCE_CASES})
+  set_tests_properties(conformance/sequence_cases_generate PROPERTIES FIXTURES_SETUP sequence_cases)
+  add_test(NAME conformance/sequence_cases_reference
+    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_SEQUENCE_CASES})
+  add_test(NAME conformance/sequence_cases_compiled_refused
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/conformance/check_all_refused.sh $<TARGET_FILE:smelt_cli>
+            ${SMELT_SEQUENCE_CASES} 10 "sequence and optional values have no compiled form")
+  set_tests_properties(conformance/sequence_cases_reference
+    conformance/sequence_cases_compiled_refused PROPERTIES FIXTURES_REQUIRED sequence_cases)
   # ---- DeformConv beyond its four node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(deform ${SMELT_PYTHON} gen_deform_cases.py)
   # ---- float16/bfloat16 products through the float32 kernels (passes/widen_half.c),

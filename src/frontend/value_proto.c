@@ -117,7 +117,14 @@ static smelt_status read_container(value_reader *r, wire w, smelt_dtype want, sm
             s = bad(r, "truncated or corrupt SequenceProto/OptionalProto");
             break;
         }
-        if (field == 1 || field == 2) continue; /* name; elem_type: the model says */
+        if (field == 1 && type == WIRE_LEN && r->depth == 1 && !out->name) { /* names outputs */
+            out->name = smelt_alloc((size_t)(payload.end - payload.p) + 1);
+            if (!out->name) s = smelt_errf(r->ctx, SMELT_ERR_NOMEM, "%s: out of memory", r->what);
+            else memcpy(out->name, payload.p, (size_t)(payload.end - payload.p));
+            if (out->name) out->name[payload.end - payload.p] = 0;
+            continue;
+        }
+        if (field == 1 || field == 2) continue; /* elem_type: the model says */
         if ((field != 3 && field != 5) || type != WIRE_LEN) {
             s = bad(r, "sparse tensors, maps and nested optionals are not supported");
             break;

@@ -969,6 +969,89 @@ def gen_wide(d):
     write(d, model(nodes, [vi("x", [12, 2])], [vi("y", [100, 2])]))
 
 
+# ---- sequences and optionals (ops/sequence.c) ----
+
+def seq_vi(name, dt=F):
+    return helper.make_value_info(
+        name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(dt, None)))
+
+
+def const_node(name, arr):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name))
+
+
+@case("seq_at_out_of_range", "run", "invalid model",
+      "node 'at' (SequenceAt): position 5 is out of range [-2, 1] for a sequence of 2 tensors")
+def _(d):
+    nodes = [const_node("a", np.ones(2, np.float32)), const_node("b", np.zeros(3, np.float32)),
+             const_node("p", np.array(5, np.int64)),
+             helper.make_node("SequenceConstruct", ["a", "b"], ["s"], name="construct"),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")]
+    write(d, model(nodes, [], [vi("y", None)]))
+
+
+@case("seq_at_out_of_range_at_run_time", "run", "invalid model",
+      "node 'at' (SequenceAt): position -3 is out of range [-1, 0] for a sequence of 1 tensors")
+def _(d):
+    nodes = [const_node("p", np.array(-3, np.int32)),
+             helper.make_node("SplitToSequence", ["x"], ["s"], name="split", axis=0),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")]
+    write(d, model(nodes, [vi("x", ["N", 4])], [vi("y", None)]))
+
+
+@case("seq_into_add", "run", "invalid model",
+      "node 'add' (Add): input 0 is a sequence; Add takes tensors")
+def _(d):
+    nodes = [helper.make_node("SequenceConstruct", ["x"], ["s"], name="construct"),
+             helper.make_node("Add", ["s", "x"], ["y"], name="add")]
+    write(d, model(nodes, [vi("x", [4])], [vi("y", [4])]))
+
+
+@case("seq_insert_wrong_type", "run", "invalid model",
+      "node 'insert' (SequenceInsert): the tensor is i64, the sequence holds f32")
+def _(d):
+    nodes = [helper.make_node("SequenceEmpty", [], ["s"], name="empty"),
+             const_node("t", np.array([1], np.int64)),
+             helper.make_node("SequenceInsert", ["s", "t"], ["y"], name="insert")]
+    write(d, model(nodes, [], [seq_vi("y")]))
+
+
+@case("optional_get_empty", "run", "invalid model",
+      "node 'get' (OptionalGetElement): the optional is empty")
+def _(d):
+    nodes = [helper.make_node("Optional", [], ["o"], name="none",
+                              type=helper.make_tensor_type_proto(F, [4])),
+             helper.make_node("OptionalGetElement", ["o"], ["y"], name="get")]
+    write(d, model(nodes, [], [vi("y", [4])], opset=18))
+
+
+@case("seq_input_without_file", "run", "bad argument",
+      "input 's' is a sequence: give it with --input s=FILE")
+def _(d):
+    write(d, model([helper.make_node("SequenceLength", ["s"], ["n"], name="len")],
+                   [seq_vi("s")], [vi("n", [], TensorProto.INT64)]))
+
+
+@case("seq_compiled", "runc", "unsupported",
+      "node 'construct' (SequenceConstruct): 's' is a sequence: sequence and optional values "
+      "have no compiled form")
+def _(d):
+    nodes = [const_node("p", np.array(0, np.int64)),
+             helper.make_node("SequenceConstruct", ["x"], ["s"], name="construct"),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")]
+    write(d, model(nodes, [vi("x", [4])], [vi("y", [4])]))
+
+
+@case("map_input", "compile", "unsupported",
+      "graph input 'm': only tensors, sequences of tensors and optionals of either are supported")
+def _(d):
+    mt = onnx.TypeProto()
+    mt.map_type.key_type = TensorProto.INT64
+    mt.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(F, None))
+    write(d, model([helper.make_node("Identity", ["m"], ["y"], name="id")],
+                   [helper.make_value_info("m", mt)], [helper.make_value_info("y", mt)]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (recreated)")
