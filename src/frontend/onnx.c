@@ -356,6 +356,7 @@ static const Onnx__FunctionProto *find_function(import_state *st, const Onnx__No
 }
 
 static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+static bool ml_domain(const char *d) { return d && strcmp(d, SMELT_ONNX_ML_DOMAIN) == 0; }
 
 static void note_unsupported(import_state *st, const Onnx__NodeProto *np, const char *node_name)
 {
@@ -465,11 +466,15 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
     const Onnx__FunctionProto *f = find_function(st, np);
     if (f) return inline_function(st, np, f, name, sc, depth);
 
-    if (default_domain(np->domain) && st->g->opset == 0)
+    if ((default_domain(np->domain) && st->g->opset == 0) ||
+        (ml_domain(np->domain) && st->g->ml_opset == 0))
         return smelt_errf_at(st->ctx, SMELT_ERR_MODEL, name, np->op_type,
-                          "node '%s' (%s): the model uses ai.onnx ops but imports no ai.onnx "
-                          "opset", name, np->op_type);
-    const op_info *info = default_domain(np->domain) ? op_lookup(np->op_type) : NULL;
+                          "node '%s' (%s): the model uses %s ops but imports no %s opset", name,
+                          np->op_type, np->domain && *np->domain ? np->domain : "ai.onnx",
+                          np->domain && *np->domain ? np->domain : "ai.onnx");
+    const op_info *info = default_domain(np->domain) ? op_lookup(np->op_type)
+                          : ml_domain(np->domain) ? op_lookup_ml(np->op_type)
+                                                  : NULL;
     bool is_constant = default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0;
     if (info && info->def && (info->def->flags & OP_FLAG_INTERNAL))
         return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, name, np->op_type,
@@ -665,6 +670,7 @@ static smelt_status read_opset(import_state *st)
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
         if (default_domain(o->domain)) st->g->opset = o->version;
+        if (ml_domain(o->domain)) st->g->ml_opset = o->version;
     }
     if (st->g->opset < 0) {
         /* IR v2 models carry no opset_import; others may use only other
@@ -737,15 +743,19 @@ static smelt_status check_arity(smelt_ctx *ctx, const gr_node *n, const op_def *
 static smelt_status check_opset(smelt_ctx *ctx, const gr_graph *g, const gr_node *n)
 {
     const op_info *info = op_get(n->op);
-    if (g->opset >= info->opset_first && g->opset <= info->opset_last) return SMELT_OK;
-    if (g->opset > SMELT_ONNX_OPSET)
+    int64_t opset = op_model_opset(g, info);
+    bool ml = op_is_ml(info);
+    int newest = ml ? SMELT_ONNX_ML_OPSET : SMELT_ONNX_OPSET;
+    const char *domain = ml ? SMELT_ONNX_ML_DOMAIN " " : "";
+    if (opset >= info->opset_first && opset <= info->opset_last) return SMELT_OK;
+    if (opset > newest)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
-                       "opset %lld is newer than smelt knows (%d); %s is implemented for "
-                       "opsets %d to %d", (long long)g->opset, SMELT_ONNX_OPSET, info->name,
+                       "%sopset %lld is newer than smelt knows (%d); %s is implemented for "
+                       "opsets %d to %d", domain, (long long)opset, newest, info->name,
                        info->opset_first, info->opset_last);
     return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
-                   "%s of opset %lld is not implemented; smelt implements it for opsets %d "
-                   "to %d", info->name, (long long)g->opset, info->opset_first,
+                   "%s of %sopset %lld is not implemented; smelt implements it for opsets %d "
+                   "to %d", info->name, domain, (long long)opset, info->opset_first,
                    info->opset_last);
 }
 
@@ -755,18 +765,19 @@ static smelt_status check_opset(smelt_ctx *ctx, const gr_graph *g, const gr_node
 static smelt_status check_attr_names(smelt_ctx *ctx, const gr_graph *g, const gr_node *n)
 {
     const op_info *info = op_get(n->op);
+    int64_t opset = op_model_opset(g, info);
     for (int k = 0; k < n->n_attrs; k++) {
-        if (op_attr_find(info, n->attrs[k].name, g->opset)) continue;
+        if (op_attr_find(info, n->attrs[k].name, opset)) continue;
         smelt_strbuf known;
         smelt_strbuf_init(&known);
         for (const op_attr_spec *a = info->attrs; a && a->name; a++)
-            if (op_attr_find(info, a->name, g->opset) == a)
+            if (op_attr_find(info, a->name, opset) == a)
                 smelt_strbuf_printf(&known, "%s%s", known.len ? ", " : "",
                                     a->name);
         smelt_status s = op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                                  "attribute '%s' is not implemented for %s at opset %lld "
                                  "(known: %s)", n->attrs[k].name, info->name,
-                                 (long long)g->opset,
+                                 (long long)opset,
                                  known.len ? smelt_strbuf_cstr(&known) : "none");
         smelt_strbuf_fini(&known);
         return s;
@@ -796,7 +807,9 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
         smelt_status s = d->import ? d->import(ctx, g, n) : SMELT_OK;
         /* what an attribute means can depend on the opset: say which */
         if (s == SMELT_ERR_ATTR || s == SMELT_ERR_UNSUPPORTED)
-            smelt_ctx_append(ctx, " (ai.onnx opset %lld)", (long long)g->opset);
+            smelt_ctx_append(ctx, " (%s opset %lld)",
+                             op_is_ml(op_get(n->op)) ? SMELT_ONNX_ML_DOMAIN : "ai.onnx",
+                             (long long)op_model_opset(g, op_get(n->op)));
         SMELT_TRY(s);
     }
     return SMELT_OK;

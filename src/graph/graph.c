@@ -22,6 +22,7 @@ gr_graph *gr_subgraph_new(gr_graph *parent)
     }
     g->parent = parent;
     g->opset = parent->opset;
+    g->ml_opset = parent->ml_opset;
     g->hw = parent->hw;
     return g;
 }

@@ -104,6 +104,7 @@ struct gr_graph {
     smelt_ptrvec owned_tensors; /* smelt_tensor* freed with the graph */
     const char *name;
     int64_t opset; /* default-domain opset */
+    int64_t ml_opset; /* the ai.onnx.ml opset the model imports (0: none) */
     /* the hardware of the target the graph is compiled for (set by
      * smelt_model_optimize): alter_layout's channel block is hw.lanes,
      * pack_weights' panels follow the matmul rule's tile; lanes 0 = not known */

@@ -94,6 +94,10 @@ typedef struct op_def {
 /* The newest ai.onnx opset smelt knows (ops.def's NEWEST): the opset of
  * the onnx release whose schemas tests/unit/onnx_schema.inc holds. */
 #define SMELT_ONNX_OPSET 28
+/* The same for the ai.onnx.ml domain (ops.def's ML_NEWEST), whose ops
+ * ops.def names "ai.onnx.ml.<OpType>", their FIRST..LAST in its opsets. */
+#define SMELT_ONNX_ML_DOMAIN "ai.onnx.ml"
+#define SMELT_ONNX_ML_OPSET 5
 
 /* An attribute an op's import implements (reads, or knows to have no effect
  * on what smelt computes), in the model opsets [since, until] of the ONNX
@@ -123,6 +127,10 @@ typedef struct op_info {
 
 const op_info *op_get(op_kind kind);
 const op_info *op_lookup(const char *onnx_name); /* default domain; NULL if unknown */
+const op_info *op_lookup_ml(const char *op_type); /* ai.onnx.ml; NULL if unknown */
+bool op_is_ml(const op_info *info);
+/* The model's opset of the op's domain (g->opset or g->ml_opset). */
+int64_t op_model_opset(const gr_graph *g, const op_info *info);
 const char *op_pattern_name(op_pattern p);
 /* The spec of attribute `name` of op `info` at model opset `opset`; NULL
  * when the op does not implement it there. */

@@ -17,6 +17,7 @@
 #undef OP
 
 #define NEWEST SMELT_ONNX_OPSET
+#define ML_NEWEST SMELT_ONNX_ML_OPSET
 static const op_info g_ops[] = {
     {OP_NONE, "", "", OP_PATTERN_OPAQUE, NULL, 0, 0, NULL},
 #define OP(ENUM, NAME, FAMILY, PATTERN, FIRST, LAST)                                  \
@@ -26,6 +27,7 @@ static const op_info g_ops[] = {
 #undef OP
 };
 #undef NEWEST
+#undef ML_NEWEST
 _Static_assert(SMELT_ARRAY_LEN(g_ops) == OP_COUNT_, "ops.def and op table out of sync");
 
 const op_info *op_get(op_kind kind)
@@ -33,11 +35,32 @@ const op_info *op_get(op_kind kind)
     return (unsigned)kind < OP_COUNT_ ? &g_ops[kind] : NULL;
 }
 
+/* ops.def names an ai.onnx.ml op "ai.onnx.ml.<OpType>" */
+#define ML_PREFIX SMELT_ONNX_ML_DOMAIN "."
+
+bool op_is_ml(const op_info *info)
+{
+    return strncmp(info->name, ML_PREFIX, sizeof ML_PREFIX - 1) == 0;
+}
+
 const op_info *op_lookup(const char *onnx_name)
 {
     for (int i = 1; i < OP_COUNT_; i++)
-        if (strcmp(g_ops[i].name, onnx_name) == 0) return &g_ops[i];
+        if (!op_is_ml(&g_ops[i]) && strcmp(g_ops[i].name, onnx_name) == 0) return &g_ops[i];
     return NULL;
+}
+
+const op_info *op_lookup_ml(const char *op_type)
+{
+    for (int i = 1; i < OP_COUNT_; i++)
+        if (op_is_ml(&g_ops[i]) && strcmp(g_ops[i].name + sizeof ML_PREFIX - 1, op_type) == 0)
+            return &g_ops[i];
+    return NULL;
+}
+
+int64_t op_model_opset(const gr_graph *g, const op_info *info)
+{
+    return op_is_ml(info) ? g->ml_opset : g->opset;
 }
 
 const char *op_pattern_name(op_pattern p)
@@ -59,7 +82,8 @@ static const op_attr_spec g_consumed_inputs = {"consumed_inputs", 1, 5};
 
 const op_attr_spec *op_attr_find(const op_info *info, const char *name, int64_t opset)
 {
-    if (opset <= g_consumed_inputs.until && strcmp(name, g_consumed_inputs.name) == 0)
+    if (opset <= g_consumed_inputs.until && !op_is_ml(info) &&
+        strcmp(name, g_consumed_inputs.name) == 0)
         return &g_consumed_inputs;
     for (const op_attr_spec *a = info->attrs; a && a->name; a++) {
         int since = a->since ? a->since : info->opset_first;
