@@ -118,6 +118,9 @@ if(SMELT_PYTHON)
             ${SMELT_SEQUENCE_CASES} 10 "sequence and optional values have no compiled form")
   set_tests_properties(conformance/sequence_cases_reference
     conformance/sequence_cases_compiled_refused PROPERTIES FIXTURES_REQUIRED sequence_cases)
+  # ---- ai.onnx.ml ops (Binarizer, ArrayFeatureExtractor, TreeEnsemble) beyond their node
+  # tests, expected values from numpy (a tree walk per row) ----
+  smelt_generated_cases(ml ${SMELT_PYTHON} gen_ml_cases.py)
   # ---- DeformConv beyond its four node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(deform ${SMELT_PYTHON} gen_deform_cases.py)
   # ---- float16/bfloat16 products through the float32 kernels (passes/widen_half.c),

@@ -11,9 +11,9 @@
  * (leaf_*), whose weight goes to its target; targets aggregate by SUM,
  * AVERAGE (the sum over the number of trees), MIN or MAX (untouched
  * targets keep the type's largest / lowest value, as onnx's reference).
- * Reference kernel only: compiled code refuses it naming the node.  Of
- * post_transform only NONE is implemented (the others are refused):
- * onnx's reference does not apply them either. */
+ * Compiled as a walk of fixed depth (below).  Of post_transform only NONE
+ * is implemented (the others are refused): onnx's reference does not apply
+ * them either. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -147,9 +147,12 @@ static smelt_status tree_tensor(smelt_ctx *ctx, gr_graph *g, const gr_node *n, c
     SMELT_TRY(op_attr_tensor(ctx, n, name, &t));
     if (!t) return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute '%s' is required", name);
     int64_t k = op_numel(t);
-    if (!op_dtype_is_float(t->dtype) || (want >= 0 && k != want))
-        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute '%s' must be %d floats, got %lld of %s",
-                       name, want, (long long)k, smelt_dtype_name(t->dtype));
+    if (!op_dtype_is_float(t->dtype))
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute '%s' holds %s values, expected floats",
+                       name, smelt_dtype_name(t->dtype));
+    if (want >= 0 && k != want)
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute '%s' holds %lld values, expected %d",
+                       name, (long long)k, want);
     *out = smelt_arena_alloc(&g->arena, sizeof **out * (size_t)(k + 1));
     if (!*out) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < k; i++) (*out)[i] = op_get_f64(t, i);
@@ -301,9 +304,11 @@ static smelt_status tree_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
     return SMELT_OK;
 }
 
+/* The comparison as IEEE doubles (a NaN compares unequal to everything),
+ * or a missing value that the node sends to its true branch. */
 static bool tree_takes_true(const tree_attrs *a, int node, double x)
 {
-    if (isnan(x)) return a->missing_true && a->missing_true[node];
+    if (isnan(x) && a->missing_true && a->missing_true[node]) return true;
     double s = a->split[node];
     switch (a->mode[node]) {
     case TREE_LEQ: return x <= s;
@@ -371,7 +376,243 @@ static smelt_status tree_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tens
     return SMELT_OK;
 }
 
+/* ---- TreeEnsemble compiled: a walk of fixed depth ----
+ * A tree's state is a node (0 .. n_nodes - 1) or a leaf (n_nodes + its
+ * index).  Stage k holds each row's and tree's state after k steps: a node
+ * moves to the branch its comparison picks, a leaf stays.  The deepest path
+ * from a root (found at compile time; a cycle is refused) bounds the steps.
+ * y then gathers each tree's leaf weight into its target (a reduction over
+ * the trees).  The tables are te constants indexed by state. */
+
+#define TREE_STAY TREE_MODES /* a leaf's mode in the state tables */
+
+typedef struct tree_te {
+    const tree_attrs *a;
+    const te_tensor *x, *prev;
+    te_tensor *roots, *feature, *split, *mode, *on_true, *on_false, *missing, *members;
+    te_tensor *weight, *target;
+    int width; /* members per MEMBER node, padded with NaN */
+} tree_te;
+
+/* Interior nodes on the longest path from node i down (cycles: -1). */
+static int tree_depth(const tree_attrs *a, int i, int *memo, uint8_t *visiting)
+{
+    if (memo[i]) return memo[i];
+    if (visiting[i]) return -1;
+    visiting[i] = 1;
+    int deepest = 0;
+    for (int side = 0; side < 2; side++) {
+        if (side ? a->false_leaf[i] : a->true_leaf[i]) continue;
+        int d = tree_depth(a, (int)(side ? a->false_id[i] : a->true_id[i]), memo, visiting);
+        if (d < 0) return -1;
+        deepest = d > deepest ? d : deepest;
+    }
+    visiting[i] = 0;
+    return memo[i] = deepest + 1;
+}
+
+static smelt_status tree_steps(smelt_ctx *ctx, const gr_node *n, const tree_attrs *a, int *steps)
+{
+    int *memo = smelt_calloc((size_t)a->n_nodes, sizeof *memo);
+    uint8_t *visiting = smelt_calloc((size_t)a->n_nodes, 1);
+    smelt_status s = memo && visiting ? SMELT_OK : op_errf(ctx, n, SMELT_ERR_NOMEM, "out of memory");
+    *steps = 0;
+    for (int k = 0; s == SMELT_OK && k < a->n_trees; k++) {
+        int d = tree_depth(a, (int)a->roots[k], memo, visiting);
+        if (d < 0) s = op_errf(ctx, n, SMELT_ERR_MODEL, "tree %d has a cycle: the path from its "
+                               "root never reaches a leaf", k);
+        *steps = d > *steps ? d : *steps;
+    }
+    smelt_free(memo);
+    smelt_free(visiting);
+    return s;
+}
+
+/* A te constant of `count` x `width` values of dt (data owned by the graph after). */
+static te_tensor *tree_table(op_compute_args *a, const char *name, smelt_dtype dt, int64_t count,
+                             int64_t width, void *data)
+{
+    int64_t shape[2] = {count, width};
+    te_tensor *t = data ? te_placeholder(a->te, name, dt, width ? 2 : 1, shape) : NULL;
+    te_const *c = t ? smelt_arena_alloc(&a->te->arena, sizeof *c) : NULL;
+    if (!c || !smelt_ptrvec_push(&a->te->consts, c)) {
+        smelt_free(data);
+        return NULL;
+    }
+    t->buf->kind = IR_BUF_CONST;
+    *c = (te_const){.t = t, .data = data, .numel = count * (width ? width : 1)};
+    return t;
+}
+
+/* The node tables by state: a leaf keeps itself, reads feature 0. */
+static smelt_status tree_node_tables(op_compute_args *c, tree_te *t)
+{
+    const tree_attrs *a = t->a;
+    int64_t states = a->n_nodes + a->n_leaves;
+    int64_t *feature = smelt_calloc((size_t)states, sizeof *feature);
+    int64_t *mode = smelt_calloc((size_t)states, sizeof *mode);
+    int64_t *on_true = smelt_calloc((size_t)states, sizeof *on_true);
+    int64_t *on_false = smelt_calloc((size_t)states, sizeof *on_false);
+    int64_t *missing = smelt_calloc((size_t)states, sizeof *missing);
+    double *split = smelt_calloc((size_t)states, sizeof *split);
+    for (int64_t i = 0; feature && mode && on_true && on_false && missing && split && i < states;
+         i++) {
+        bool node = i < a->n_nodes;
+        feature[i] = node ? a->feature[i] : 0;
+        mode[i] = node ? a->mode[i] : TREE_STAY;
+        split[i] = node ? a->split[i] : 0;
+        missing[i] = node && a->missing_true ? a->missing_true[i] : 0;
+        on_true[i] = !node ? i : a->true_leaf[i] ? a->n_nodes + a->true_id[i] : a->true_id[i];
+        on_false[i] = !node ? i : a->false_leaf[i] ? a->n_nodes + a->false_id[i] : a->false_id[i];
+    }
+    t->feature = tree_table(c, "feature", SMELT_DT_INT64, states, 0, feature);
+    t->mode = tree_table(c, "mode", SMELT_DT_INT64, states, 0, mode);
+    t->on_true = tree_table(c, "on_true", SMELT_DT_INT64, states, 0, on_true);
+    t->on_false = tree_table(c, "on_false", SMELT_DT_INT64, states, 0, on_false);
+    t->missing = tree_table(c, "missing", SMELT_DT_INT64, states, 0, missing);
+    t->split = tree_table(c, "split", SMELT_DT_FLOAT64, states, 0, split);
+    bool ok = t->feature && t->mode && t->on_true && t->on_false && t->missing && t->split;
+    return ok ? SMELT_OK : smelt_errf(c->ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
+/* Each MEMBER node's set as a row of `width` values padded with NaN. */
+static smelt_status tree_member_table(op_compute_args *c, tree_te *t)
+{
+    const tree_attrs *a = t->a;
+    int64_t states = a->n_nodes + a->n_leaves;
+    t->width = 0;
+    for (int i = 0; i < a->n_nodes; i++) {
+        int w = a->mode[i] == TREE_MEMBER ? a->member_start[i + 1] - a->member_start[i] - 1 : 0;
+        t->width = w > t->width ? w : t->width;
+    }
+    if (!t->width) return SMELT_OK;
+    double *m = smelt_alloc(sizeof *m * (size_t)(states * t->width));
+    for (int64_t k = 0; m && k < states * t->width; k++) m[k] = NAN;
+    for (int i = 0; m && i < a->n_nodes; i++)
+        for (int k = a->member_start[i]; a->mode[i] == TREE_MEMBER && k < a->member_start[i + 1] - 1;
+             k++)
+            m[i * t->width + (k - a->member_start[i])] = a->members[k];
+    t->members = tree_table(c, "members", SMELT_DT_FLOAT64, states, t->width, m);
+    return t->members ? SMELT_OK : smelt_errf(c->ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
+static smelt_status tree_leaf_tables(op_compute_args *c, tree_te *t)
+{
+    const tree_attrs *a = t->a;
+    double *weight = smelt_calloc((size_t)a->n_leaves, sizeof *weight);
+    int64_t *target = smelt_calloc((size_t)a->n_leaves, sizeof *target);
+    int64_t *roots = smelt_calloc((size_t)a->n_trees, sizeof *roots);
+    for (int i = 0; weight && target && i < a->n_leaves; i++) {
+        weight[i] = a->aggregate == AGG_AVERAGE ? a->weight[i] / a->n_trees : a->weight[i];
+        target[i] = a->target[i];
+    }
+    for (int k = 0; roots && k < a->n_trees; k++) roots[k] = a->roots[k];
+    t->weight = tree_table(c, "weight", SMELT_DT_FLOAT64, a->n_leaves, 0, weight);
+    t->target = tree_table(c, "target", SMELT_DT_INT64, a->n_leaves, 0, target);
+    t->roots = tree_table(c, "roots", SMELT_DT_INT64, a->n_trees, 0, roots);
+    bool ok = t->weight && t->target && t->roots;
+    return ok ? SMELT_OK : smelt_errf(c->ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
+static ir_expr *tree_root_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const tree_te *t = user;
+    return te_read(g, t->roots, &idx[1]);
+}
+
+/* Does state s's comparison send x to its true branch?  As tree_takes_true. */
+static ir_expr *tree_compare(te_graph *g, const tree_te *t, ir_expr *s, ir_expr *x)
+{
+    ir_builder *b = &g->b;
+    ir_expr *mode = te_read(g, t->mode, &s), *split = te_read(g, t->split, &s);
+    ir_expr *member = ir_const_int(b, SMELT_DT_BOOL, 0);
+    for (int k = 0; k < t->width; k++) {
+        ir_expr *at[2] = {s, ir_int(b, k)};
+        member = ir_binary(b, IR_OR, member, ir_binary(b, IR_EQ, x, te_read(g, t->members, at)));
+    }
+    static const ir_kind cmp[] = {IR_LE, IR_LT, IR_GE, IR_GT, IR_EQ, IR_NE};
+    ir_expr *take = member;
+    for (int m = TREE_NEQ; m >= TREE_LEQ; m--)
+        take = ir_select(b, ir_binary(b, IR_EQ, mode, ir_int(b, m)),
+                         ir_binary(b, cmp[m], x, split), take);
+    ir_expr *missing = ir_binary(b, IR_AND, ir_binary(b, IR_NE, x, x),
+                                 ir_binary(b, IR_NE, te_read(g, t->missing, &s), ir_int(b, 0)));
+    return ir_binary(b, IR_OR, missing, take);
+}
+
+static ir_expr *tree_step_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const tree_te *t = user;
+    ir_builder *b = &g->b;
+    ir_expr *s = te_read(g, t->prev, idx);
+    ir_expr *xi[2] = {idx[0], te_read(g, t->feature, &s)};
+    ir_expr *x = ir_cast(b, SMELT_DT_FLOAT64, te_read(g, t->x, xi));
+    ir_expr *next = ir_select(b, tree_compare(g, t, s, x), te_read(g, t->on_true, &s),
+                              te_read(g, t->on_false, &s));
+    ir_expr *leaf = ir_binary(b, IR_GE, s, ir_int(b, t->a->n_nodes));
+    return ir_select(b, leaf, s, next);
+}
+
+/* acc[r, target]: each tree's leaf weight where its target is this one. */
+static ir_expr *tree_output_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const tree_te *t = user;
+    const tree_attrs *a = t->a;
+    ir_builder *b = &g->b;
+    ir_axis k = te_reduce_axis(g, "tree", a->n_trees);
+    ir_expr *at[2] = {idx[0], ir_var_ref(b, k.var)};
+    ir_expr *leaf = ir_sub(b, te_read(g, t->prev, at), ir_int(b, a->n_nodes));
+    ir_expr *hit = ir_binary(b, IR_EQ, te_read(g, t->target, &leaf), idx[1]);
+    ir_reduce_op op = a->aggregate == AGG_MIN   ? IR_REDUCE_MIN
+                      : a->aggregate == AGG_MAX ? IR_REDUCE_MAX
+                                                : IR_REDUCE_SUM;
+    ir_expr *miss = te_reduce_identity(g, op, SMELT_DT_FLOAT64);
+    return te_reduce(g, op, ir_select(b, hit, te_read(g, t->weight, &leaf), miss), 1, &k);
+}
+
+/* y = acc in X's type; MIN/MAX start from the type's extremes. */
+static ir_expr *tree_cast_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const tree_te *t = user;
+    ir_builder *b = &g->b;
+    smelt_dtype dt = t->x->buf->dtype;
+    ir_expr *v = te_read(g, t->prev, idx);
+    double limit = type_max(dt);
+    if (t->a->aggregate == AGG_MIN) v = ir_binary(b, IR_MIN, v, ir_const_float(b, SMELT_DT_FLOAT64, limit));
+    if (t->a->aggregate == AGG_MAX) v = ir_binary(b, IR_MAX, v, ir_const_float(b, SMELT_DT_FLOAT64, -limit));
+    return ir_cast(b, dt, v);
+}
+
+static smelt_status tree_compute(op_compute_args *c)
+{
+    tree_te t = {.a = c->node->op_attrs, .x = c->in[0]};
+    int steps;
+    SMELT_TRY(tree_steps(c->ctx, c->node, t.a, &steps));
+    SMELT_TRY(tree_node_tables(c, &t));
+    SMELT_TRY(tree_member_table(c, &t));
+    SMELT_TRY(tree_leaf_tables(c, &t));
+    int64_t walk[2] = {t.x->buf->shape[0], t.a->n_trees};
+    te_tensor *state = te_compute(c->te, "state0", SMELT_DT_INT64, 2, walk, tree_root_body, &t,
+                                  "injective");
+    for (int k = 0; state && k < steps; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "state%d", k + 1);
+        t.prev = state;
+        state = te_compute(c->te, name, SMELT_DT_INT64, 2, walk, tree_step_body, &t, "injective");
+    }
+    t.prev = state;
+    const smelt_tensor *o = &c->out_type[0];
+    te_tensor *acc = state ? te_compute(c->te, "acc", SMELT_DT_FLOAT64, 2, o->dims,
+                                        tree_output_body, &t, "reduce")
+                           : NULL;
+    t.prev = acc;
+    c->out[0] = acc ? te_compute(c->te, "y", o->dtype, 2, o->dims, tree_cast_body, &t,
+                                 "injective")
+                    : NULL;
+    return c->out[0] ? SMELT_OK : smelt_ctx_status(c->ctx);
+}
+
 const op_def op_def_ML_TREE_ENSEMBLE = {
-    .import = tree_import, .infer = tree_infer, .eval = tree_eval,
+    .compute = tree_compute, .import = tree_import, .infer = tree_infer, .eval = tree_eval,
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
 };

@@ -1052,6 +1052,77 @@ def _(d):
                    [helper.make_value_info("m", mt)], [helper.make_value_info("y", mt)]))
 
 
+# ---- ai.onnx.ml ----
+
+def ml_model(node, x_shape, opset=5):
+    graph = helper.make_graph([node], "bad", [vi("x", x_shape)], [vi("y", None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", opset)])
+    m.ir_version = 8
+    return m
+
+
+def tree_node(**changes):
+    kw = dict(domain="ai.onnx.ml", n_targets=1, tree_roots=[0], nodes_featureids=[0, 0],
+              nodes_modes=numpy_helper.from_array(np.array([0, 0], np.uint8), "m"),
+              nodes_splits=numpy_helper.from_array(np.array([0, 0], np.float32), "s"),
+              nodes_truenodeids=[1, 0], nodes_falsenodeids=[0, 0],
+              nodes_trueleafs=[0, 1], nodes_falseleafs=[1, 1], leaf_targetids=[0],
+              leaf_weights=numpy_helper.from_array(np.array([1], np.float32), "w"))
+    kw.update(changes)
+    return helper.make_node("TreeEnsemble", ["x"], ["y"], name="trees", **kw)
+
+
+@case("tree_cycle", "run", "invalid model",
+      "node 'trees' (TreeEnsemble): tree 0 has a cycle")
+def _(d):  # node 1's true branch goes back to node 0
+    write(d, ml_model(tree_node(nodes_trueleafs=[0, 0], nodes_truenodeids=[1, 0]), [2, 1]))
+
+
+@case("tree_cycle_compiled", "runc", "invalid model",
+      "node 'trees' (TreeEnsemble): tree 0 has a cycle")
+def _(d):
+    write(d, ml_model(tree_node(nodes_trueleafs=[0, 0], nodes_truenodeids=[1, 0]), [2, 1]))
+
+
+@case("tree_post_transform", "compile", "unsupported",
+      "node 'trees' (TreeEnsemble): post_transform 1 is not implemented")
+def _(d):
+    write(d, ml_model(tree_node(post_transform=1), [2, 1]))
+
+
+@case("tree_feature_out_of_range", "compile", "invalid model",
+      "node 'trees' (TreeEnsemble): nodes_featureids[0] = 3, X has 1 features")
+def _(d):
+    write(d, ml_model(tree_node(nodes_featureids=[3, 0]), [2, 1]))
+
+
+@case("tree_target_out_of_range", "compile", "attribute error",
+      "node 'trees' (TreeEnsemble): leaf_targetids[0] = 4 is not in [0, 1)")
+def _(d):
+    write(d, ml_model(tree_node(leaf_targetids=[4]), [2, 1]))
+
+
+@case("ml_opset_missing", "compile", "invalid model",
+      "node 'bin' (Binarizer): the model uses ai.onnx.ml ops but imports no ai.onnx.ml opset")
+def _(d):
+    node = helper.make_node("Binarizer", ["x"], ["y"], name="bin", domain="ai.onnx.ml")
+    write(d, model([node], [vi("x", [2])], [vi("y", [2])]))
+
+
+@case("afe_index_out_of_range", "run", "runtime error",
+      "node 'afe' (ArrayFeatureExtractor): index 4 at position 1 is out of range for axis 1 "
+      "of size 4")
+def _(d):
+    node = helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["y"], name="afe",
+                            domain="ai.onnx.ml")
+    graph = helper.make_graph([node], "bad", [vi("x", [2, 4])], [vi("y", None)],
+                              initializer=[numpy_helper.from_array(np.array([0, 4], np.int64),
+                                                                   "i")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1)])
+    m.ir_version = 8
+    write(d, m)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (recreated)")
