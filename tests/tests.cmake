@@ -527,6 +527,7 @@ set_tests_properties(tune/mpi PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN
 # Allocation failures through the whole compile (load, optimise, lower, emit):
 # every allocation refused in turn (issue 16).
 target_compile_definitions(test_alloc_fail_compile PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+target_compile_definitions(test_sequence_values PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_compile --per-node)
 # run-time dims: the range's second imports and comparison, te marking, nests, module info
 add_test(NAME unit/test_alloc_fail_compile_rt_dims

@@ -48,6 +48,9 @@
   seq_posmean.onnx x [1, seq, 4] times the mean of the positions 0..seq-1 (a
                    constant arange sliced to the length through Shape): a value
                    computed from the length, so a run-time seq is refused.
+  seq_at.onnx      a sequence of float32 tensors in: its length, and Relu of
+                   its last element (SequenceAt -1).  unit/test_sequence_values
+                   feeds it well-formed and malformed sequences.
 
 Run with Debian's /usr/bin/python3 (it has onnx):
   tests/models/small/gen_small_models.py tests/models/small
@@ -292,6 +295,20 @@ def seq_posmean():
                              producer_name="gen_small_models.py")
 
 
+def seq_at():
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    last = numpy_helper.from_array(np.array(-1, dtype=np.int64), "last")
+    g = helper.make_graph([
+        helper.make_node("SequenceLength", ["s"], ["n"], name="len"),
+        helper.make_node("SequenceAt", ["s", "last"], ["t"], name="at"),
+        helper.make_node("Relu", ["t"], ["y"], name="relu"),
+    ], "seq_at", [helper.make_value_info("s", seq)],
+        [helper.make_tensor_value_info("n", TensorProto.INT64, []),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [last])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                             producer_name="gen_small_models.py")
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "."
     save(attention(), out + "/attention.onnx")
@@ -306,6 +323,7 @@ def main():
     save(seq_mean(), out + "/seq_mean.onnx")
     save(seq_twice(), out + "/seq_twice.onnx")
     save(seq_posmean(), out + "/seq_posmean.onnx")
+    save(seq_at(), out + "/seq_at.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
