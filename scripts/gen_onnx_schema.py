@@ -19,7 +19,7 @@ import sys
 import onnx
 from onnx import defs
 
-ML = "ai.onnx.ml"
+DOMAINS = ("ai.onnx.ml", "ai.onnx.preview")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "unit", "onnx_schema.inc")
 TYPES = {
@@ -52,8 +52,11 @@ def main():
         "/* ONNX_VERSION(op, since_version) ONNX_ATTR(name, type, required)... */",
     ]
     for name in imported_ops():
-        # ai.onnx.ml ops are named "ai.onnx.ml.<OpType>" in ops.def
-        domain, op = (ML, name[len(ML) + 1:]) if name.startswith(ML + ".") else ("", name)
+        # other domains' ops are named "<domain>.<OpType>" in ops.def
+        domain, op = ("", name)
+        for d in DOMAINS:
+            if name.startswith(d + ".") and "." not in name[len(d) + 1:]:
+                domain, op = d, name[len(d) + 1:]
         versions = sorted((s for s in history if s.name == op and s.domain == domain),
                           key=lambda s: s.since_version)
         if not versions:

@@ -356,7 +356,7 @@ static const Onnx__FunctionProto *find_function(import_state *st, const Onnx__No
 }
 
 static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
-static bool ml_domain(const char *d) { return d && strcmp(d, SMELT_ONNX_ML_DOMAIN) == 0; }
+
 
 static void note_unsupported(import_state *st, const Onnx__NodeProto *np, const char *node_name)
 {
@@ -466,15 +466,13 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
     const Onnx__FunctionProto *f = find_function(st, np);
     if (f) return inline_function(st, np, f, name, sc, depth);
 
-    if ((default_domain(np->domain) && st->g->opset == 0) ||
-        (ml_domain(np->domain) && st->g->ml_opset == 0))
+    op_domain domain = default_domain(np->domain) ? OP_DOMAIN_ONNX : op_domain_find(np->domain);
+    bool known_domain = domain != OP_DOMAIN_COUNT_;
+    if (known_domain && (domain == OP_DOMAIN_ONNX ? st->g->opset : st->g->domain_opsets[domain]) == 0)
         return smelt_errf_at(st->ctx, SMELT_ERR_MODEL, name, np->op_type,
                           "node '%s' (%s): the model uses %s ops but imports no %s opset", name,
-                          np->op_type, np->domain && *np->domain ? np->domain : "ai.onnx",
-                          np->domain && *np->domain ? np->domain : "ai.onnx");
-    const op_info *info = default_domain(np->domain) ? op_lookup(np->op_type)
-                          : ml_domain(np->domain) ? op_lookup_ml(np->op_type)
-                                                  : NULL;
+                          np->op_type, op_domain_name(domain), op_domain_name(domain));
+    const op_info *info = known_domain ? op_lookup_in(domain, np->op_type) : NULL;
     bool is_constant = default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0;
     if (info && info->def && (info->def->flags & OP_FLAG_INTERNAL))
         return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, name, np->op_type,
@@ -670,7 +668,8 @@ static smelt_status read_opset(import_state *st)
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
         if (default_domain(o->domain)) st->g->opset = o->version;
-        if (ml_domain(o->domain)) st->g->ml_opset = o->version;
+        op_domain d = op_domain_find(o->domain);
+        if (d != OP_DOMAIN_ONNX && d != OP_DOMAIN_COUNT_) st->g->domain_opsets[d] = o->version;
     }
     if (st->g->opset < 0) {
         /* IR v2 models carry no opset_import; others may use only other
@@ -744,9 +743,10 @@ static smelt_status check_opset(smelt_ctx *ctx, const gr_graph *g, const gr_node
 {
     const op_info *info = op_get(n->op);
     int64_t opset = op_model_opset(g, info);
-    bool ml = op_is_ml(info);
-    int newest = ml ? SMELT_ONNX_ML_OPSET : SMELT_ONNX_OPSET;
-    const char *domain = ml ? SMELT_ONNX_ML_DOMAIN " " : "";
+    op_domain d = op_domain_of(info);
+    int newest = op_domain_newest(d);
+    char domain[40] = "";
+    if (d != OP_DOMAIN_ONNX) snprintf(domain, sizeof domain, "%s ", op_domain_name(d));
     if (opset >= info->opset_first && opset <= info->opset_last) return SMELT_OK;
     if (opset > newest)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
@@ -808,7 +808,7 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
         /* what an attribute means can depend on the opset: say which */
         if (s == SMELT_ERR_ATTR || s == SMELT_ERR_UNSUPPORTED)
             smelt_ctx_append(ctx, " (%s opset %lld)",
-                             op_is_ml(op_get(n->op)) ? SMELT_ONNX_ML_DOMAIN : "ai.onnx",
+                             op_domain_name(op_domain_of(op_get(n->op))),
                              (long long)op_model_opset(g, op_get(n->op)));
         SMELT_TRY(s);
     }

@@ -104,7 +104,9 @@ struct gr_graph {
     smelt_ptrvec owned_tensors; /* smelt_tensor* freed with the graph */
     const char *name;
     int64_t opset; /* default-domain opset */
-    int64_t ml_opset; /* the ai.onnx.ml opset the model imports (0: none) */
+    /* the opsets the model imports of the other domains smelt knows, by
+     * op_domain (ops/op.h; [0], ai.onnx, is `opset`); 0: not imported */
+    int64_t domain_opsets[4];
     /* the hardware of the target the graph is compiled for (set by
      * smelt_model_optimize): alter_layout's channel block is hw.lanes,
      * pack_weights' panels follow the matmul rule's tile; lanes 0 = not known */

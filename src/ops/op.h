@@ -94,10 +94,17 @@ typedef struct op_def {
 /* The newest ai.onnx opset smelt knows (ops.def's NEWEST): the opset of
  * the onnx release whose schemas tests/unit/onnx_schema.inc holds. */
 #define SMELT_ONNX_OPSET 28
-/* The same for the ai.onnx.ml domain (ops.def's ML_NEWEST), whose ops
- * ops.def names "ai.onnx.ml.<OpType>", their FIRST..LAST in its opsets. */
-#define SMELT_ONNX_ML_DOMAIN "ai.onnx.ml"
+/* Other domains: ops.def names their ops "<domain>.<OpType>", FIRST..LAST
+ * in that domain's opsets, the newest smelt knows ops.def's ML_NEWEST and
+ * PREVIEW_NEWEST. */
+typedef enum op_domain {
+    OP_DOMAIN_ONNX,    /* ai.onnx (""): graph->opset */
+    OP_DOMAIN_ML,      /* ai.onnx.ml */
+    OP_DOMAIN_PREVIEW, /* ai.onnx.preview */
+    OP_DOMAIN_COUNT_,
+} op_domain;
 #define SMELT_ONNX_ML_OPSET 5
+#define SMELT_ONNX_PREVIEW_OPSET 1
 
 /* An attribute an op's import implements (reads, or knows to have no effect
  * on what smelt computes), in the model opsets [since, until] of the ONNX
@@ -127,9 +134,16 @@ typedef struct op_info {
 
 const op_info *op_get(op_kind kind);
 const op_info *op_lookup(const char *onnx_name); /* default domain; NULL if unknown */
-const op_info *op_lookup_ml(const char *op_type); /* ai.onnx.ml; NULL if unknown */
-bool op_is_ml(const op_info *info);
-/* The model's opset of the op's domain (g->opset or g->ml_opset). */
+/* An op of another domain by its op type; NULL if unknown. */
+const op_info *op_lookup_in(op_domain d, const char *op_type);
+op_domain op_domain_of(const op_info *info);
+/* The domain of a NodeProto's domain string; OP_DOMAIN_COUNT_: none smelt knows. */
+op_domain op_domain_find(const char *domain);
+const char *op_domain_name(op_domain d); /* "ai.onnx", "ai.onnx.ml", ... */
+int op_domain_newest(op_domain d);
+/* The op type without its domain prefix (ops.def's name for ai.onnx ops). */
+const char *op_type_name(const op_info *info);
+/* The model's opset of the op's domain. */
 int64_t op_model_opset(const gr_graph *g, const op_info *info);
 const char *op_pattern_name(op_pattern p);
 /* The spec of attribute `name` of op `info` at model opset `opset`; NULL

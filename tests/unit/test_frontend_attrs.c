@@ -89,7 +89,7 @@ static void test_opset_ranges(void)
     for (int k = 1; k < OP_COUNT_; k++) {
         const op_info *info = op_get((op_kind)k);
         if (!imported(info)) continue;
-        int newest = op_is_ml(info) ? SMELT_ONNX_ML_OPSET : SMELT_ONNX_OPSET;
+        int newest = op_domain_newest(op_domain_of(info));
         bool first_ok = is_version_start(info->name, info->opset_first);
         bool last_ok = info->opset_last == newest ||
                        (info->opset_last < newest &&
@@ -360,10 +360,10 @@ static void pack_model(const model *m, packed *out)
     for (int i = 0; i < m->n_attrs; i++) attr_ptrs[i] = (Onnx__AttributeProto *)&m->attrs[i];
 
     Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
-    bool ml = op_is_ml(m->info); /* "ai.onnx.ml.<OpType>" */
+    op_domain domain = op_domain_of(m->info); /* ops.def: "<domain>.<OpType>" */
     node.name = "n0";
-    node.op_type = (char *)m->info->name + (ml ? strlen(SMELT_ONNX_ML_DOMAIN) + 1 : 0);
-    node.domain = ml ? SMELT_ONNX_ML_DOMAIN : "";
+    node.op_type = (char *)op_type_name(m->info);
+    node.domain = domain == OP_DOMAIN_ONNX ? "" : (char *)op_domain_name(domain);
     node.input = in_names, node.n_input = (size_t)n_in;
     node.output = out_names, node.n_output = (size_t)n_out;
     node.attribute = attr_ptrs, node.n_attribute = (size_t)m->n_attrs;
@@ -394,7 +394,7 @@ static void pack_model(const model *m, packed *out)
     graph.output = out_ptrs, graph.n_output = (size_t)n_out;
 
     Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opset_ptr = &opset;
-    opset.domain = ml ? SMELT_ONNX_ML_DOMAIN : "";
+    opset.domain = node.domain;
     opset.has_version = true;
     opset.version = m->opset;
     Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
@@ -418,7 +418,7 @@ static void expect_refused(const model *m, const char *what, const char *why)
     const char *msg = smelt_ctx_message(ctx);
     char node[160], opset[32];
     snprintf(node, sizeof node, "node 'n0' (%s)",
-             m->info->name + (op_is_ml(m->info) ? strlen(SMELT_ONNX_ML_DOMAIN) + 1 : 0));
+             op_type_name(m->info));
     snprintf(opset, sizeof opset, "opset %d", m->opset);
     bool ok = (s == SMELT_ERR_UNSUPPORTED || s == SMELT_ERR_ATTR) && strstr(msg, node) &&
               strstr(msg, what) && strstr(msg, opset);
