@@ -616,6 +616,65 @@ static smelt_status run_seqmap(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
     return s;
 }
 
+/* ---- FlexAttention (ops/flex_attention.c holds its arithmetic) ---- */
+
+/* *t through a modifier body: its output replaces *t, in t's type (as the
+ * reference casts it), of t's shape. */
+static smelt_status run_modifier(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                 const char *name, const gr_graph *body,
+                                 const smelt_tensor *const *in, smelt_tensor *t, exec_budget *b)
+{
+    smelt_tensor *body_in = smelt_calloc((size_t)body->inputs.len + 1, sizeof *body_in), got;
+    if (!body_in) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    bind_body_inputs(body, in, t, body_in);
+    smelt_status s = exec_graph_budget(ctx, body, mode, body_in, &got, b);
+    smelt_free(body_in);
+    if (s != SMELT_OK) return s;
+    if (got.rank != t->rank || memcmp(got.dims, t->dims, sizeof(int64_t) * (size_t)t->rank) ||
+        !op_dtype_is_float(got.dtype)) {
+        drop(b, &got);
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "'%s' must give floats of its input's shape",
+                       name);
+    }
+    int64_t count = op_numel(t);
+    for (int64_t i = 0; i < count; i++) op_set_f64(t, i, op_get_f64(&got, i));
+    drop(b, &got);
+    return SMELT_OK;
+}
+
+static smelt_status run_flex_steps(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                   const smelt_tensor *const *in, smelt_tensor *scores,
+                                   smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    flex_scores(n, in[0], in[1], scores);
+    if (a->score_mod)
+        SMELT_TRY(run_modifier(ctx, n, mode, "score_mod", a->score_mod, in, scores, b));
+    flex_softmax(scores);
+    if (a->prob_mod)
+        SMELT_TRY(run_modifier(ctx, n, mode, "prob_mod", a->prob_mod, in, scores, b));
+    flex_output_shape(in[0], in[2], &out[0]);
+    SMELT_TRY(alloc_like(ctx, n, b, &out[0]));
+    flex_output(scores, in[2], &out[0]);
+    return SMELT_OK;
+}
+
+static smelt_status run_flex(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                             const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    for (int i = 0; i < 3; i++)
+        if (smelt_dtype_is_container(in[i]->dtype))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is a %s", i,
+                           smelt_dtype_name(in[i]->dtype));
+    SMELT_TRY(flex_check(ctx, n, in[0], in[1], in[2]));
+    smelt_tensor scores;
+    flex_scores_shape(n, in[0], in[1], &scores);
+    SMELT_TRY(alloc_like(ctx, n, b, &scores));
+    smelt_status s = run_flex_steps(ctx, n, mode, in, &scores, out, b);
+    drop(b, &scores);
+    return s;
+}
+
 smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mode,
                                const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
 {
@@ -625,6 +684,7 @@ smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mo
     case OP_LOOP: return run_loop(ctx, node, mode, in, out, b);
     case OP_SCAN: return run_scan(ctx, node, mode, in, out, b);
     case OP_SEQUENCE_MAP: return run_seqmap(ctx, node, mode, in, out, b);
+    case OP_PREVIEW_FLEX_ATTENTION: return run_flex(ctx, node, mode, in, out, b);
     default: return op_errf(ctx, node, SMELT_ERR_INTERNAL, "not a control-flow op");
     }
 }

@@ -1,0 +1,232 @@
+/* FlexAttention (ai.onnx.preview 1): scaled dot-product attention over
+ * rank-4 Q [B, Hq, L, E], K [B, Hkv, S, E], V [B, Hkv, S, Ev] with two
+ * optional modifier bodies: score_mod on the scores before the softmax,
+ * prob_mod on the probabilities after it.  Query head h reads K/V head
+ * h / (Hq / Hkv).  Rounded where onnx's reference rounds: the scale's square
+ * root in float32 then in the input type, Q and K times it in the input
+ * type, Q K^T in the input type, then the softmax type (float32, double for
+ * double inputs, or softmax_precision), the softmax and P V in that type,
+ * Y in V's type (sums in double in between).
+ *
+ * Reference kernel only (exec/control.c runs the bodies between the steps
+ * here); compiled code refuses it naming the node (lower/control.c). */
+#include <math.h>
+#include <string.h>
+
+#include "ops/control.h"
+
+OP_ATTRS(PREVIEW_FLEX_ATTENTION) = {{"prob_mod", 0, 0},
+                                    {"scale", 0, 0},
+                                    {"score_mod", 0, 0},
+                                    {"softmax_precision", 0, 0},
+                                    {NULL, 0, 0}};
+
+static smelt_status modifier(smelt_ctx *ctx, const gr_node *n, const char *name, gr_graph **out)
+{
+    const gr_attr *a = gr_node_attr(n, name);
+    *out = NULL;
+    if (!a) return SMELT_OK;
+    if (a->type != GR_ATTR_GRAPH || !a->g)
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute '%s' must be a graph", name);
+    if (a->g->n_formal != 1 || a->g->outputs.len != 1)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "'%s' has %d inputs and %d outputs, expected 1 "
+                       "and 1", name, a->g->n_formal, a->g->outputs.len);
+    *out = a->g;
+    return SMELT_OK;
+}
+
+/* softmax_precision: a float type (TensorProto codes are smelt's dtypes). */
+static smelt_status read_precision(smelt_ctx *ctx, const gr_node *n, ctl_attrs *a)
+{
+    int64_t p;
+    a->softmax_type = SMELT_DT_UNDEFINED;
+    if (!gr_node_attr(n, "softmax_precision")) return SMELT_OK;
+    SMELT_TRY(op_attr_int(ctx, n, "softmax_precision", 0, &p));
+    if (p != SMELT_DT_FLOAT32 && p != SMELT_DT_FLOAT16 && p != SMELT_DT_BFLOAT16 &&
+        p != SMELT_DT_FLOAT64)
+        return op_errf(ctx, n, SMELT_ERR_ATTR, "softmax_precision %lld is not float, float16, "
+                       "bfloat16 or double", (long long)p);
+    a->softmax_type = (smelt_dtype)p;
+    return SMELT_OK;
+}
+
+/* Does node input i feed a capture of one of the bodies? */
+static bool feeds_a_body(const gr_node *n, int i, const ctl_attrs *a)
+{
+    (void)n;
+    const gr_graph *bodies[2] = {a->score_mod, a->prob_mod};
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; bodies[k] && j < bodies[k]->inputs.len; j++)
+            if (ctl_body_input_source(bodies[k], j) == i) return true;
+    return false;
+}
+
+static smelt_status flex_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
+{
+    ctl_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    SMELT_TRY(modifier(ctx, n, "score_mod", &a->score_mod));
+    SMELT_TRY(modifier(ctx, n, "prob_mod", &a->prob_mod));
+    a->n_explicit = 3;
+    for (int i = 3; i < n->n_inputs; i++) /* past Q, K, V: the bodies' captures */
+        if (!feeds_a_body(n, i, a))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "has %d inputs, expected 3 (Q, K, V)",
+                           n->n_inputs);
+    for (int i = 0; i < 3; i++)
+        if (i >= n->n_inputs || !n->inputs[i])
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d (%s) is missing", i,
+                           i == 0 ? "Q" : i == 1 ? "K" : "V");
+    float scale;
+    SMELT_TRY(op_attr_float(ctx, n, "scale", NAN, &scale));
+    a->scale = scale;
+    return read_precision(ctx, n, a);
+}
+
+smelt_dtype flex_softmax_type(const gr_node *n, smelt_dtype input)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    if (a->softmax_type) return a->softmax_type;
+    return input == SMELT_DT_FLOAT64 ? SMELT_DT_FLOAT64 : SMELT_DT_FLOAT32;
+}
+
+/* Two dims that must agree (unknown ones agree with anything). */
+static bool agree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+
+smelt_status flex_check(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *q,
+                        const smelt_tensor *k, const smelt_tensor *v)
+{
+    static const smelt_dtype types[] = {SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_FLOAT16,
+                                        SMELT_DT_BFLOAT16, SMELT_DT_UNDEFINED};
+    SMELT_TRY(op_check_dtype(ctx, n, q, "Q", types));
+    if (k->dtype != q->dtype || v->dtype != q->dtype)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "Q, K and V are %s, %s and %s: one type expected",
+                       smelt_dtype_name(q->dtype), smelt_dtype_name(k->dtype),
+                       smelt_dtype_name(v->dtype));
+    if (q->rank != 4 || k->rank != 4 || v->rank != 4)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "Q, K and V must have rank 4, got %d, %d and %d",
+                       q->rank, k->rank, v->rank);
+    if (!agree(q->dims[0], k->dims[0]) || !agree(q->dims[0], v->dims[0]))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "the batch sizes of Q, K and V differ");
+    if (!agree(k->dims[1], v->dims[1]) || !agree(k->dims[2], v->dims[2]))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "K and V must have the same heads and length");
+    if (!agree(q->dims[3], k->dims[3]))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "Q and K have head sizes %lld and %lld",
+                       (long long)q->dims[3], (long long)k->dims[3]);
+    int64_t hq = q->dims[1], hkv = k->dims[1];
+    if (hq >= 0 && hkv >= 0 && (hkv == 0 || hq % hkv != 0))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "%lld query heads are not a multiple of %lld "
+                       "key/value heads", (long long)hq, (long long)hkv);
+    return SMELT_OK;
+}
+
+void flex_scores_shape(const gr_node *n, const smelt_tensor *q, const smelt_tensor *k,
+                       smelt_tensor *scores)
+{
+    memset(scores, 0, sizeof *scores);
+    scores->dtype = flex_softmax_type(n, q->dtype);
+    scores->rank = 4;
+    int64_t dims[4] = {q->dims[0], q->dims[1], q->dims[2], k->dims[2]};
+    memcpy(scores->dims, dims, sizeof dims);
+}
+
+void flex_output_shape(const smelt_tensor *q, const smelt_tensor *v, smelt_tensor *y)
+{
+    memset(y, 0, sizeof *y);
+    y->dtype = v->dtype;
+    y->rank = 4;
+    int64_t dims[4] = {q->dims[0], q->dims[1], q->dims[2], v->dims[3]};
+    memcpy(y->dims, dims, sizeof dims);
+}
+
+static double round_to(smelt_dtype dt, double v)
+{
+    uint64_t cell[2] = {0, 0};
+    smelt_tensor t = {.dtype = dt, .rank = 0, .data = cell};
+    op_set_f64(&t, 0, v);
+    return op_get_f64(&t, 0);
+}
+
+/* Element [b, h, i, j] of a rank-4 tensor. */
+static double at4(const smelt_tensor *t, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    const int64_t *d = t->dims;
+    return op_get_f64(t, ((b * d[1] + h) * d[2] + i) * d[3] + j);
+}
+
+static int64_t offset4(const smelt_tensor *t, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    const int64_t *d = t->dims;
+    return ((b * d[1] + h) * d[2] + i) * d[3] + j;
+}
+
+void flex_scores(const gr_node *n, const smelt_tensor *q, const smelt_tensor *k,
+                 smelt_tensor *scores)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    int64_t heads = q->dims[1], group = heads / k->dims[1], e = q->dims[3];
+    double scale = isnan(a->scale) ? 1.0 / sqrt((double)e) : a->scale;
+    double root = round_to(q->dtype, (double)sqrtf((float)scale));
+    for (int64_t b = 0; b < q->dims[0]; b++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < q->dims[2]; i++)
+                for (int64_t j = 0; j < k->dims[2]; j++) {
+                    double dot = 0;
+                    for (int64_t c = 0; c < e; c++)
+                        dot += round_to(q->dtype, at4(q, b, h, i, c) * root) *
+                               round_to(q->dtype, at4(k, b, h / group, j, c) * root);
+                    op_set_f64(scores, offset4(scores, b, h, i, j), round_to(q->dtype, dot));
+                }
+}
+
+void flex_softmax(smelt_tensor *scores)
+{
+    int64_t len = scores->dims[3], rows = op_numel(scores) / (len ? len : 1);
+    for (int64_t r = 0; len && r < rows; r++) {
+        double top = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < len; j++) top = fmax(top, op_get_f64(scores, r * len + j));
+        for (int64_t j = 0; j < len; j++) {
+            double e = round_to(scores->dtype, exp(op_get_f64(scores, r * len + j) - top));
+            op_set_f64(scores, r * len + j, e);
+            sum += e;
+        }
+        sum = round_to(scores->dtype, sum);
+        for (int64_t j = 0; j < len; j++)
+            op_set_f64(scores, r * len + j, op_get_f64(scores, r * len + j) / sum);
+    }
+}
+
+void flex_output(const smelt_tensor *probs, const smelt_tensor *v, smelt_tensor *y)
+{
+    int64_t group = probs->dims[1] / v->dims[1];
+    for (int64_t b = 0; b < y->dims[0]; b++)
+        for (int64_t h = 0; h < y->dims[1]; h++)
+            for (int64_t i = 0; i < y->dims[2]; i++)
+                for (int64_t c = 0; c < y->dims[3]; c++) {
+                    double sum = 0;
+                    for (int64_t j = 0; j < v->dims[2]; j++)
+                        sum += at4(probs, b, h, i, j) *
+                               round_to(probs->dtype, at4(v, b, h / group, j, c));
+                    op_set_f64(y, offset4(y, b, h, i, c), round_to(probs->dtype, sum));
+                }
+}
+
+/* The output's type; the bodies are inferred on the scores' type. */
+static smelt_status flex_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                               smelt_tensor *out)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    SMELT_TRY(flex_check(ctx, n, in[0], in[1], in[2]));
+    smelt_tensor scores;
+    flex_scores_shape(n, in[0], in[1], &scores);
+    if (a->score_mod) SMELT_TRY(ctl_infer_body(ctx, n, a->score_mod, in, &scores));
+    if (a->prob_mod) SMELT_TRY(ctl_infer_body(ctx, n, a->prob_mod, in, &scores));
+    flex_output_shape(in[0], in[2], &out[0]);
+    return SMELT_OK;
+}
+
+/* exec/control.c runs it (eval is never called for OP_FLAG_SUBGRAPHS ops). */
+const op_def op_def_PREVIEW_FLEX_ATTENTION = {
+    .import = flex_import, .infer = flex_infer,
+    .min_inputs = 3, .max_inputs = -1, .min_outputs = 1, .max_outputs = 1,
+    .flags = OP_FLAG_SUBGRAPHS,
+};
