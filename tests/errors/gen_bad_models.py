@@ -1123,6 +1123,38 @@ def _(d):
     write(d, m)
 
 
+# ---- FlexAttention (ai.onnx.preview) ----
+
+def flex_model(q, k, v, **kw):
+    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], name="flex",
+                            domain="ai.onnx.preview", **kw)
+    graph = helper.make_graph([node], "bad", [vi("Q", q), vi("K", k), vi("V", v)], [vi("Y", None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26),
+                                                helper.make_opsetid("ai.onnx.preview", 1)])
+    m.ir_version = 10
+    return m
+
+
+@case("flex_heads", "compile", "invalid model",
+      "node 'flex' (FlexAttention): 3 query heads are not a multiple of 2 key/value heads")
+def _(d):
+    write(d, flex_model([1, 3, 2, 4], [1, 2, 2, 4], [1, 2, 2, 4]))
+
+
+@case("flex_body_shape", "run", "invalid model",
+      "node 'flex' (FlexAttention): 'score_mod' must give floats of its input's shape")
+def _(d):
+    sm = helper.make_graph([helper.make_node("ReduceSum", ["s"], ["o"], keepdims=1)], "sm",
+                           [vi("s", None)], [vi("o", None)])
+    write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4], score_mod=sm))
+
+
+@case("flex_compiled", "runc", "unsupported",
+      "node 'flex' (FlexAttention): FlexAttention has no compiled form yet")
+def _(d):
+    write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (recreated)")
