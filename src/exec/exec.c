@@ -71,11 +71,20 @@ static smelt_status exec_container_node(smelt_ctx *ctx, const gr_node *node, con
 {
     memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
     SMELT_TRY(d->infer(ctx, node, in, out));
+    /* the element arrays (counts known now) before they exist: a huge
+     * count fails on the limit, not in the allocator; their elements copy
+     * or slice tensors that already exist, charged once they do */
+    int64_t arrays = 0;
+    for (int i = 0; i < node->n_outputs; i++)
+        if (node->outputs[i] && smelt_dtype_is_container(out[i].dtype) && out[i].dims[0] > 0)
+            arrays += out[i].dims[0] * (int64_t)sizeof(smelt_tensor);
+    SMELT_TRY(exec_budget_charge(ctx, b, node, arrays, "its outputs' element arrays"));
     smelt_status s = SMELT_OK;
     for (int i = 0; i < node->n_outputs && s == SMELT_OK; i++)
         if (node->outputs[i] && !smelt_dtype_is_container(out[i].dtype))
             s = alloc_output(ctx, node, i, &out[i]);
     if (s == SMELT_OK) s = d->eval(ctx, node, in, out);
+    exec_budget_release(b, arrays);
     int64_t bytes = 0;
     for (int i = 0; s == SMELT_OK && i < node->n_outputs; i++)
         if (node->outputs[i]) bytes += (int64_t)smelt_value_nbytes(&out[i]);

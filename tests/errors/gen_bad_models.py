@@ -1032,6 +1032,17 @@ def _(d):
                    [seq_vi("s")], [vi("n", [], TensorProto.INT64)]))
 
 
+@case("seq_split_over_memory_limit", "run", "limit exceeded",
+      "node 'split' (SplitToSequence): its outputs' element arrays need 4400000000 bytes",
+      "memory limit of 4294967296 bytes")
+def _(d):  # 50 MB of bools split into 5e7 tensors: the element array alone is 4.4 GB
+    nodes = [const_node("b", np.array(True)), const_node("n", np.array([50000000], np.int64)),
+             helper.make_node("Expand", ["b", "n"], ["big"], name="expand"),
+             helper.make_node("SplitToSequence", ["big"], ["s"], name="split", keepdims=0),
+             helper.make_node("SequenceLength", ["s"], ["y"], name="len")]
+    write(d, model(nodes, [], [vi("y", [], TensorProto.INT64)]))
+
+
 @case("seq_compiled", "runc", "unsupported",
       "node 'construct' (SequenceConstruct): 's' is a sequence: sequence and optional values "
       "have no compiled form")
