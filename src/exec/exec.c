@@ -176,7 +176,7 @@ smelt_status exec_node_te_budget(smelt_ctx *ctx, const gr_node *node,
 {
     const op_def *d = op_get(node->op)->def;
     if (d) SMELT_TRY(op_check_container_inputs(ctx, node, in));
-    if (d && (d->flags & OP_FLAG_SUBGRAPHS))
+    if (d && (d->flags & OP_FLAG_SUBGRAPHS) && (op_runs_bodies(node) || !d->compute))
         return exec_control_node(ctx, node, EXEC_TE, in, out, b);
     if (!d || !d->infer) return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no definition");
     /* sequence and optional ops move whole tensors: no arithmetic to

@@ -429,7 +429,7 @@ static bool value_escapes(const gr_value *v, void *user)
 static smelt_status lower_unit(prog_builder *pb, int start, int end)
 {
     const gr_node *first = pb->g->nodes.items[start];
-    if (end - start == 1 && (op_get(first->op)->def->flags & OP_FLAG_SUBGRAPHS)) {
+    if (end - start == 1 && op_runs_bodies(first)) {
         if (pb->opts->single_unit)
             return op_errf(pb->ctx, first, SMELT_ERR_UNSUPPORTED,
                            "control flow is not lowered as a unit of its own (tuning)");

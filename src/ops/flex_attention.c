@@ -8,12 +8,15 @@
  * double inputs, or softmax_precision), the softmax and P V in that type,
  * Y in V's type (sums in double in between).
  *
- * Reference kernel only (exec/control.c runs the bodies between the steps
- * here); compiled code refuses it naming the node (lower/control.c). */
+ * The reference executor runs the bodies between the steps here
+ * (exec/control.c).  Without bodies the node compiles (flex_compute: the
+ * same steps as stages); with them compiled code refuses it naming the node
+ * (lower/control.c). */
 #include <math.h>
 #include <string.h>
 
 #include "ops/control.h"
+#include "te/te.h"
 
 OP_ATTRS(PREVIEW_FLEX_ATTENTION) = {{"prob_mod", 0, 0},
                                     {"scale", 0, 0},
@@ -224,9 +227,155 @@ static smelt_status flex_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
     return SMELT_OK;
 }
 
+/* ---- compiled, without modifier bodies ----
+ * Stages: qs, ks (Q, K times the root in their type), acc (Q K^T in
+ * double), scores (in the input type, then the softmax type), top (row
+ * maxima), ex (exponentials in the softmax type), sum (in double), p (the
+ * probabilities in the softmax type), y_acc (P V in double), y (the softmax
+ * type, then V's).  A reduction stage's body is its reduction alone. */
+
+typedef struct flex_te {
+    const te_tensor *q, *k, *v, *a, *b; /* a, b: the stage(s) a body reads */
+    smelt_dtype soft;
+    double root;
+    int64_t group;
+} flex_te;
+
+static ir_expr *f64(te_graph *g, const te_tensor *t, ir_expr *const *idx)
+{
+    return ir_cast(&g->b, SMELT_DT_FLOAT64, te_read(g, t, idx));
+}
+
+static ir_expr *scaled_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const flex_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *x = ir_mul(b, f64(g, s->a, idx), ir_const_float(b, SMELT_DT_FLOAT64, s->root));
+    return ir_cast(b, s->a->buf->dtype, x);
+}
+
+/* K/V head of query head h */
+static ir_expr *kv_head(ir_builder *b, const flex_te *s, ir_expr *h)
+{
+    return s->group == 1 ? h : ir_binary(b, IR_DIV, h, ir_int(b, s->group));
+}
+
+static ir_expr *dot_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const flex_te *s = user;
+    ir_builder *b = &g->b;
+    ir_axis c = te_reduce_axis(g, "c", s->a->buf->shape[3]);
+    ir_expr *cv = ir_var_ref(b, c.var);
+    ir_expr *qi[4] = {idx[0], idx[1], idx[2], cv};
+    ir_expr *ki[4] = {idx[0], kv_head(b, s, idx[1]), idx[3], cv};
+    return te_reduce(g, IR_REDUCE_SUM, ir_mul(b, f64(g, s->a, qi), f64(g, s->b, ki)), 1, &c);
+}
+
+static ir_expr *round_scores_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const flex_te *s = user;
+    return ir_cast(&g->b, s->soft, ir_cast(&g->b, s->q->buf->dtype, te_read(g, s->a, idx)));
+}
+
+static ir_expr *row_reduce_body(te_graph *g, ir_expr *const *idx, void *user, ir_reduce_op op)
+{
+    const flex_te *s = user;
+    ir_axis j = te_reduce_axis(g, "j", s->a->buf->shape[3]);
+    ir_expr *at[4] = {idx[0], idx[1], idx[2], ir_var_ref(&g->b, j.var)};
+    ir_expr *x = op == IR_REDUCE_MAX ? te_read(g, s->a, at) : f64(g, s->a, at);
+    return te_reduce(g, op, x, 1, &j);
+}
+
+static ir_expr *top_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return row_reduce_body(g, idx, user, IR_REDUCE_MAX);
+}
+
+static ir_expr *sum_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    return row_reduce_body(g, idx, user, IR_REDUCE_SUM);
+}
+
+static ir_expr *exp_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const flex_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *d = ir_sub(b, f64(g, s->a, idx), f64(g, s->b, idx)); /* b: top, 3 indices */
+    return ir_cast(b, s->soft, ir_call(b, IR_CALL_EXP, SMELT_DT_FLOAT64, 1, &d));
+}
+
+static ir_expr *prob_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const flex_te *s = user;
+    ir_builder *b = &g->b;
+    ir_expr *sum = ir_cast(b, SMELT_DT_FLOAT64, ir_cast(b, s->soft, te_read(g, s->b, idx)));
+    return ir_cast(b, s->soft, ir_binary(b, IR_DIV, f64(g, s->a, idx), sum));
+}
+
+static ir_expr *pv_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const flex_te *s = user;
+    ir_builder *b = &g->b;
+    ir_axis j = te_reduce_axis(g, "j", s->v->buf->shape[2]);
+    ir_expr *jv = ir_var_ref(b, j.var);
+    ir_expr *pi[4] = {idx[0], idx[1], idx[2], jv};
+    ir_expr *vi[4] = {idx[0], kv_head(b, s, idx[1]), jv, idx[3]};
+    ir_expr *v = ir_cast(b, SMELT_DT_FLOAT64, ir_cast(b, s->soft, te_read(g, s->v, vi)));
+    return te_reduce(g, IR_REDUCE_SUM, ir_mul(b, f64(g, s->a, pi), v), 1, &j);
+}
+
+static ir_expr *output_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const flex_te *s = user;
+    return ir_cast(&g->b, s->v->buf->dtype, ir_cast(&g->b, s->soft, te_read(g, s->a, idx)));
+}
+
+static te_tensor *stage(op_compute_args *c, const char *name, smelt_dtype dt, const int64_t *dims,
+                        int rank, te_body_fn body, flex_te *s, const char *tag)
+{
+    return te_compute(c->te, name, dt, rank, dims, body, s, tag);
+}
+
+static smelt_status flex_compute(op_compute_args *c)
+{
+    const ctl_attrs *a = ctl_attrs_of(c->node);
+    if (a->score_mod || a->prob_mod)
+        return op_errf(c->ctx, c->node, SMELT_ERR_UNSUPPORTED, "FlexAttention has no compiled "
+                       "form yet with modifier bodies; the reference executor runs it");
+    flex_te s = {.q = c->in[0], .k = c->in[1], .v = c->in[2]};
+    const int64_t *qd = s.q->buf->shape, *kd = s.k->buf->shape, *vd = s.v->buf->shape;
+    s.soft = flex_softmax_type(c->node, s.q->buf->dtype);
+    s.group = qd[1] / kd[1];
+    double scale = isnan(a->scale) ? 1.0 / sqrt((double)qd[3]) : a->scale;
+    s.root = round_to(s.q->buf->dtype, (double)sqrtf((float)scale));
+    int64_t sd[4] = {qd[0], qd[1], qd[2], kd[2]}, yd[4] = {qd[0], qd[1], qd[2], vd[3]};
+    te_tensor *qs, *ks, *acc, *scores, *top, *ex, *sum, *p, *y_acc;
+    s.a = s.q;
+    qs = stage(c, "qs", s.q->buf->dtype, qd, 4, scaled_body, &s, "injective");
+    s.a = s.k;
+    ks = qs ? stage(c, "ks", s.k->buf->dtype, kd, 4, scaled_body, &s, "injective") : NULL;
+    s.a = qs, s.b = ks;
+    acc = ks ? stage(c, "acc", SMELT_DT_FLOAT64, sd, 4, dot_body, &s, "reduce") : NULL;
+    s.a = acc;
+    scores = acc ? stage(c, "scores", s.soft, sd, 4, round_scores_body, &s, "injective") : NULL;
+    s.a = scores;
+    top = scores ? stage(c, "top", s.soft, sd, 3, top_body, &s, "reduce") : NULL;
+    s.b = top;
+    ex = top ? stage(c, "ex", s.soft, sd, 4, exp_body, &s, "injective") : NULL;
+    s.a = ex;
+    sum = ex ? stage(c, "sum", SMELT_DT_FLOAT64, sd, 3, sum_body, &s, "reduce") : NULL;
+    s.b = sum;
+    p = sum ? stage(c, "p", s.soft, sd, 4, prob_body, &s, "injective") : NULL;
+    s.a = p;
+    y_acc = p ? stage(c, "y_acc", SMELT_DT_FLOAT64, yd, 4, pv_body, &s, "reduce") : NULL;
+    s.a = y_acc;
+    c->out[0] = y_acc ? stage(c, "y", s.v->buf->dtype, yd, 4, output_body, &s, "injective") : NULL;
+    return c->out[0] ? SMELT_OK : smelt_ctx_status(c->ctx);
+}
+
 /* exec/control.c runs it (eval is never called for OP_FLAG_SUBGRAPHS ops). */
 const op_def op_def_PREVIEW_FLEX_ATTENTION = {
-    .import = flex_import, .infer = flex_infer,
+    .compute = flex_compute, .import = flex_import, .infer = flex_infer,
     .min_inputs = 3, .max_inputs = -1, .min_outputs = 1, .max_outputs = 1,
     .flags = OP_FLAG_SUBGRAPHS,
 };

@@ -213,6 +213,10 @@ bool op_dims_static(const smelt_tensor *t);
  * count, elements of the element type, recursively), as text; NULL if
  * nothing. */
 const char *op_container_problem(const smelt_tensor *t, char *buf, size_t cap);
+/* Does the node run bodies (an OP_FLAG_SUBGRAPHS op holding a graph
+ * attribute)?  Then the executor and lowering treat it as control flow;
+ * FlexAttention without modifier bodies is an ordinary compute. */
+bool op_runs_bodies(const gr_node *n);
 /* Inputs that are sequences or optionals: refused unless the op takes them
  * (OP_FLAG_CONTAINERS), and checked when they hold data. */
 smelt_status op_check_container_inputs(smelt_ctx *ctx, const gr_node *n,

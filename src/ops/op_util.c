@@ -470,3 +470,12 @@ smelt_status op_check_container_inputs(smelt_ctx *ctx, const gr_node *n,
     }
     return SMELT_OK;
 }
+
+bool op_runs_bodies(const gr_node *n)
+{
+    const op_def *d = op_get(n->op)->def;
+    if (!d || !(d->flags & OP_FLAG_SUBGRAPHS)) return false;
+    for (int k = 0; k < n->n_attrs; k++)
+        if (n->attrs[k].type == GR_ATTR_GRAPH && n->attrs[k].g) return true;
+    return false;
+}

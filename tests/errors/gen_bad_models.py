@@ -1162,8 +1162,10 @@ def _(d):
 
 @case("flex_compiled", "runc", "unsupported",
       "node 'flex' (FlexAttention): FlexAttention has no compiled form yet")
-def _(d):
-    write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4]))
+def _(d):  # without a modifier body it compiles
+    sm = helper.make_graph([helper.make_node("Neg", ["s"], ["o"])], "sm", [vi("s", None)],
+                           [vi("o", None)])
+    write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4], score_mod=sm))
 
 
 def main():
