@@ -115,7 +115,7 @@ if(SMELT_PYTHON)
     COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_SEQUENCE_CASES})
   add_test(NAME conformance/sequence_cases_compiled_refused
     COMMAND ${CMAKE_SOURCE_DIR}/tests/conformance/check_all_refused.sh $<TARGET_FILE:smelt_cli>
-            ${SMELT_SEQUENCE_CASES} 10 "sequence and optional values have no compiled form")
+            ${SMELT_SEQUENCE_CASES} 11 "sequence and optional values have no compiled form")
   set_tests_properties(conformance/sequence_cases_reference
     conformance/sequence_cases_compiled_refused PROPERTIES FIXTURES_REQUIRED sequence_cases)
   # ---- FlexAttention (ai.onnx.preview) beyond its node tests, expected values from onnx's

@@ -560,11 +560,23 @@ static smelt_status seqmap_step(smelt_ctx *ctx, const gr_node *n, exec_mode mode
                         ? ((const smelt_tensor *)in[j]->data)[i] : *in[j];
     bind_body_inputs(a->body, in, formal, body_in);
     SMELT_TRY(exec_graph_budget(ctx, a->body, mode, body_in, body_out, b));
+    smelt_status s = SMELT_OK;
     for (int k = 0; k < n->n_outputs; k++) {
-        ((smelt_tensor *)out[k].data)[i] = body_out[k];
-        body_out[k].data = NULL;
+        smelt_dtype elem = smelt_dtype_element(out[k].dtype);
+        if (s == SMELT_OK && elem == SMELT_DT_UNDEFINED && !smelt_dtype_is_container(body_out[k].dtype))
+            out[k].dtype = (smelt_dtype)((unsigned)body_out[k].dtype | SMELT_DT_SEQUENCE_BIT);
+        else if (s == SMELT_OK && body_out[k].dtype != elem)
+            s = op_errf(ctx, n, SMELT_ERR_MODEL, "body output %d is %s at element %lld, %s "
+                        "before: a sequence holds one tensor type", k,
+                        smelt_dtype_name(body_out[k].dtype), (long long)i,
+                        smelt_dtype_name(elem));
+        if (s == SMELT_OK) {
+            ((smelt_tensor *)out[k].data)[i] = body_out[k];
+            body_out[k].data = NULL;
+        }
     }
-    return SMELT_OK;
+    drop_all(b, body_out, n->n_outputs);
+    return s;
 }
 
 /* Outputs of `len` zeroed elements each (the element arrays charged). */
@@ -577,7 +589,10 @@ static smelt_status seqmap_outputs(smelt_ctx *ctx, const gr_node *n, const smelt
             return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d holds %lld tensors, input_sequence "
                            "%lld", j, (long long)in[j]->dims[0], (long long)len);
     for (int k = 0; k < n->n_outputs; k++) {
-        const gr_value *o = a->body->outputs.items[k];
+        const gr_value *o = a->body->outputs.items[k]; /* untyped: the first run's type */
+        if (len == 0 && o->dtype == SMELT_DT_UNDEFINED)
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "output %d of an empty sequence has no "
+                           "type: the body does not declare it", k);
         size_t nb = (size_t)len * sizeof(smelt_tensor);
         SMELT_TRY(exec_budget_charge(ctx, b, n, (int64_t)nb, "its outputs"));
         out[k] = (smelt_tensor){.dtype = (smelt_dtype)((unsigned)o->dtype | SMELT_DT_SEQUENCE_BIT),

@@ -644,6 +644,26 @@ static smelt_status import_graph_io(import_state *st, const Onnx__GraphProto *gp
     return SMELT_OK;
 }
 
+/* A graph output declared a sequence or optional keeps that type until
+ * inference gives it one (which it may not: an untyped SequenceMap body),
+ * so callers know to read and compare it as one.  Tensor outputs' declared
+ * types are not read. */
+static smelt_status declared_container_output(import_state *st, gr_value *v,
+                                              const Onnx__ValueInfoProto *vi)
+{
+    const Onnx__TypeProto *tp = vi->type;
+    if (v->dtype != SMELT_DT_UNDEFINED || !tp ||
+        (tp->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
+         tp->value_case != ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE))
+        return SMELT_OK;
+    char what[300];
+    snprintf(what, sizeof what, "graph output '%s'", v->name);
+    smelt_dtype dt;
+    SMELT_TRY(onnx_type_dtype(st->ctx, tp, what, &dt));
+    v->dtype = dt;
+    return SMELT_OK;
+}
+
 static smelt_status import_graph_outputs(import_state *st, const Onnx__GraphProto *gp)
 {
     if (gp->n_output == 0) return smelt_errf(st->ctx, SMELT_ERR_MODEL, "the graph has no outputs");
@@ -655,6 +675,7 @@ static smelt_status import_graph_outputs(import_state *st, const Onnx__GraphProt
             return smelt_errf(st->ctx, SMELT_ERR_MODEL, "graph output '%s' is never produced",
                               name);
         v->is_output = true;
+        SMELT_TRY(declared_container_output(st, v, gp->output[i]));
         if (!smelt_ptrvec_push(&st->g->outputs, v))
             return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
     }

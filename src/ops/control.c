@@ -448,10 +448,11 @@ static smelt_status seqmap_infer(smelt_ctx *ctx, const gr_node *n, const smelt_t
     SMELT_TRY(ctl_infer_body(ctx, n, a->body, in, formal));
     for (int k = 0; k < n->n_outputs; k++) {
         const gr_value *o = a->body->outputs.items[k];
-        if (!o->dtype || smelt_dtype_is_container(o->dtype))
-            return op_errf(ctx, n, o->dtype ? SMELT_ERR_UNSUPPORTED : SMELT_ERR_MODEL,
-                           "body output %d is %s: SequenceMap's body gives tensors", k,
-                           o->dtype ? smelt_dtype_name(o->dtype) : "of unknown type");
+        if (!o->dtype) /* an untyped body: its outputs' types come at run time */
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "body output %d has no type yet", k);
+        if (smelt_dtype_is_container(o->dtype))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "body output %d is a %s: SequenceMap's body "
+                           "gives tensors", k, smelt_dtype_name(o->dtype));
         memset(&out[k], 0, sizeof out[k]);
         out[k].dtype = (smelt_dtype)((unsigned)o->dtype | SMELT_DT_SEQUENCE_BIT);
         out[k].rank = 1;

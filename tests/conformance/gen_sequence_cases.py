@@ -214,6 +214,18 @@ def sequence_map_two_outputs(out):
                [([s, t], [[e + t for e in s], [np.array([len(e)], np.int64) for e in s]])])
 
 
+def sequence_map_untyped_body(out):
+    """SequenceMap whose body declares no types: the outputs' element type
+    comes from the body's first run."""
+    body = helper.make_graph([helper.make_node("Mul", ["e", "e"], ["sq"])], "body",
+                             [helper.make_empty_tensor_value_info("e")],
+                             [helper.make_empty_tensor_value_info("sq")])
+    nodes = [helper.make_node("SequenceMap", ["s"], ["squares"], body=body)]
+    s = [np.arange(k + 2, dtype=np.int64) - 1 for k in range(3)]
+    write_case(out, "sequence_map_untyped_body", 17, nodes, [("s", seq_type(I64))],
+               [("squares", seq_type(I64))], [([s], [[e * e for e in s]])])
+
+
 def loop_optional_state(out):
     """A loop-carried optional(seq) the body turns into a seq: read as a
     present optional from the second iteration on; with zero iterations the
@@ -264,7 +276,7 @@ def main():
     os.makedirs(args.out)
     for gen in (loop_builds_sequence, if_picks_sequence, erase_and_at, insert_positions,
                 concat_new_axis, split_forms, optional_roundtrip, sequence_map_two_outputs,
-                loop_optional_state, identity_empty_sequence):
+                sequence_map_untyped_body, loop_optional_state, identity_empty_sequence):
         gen(args.out)
 
 
