@@ -119,19 +119,8 @@ if(SMELT_PYTHON)
   set_tests_properties(conformance/sequence_cases_reference
     conformance/sequence_cases_compiled_refused PROPERTIES FIXTURES_REQUIRED sequence_cases)
   # ---- FlexAttention (ai.onnx.preview) beyond its node tests, expected values from onnx's
-  # reference; compiled code must refuse every case by name ----
-  set(SMELT_FLEX_CASES ${CMAKE_BINARY_DIR}/tests/flex_cases)
-  add_test(NAME conformance/flex_cases_generate
-    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_flex_cases.py
-            --out ${SMELT_FLEX_CASES})
-  set_tests_properties(conformance/flex_cases_generate PROPERTIES FIXTURES_SETUP flex_cases)
-  add_test(NAME conformance/flex_cases_reference
-    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_FLEX_CASES})
-  add_test(NAME conformance/flex_cases_compiled_refused
-    COMMAND ${CMAKE_SOURCE_DIR}/tests/conformance/check_all_refused.sh $<TARGET_FILE:smelt_cli>
-            ${SMELT_FLEX_CASES} 5 "FlexAttention has no compiled form")
-  set_tests_properties(conformance/flex_cases_reference
-    conformance/flex_cases_compiled_refused PROPERTIES FIXTURES_REQUIRED flex_cases)
+  # reference (compiled: modifier bodies as nodes, passes/expand_flex.c) ----
+  smelt_generated_cases(flex ${SMELT_PYTHON} gen_flex_cases.py)
   # ---- ai.onnx.ml ops (Binarizer, ArrayFeatureExtractor, TreeEnsemble) beyond their node
   # tests, expected values from numpy (a tree walk per row) ----
   smelt_generated_cases(ml ${SMELT_PYTHON} gen_ml_cases.py)

@@ -10,8 +10,10 @@
  *
  * The reference executor runs the bodies between the steps here
  * (exec/control.c).  Without bodies the node compiles (flex_compute: the
- * same steps as stages); with them compiled code refuses it naming the node
- * (lower/control.c). */
+ * same steps as stages); with them passes/expand_flex.c makes the steps
+ * nodes of their own (smelt.FlexScores, the bodies' nodes, Softmax,
+ * smelt.FlexOutput) before compiling; bodies it cannot copy are refused
+ * naming the node (lower/control.c). */
 #include <math.h>
 #include <string.h>
 
@@ -336,42 +338,125 @@ static te_tensor *stage(op_compute_args *c, const char *name, smelt_dtype dt, co
     return te_compute(c->te, name, dt, rank, dims, body, s, tag);
 }
 
+/* qs, ks, acc, scores: the scores in the softmax type (s: q, k, soft, group, root). */
+static te_tensor *scores_stages(op_compute_args *c, flex_te *s)
+{
+    const ctl_attrs *a = ctl_attrs_of(c->node);
+    const int64_t *qd = s->q->buf->shape, *kd = s->k->buf->shape;
+    s->group = qd[1] / kd[1];
+    double scale = isnan(a->scale) ? 1.0 / sqrt((double)qd[3]) : a->scale;
+    s->root = round_to(s->q->buf->dtype, (double)sqrtf((float)scale));
+    int64_t sd[4] = {qd[0], qd[1], qd[2], kd[2]};
+    s->a = s->q;
+    te_tensor *qs = stage(c, "qs", s->q->buf->dtype, qd, 4, scaled_body, s, "injective");
+    s->a = s->k;
+    te_tensor *ks = qs ? stage(c, "ks", s->k->buf->dtype, kd, 4, scaled_body, s, "injective") : NULL;
+    s->a = qs, s->b = ks;
+    te_tensor *acc = ks ? stage(c, "acc", SMELT_DT_FLOAT64, sd, 4, dot_body, s, "reduce") : NULL;
+    s->a = acc;
+    return acc ? stage(c, "scores", s->soft, sd, 4, round_scores_body, s, "injective") : NULL;
+}
+
+/* y_acc, y: P V in V's type (s: v, soft, group; p the probabilities). */
+static te_tensor *output_stages(op_compute_args *c, flex_te *s, const te_tensor *p)
+{
+    const int64_t *pd = p->buf->shape, *vd = s->v->buf->shape;
+    int64_t yd[4] = {pd[0], pd[1], pd[2], vd[3]};
+    s->group = pd[1] / vd[1];
+    s->a = p;
+    te_tensor *y_acc = stage(c, "y_acc", SMELT_DT_FLOAT64, yd, 4, pv_body, s, "reduce");
+    s->a = y_acc;
+    return y_acc ? stage(c, "y", s->v->buf->dtype, yd, 4, output_body, s, "injective") : NULL;
+}
+
 static smelt_status flex_compute(op_compute_args *c)
 {
     const ctl_attrs *a = ctl_attrs_of(c->node);
-    if (a->score_mod || a->prob_mod)
-        return op_errf(c->ctx, c->node, SMELT_ERR_UNSUPPORTED, "FlexAttention has no compiled "
-                       "form yet with modifier bodies; the reference executor runs it");
+    if (a->score_mod || a->prob_mod) /* expand_flex made them nodes, or lowering refused */
+        return op_errf(c->ctx, c->node, SMELT_ERR_INTERNAL, "modifier bodies reached compute");
     flex_te s = {.q = c->in[0], .k = c->in[1], .v = c->in[2]};
-    const int64_t *qd = s.q->buf->shape, *kd = s.k->buf->shape, *vd = s.v->buf->shape;
     s.soft = flex_softmax_type(c->node, s.q->buf->dtype);
-    s.group = qd[1] / kd[1];
-    double scale = isnan(a->scale) ? 1.0 / sqrt((double)qd[3]) : a->scale;
-    s.root = round_to(s.q->buf->dtype, (double)sqrtf((float)scale));
-    int64_t sd[4] = {qd[0], qd[1], qd[2], kd[2]}, yd[4] = {qd[0], qd[1], qd[2], vd[3]};
-    te_tensor *qs, *ks, *acc, *scores, *top, *ex, *sum, *p, *y_acc;
-    s.a = s.q;
-    qs = stage(c, "qs", s.q->buf->dtype, qd, 4, scaled_body, &s, "injective");
-    s.a = s.k;
-    ks = qs ? stage(c, "ks", s.k->buf->dtype, kd, 4, scaled_body, &s, "injective") : NULL;
-    s.a = qs, s.b = ks;
-    acc = ks ? stage(c, "acc", SMELT_DT_FLOAT64, sd, 4, dot_body, &s, "reduce") : NULL;
-    s.a = acc;
-    scores = acc ? stage(c, "scores", s.soft, sd, 4, round_scores_body, &s, "injective") : NULL;
+    te_tensor *scores = scores_stages(c, &s);
+    const int64_t *sd = scores ? scores->buf->shape : NULL;
     s.a = scores;
-    top = scores ? stage(c, "top", s.soft, sd, 3, top_body, &s, "reduce") : NULL;
+    te_tensor *top = scores ? stage(c, "top", s.soft, sd, 3, top_body, &s, "reduce") : NULL;
     s.b = top;
-    ex = top ? stage(c, "ex", s.soft, sd, 4, exp_body, &s, "injective") : NULL;
+    te_tensor *ex = top ? stage(c, "ex", s.soft, sd, 4, exp_body, &s, "injective") : NULL;
     s.a = ex;
-    sum = ex ? stage(c, "sum", SMELT_DT_FLOAT64, sd, 3, sum_body, &s, "reduce") : NULL;
+    te_tensor *sum = ex ? stage(c, "sum", SMELT_DT_FLOAT64, sd, 3, sum_body, &s, "reduce") : NULL;
     s.b = sum;
-    p = sum ? stage(c, "p", s.soft, sd, 4, prob_body, &s, "injective") : NULL;
-    s.a = p;
-    y_acc = p ? stage(c, "y_acc", SMELT_DT_FLOAT64, yd, 4, pv_body, &s, "reduce") : NULL;
-    s.a = y_acc;
-    c->out[0] = y_acc ? stage(c, "y", s.v->buf->dtype, yd, 4, output_body, &s, "injective") : NULL;
+    te_tensor *p = sum ? stage(c, "p", s.soft, sd, 4, prob_body, &s, "injective") : NULL;
+    c->out[0] = p ? output_stages(c, &s, p) : NULL;
     return c->out[0] ? SMELT_OK : smelt_ctx_status(c->ctx);
 }
+
+/* ---- smelt.FlexScores, smelt.FlexOutput (internal) ----
+ * A FlexAttention with modifier bodies as ordinary nodes around them
+ * (passes/expand_flex.c): FlexScores (Q, K) -> the scores in the softmax
+ * type, FlexOutput (P, V) -> Y.  op_attrs: the FlexAttention's. */
+
+static smelt_status scores_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                 smelt_tensor *out)
+{
+    SMELT_TRY(flex_check(ctx, n, in[0], in[1], in[1]));
+    flex_scores_shape(n, in[0], in[1], &out[0]);
+    return SMELT_OK;
+}
+
+static smelt_status scores_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    (void)ctx;
+    flex_scores(n, in[0], in[1], &out[0]);
+    return SMELT_OK;
+}
+
+static smelt_status scores_compute(op_compute_args *c)
+{
+    flex_te s = {.q = c->in[0], .k = c->in[1]};
+    s.soft = flex_softmax_type(c->node, s.q->buf->dtype);
+    c->out[0] = scores_stages(c, &s);
+    return c->out[0] ? SMELT_OK : smelt_ctx_status(c->ctx);
+}
+
+static smelt_status output_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                 smelt_tensor *out)
+{
+    const smelt_tensor *p = in[0], *v = in[1];
+    if (p->rank != 4 || v->rank != 4 || !op_dtype_is_float(p->dtype) ||
+        !op_dtype_is_float(v->dtype) || v->dims[1] <= 0 || p->dims[1] % v->dims[1] != 0 ||
+        p->dims[3] != v->dims[2])
+        return op_errf(ctx, n, SMELT_ERR_INTERNAL, "probabilities and V do not fit");
+    flex_output_shape(p, v, &out[0]);
+    return SMELT_OK;
+}
+
+static smelt_status output_eval(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                smelt_tensor *out)
+{
+    (void)ctx;
+    (void)n;
+    flex_output(in[0], in[1], &out[0]);
+    return SMELT_OK;
+}
+
+static smelt_status output_compute(op_compute_args *c)
+{
+    flex_te s = {.v = c->in[1], .soft = c->in[0]->buf->dtype};
+    c->out[0] = output_stages(c, &s, c->in[0]);
+    return c->out[0] ? SMELT_OK : smelt_ctx_status(c->ctx);
+}
+
+const op_def op_def_FLEX_SCORES = {
+    .compute = scores_compute, .infer = scores_infer, .eval = scores_eval,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .flags = OP_FLAG_INTERNAL,
+};
+const op_def op_def_FLEX_OUTPUT = {
+    .compute = output_compute, .infer = output_infer, .eval = output_eval,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .flags = OP_FLAG_INTERNAL,
+};
 
 /* exec/control.c runs it (eval is never called for OP_FLAG_SUBGRAPHS ops). */
 const op_def op_def_PREVIEW_FLEX_ATTENTION = {

@@ -1162,9 +1162,13 @@ def _(d):
 
 @case("flex_compiled", "runc", "unsupported",
       "node 'flex' (FlexAttention): FlexAttention has no compiled form yet")
-def _(d):  # without a modifier body it compiles
-    sm = helper.make_graph([helper.make_node("Neg", ["s"], ["o"])], "sm", [vi("s", None)],
-                           [vi("o", None)])
+def _(d):  # a body holding a subgraph is not copied into the graph (expand_flex)
+    c = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(True), "c"))
+    branch = lambda name, op: helper.make_graph([helper.make_node(op, ["s"], [name])], name, [],
+                                                [vi(name, None)])
+    sm = helper.make_graph([c, helper.make_node("If", ["c"], ["o"], then_branch=branch("t", "Neg"),
+                                                else_branch=branch("e", "Abs"))],
+                           "sm", [vi("s", None)], [vi("o", None)])
     write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4], score_mod=sm))
 
 
