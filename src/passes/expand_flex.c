@@ -23,8 +23,15 @@ typedef struct body_copy {
     gr_value **map;       /* body value id -> graph value */
 } body_copy;
 
-static bool copyable(const gr_graph *body)
+/* A body this pass copies: no subgraphs, every value typed, and its output
+ * of the scores' shape in a float type (the reference refuses other shapes
+ * at run time and casts other types back: a Cast follows the copy). */
+static bool copyable(const gr_graph *body, const gr_value *scores)
 {
+    const gr_value *o = body->outputs.len == 1 ? body->outputs.items[0] : NULL;
+    if (!o || o->rank != 4 || !op_dtype_is_float(o->dtype) ||
+        memcmp(o->dims, scores->dims, sizeof o->dims[0] * 4) != 0)
+        return false;
     for (int i = 0; i < body->nodes.len; i++) {
         const gr_node *n = body->nodes.items[i];
         for (int k = 0; k < n->n_attrs; k++)
@@ -32,7 +39,7 @@ static bool copyable(const gr_graph *body)
         for (int k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] && n->outputs[k]->rank < 0) return false; /* untyped */
     }
-    return body->outputs.len == 1;
+    return true;
 }
 
 static void copy_type(gr_value *dst, const gr_value *src)
@@ -115,27 +122,43 @@ static gr_node *step(smelt_ctx *ctx, gr_graph *g, const gr_node *flex, const cha
     return n;
 }
 
+/* The body's output in the scores' type (as the reference casts it). */
+static smelt_status in_type(smelt_ctx *ctx, gr_graph *g, const gr_node *flex, const char *what,
+                            const gr_value *type, gr_value **v)
+{
+    if ((*v)->dtype == type->dtype) return SMELT_OK;
+    gr_node *cast = step(ctx, g, flex, what, OP_CAST, *v, NULL, type);
+    if (!cast) return smelt_ctx_status(ctx);
+    SMELT_TRY(pu_attr_int(ctx, g, cast, "to", type->dtype));
+    SMELT_TRY(pu_node_import(ctx, g, cast));
+    *v = cast->outputs[0];
+    return SMELT_OK;
+}
+
 static smelt_status expand(smelt_ctx *ctx, gr_graph *g, gr_node *flex)
 {
     const ctl_attrs *a = ctl_attrs_of(flex);
-    if ((a->score_mod && !copyable(a->score_mod)) || (a->prob_mod && !copyable(a->prob_mod)))
-        return SMELT_OK;
     smelt_tensor q = gr_value_info(flex->inputs[0]), k = gr_value_info(flex->inputs[1]), t;
     flex_scores_shape(flex, &q, &k, &t);
     gr_value type = {.dtype = t.dtype, .rank = 4};
     memcpy(type.dims, t.dims, sizeof t.dims[0] * 4);
+    if ((a->score_mod && !copyable(a->score_mod, &type)) ||
+        (a->prob_mod && !copyable(a->prob_mod, &type)))
+        return SMELT_OK;
     gr_node *scores = step(ctx, g, flex, "scores", OP_FLEX_SCORES, flex->inputs[0],
                            flex->inputs[1], &type);
     if (!scores) return smelt_ctx_status(ctx);
     scores->op_attrs = flex->op_attrs;
     gr_value *s = scores->outputs[0];
     if (a->score_mod) SMELT_TRY(copy_body(ctx, g, flex, a->score_mod, s, &s));
+    if (a->score_mod) SMELT_TRY(in_type(ctx, g, flex, "score_mod_cast", &type, &s));
     gr_node *soft = step(ctx, g, flex, "softmax", OP_SOFTMAX, s, NULL, &type);
     if (!soft) return smelt_ctx_status(ctx);
     SMELT_TRY(pu_attr_int(ctx, g, soft, "axis", -1));
     SMELT_TRY(pu_node_import(ctx, g, soft));
     gr_value *p = soft->outputs[0];
     if (a->prob_mod) SMELT_TRY(copy_body(ctx, g, flex, a->prob_mod, p, &p));
+    if (a->prob_mod) SMELT_TRY(in_type(ctx, g, flex, "prob_mod_cast", &type, &p));
     gr_node *y = step(ctx, g, flex, "output", OP_FLEX_OUTPUT, p, flex->inputs[2],
                       flex->outputs[0]);
     if (!y) return smelt_ctx_status(ctx);

@@ -4,10 +4,11 @@ backend-test layout, expected values from onnx's reference implementation
 (onnx.reference, onnx 1.23): modifier bodies that read outer values
 (captures), grouped-query heads under a modifier, softmax_precision double
 with float inputs, a scale with a modifier that is not a shift (the node
-tests' score_mod adds a constant, which the softmax cancels).
+tests' score_mod adds a constant, which the softmax cancels), a score_mod
+giving float16 (cast back to the softmax type).
 
-Run by ctest (conformance/flex_cases_reference; conformance/flex_cases_compiled_refused
-checks that compiled code refuses each case naming the node).
+Run by ctest (conformance/flex_cases_reference and _compiled: compiled code
+copies the bodies into the graph, passes/expand_flex.c).
 """
 import argparse
 import os
@@ -109,6 +110,14 @@ def main():
     pm = body("pm", [helper.make_node("Sqrt", ["s"], ["o"])], F)
     write_case(args.out, "scale_soft_cap_prob_mod", flex(scale=0.9, score_mod=sm, prob_mod=pm),
                qkv(rng, 2, 1, 1, 4, 4, 4, 5))
+
+    # a score_mod giving float16: cast back to the softmax type (float32)
+    half = helper.make_graph([helper.make_node("Cast", ["s"], ["h"], to=TensorProto.FLOAT16),
+                              helper.make_node("Add", ["h", "h"], ["o"])], "sm",
+                             [helper.make_tensor_value_info("s", F, None)],
+                             [helper.make_tensor_value_info("o", TensorProto.FLOAT16, None)])
+    write_case(args.out, "score_mod_gives_float16", flex(score_mod=half),
+               qkv(rng, 1, 2, 2, 3, 4, 4, 4))
 
     # double inputs with a modifier
     pm = body("pm", [helper.make_node("Neg", ["s"], ["o"])], D)
