@@ -140,6 +140,26 @@ size_t smelt_tensor_nbytes(const smelt_tensor *t);
 void smelt_tensor_free(smelt_tensor *t);    /* data, name and the struct */
 void smelt_tensor_release(smelt_tensor *t); /* data and name; the struct stays */
 
+/* ---- Sequence and optional values (ONNX seq(tensor), optional(...)) ----
+ * A container is a smelt_tensor too: its dtype is the element type with
+ * SMELT_DT_SEQUENCE_BIT (a sequence of tensors of that type) or
+ * SMELT_DT_OPTIONAL_BIT (an optional tensor; both bits: an optional
+ * sequence), rank 1, dims[0] the number of elements (an optional: 0 empty,
+ * 1 present), and data an array of dims[0] smelt_tensor elements it owns
+ * (an optional's element has the dtype without the optional bit).  An
+ * element's own name is NULL.  smelt_tensor_free/release free containers
+ * with their elements. */
+#define SMELT_DT_SEQUENCE_BIT 0x100
+#define SMELT_DT_OPTIONAL_BIT 0x200
+int smelt_dtype_is_container(smelt_dtype dt);
+smelt_dtype smelt_dtype_element(smelt_dtype dt); /* the type inside one container level */
+/* Bytes a value holds: a tensor's data, or a container's element array and
+ * its elements' bytes (0 for a malformed container). */
+size_t smelt_value_nbytes(const smelt_tensor *t);
+/* A deep copy of t into *dst (name not copied); 0 when out of memory
+ * (nothing stays allocated). */
+int smelt_value_copy(const smelt_tensor *t, smelt_tensor *dst);
+
 /* Allocator hook for weights and long-lived data (tests inject failures). */
 typedef struct smelt_allocator {
     void *(*alloc)(void *user, size_t size);

@@ -104,6 +104,26 @@ smelt_generated_cases(attr /usr/bin/python3 gen_attr_cases.py)
 if(SMELT_PYTHON)
   # ---- RNN/GRU/LSTM cases beyond the ONNX node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(rnn ${SMELT_PYTHON} gen_rnn_cases.py)
+  # ---- sequences and optionals (ops/sequence.c) beyond the ONNX node tests, expected
+  # values from numpy (lists of arrays); compiled code must refuse every case by name ----
+  set(SMELT_SEQUENCE_CASES ${CMAKE_BINARY_DIR}/tests/sequence_cases)
+  add_test(NAME conformance/sequence_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_sequence_cases.py
+            --out ${SMELT_SEQUENCE_CASES})
+  set_tests_properties(conformance/sequence_cases_generate PROPERTIES FIXTURES_SETUP sequence_cases)
+  add_test(NAME conformance/sequence_cases_reference
+    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_SEQUENCE_CASES})
+  add_test(NAME conformance/sequence_cases_compiled_refused
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/conformance/check_all_refused.sh $<TARGET_FILE:smelt_cli>
+            ${SMELT_SEQUENCE_CASES} 11 "sequence and optional values have no compiled form")
+  set_tests_properties(conformance/sequence_cases_reference
+    conformance/sequence_cases_compiled_refused PROPERTIES FIXTURES_REQUIRED sequence_cases)
+  # ---- FlexAttention (ai.onnx.preview) beyond its node tests, expected values from onnx's
+  # reference (compiled: modifier bodies as nodes, passes/expand_flex.c) ----
+  smelt_generated_cases(flex ${SMELT_PYTHON} gen_flex_cases.py)
+  # ---- ai.onnx.ml ops (Binarizer, ArrayFeatureExtractor, TreeEnsemble) beyond their node
+  # tests, expected values from numpy (a tree walk per row) ----
+  smelt_generated_cases(ml ${SMELT_PYTHON} gen_ml_cases.py)
   # ---- DeformConv beyond its four node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(deform ${SMELT_PYTHON} gen_deform_cases.py)
   # ---- float16/bfloat16 products through the float32 kernels (passes/widen_half.c),
@@ -519,6 +539,7 @@ set_tests_properties(tune/mpi PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE SKIP_RETURN
 # Allocation failures through the whole compile (load, optimise, lower, emit):
 # every allocation refused in turn (issue 16).
 target_compile_definitions(test_alloc_fail_compile PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+target_compile_definitions(test_sequence_values PRIVATE SMELT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_test(NAME unit/test_alloc_fail_compile_per_node COMMAND test_alloc_fail_compile --per-node)
 # run-time dims: the range's second imports and comparison, te marking, nests, module info
 add_test(NAME unit/test_alloc_fail_compile_rt_dims

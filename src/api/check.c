@@ -78,9 +78,33 @@ static bool values_close(double got, double want, const smelt_check_options *o)
     return fabs(got - want) <= o->atol + o->rtol * fabs(want);
 }
 
+/* Sequences and optionals: the same count, each element compared. */
+static smelt_check_result compare_containers(const smelt_tensor *got, const smelt_tensor *want,
+                                             const smelt_check_options *o, char *why, size_t cap)
+{
+    const char *name = want->name ? want->name : "";
+    if (got->rank != 1 || got->dims[0] != want->dims[0]) {
+        snprintf(why, cap, "output '%s': %lld elements, expected %lld", name,
+                 got->rank == 1 ? (long long)got->dims[0] : -1LL, (long long)want->dims[0]);
+        return SMELT_CHECK_FAIL;
+    }
+    const smelt_tensor *g = got->data, *w = want->data;
+    for (int64_t i = 0; i < want->dims[0]; i++) {
+        smelt_tensor wi = w[i];
+        char elem[256];
+        snprintf(elem, sizeof elem, "%s[%lld]", name, (long long)i);
+        wi.name = elem;
+        if (smelt_check_compare(&g[i], &wi, o, why, cap) != SMELT_CHECK_PASS)
+            return SMELT_CHECK_FAIL;
+    }
+    return SMELT_CHECK_PASS;
+}
+
 smelt_check_result smelt_check_compare(const smelt_tensor *got, const smelt_tensor *want,
                                        const smelt_check_options *o, char *why, size_t cap)
 {
+    if (got->dtype == want->dtype && smelt_dtype_is_container(want->dtype))
+        return compare_containers(got, want, o, why, cap);
     if (got->dtype != want->dtype) {
         snprintf(why, cap, "output '%s': dtype %s, expected %s", want->name ? want->name : "",
                  smelt_dtype_name(got->dtype), smelt_dtype_name(want->dtype));
@@ -132,15 +156,22 @@ static smelt_status run_model(smelt_ctx *ctx, smelt_model *m, smelt_check_mode m
     }
 }
 
-static smelt_status load_numbered(smelt_ctx *ctx, const char *dir, const char *prefix,
-                                  smelt_tensor **out, int max, int *count)
+/* The files of the model's inputs or outputs: TensorProtos, or for those
+ * the model types as sequences or optionals their SequenceProto/OptionalProto. */
+static smelt_status load_numbered(smelt_ctx *ctx, const smelt_model *m, const char *dir,
+                                  const char *prefix, smelt_tensor **out, int max, int *count)
 {
+    bool inputs = strcmp(prefix, "input") == 0;
+    int declared = inputs ? smelt_model_num_inputs(m) : smelt_model_num_outputs(m);
     *count = 0;
     for (int i = 0; i < max; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, i);
         if (!is_file(path)) break;
-        SMELT_TRY(onnx_tensor_load_pb(ctx, path, &out[i]));
+        smelt_dtype dt = SMELT_DT_UNDEFINED;
+        if (i < declared && inputs) smelt_model_input_info(m, i, NULL, &dt, NULL, NULL);
+        else if (i < declared) smelt_model_output_info(m, i, NULL, &dt, NULL, NULL);
+        SMELT_TRY(onnx_value_load_pb(ctx, path, dt, &out[i]));
         (*count)++;
     }
     return SMELT_OK;
@@ -172,8 +203,8 @@ static smelt_check_result run_data_set(smelt_ctx *ctx, smelt_model *m, const cha
     int ni = 0, nw = 0, no = smelt_model_num_outputs(m);
     smelt_check_result r = SMELT_CHECK_PASS;
     memset(gots, 0, sizeof gots);
-    if (load_numbered(ctx, set_dir, "input", ins, MAX_IO, &ni) != SMELT_OK ||
-        load_numbered(ctx, set_dir, "output", wants, MAX_IO, &nw) != SMELT_OK) {
+    if (load_numbered(ctx, m, set_dir, "input", ins, MAX_IO, &ni) != SMELT_OK ||
+        load_numbered(ctx, m, set_dir, "output", wants, MAX_IO, &nw) != SMELT_OK) {
         snprintf(why, cap, "%s", smelt_ctx_message(ctx));
         r = SMELT_CHECK_FAIL;
     } else if (nw != no || no > MAX_IO) {

@@ -12,6 +12,7 @@
 
 #include "exec/exec.h"
 #include "frontend/onnx.h"
+#include "lower/program.h"
 #include "ops/op.h"
 #include "passes/passes.h"
 #include "smelt_internal.h"
@@ -149,6 +150,8 @@ static bool first_symbolic_input(const gr_graph *g, smelt_strbuf *out)
 
 smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g)
 {
+    /* a sequence's count is dynamic too, but that is not the reason */
+    SMELT_TRY(lower_refuse_containers(ctx, g));
     smelt_strbuf where;
     smelt_strbuf_init(&where);
     if (first_symbolic_input(g, &where)) {

@@ -90,6 +90,9 @@ const char *smelt_dtype_name(smelt_dtype dt)
         [SMELT_DT_INT2] = "i2",
     };
     _Static_assert(SMELT_ARRAY_LEN(names) == SMELT_DT_COUNT_, "dtype names");
+    if ((unsigned)dt & SMELT_DT_OPTIONAL_BIT)
+        return (unsigned)dt & SMELT_DT_SEQUENCE_BIT ? "optional sequence" : "optional";
+    if ((unsigned)dt & SMELT_DT_SEQUENCE_BIT) return "sequence";
     return (unsigned)dt < SMELT_DT_COUNT_ ? names[dt] : "invalid";
 }
 

@@ -76,7 +76,7 @@ static int walk_functions(const gr_graph *g, const gr_node *in, unit_printer emi
     for (int start = 0; start < g->nodes.len;) {
         int end = gr_unit_end(g, start);
         const gr_node *n = g->nodes.items[start];
-        if (end - start == 1 && (op_get(n->op)->def->flags & OP_FLAG_SUBGRAPHS)) {
+        if (end - start == 1 && op_runs_bodies(n)) {
             const ctl_attrs *a = ctl_attrs_of(n);
             const gr_value *c = n->op == OP_IF ? n->inputs[0] : NULL;
             bool taken = c && c->constant && op_get_i64(c->constant, 0);

@@ -9,6 +9,7 @@
 
 #include "api/smelt_internal.h"
 #include "cli/cli.h"
+#include "frontend/onnx.h"
 #include "io/io.h"
 #include "ops/op.h"
 
@@ -171,9 +172,15 @@ static smelt_status make_input(smelt_ctx *ctx, smelt_model *m, const run_opts *o
     int64_t dims[SMELT_MAX_RANK];
     smelt_model_input_info(m, i, &name, &dt, &rank, dims);
     memset(t, 0, sizeof *t);
+    if (smelt_dtype_is_container(dt) && !file)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "input '%s' is a%s %s: give it with --input "
+                          "%s=FILE (a SequenceProto or OptionalProto .pb)", name,
+                          (unsigned)dt & SMELT_DT_OPTIONAL_BIT ? "n" : "", smelt_dtype_name(dt),
+                          name);
     if (file) {
         smelt_tensor *loaded;
-        SMELT_TRY(io_tensor_load(ctx, file, &loaded));
+        if (smelt_dtype_is_container(dt)) SMELT_TRY(onnx_value_load_pb(ctx, file, dt, &loaded));
+        else SMELT_TRY(io_tensor_load(ctx, file, &loaded));
         *t = *loaded;
         smelt_free(loaded);
         return SMELT_OK;
@@ -196,6 +203,19 @@ static smelt_status make_input(smelt_ctx *ctx, smelt_model *m, const run_opts *o
 
 static void print_summary(const smelt_tensor *t)
 {
+    if (smelt_dtype_is_container(t->dtype)) { /* its elements, one line each */
+        printf("%s: %s of %lld\n", t->name ? t->name : "?", smelt_dtype_name(t->dtype),
+               (long long)t->dims[0]);
+        const smelt_tensor *e = t->data;
+        for (int64_t i = 0; i < t->dims[0]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "  [%lld]", (long long)i);
+            smelt_tensor view = e[i];
+            view.name = name;
+            print_summary(&view);
+        }
+        return;
+    }
     printf("%s: %s[", t->name ? t->name : "?", smelt_dtype_name(t->dtype));
     for (int i = 0; i < t->rank; i++) printf("%s%lld", i ? "," : "", (long long)t->dims[i]);
     printf("]");

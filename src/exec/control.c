@@ -13,9 +13,8 @@
 static void drop(exec_budget *b, smelt_tensor *t)
 {
     if (!t->data) return;
-    exec_budget_release(b, (int64_t)smelt_tensor_nbytes(t));
-    smelt_free(t->data);
-    t->data = NULL;
+    exec_budget_release(b, (int64_t)smelt_value_nbytes(t));
+    smelt_tensor_release(t);
 }
 
 static void drop_all(exec_budget *b, smelt_tensor *t, int n)
@@ -38,13 +37,15 @@ static smelt_status alloc_like(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
     return SMELT_OK;
 }
 
+/* A deep copy (sequences and optionals with their elements), charged. */
 static smelt_status copy_charged(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
                                  const smelt_tensor *src, smelt_tensor *dst)
 {
-    *dst = *src;
-    SMELT_TRY(alloc_like(ctx, n, b, dst));
-    memcpy(dst->data, src->data, smelt_tensor_nbytes(src));
-    return SMELT_OK;
+    size_t nb = smelt_value_nbytes(src);
+    SMELT_TRY(exec_budget_charge(ctx, b, n, (int64_t)nb, "a loop value"));
+    if (smelt_value_copy(src, dst)) return SMELT_OK;
+    exec_budget_release(b, (int64_t)nb);
+    return op_errf(ctx, n, SMELT_ERR_NOMEM, "out of memory (%zu bytes)", nb);
 }
 
 static bool same_type(const smelt_tensor *a, const smelt_tensor *b)
@@ -86,6 +87,9 @@ static smelt_status run_if(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
                            const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
 {
     const ctl_attrs *a = ctl_attrs_of(n);
+    if (smelt_dtype_is_container(in[0]->dtype))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "cond is a %s, expected a bool tensor",
+                       smelt_dtype_name(in[0]->dtype));
     if (op_numel(in[0]) != 1)
         return op_errf(ctx, n, SMELT_ERR_MODEL, "cond has %lld elements, expected 1",
                        (long long)op_numel(in[0]));
@@ -109,6 +113,9 @@ typedef struct scan_parts {
 static smelt_status parts_push(smelt_ctx *ctx, const gr_node *n, int k, scan_parts *p,
                                smelt_tensor *t)
 {
+    if (smelt_dtype_is_container(t->dtype)) /* stacking copies tensor bytes */
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "scan output %d is a %s: scan outputs "
+                       "must be tensors", k, smelt_dtype_name(t->dtype));
     if (p->len > 0 && !same_type(&p->t[0], t))
         return op_errf(ctx, n, SMELT_ERR_MODEL,
                        "scan output %d changes shape between iterations", k);
@@ -181,7 +188,8 @@ static smelt_status carry_step(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
     const ctl_attrs *a = ctl_attrs_of(n);
     smelt_tensor *fresh = body_out + body_state0(is_loop);
     for (int k = 0; k < a->n_state; k++) {
-        if (s == SMELT_OK && is_loop && fresh[k].dtype != state[k].dtype)
+        if (s == SMELT_OK && is_loop && fresh[k].dtype != state[k].dtype &&
+            !ctl_optional_of(state[k].dtype, fresh[k].dtype))
             s = op_errf(ctx, n, SMELT_ERR_MODEL, "loop-carried value %d changes type", k);
         if (s == SMELT_OK && !is_loop && !same_type(&fresh[k], &state[k]))
             s = op_errf(ctx, n, SMELT_ERR_MODEL, "state %d changes type or shape", k);
@@ -193,6 +201,34 @@ static smelt_status carry_step(smelt_ctx *ctx, const gr_node *n, exec_budget *b,
         s = parts_push(ctx, n, k, &parts[k], &fresh[a->n_state + k]);
     drop_all(b, body_out, a->body->outputs.len);
     return s;
+}
+
+/* A loop-carried optional(T) the body turns into T that no iteration
+ * replaced (zero trips): the node gives T, so a present optional gives
+ * its element, an empty one has none to give. */
+static smelt_status unwrap_unchanged(smelt_ctx *ctx, const gr_node *n, exec_budget *b, int k,
+                                     smelt_tensor *state)
+{
+    const gr_value *o = ctl_attrs_of(n)->body->outputs.items[1 + k];
+    if (!ctl_optional_of(state->dtype, o->dtype)) return SMELT_OK;
+    if (state->dims[0] == 0)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "loop-carried value %d is still its empty "
+                       "optional initial value after zero iterations, and the body gives a %s",
+                       k, smelt_dtype_name(o->dtype));
+    smelt_tensor inner;
+    SMELT_TRY(copy_charged(ctx, n, b, &((const smelt_tensor *)state->data)[0], &inner));
+    drop(b, state);
+    *state = inner;
+    return SMELT_OK;
+}
+
+/* A value T read by a body input declared optional(T): a present optional
+ * viewing it (no copy). */
+static void view_as_optional(const gr_value *declared, smelt_tensor *v, smelt_tensor *inner)
+{
+    if (!ctl_optional_of(declared->dtype, v->dtype)) return;
+    *inner = *v;
+    *v = (smelt_tensor){.dtype = declared->dtype, .rank = 1, .dims = {1}, .data = inner};
 }
 
 /* The node's outputs: the carried state handed over, then each scan output
@@ -215,6 +251,7 @@ static smelt_status finish_outputs(smelt_ctx *ctx, const gr_node *n, exec_budget
         parts_free(b, &parts[k]);
     }
     for (int k = 0; k < a->n_state; k++) {
+        if (is_loop) SMELT_TRY(unwrap_unchanged(ctx, n, b, k, &state[k]));
         out[k] = state[k];
         state[k].data = NULL;
     }
@@ -232,6 +269,7 @@ typedef struct loop_run {
     scan_parts *parts;    /* n_scan_out */
     smelt_tensor *formal; /* body formal inputs (views) */
     smelt_tensor *body_in, *body_out;
+    smelt_tensor *boxes;  /* n_state: values viewed as present optionals */
 } loop_run;
 
 /* One iteration: the body on (iter, cond, state); state and cond move on. */
@@ -244,6 +282,8 @@ static smelt_status loop_step(smelt_ctx *ctx, loop_run *r, const smelt_tensor *c
     r->formal[1] = (smelt_tensor){.dtype = SMELT_DT_BOOL, .rank = 0, .data = &cond_in};
     for (int k = 0; k < a->n_state; k++) r->formal[2 + k] = r->state[k];
     bind_body_inputs(a->body, in, r->formal, r->body_in);
+    for (int k = 0; k < a->n_state; k++)
+        view_as_optional(a->body->inputs.items[2 + k], &r->body_in[2 + k], &r->boxes[k]);
     SMELT_TRY(exec_graph_budget(ctx, a->body, r->mode, r->body_in, r->body_out, r->b));
     smelt_status s = SMELT_OK;
     if (op_numel(&r->body_out[0]) != 1)
@@ -269,16 +309,18 @@ static smelt_status run_loop(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
                              const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
 {
     const ctl_attrs *a = ctl_attrs_of(n);
-    if ((in[0] && op_numel(in[0]) != 1) || (in[1] && op_numel(in[1]) != 1))
-        return op_errf(ctx, n, SMELT_ERR_MODEL, "M and cond must have one element each");
-    loop_run r = {n, a, mode, b, NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 2; i++)
+        if (in[i] && (smelt_dtype_is_container(in[i]->dtype) || op_numel(in[i]) != 1))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "M and cond must be tensors of one element");
+    loop_run r = {n, a, mode, b, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t ni = (size_t)a->body->inputs.len + 1, no = (size_t)a->body->outputs.len + 1;
     r.state = smelt_calloc((size_t)a->n_state + 1, sizeof *r.state);
+    r.boxes = smelt_calloc((size_t)a->n_state + 1, sizeof *r.boxes);
     r.parts = smelt_calloc((size_t)a->n_scan_out + 1, sizeof *r.parts);
     r.formal = smelt_calloc(ni, sizeof *r.formal);
     r.body_in = smelt_calloc(ni, sizeof *r.body_in);
     r.body_out = smelt_calloc(no, sizeof *r.body_out);
-    smelt_status s = r.state && r.parts && r.formal && r.body_in && r.body_out
+    smelt_status s = r.state && r.boxes && r.parts && r.formal && r.body_in && r.body_out
                          ? loop_iterate(ctx, &r, in)
                          : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (s == SMELT_OK) s = finish_outputs(ctx, n, b, true, r.state, r.parts, out);
@@ -286,6 +328,7 @@ static smelt_status run_loop(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
     for (int k = 0; r.state && k < a->n_state; k++) drop(b, &r.state[k]);
     for (int k = 0; r.parts && k < a->n_scan_out; k++) parts_free(b, &r.parts[k]);
     smelt_free(r.state);
+    smelt_free(r.boxes);
     smelt_free(r.parts);
     smelt_free(r.formal);
     smelt_free(r.body_in);
@@ -502,6 +545,151 @@ static smelt_status run_scan(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
     return s;
 }
 
+/* ---- SequenceMap ---- */
+
+/* Run i: element i of each sequence input, the tensor inputs whole (views);
+ * body output k becomes element i of output k. */
+static smelt_status seqmap_step(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                const smelt_tensor *const *in, int64_t i, smelt_tensor *formal,
+                                smelt_tensor *body_in, smelt_tensor *body_out, smelt_tensor *out,
+                                exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    for (int j = 0; j < a->n_explicit; j++)
+        formal[j] = smelt_dtype_is_container(in[j]->dtype)
+                        ? ((const smelt_tensor *)in[j]->data)[i] : *in[j];
+    bind_body_inputs(a->body, in, formal, body_in);
+    SMELT_TRY(exec_graph_budget(ctx, a->body, mode, body_in, body_out, b));
+    smelt_status s = SMELT_OK;
+    for (int k = 0; k < n->n_outputs; k++) {
+        smelt_dtype elem = smelt_dtype_element(out[k].dtype);
+        if (s == SMELT_OK && elem == SMELT_DT_UNDEFINED && !smelt_dtype_is_container(body_out[k].dtype))
+            out[k].dtype = (smelt_dtype)((unsigned)body_out[k].dtype | SMELT_DT_SEQUENCE_BIT);
+        else if (s == SMELT_OK && body_out[k].dtype != elem)
+            s = op_errf(ctx, n, SMELT_ERR_MODEL, "body output %d is %s at element %lld, %s "
+                        "before: a sequence holds one tensor type", k,
+                        smelt_dtype_name(body_out[k].dtype), (long long)i,
+                        smelt_dtype_name(elem));
+        if (s == SMELT_OK) {
+            ((smelt_tensor *)out[k].data)[i] = body_out[k];
+            body_out[k].data = NULL;
+        }
+    }
+    drop_all(b, body_out, n->n_outputs);
+    return s;
+}
+
+/* Outputs of `len` zeroed elements each (the element arrays charged). */
+static smelt_status seqmap_outputs(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                   int64_t len, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    for (int j = 1; j < a->n_explicit; j++)
+        if (smelt_dtype_is_container(in[j]->dtype) && in[j]->dims[0] != len)
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d holds %lld tensors, input_sequence "
+                           "%lld", j, (long long)in[j]->dims[0], (long long)len);
+    for (int k = 0; k < n->n_outputs; k++) {
+        const gr_value *o = a->body->outputs.items[k]; /* untyped: the first run's type */
+        if (len == 0 && o->dtype == SMELT_DT_UNDEFINED)
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "output %d of an empty sequence has no "
+                           "type: the body does not declare it", k);
+        size_t nb = (size_t)len * sizeof(smelt_tensor);
+        SMELT_TRY(exec_budget_charge(ctx, b, n, (int64_t)nb, "its outputs"));
+        out[k] = (smelt_tensor){.dtype = (smelt_dtype)((unsigned)o->dtype | SMELT_DT_SEQUENCE_BIT),
+                                .rank = 1, .dims = {len}, .data = smelt_calloc(nb ? nb : 1, 1)};
+        if (!out[k].data) {
+            exec_budget_release(b, (int64_t)nb);
+            return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        }
+    }
+    return SMELT_OK;
+}
+
+static smelt_status run_seqmap(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                               const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    for (int j = 0; j < a->n_explicit; j++)
+        if ((j == 0 && !smelt_dtype_is_container(in[j]->dtype)) ||
+            (in[j]->dtype & SMELT_DT_OPTIONAL_BIT))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is %s, expected a %s", j,
+                           smelt_dtype_name(in[j]->dtype),
+                           j == 0 ? "sequence" : "sequence or a tensor");
+    int64_t len = in[0]->dims[0];
+    size_t ni = (size_t)a->body->inputs.len + 1, no = (size_t)a->body->outputs.len + 1;
+    smelt_tensor *formal = smelt_calloc(ni, sizeof *formal);
+    smelt_tensor *body_in = smelt_calloc(ni, sizeof *body_in);
+    smelt_tensor *body_out = smelt_calloc(no, sizeof *body_out);
+    smelt_status s = formal && body_in && body_out ? seqmap_outputs(ctx, n, in, len, out, b)
+                                                  : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; s == SMELT_OK && i < len; i++)
+        s = seqmap_step(ctx, n, mode, in, i, formal, body_in, body_out, out, b);
+    if (s != SMELT_OK) drop_all(b, out, n->n_outputs);
+    smelt_free(formal);
+    smelt_free(body_in);
+    smelt_free(body_out);
+    return s;
+}
+
+/* ---- FlexAttention (ops/flex_attention.c holds its arithmetic) ---- */
+
+/* *t through a modifier body: its output replaces *t, in t's type (as the
+ * reference casts it), of t's shape. */
+static smelt_status run_modifier(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                 const char *name, const gr_graph *body,
+                                 const smelt_tensor *const *in, smelt_tensor *t, exec_budget *b)
+{
+    smelt_tensor *body_in = smelt_calloc((size_t)body->inputs.len + 1, sizeof *body_in), got;
+    if (!body_in) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    bind_body_inputs(body, in, t, body_in);
+    smelt_status s = exec_graph_budget(ctx, body, mode, body_in, &got, b);
+    smelt_free(body_in);
+    if (s != SMELT_OK) return s;
+    if (got.rank != t->rank || memcmp(got.dims, t->dims, sizeof(int64_t) * (size_t)t->rank) ||
+        !op_dtype_is_float(got.dtype)) {
+        drop(b, &got);
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "'%s' must give floats of its input's shape",
+                       name);
+    }
+    int64_t count = op_numel(t);
+    for (int64_t i = 0; i < count; i++) op_set_f64(t, i, op_get_f64(&got, i));
+    drop(b, &got);
+    return SMELT_OK;
+}
+
+static smelt_status run_flex_steps(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                                   const smelt_tensor *const *in, smelt_tensor *scores,
+                                   smelt_tensor *out, exec_budget *b)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    flex_scores(n, in[0], in[1], scores);
+    if (a->score_mod)
+        SMELT_TRY(run_modifier(ctx, n, mode, "score_mod", a->score_mod, in, scores, b));
+    flex_softmax(scores);
+    if (a->prob_mod)
+        SMELT_TRY(run_modifier(ctx, n, mode, "prob_mod", a->prob_mod, in, scores, b));
+    flex_output_shape(in[0], in[2], &out[0]);
+    SMELT_TRY(alloc_like(ctx, n, b, &out[0]));
+    flex_output(scores, in[2], &out[0]);
+    return SMELT_OK;
+}
+
+static smelt_status run_flex(smelt_ctx *ctx, const gr_node *n, exec_mode mode,
+                             const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
+{
+    for (int i = 0; i < 3; i++)
+        if (smelt_dtype_is_container(in[i]->dtype))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is a %s", i,
+                           smelt_dtype_name(in[i]->dtype));
+    SMELT_TRY(flex_check(ctx, n, in[0], in[1], in[2]));
+    smelt_tensor scores;
+    flex_scores_shape(n, in[0], in[1], &scores);
+    SMELT_TRY(alloc_like(ctx, n, b, &scores));
+    smelt_status s = run_flex_steps(ctx, n, mode, in, &scores, out, b);
+    drop(b, &scores);
+    return s;
+}
+
 smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mode,
                                const smelt_tensor *const *in, smelt_tensor *out, exec_budget *b)
 {
@@ -510,6 +698,8 @@ smelt_status exec_control_node(smelt_ctx *ctx, const gr_node *node, exec_mode mo
     case OP_IF: return run_if(ctx, node, mode, in, out, b);
     case OP_LOOP: return run_loop(ctx, node, mode, in, out, b);
     case OP_SCAN: return run_scan(ctx, node, mode, in, out, b);
+    case OP_SEQUENCE_MAP: return run_seqmap(ctx, node, mode, in, out, b);
+    case OP_PREVIEW_FLEX_ATTENTION: return run_flex(ctx, node, mode, in, out, b);
     default: return op_errf(ctx, node, SMELT_ERR_INTERNAL, "not a control-flow op");
     }
 }

@@ -7,10 +7,7 @@
 
 static void free_outputs(smelt_tensor *out, int n)
 {
-    for (int i = 0; i < n; i++) {
-        smelt_free(out[i].data);
-        out[i].data = NULL;
-    }
+    for (int i = 0; i < n; i++) smelt_tensor_release(&out[i]);
 }
 
 /* Bytes of output i as infer described it (dims all known by now). */
@@ -65,14 +62,47 @@ static smelt_status alloc_output(smelt_ctx *ctx, const gr_node *node, int i, sme
     return SMELT_OK;
 }
 
+/* Ops that take or give sequences and optionals (OP_FLAG_CONTAINERS): eval
+ * gets its tensor outputs allocated as usual and makes its container
+ * outputs itself; all of them are charged to b once they exist. */
+static smelt_status exec_container_node(smelt_ctx *ctx, const gr_node *node, const op_def *d,
+                                        const smelt_tensor *const *in, smelt_tensor *out,
+                                        exec_budget *b)
+{
+    memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
+    SMELT_TRY(d->infer(ctx, node, in, out));
+    /* the element arrays (counts known now) before they exist: a huge
+     * count fails on the limit, not in the allocator; their elements copy
+     * or slice tensors that already exist, charged once they do */
+    int64_t arrays = 0;
+    for (int i = 0; i < node->n_outputs; i++)
+        if (node->outputs[i] && smelt_dtype_is_container(out[i].dtype) && out[i].dims[0] > 0)
+            arrays += out[i].dims[0] * (int64_t)sizeof(smelt_tensor);
+    SMELT_TRY(exec_budget_charge(ctx, b, node, arrays, "its outputs' element arrays"));
+    smelt_status s = SMELT_OK;
+    for (int i = 0; i < node->n_outputs && s == SMELT_OK; i++)
+        if (node->outputs[i] && !smelt_dtype_is_container(out[i].dtype))
+            s = alloc_output(ctx, node, i, &out[i]);
+    if (s == SMELT_OK) s = d->eval(ctx, node, in, out);
+    exec_budget_release(b, arrays);
+    int64_t bytes = 0;
+    for (int i = 0; s == SMELT_OK && i < node->n_outputs; i++)
+        if (node->outputs[i]) bytes += (int64_t)smelt_value_nbytes(&out[i]);
+    if (s == SMELT_OK) s = exec_budget_charge(ctx, b, node, bytes, "its outputs");
+    if (s != SMELT_OK) free_outputs(out, node->n_outputs);
+    return s;
+}
+
 smelt_status exec_node_budget(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                               smelt_tensor *out, exec_budget *b)
 {
     const op_def *d = op_get(node->op)->def;
+    if (d) SMELT_TRY(op_check_container_inputs(ctx, node, in));
     if (d && (d->flags & OP_FLAG_SUBGRAPHS))
         return exec_control_node(ctx, node, EXEC_REFERENCE, in, out, b);
     if (!d || !d->infer || !d->eval)
         return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no reference kernel");
+    if (d->flags & OP_FLAG_CONTAINERS) return exec_container_node(ctx, node, d, in, out, b);
     memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
     SMELT_TRY(d->infer(ctx, node, in, out));
     int64_t charged;
@@ -145,9 +175,14 @@ smelt_status exec_node_te_budget(smelt_ctx *ctx, const gr_node *node,
                                         exec_budget *b)
 {
     const op_def *d = op_get(node->op)->def;
-    if (d && (d->flags & OP_FLAG_SUBGRAPHS))
+    if (d) SMELT_TRY(op_check_container_inputs(ctx, node, in));
+    if (d && (d->flags & OP_FLAG_SUBGRAPHS) && (op_runs_bodies(node) || !d->compute))
         return exec_control_node(ctx, node, EXEC_TE, in, out, b);
     if (!d || !d->infer) return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED, "op has no definition");
+    /* sequence and optional ops move whole tensors: no arithmetic to
+     * express, so they run their reference kernels here too */
+    if (d->eval && (d->flags & OP_FLAG_CONTAINERS))
+        return exec_container_node(ctx, node, d, in, out, b);
     if (node->n_inputs > 64) return op_errf(ctx, node, SMELT_ERR_LIMIT, "too many inputs");
     memset(out, 0, sizeof(smelt_tensor) * (size_t)node->n_outputs);
     SMELT_TRY(d->infer(ctx, node, in, out));
@@ -186,6 +221,7 @@ static const char *input_problem(const gr_graph *g, const gr_value *v, const sme
         snprintf(buf, cap, "dtype %s", smelt_dtype_name(t->dtype));
         return buf;
     }
+    if (smelt_dtype_is_container(t->dtype)) return op_container_problem(t, buf, cap);
     if (t->rank < 0 || t->rank > SMELT_MAX_RANK || (v->rank >= 0 && t->rank != v->rank)) {
         snprintf(buf, cap, "rank %d", t->rank);
         return buf;
@@ -283,9 +319,8 @@ static smelt_status run_node(smelt_ctx *ctx, exec_state *es, int n)
 
 static void free_value(exec_state *es, const gr_value *v)
 {
-    exec_budget_release(es->budget, (int64_t)smelt_tensor_nbytes(&es->vals[v->id]));
-    smelt_free(es->vals[v->id].data);
-    es->vals[v->id].data = NULL;
+    exec_budget_release(es->budget, (int64_t)smelt_value_nbytes(&es->vals[v->id]));
+    smelt_tensor_release(&es->vals[v->id]);
     es->owned[v->id] = false;
 }
 
@@ -324,14 +359,11 @@ static smelt_status take_output(smelt_ctx *ctx, exec_state *es, const gr_value *
                                 smelt_tensor *dst)
 {
     const smelt_tensor *src = &es->vals[v->id];
-    size_t nb = smelt_tensor_nbytes(src);
+    size_t nb = smelt_value_nbytes(src);
     SMELT_TRY(exec_budget_charge(ctx, es->budget, NULL, (int64_t)nb, "the graph's outputs"));
-    *dst = *src;
-    dst->name = NULL;
-    dst->data = smelt_alloc(nb ? nb : 1);
-    if (!dst->data) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (nb) memcpy(dst->data, src->data, nb);
-    return SMELT_OK;
+    if (smelt_value_copy(src, dst)) return SMELT_OK;
+    exec_budget_release(es->budget, (int64_t)nb);
+    return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
 }
 
 smelt_status exec_graph(smelt_ctx *ctx, const gr_graph *g, exec_mode mode,
@@ -369,14 +401,13 @@ smelt_status exec_graph_budget(smelt_ctx *ctx, const gr_graph *g, exec_mode mode
     }
     if (s != SMELT_OK)
         for (int i = 0; i < taken; i++) {
-            exec_budget_release(es.budget, (int64_t)smelt_tensor_nbytes(&outputs[i]));
-            smelt_free(outputs[i].data);
-            outputs[i].data = NULL;
+            exec_budget_release(es.budget, (int64_t)smelt_value_nbytes(&outputs[i]));
+            smelt_tensor_release(&outputs[i]);
         }
     for (int i = 0; es.owned && i < nv; i++)
         if (es.owned[i]) {
-            exec_budget_release(es.budget, (int64_t)smelt_tensor_nbytes(&es.vals[i]));
-            smelt_free(es.vals[i].data);
+            exec_budget_release(es.budget, (int64_t)smelt_value_nbytes(&es.vals[i]));
+            smelt_tensor_release(&es.vals[i]);
         }
     smelt_free(es.vals);
     smelt_free(es.owned);

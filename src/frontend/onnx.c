@@ -210,6 +210,16 @@ static smelt_status attr_convert(import_state *st, const char *node_name, const 
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
         a->type = GR_ATTR_GRAPH;
         return SMELT_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: {
+        char what[300];
+        snprintf(what, sizeof what, "node '%s' (%s): attribute '%s'", node_name, op_type,
+                 a->name);
+        smelt_dtype dt;
+        SMELT_TRY(onnx_type_dtype(st->ctx, ap->tp, what, &dt));
+        a->type = GR_ATTR_TYPE;
+        a->i = (int64_t)dt;
+        return SMELT_OK;
+    }
     default:
         return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, node_name, op_type,
                           "node '%s' (%s): attribute '%s' has unsupported type %d", node_name,
@@ -347,6 +357,7 @@ static const Onnx__FunctionProto *find_function(import_state *st, const Onnx__No
 
 static bool default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
 
+
 static void note_unsupported(import_state *st, const Onnx__NodeProto *np, const char *node_name)
 {
     st->n_unsupported_total++;
@@ -455,11 +466,13 @@ static smelt_status import_node(import_state *st, const Onnx__NodeProto *np,
     const Onnx__FunctionProto *f = find_function(st, np);
     if (f) return inline_function(st, np, f, name, sc, depth);
 
-    if (default_domain(np->domain) && st->g->opset == 0)
+    op_domain domain = default_domain(np->domain) ? OP_DOMAIN_ONNX : op_domain_find(np->domain);
+    bool known_domain = domain != OP_DOMAIN_COUNT_;
+    if (known_domain && (domain == OP_DOMAIN_ONNX ? st->g->opset : st->g->domain_opsets[domain]) == 0)
         return smelt_errf_at(st->ctx, SMELT_ERR_MODEL, name, np->op_type,
-                          "node '%s' (%s): the model uses ai.onnx ops but imports no ai.onnx "
-                          "opset", name, np->op_type);
-    const op_info *info = default_domain(np->domain) ? op_lookup(np->op_type) : NULL;
+                          "node '%s' (%s): the model uses %s ops but imports no %s opset", name,
+                          np->op_type, op_domain_name(domain), op_domain_name(domain));
+    const op_info *info = known_domain ? op_lookup_in(domain, np->op_type) : NULL;
     bool is_constant = default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0;
     if (info && info->def && (info->def->flags & OP_FLAG_INTERNAL))
         return smelt_errf_at(st->ctx, SMELT_ERR_UNSUPPORTED, name, np->op_type,
@@ -528,21 +541,65 @@ static smelt_status report_unsupported(import_state *st)
 
 /* ---- graph inputs/outputs ---- */
 
+static bool elem_type_supported(int32_t et)
+{
+    return et > 0 && et < SMELT_DT_COUNT_ && et != SMELT_DT_STRING && et != SMELT_DT_COMPLEX64 &&
+           et != SMELT_DT_COMPLEX128 && smelt_dtype_size(et);
+}
+
+/* The dtype of a type smelt holds: a tensor, a sequence of tensors or an
+ * optional of either (smelt.h's container dtypes); maps, sparse tensors
+ * and deeper nesting are refused naming `what`. */
+smelt_status onnx_type_dtype(smelt_ctx *ctx, const Onnx__TypeProto *tp, const char *what,
+                             smelt_dtype *dt)
+{
+    const Onnx__TypeProto *inner = NULL;
+    unsigned bits = 0;
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type) {
+        bits |= SMELT_DT_OPTIONAL_BIT;
+        tp = tp->optional_type->elem_type;
+    }
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) {
+        bits |= SMELT_DT_SEQUENCE_BIT;
+        inner = tp->sequence_type->elem_type;
+        tp = inner;
+    }
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                          "%s: only tensors, sequences of tensors and optionals of either are "
+                          "supported", what);
+    int32_t et = tp->tensor_type->elem_type;
+    if (!elem_type_supported(et))
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "%s: element type %d is not supported",
+                          what, et);
+    *dt = (smelt_dtype)((unsigned)et | bits);
+    return SMELT_OK;
+}
+
+/* A container's count is known at run time only; its elements' shapes are
+ * not kept (each op infers them from the elements it is given). */
+static smelt_status container_type(import_state *st, gr_value *v, smelt_dtype dt)
+{
+    int sym = gr_graph_new_sym(st->g);
+    if (sym < 0) return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
+    v->dtype = dt;
+    v->rank = 1;
+    v->dims[0] = GR_DIM_SYM(sym);
+    return SMELT_OK;
+}
+
 static smelt_status input_type(import_state *st, gr_value *v, const Onnx__ValueInfoProto *vi)
 {
     const Onnx__TypeProto *tp = vi->type;
     /* a body's inputs may leave their type to the node's inputs */
     if (st->parent && (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)) return SMELT_OK;
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
-                          "graph input '%s': only tensor inputs are supported", v->name);
+    char what[300];
+    snprintf(what, sizeof what, "graph input '%s'", v->name);
+    smelt_dtype dt;
+    SMELT_TRY(onnx_type_dtype(st->ctx, tp, what, &dt));
+    if (smelt_dtype_is_container(dt)) return container_type(st, v, dt);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    int32_t et = tt->elem_type;
-    if (et <= 0 || et >= SMELT_DT_COUNT_ || et == SMELT_DT_STRING || et == SMELT_DT_COMPLEX64 ||
-        et == SMELT_DT_COMPLEX128 || !smelt_dtype_size(et))
-        return smelt_errf(st->ctx, SMELT_ERR_UNSUPPORTED,
-                          "graph input '%s': element type %d is not supported", v->name, et);
-    v->dtype = (smelt_dtype)et;
+    v->dtype = dt;
     if (!tt->shape) return SMELT_OK; /* rank unknown */
     if (tt->shape->n_dim > SMELT_MAX_RANK)
         return smelt_errf(st->ctx, SMELT_ERR_LIMIT,
@@ -587,6 +644,26 @@ static smelt_status import_graph_io(import_state *st, const Onnx__GraphProto *gp
     return SMELT_OK;
 }
 
+/* A graph output declared a sequence or optional keeps that type until
+ * inference gives it one (which it may not: an untyped SequenceMap body),
+ * so callers know to read and compare it as one.  Tensor outputs' declared
+ * types are not read. */
+static smelt_status declared_container_output(import_state *st, gr_value *v,
+                                              const Onnx__ValueInfoProto *vi)
+{
+    const Onnx__TypeProto *tp = vi->type;
+    if (v->dtype != SMELT_DT_UNDEFINED || !tp ||
+        (tp->value_case != ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE &&
+         tp->value_case != ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE))
+        return SMELT_OK;
+    char what[300];
+    snprintf(what, sizeof what, "graph output '%s'", v->name);
+    smelt_dtype dt;
+    SMELT_TRY(onnx_type_dtype(st->ctx, tp, what, &dt));
+    v->dtype = dt;
+    return SMELT_OK;
+}
+
 static smelt_status import_graph_outputs(import_state *st, const Onnx__GraphProto *gp)
 {
     if (gp->n_output == 0) return smelt_errf(st->ctx, SMELT_ERR_MODEL, "the graph has no outputs");
@@ -598,6 +675,7 @@ static smelt_status import_graph_outputs(import_state *st, const Onnx__GraphProt
             return smelt_errf(st->ctx, SMELT_ERR_MODEL, "graph output '%s' is never produced",
                               name);
         v->is_output = true;
+        SMELT_TRY(declared_container_output(st, v, gp->output[i]));
         if (!smelt_ptrvec_push(&st->g->outputs, v))
             return smelt_errf(st->ctx, SMELT_ERR_NOMEM, "out of memory");
     }
@@ -611,6 +689,8 @@ static smelt_status read_opset(import_state *st)
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];
         if (default_domain(o->domain)) st->g->opset = o->version;
+        op_domain d = op_domain_find(o->domain);
+        if (d != OP_DOMAIN_ONNX && d != OP_DOMAIN_COUNT_) st->g->domain_opsets[d] = o->version;
     }
     if (st->g->opset < 0) {
         /* IR v2 models carry no opset_import; others may use only other
@@ -683,15 +763,20 @@ static smelt_status check_arity(smelt_ctx *ctx, const gr_node *n, const op_def *
 static smelt_status check_opset(smelt_ctx *ctx, const gr_graph *g, const gr_node *n)
 {
     const op_info *info = op_get(n->op);
-    if (g->opset >= info->opset_first && g->opset <= info->opset_last) return SMELT_OK;
-    if (g->opset > SMELT_ONNX_OPSET)
+    int64_t opset = op_model_opset(g, info);
+    op_domain d = op_domain_of(info);
+    int newest = op_domain_newest(d);
+    char domain[40] = "";
+    if (d != OP_DOMAIN_ONNX) snprintf(domain, sizeof domain, "%s ", op_domain_name(d));
+    if (opset >= info->opset_first && opset <= info->opset_last) return SMELT_OK;
+    if (opset > newest)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
-                       "opset %lld is newer than smelt knows (%d); %s is implemented for "
-                       "opsets %d to %d", (long long)g->opset, SMELT_ONNX_OPSET, info->name,
+                       "%sopset %lld is newer than smelt knows (%d); %s is implemented for "
+                       "opsets %d to %d", domain, (long long)opset, newest, info->name,
                        info->opset_first, info->opset_last);
     return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
-                   "%s of opset %lld is not implemented; smelt implements it for opsets %d "
-                   "to %d", info->name, (long long)g->opset, info->opset_first,
+                   "%s of %sopset %lld is not implemented; smelt implements it for opsets %d "
+                   "to %d", info->name, domain, (long long)opset, info->opset_first,
                    info->opset_last);
 }
 
@@ -701,18 +786,19 @@ static smelt_status check_opset(smelt_ctx *ctx, const gr_graph *g, const gr_node
 static smelt_status check_attr_names(smelt_ctx *ctx, const gr_graph *g, const gr_node *n)
 {
     const op_info *info = op_get(n->op);
+    int64_t opset = op_model_opset(g, info);
     for (int k = 0; k < n->n_attrs; k++) {
-        if (op_attr_find(info, n->attrs[k].name, g->opset)) continue;
+        if (op_attr_find(info, n->attrs[k].name, opset)) continue;
         smelt_strbuf known;
         smelt_strbuf_init(&known);
         for (const op_attr_spec *a = info->attrs; a && a->name; a++)
-            if (op_attr_find(info, a->name, g->opset) == a)
+            if (op_attr_find(info, a->name, opset) == a)
                 smelt_strbuf_printf(&known, "%s%s", known.len ? ", " : "",
                                     a->name);
         smelt_status s = op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                                  "attribute '%s' is not implemented for %s at opset %lld "
                                  "(known: %s)", n->attrs[k].name, info->name,
-                                 (long long)g->opset,
+                                 (long long)opset,
                                  known.len ? smelt_strbuf_cstr(&known) : "none");
         smelt_strbuf_fini(&known);
         return s;
@@ -742,7 +828,9 @@ static smelt_status import_op_attrs(smelt_ctx *ctx, gr_graph *g)
         smelt_status s = d->import ? d->import(ctx, g, n) : SMELT_OK;
         /* what an attribute means can depend on the opset: say which */
         if (s == SMELT_ERR_ATTR || s == SMELT_ERR_UNSUPPORTED)
-            smelt_ctx_append(ctx, " (ai.onnx opset %lld)", (long long)g->opset);
+            smelt_ctx_append(ctx, " (%s opset %lld)",
+                             op_domain_name(op_domain_of(op_get(n->op))),
+                             (long long)op_model_opset(g, op_get(n->op)));
         SMELT_TRY(s);
     }
     return SMELT_OK;

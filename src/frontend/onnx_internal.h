@@ -13,4 +13,9 @@ extern ProtobufCAllocator onnx_pb_allocator;
 smelt_status onnx_tensor_from_proto(smelt_ctx *ctx, const Onnx__TensorProto *tp,
                                     const char *base_dir, const char *what, smelt_tensor **out);
 
+/* The smelt dtype of an ONNX type (a tensor, a sequence of tensors, an
+ * optional of either); other types are refused naming `what`. */
+smelt_status onnx_type_dtype(smelt_ctx *ctx, const Onnx__TypeProto *tp, const char *what,
+                             smelt_dtype *dt);
+
 #endif

@@ -22,6 +22,7 @@ gr_graph *gr_subgraph_new(gr_graph *parent)
     }
     g->parent = parent;
     g->opset = parent->opset;
+    memcpy(g->domain_opsets, parent->domain_opsets, sizeof g->domain_opsets);
     g->hw = parent->hw;
     return g;
 }

@@ -50,6 +50,7 @@ typedef enum gr_attr_type {
     GR_ATTR_INTS,
     GR_ATTR_STRINGS,
     GR_ATTR_GRAPH, /* a subgraph (If/Loop/Scan bodies): gr_attr.g */
+    GR_ATTR_TYPE,  /* a TypeProto (Optional's type): gr_attr.i holds its smelt_dtype */
 } gr_attr_type;
 
 typedef struct gr_attr {
@@ -110,6 +111,9 @@ struct gr_graph {
     smelt_ptrvec owned_tensors; /* smelt_tensor* freed with the graph */
     const char *name;
     int64_t opset; /* default-domain opset */
+    /* the opsets the model imports of the other domains smelt knows, by
+     * op_domain (ops/op.h; [0], ai.onnx, is `opset`); 0: not imported */
+    int64_t domain_opsets[4];
     /* the hardware of the target the graph is compiled for (set by
      * smelt_model_optimize): alter_layout's channel block is hw.lanes,
      * pack_weights' panels follow the matmul rule's tile; lanes 0 = not known */

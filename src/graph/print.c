@@ -3,10 +3,22 @@
 
 #include "graph/graph.h"
 
+/* seq(f32), optional(seq(f32)): containers around their element type. */
+static void print_dtype(smelt_dtype dt, smelt_strbuf *out)
+{
+    if (!smelt_dtype_is_container(dt)) {
+        smelt_strbuf_append(out, smelt_dtype_name(dt));
+        return;
+    }
+    smelt_strbuf_append(out, (unsigned)dt & SMELT_DT_OPTIONAL_BIT ? "optional(" : "seq(");
+    print_dtype(smelt_dtype_element(dt), out);
+    smelt_strbuf_append(out, ")");
+}
+
 void gr_value_print_type(const gr_graph *g, const gr_value *v, smelt_strbuf *out)
 {
     g = gr_graph_root(g);
-    smelt_strbuf_append(out, smelt_dtype_name(v->dtype));
+    print_dtype(v->dtype, out);
     if (v->rank < 0) {
         smelt_strbuf_append(out, "[?]");
         return;
@@ -33,6 +45,7 @@ static void print_attr(const gr_attr *a, smelt_strbuf *out)
     case GR_ATTR_STRING: smelt_strbuf_printf(out, "\"%s\"", a->s); break;
     case GR_ATTR_TENSOR: smelt_strbuf_append(out, "<tensor>"); break;
     case GR_ATTR_GRAPH: smelt_strbuf_append(out, "<graph>"); break;
+    case GR_ATTR_TYPE: print_dtype((smelt_dtype)a->i, out); break;
     case GR_ATTR_STRINGS: smelt_strbuf_printf(out, "<%d strings>", a->n); break;
     case GR_ATTR_FLOATS:
     case GR_ATTR_INTS:

@@ -456,6 +456,10 @@ static smelt_status lower_scan_steps(prog_builder *pb, loop_lowering *L)
 smelt_status lower_control_node(prog_builder *pb, const gr_node *n)
 {
     if (n->op == OP_IF) return lower_if(pb, n);
+    if (n->op != OP_LOOP && n->op != OP_SCAN)
+        return op_errf(pb->ctx, n, SMELT_ERR_UNSUPPORTED, "%s has no compiled form yet with "
+                       "these bodies (passes/expand_flex.c copies bodies without subgraphs into "
+                       "the graph); the reference executor runs it (--reference)", n->op_type);
     loop_lowering L;
     memset(&L, 0, sizeof L);
     smelt_status s = loop_alloc(pb, &L, n);

@@ -485,7 +485,7 @@ static bool value_escapes(const gr_value *v, void *user)
 static smelt_status lower_unit(prog_builder *pb, int start, int end)
 {
     const gr_node *first = pb->g->nodes.items[start];
-    if (end - start == 1 && (op_get(first->op)->def->flags & OP_FLAG_SUBGRAPHS)) {
+    if (end - start == 1 && op_runs_bodies(first)) {
         if (pb->opts->single_unit)
             return op_errf(pb->ctx, first, SMELT_ERR_UNSUPPORTED,
                            "control flow is not lowered as a unit of its own (tuning)");
@@ -647,6 +647,57 @@ static smelt_status build_program(prog_builder *pb)
     return SMELT_OK;
 }
 
+/* The first node of g or its bodies that reads or gives a sequence or an
+ * optional (NULL: none).  *which: that value. */
+static const gr_node *container_node(const gr_graph *g, const gr_value **which)
+{
+    for (int i = 0; i < g->nodes.len; i++) {
+        const gr_node *n = g->nodes.items[i];
+        for (int k = 0; k < n->n_inputs + n->n_outputs; k++) {
+            const gr_value *v = k < n->n_inputs ? n->inputs[k] : n->outputs[k - n->n_inputs];
+            if (v && smelt_dtype_is_container(v->dtype)) {
+                *which = v;
+                return n;
+            }
+        }
+        for (int k = 0; k < n->n_attrs; k++) {
+            const gr_node *in_body = n->attrs[k].type == GR_ATTR_GRAPH && n->attrs[k].g
+                                         ? container_node(n->attrs[k].g, which)
+                                         : NULL;
+            if (in_body) return in_body;
+        }
+    }
+    return NULL;
+}
+
+/* Compiled code holds tensors in its arena: sequences and optionals (and
+ * the ops on them) are refused by name, never lowered as something else. */
+static const char *a_or_an(smelt_dtype dt)
+{
+    return (unsigned)dt & SMELT_DT_OPTIONAL_BIT ? "an" : "a";
+}
+
+smelt_status lower_refuse_containers(smelt_ctx *ctx, const gr_graph *g)
+{
+    const gr_value *v = NULL;
+    const gr_node *n = container_node(g, &v);
+    if (n)
+        return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                       "'%s' is %s %s: sequence and optional values have no compiled form (the "
+                       "compiled program holds tensors only); the reference executor runs them "
+                       "(--reference)", v->name, a_or_an(v->dtype), smelt_dtype_name(v->dtype));
+    for (int i = 0; i < g->inputs.len + g->outputs.len; i++) {
+        v = i < g->inputs.len ? g->inputs.items[i] : g->outputs.items[i - g->inputs.len];
+        if (smelt_dtype_is_container(v->dtype))
+            return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+                              "graph %s '%s' is %s %s: sequence and optional values have no "
+                              "compiled form; the reference executor runs them (--reference)",
+                              i < g->inputs.len ? "input" : "output", v->name,
+                              a_or_an(v->dtype), smelt_dtype_name(v->dtype));
+    }
+    return SMELT_OK;
+}
+
 /* Whether a model input or output is laid out at the run's dims: it has a
  * run-time dim with a dim of more than one element before it (a key/value
  * cache [1, heads, past, d]: the layout at the maxima puts every head's rows
@@ -718,6 +769,8 @@ static smelt_status lower_once(smelt_ctx *ctx, const gr_graph *g, const lower_op
 smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
                          lowered_program **out)
 {
+    *out = NULL;
+    SMELT_TRY(lower_refuse_containers(ctx, g));
     bool *dense = NULL;
     if (!opts->single_unit && gr_graph_root(g)->n_rt_dims && g == gr_graph_root(g)) {
         if (!(dense = smelt_calloc((size_t)g->values.len + 1, sizeof *dense)))

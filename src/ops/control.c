@@ -9,6 +9,7 @@
 
 OP_ATTRS(IF) = {{"then_branch", 0, 0}, {"else_branch", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(LOOP) = {{"body", 0, 0}, {NULL, 0, 0}};
+OP_ATTRS(SEQUENCE_MAP) = {{"body", 0, 0}, {NULL, 0, 0}};
 OP_ATTRS(SCAN) = {{"body", 0, 0},
                   {"num_scan_inputs", 0, 0},
                   {"directions", 8, 8},
@@ -96,6 +97,22 @@ static smelt_status loop_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
                          1 + a->n_state + a->n_scan_out);
 }
 
+/* SequenceMap (input_sequence, additional inputs...) -> sequences: the
+ * body runs per element, on element i of each sequence input and on each
+ * tensor input whole. */
+static smelt_status seqmap_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
+{
+    ctl_attrs *a = op_attrs_new(ctx, g, n, sizeof *a);
+    if (!a) return SMELT_ERR_NOMEM;
+    SMELT_TRY(graph_attr(ctx, n, "body", &a->body));
+    a->n_explicit = explicit_inputs(n, &a->body, 1);
+    if (a->n_explicit < 1)
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "has no input_sequence");
+    for (int i = 0; i < a->n_explicit; i++)
+        if (!n->inputs[i]) return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is missing", i);
+    return check_body_io(ctx, n, "body", a->body, a->n_explicit, n->n_outputs);
+}
+
 /* A per-scan-input/output list attribute: `count` entries, default 0. */
 static smelt_status scan_list(smelt_ctx *ctx, gr_graph *g, gr_node *n, const char *name, int count,
                               bool is_direction, int64_t **out)
@@ -150,6 +167,12 @@ static smelt_status scan_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
 }
 
 /* ---- helpers shared with exec and lowering ---- */
+
+bool ctl_optional_of(smelt_dtype opt, smelt_dtype inner)
+{
+    return ((unsigned)opt & SMELT_DT_OPTIONAL_BIT) && !((unsigned)inner & SMELT_DT_OPTIONAL_BIT) &&
+           smelt_dtype_element(opt) == inner;
+}
 
 static bool value_is_true_constant(const gr_value *v)
 {
@@ -280,6 +303,7 @@ static smelt_status loop_generalize(smelt_ctx *ctx, const gr_node *n, smelt_tens
         const gr_value *o = a->body->outputs.items[1 + k];
         smelt_tensor *t = &formal[2 + k];
         if (o->rank < 0) continue;
+        if (ctl_optional_of(t->dtype, o->dtype)) continue;
         if (o->rank != t->rank)
             return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                            "loop-carried value %d changes rank (%d -> %d)", k, t->rank, o->rank);
@@ -316,12 +340,21 @@ static smelt_status loop_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
         SMELT_TRY(ctl_infer_body(ctx, n, a->body, in, formal));
         SMELT_TRY(loop_generalize(ctx, n, formal, &changed));
     }
-    for (int k = 0; k < a->n_state; k++) out[k] = formal[2 + k];
+    for (int k = 0; k < a->n_state; k++) {
+        const gr_value *o = a->body->outputs.items[1 + k];
+        out[k] = formal[2 + k];
+        /* an optional's first value, then the body's: the body's type */
+        if (ctl_optional_of(formal[2 + k].dtype, o->dtype)) SMELT_TRY(output_type(ctx, n, a->body, 1 + k, &out[k]));
+    }
     bool trips_known = in[0] && in[0]->data && ctl_loop_cond_always_true(n);
     int64_t trips = trips_known ? op_get_i64(in[0], 0) : 0;
     for (int k = 0; k < a->n_scan_out; k++) {
         smelt_tensor t;
         SMELT_TRY(output_type(ctx, n, a->body, 1 + a->n_state + k, &t));
+        if (smelt_dtype_is_container(t.dtype))
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                           "scan output %d is a %s: scan outputs must be tensors", k,
+                           smelt_dtype_name(t.dtype));
         if (t.rank + 1 > SMELT_MAX_RANK)
             return op_errf(ctx, n, SMELT_ERR_LIMIT, "scan output %d exceeds rank %d", k,
                            SMELT_MAX_RANK);
@@ -387,6 +420,48 @@ static smelt_status scan9_infer(smelt_ctx *ctx, const gr_node *n, const smelt_te
     return SMELT_OK;
 }
 
+/* SequenceMap: the body's inputs are the sequences' element types (their
+ * shapes known at run time only: the body keeps what it declares) and the
+ * tensors' types; each output is a sequence of a body output's type, as
+ * long as input_sequence. */
+static smelt_status seqmap_infer(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *const *in,
+                                 smelt_tensor *out)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    smelt_tensor formal[64];
+    if (a->n_explicit > 64) return op_errf(ctx, n, SMELT_ERR_LIMIT, "more than 64 inputs");
+    if (!(in[0]->dtype & SMELT_DT_SEQUENCE_BIT) || (in[0]->dtype & SMELT_DT_OPTIONAL_BIT))
+        return op_errf(ctx, n, SMELT_ERR_MODEL, "input_sequence is %s, expected a sequence",
+                       smelt_dtype_name(in[0]->dtype));
+    for (int i = 0; i < a->n_explicit; i++) {
+        bool seq = smelt_dtype_is_container(in[i]->dtype);
+        if ((in[i]->dtype & SMELT_DT_OPTIONAL_BIT))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is an optional", i);
+        formal[i] = seq ? (smelt_tensor){.dtype = smelt_dtype_element(in[i]->dtype), .rank = -1}
+                        : *in[i];
+        formal[i].data = NULL;
+        const gr_value *v = a->body->inputs.items[i];
+        if (v->dtype && v->dtype != formal[i].dtype)
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "body input '%s' is declared %s, given %s",
+                           v->name, smelt_dtype_name(v->dtype), smelt_dtype_name(formal[i].dtype));
+    }
+    SMELT_TRY(ctl_infer_body(ctx, n, a->body, in, formal));
+    for (int k = 0; k < n->n_outputs; k++) {
+        const gr_value *o = a->body->outputs.items[k];
+        if (!o->dtype) /* an untyped body: its outputs' types come at run time */
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED, "body output %d has no type yet", k);
+        if (smelt_dtype_is_container(o->dtype))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "body output %d is a %s: SequenceMap's body "
+                           "gives tensors", k, smelt_dtype_name(o->dtype));
+        memset(&out[k], 0, sizeof out[k]);
+        out[k].dtype = (smelt_dtype)((unsigned)o->dtype | SMELT_DT_SEQUENCE_BIT);
+        out[k].rank = 1;
+        out[k].dims[0] = in[0]->data || GR_DIM_IS_STATIC(in[0]->dims[0]) ? in[0]->dims[0]
+                                                                         : GR_DIM_UNKNOWN;
+    }
+    return SMELT_OK;
+}
+
 /* Scan-8: the batch entry's types (batch axis dropped, inputs moved down
  * over sequence_lens, as ctl_scan8_entry_inputs does) through Scan-9's
  * inference, the batch axis put back on the outputs. */
@@ -426,18 +501,25 @@ static smelt_status scan_infer(smelt_ctx *ctx, const gr_node *n, const smelt_ten
 
 /* The reference kernels live in exec/control.c (they run whole graphs);
  * eval is never called for OP_FLAG_SUBGRAPHS ops. */
+/* If and Loop pass sequences and optionals through (branch results,
+ * loop-carried values, captures); Scan slices tensors only. */
 const op_def op_def_IF = {
     .import = if_import, .infer = if_infer,
     .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,
-    .flags = OP_FLAG_SUBGRAPHS,
+    .flags = OP_FLAG_SUBGRAPHS | OP_FLAG_CONTAINERS,
 };
 const op_def op_def_LOOP = {
     .import = loop_import, .infer = loop_infer,
     .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1,
-    .flags = OP_FLAG_SUBGRAPHS,
+    .flags = OP_FLAG_SUBGRAPHS | OP_FLAG_CONTAINERS,
 };
 const op_def op_def_SCAN = {
     .import = scan_import, .infer = scan_infer,
     .min_inputs = 0, .max_inputs = -1, .min_outputs = 0, .max_outputs = -1,
     .flags = OP_FLAG_SUBGRAPHS,
+};
+const op_def op_def_SEQUENCE_MAP = {
+    .import = seqmap_import, .infer = seqmap_infer,
+    .min_inputs = 1, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,
+    .flags = OP_FLAG_SUBGRAPHS | OP_FLAG_CONTAINERS,
 };

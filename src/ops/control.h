@@ -32,6 +32,11 @@ typedef struct ctl_attrs {
      * input has a batch axis 0 (scan inputs their sequence at axis 1), and
      * the body runs per batch entry; n_state counts from input 1 */
     bool scan8;
+    /* FlexAttention (ai.onnx.preview): the modifier bodies (NULL: none),
+     * scale (NaN: 1/sqrt(head size)) and the softmax's element type */
+    gr_graph *score_mod, *prob_mod;
+    double scale;
+    smelt_dtype softmax_type; /* UNDEFINED: float32, or double for double inputs */
 } ctl_attrs;
 
 static inline const ctl_attrs *ctl_attrs_of(const gr_node *n) { return n->op_attrs; }
@@ -48,6 +53,29 @@ bool ctl_loop_cond_always_true(const gr_node *n);
  * in the stacked output of rank `rank` (normalised; error if out of range). */
 smelt_status ctl_scan_in_axis(smelt_ctx *ctx, const gr_node *n, int j, int rank, int *axis);
 smelt_status ctl_scan_out_axis(smelt_ctx *ctx, const gr_node *n, int k, int rank, int *axis);
+
+/* Loop: is a loop-carried value typed `opt` an optional of `inner`?  Its
+ * initial value may be optional(T) and the body's T: the body then reads
+ * each next value as a present optional, and the node gives T. */
+bool ctl_optional_of(smelt_dtype opt, smelt_dtype inner);
+
+/* FlexAttention's reference arithmetic (ops/flex_attention.c) around the
+ * modifier bodies, which exec/control.c runs.  flex_check: the inputs'
+ * ranks, heads and lengths.  scores [B, Hq, L, S] (of flex_softmax_type)
+ * from Q and K, scaled, each query head reading its K/V head; the softmax
+ * over the last axis in place; Y [B, Hq, L, Ev] (V's type) from the
+ * probabilities and V.  The *_shape functions set a tensor's type, the
+ * others fill tensors allocated to it. */
+smelt_status flex_check(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *q,
+                        const smelt_tensor *k, const smelt_tensor *v);
+smelt_dtype flex_softmax_type(const gr_node *n, smelt_dtype input);
+void flex_scores_shape(const gr_node *n, const smelt_tensor *q, const smelt_tensor *k,
+                       smelt_tensor *scores);
+void flex_output_shape(const smelt_tensor *q, const smelt_tensor *v, smelt_tensor *y);
+void flex_scores(const gr_node *n, const smelt_tensor *q, const smelt_tensor *k,
+                 smelt_tensor *scores);
+void flex_softmax(smelt_tensor *scores);
+void flex_output(const smelt_tensor *probs, const smelt_tensor *v, smelt_tensor *y);
 
 /* Copy the node inputs' types (and the captures') onto the body's inputs,
  * formal ones from `formal` (n_formal entries, NULL: leave as declared),

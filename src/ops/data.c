@@ -735,6 +735,93 @@ const op_def op_def_GATHER = {
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
 };
 
+/* ---- ArrayFeatureExtractor (ai.onnx.ml 1) -------------------------------------------
+ * Z[..., j] = X[..., Y.flat[j]]: a gather along X's last axis by the flattened indices;
+ * a 1-D X gives [1, n].  Indices wrap from the back as onnx's reference (numpy) does,
+ * others are refused as Gather refuses them. */
+
+static const smelt_dtype k_afe_dtypes[] = {SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_INT64,
+                                           SMELT_DT_INT32, SMELT_DT_UNDEFINED};
+static const smelt_dtype k_afe_index_dtypes[] = {SMELT_DT_INT64, SMELT_DT_UNDEFINED};
+
+static smelt_status afe_infer(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                              smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1];
+    SMELT_TRY(op_check_dtype(ctx, node, x, "input 'X'", k_afe_dtypes));
+    SMELT_TRY(op_check_dtype(ctx, node, ind, "input 'Y'", k_afe_index_dtypes));
+    if (x->rank < 1) return op_errf(ctx, node, SMELT_ERR_SHAPE, "input 'X' is a scalar");
+    int64_t n = 1;
+    for (int d = 0; d < ind->rank; d++)
+        n = GR_DIM_IS_STATIC(ind->dims[d]) && GR_DIM_IS_STATIC(n) ? n * ind->dims[d]
+                                                                  : GR_DIM_UNKNOWN;
+    out[0].dtype = x->dtype;
+    out[0].rank = x->rank == 1 ? 2 : x->rank;
+    for (int d = 0; d < x->rank - 1; d++) out[0].dims[d] = x->dims[d];
+    if (x->rank == 1) out[0].dims[0] = 1;
+    out[0].dims[out[0].rank - 1] = n;
+    return SMELT_OK;
+}
+
+static smelt_status afe_eval(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
+                             smelt_tensor *out)
+{
+    const smelt_tensor *x = in[0], *ind = in[1];
+    int axis = x->rank - 1;
+    int64_t len = x->dims[axis], rows = product(x->dims, 0, axis), n = op_numel(ind);
+    size_t esz = smelt_dtype_size(x->dtype);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t raw = op_get_i64(ind, j), k;
+        if (!wrap_index(raw, len, &k))
+            return op_errf(ctx, node, SMELT_ERR_RUNTIME,
+                           "index %lld at position %lld is out of range for axis %d of size "
+                           "%lld", (long long)raw, (long long)j, axis, (long long)len);
+        for (int64_t r = 0; r < rows; r++)
+            memcpy((char *)out[0].data + (size_t)(r * n + j) * esz,
+                   (const char *)x->data + (size_t)(r * len + k) * esz, esz);
+    }
+    return SMELT_OK;
+}
+
+/* Output element [rows..., j]: X at [rows..., source of Y.flat[j]]. */
+static ir_expr *afe_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const gather_te *s = user;
+    ir_builder *b = &g->b;
+    int r = s->x->n_axes, q = s->ind->n_axes, out_last = r == 1 ? 1 : r - 1;
+    ir_expr *yi[SMELT_MAX_RANK], *xi[SMELT_MAX_RANK], *j = idx[out_last];
+    for (int d = q - 1; d >= 0; d--) { /* Y's multi-index of the flat position j */
+        ir_expr *dim = ir_int(b, s->ind->buf->shape[d]);
+        yi[d] = d ? ir_binary(b, IR_MOD, j, dim) : j;
+        if (d) j = ir_binary(b, IR_DIV, j, dim);
+    }
+    for (int d = 0; d < r - 1; d++) xi[d] = idx[d];
+    xi[r - 1] = gather_source(b, te_read(g, s->ind, yi), s->x->buf->shape[r - 1]);
+    return te_read(g, s->x, xi);
+}
+
+static smelt_status afe_compute(op_compute_args *a)
+{
+    if (output_is_empty(a)) return empty_compute(a);
+    gather_te s = {.x = a->in[0], .ind = a->in[1], .axis = a->in[0]->n_axes - 1};
+    int64_t dim = s.x->buf->shape[s.axis];
+    if (dim == 0)
+        return op_errf(a->ctx, a->node, SMELT_ERR_SHAPE, "cannot gather from axis %d of size 0",
+                       s.axis);
+    char msg[160];
+    snprintf(msg, sizeof msg, "index {value} at position {position} is out of range for axis %d "
+             "of size %lld", s.axis, (long long)dim);
+    SMELT_TRY(add_index_check(a, -1, dim, msg));
+    const smelt_tensor *o = &a->out_type[0];
+    return compute_done(a, te_compute(a->te, "z", o->dtype, o->rank, o->dims, afe_body, &s,
+                                      "injective"));
+}
+
+const op_def op_def_ML_ARRAY_FEATURE_EXTRACTOR = {
+    .compute = afe_compute, .infer = afe_infer, .eval = afe_eval,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+};
+
 /* ---- GatherElements ----------------------------------------------------------------- */
 
 static smelt_status gather_elements_infer(smelt_ctx *ctx, const gr_node *node,

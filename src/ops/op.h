@@ -55,6 +55,10 @@ enum {
     /* control flow (ops/control.h): graph attributes; run by the executor
      * (exec/control.c) and lowered (lower/control.c) as whole bodies */
     OP_FLAG_SUBGRAPHS = 1 << 4,
+    /* takes or gives sequence/optional values (smelt.h's container dtypes):
+     * other ops refuse them (op_check_container_inputs); eval makes its
+     * container outputs itself (exec.c) */
+    OP_FLAG_CONTAINERS = 1 << 5,
 };
 
 /* Compiled path: the op's arithmetic as tensor expressions (see op_compute). */
@@ -90,6 +94,17 @@ typedef struct op_def {
 /* The newest ai.onnx opset smelt knows (ops.def's NEWEST): the opset of
  * the onnx release whose schemas tests/unit/onnx_schema.inc holds. */
 #define SMELT_ONNX_OPSET 28
+/* Other domains: ops.def names their ops "<domain>.<OpType>", FIRST..LAST
+ * in that domain's opsets, the newest smelt knows ops.def's ML_NEWEST and
+ * PREVIEW_NEWEST. */
+typedef enum op_domain {
+    OP_DOMAIN_ONNX,    /* ai.onnx (""): graph->opset */
+    OP_DOMAIN_ML,      /* ai.onnx.ml */
+    OP_DOMAIN_PREVIEW, /* ai.onnx.preview */
+    OP_DOMAIN_COUNT_,
+} op_domain;
+#define SMELT_ONNX_ML_OPSET 5
+#define SMELT_ONNX_PREVIEW_OPSET 1
 
 /* An attribute an op's import implements (reads, or knows to have no effect
  * on what smelt computes), in the model opsets [since, until] of the ONNX
@@ -119,6 +134,17 @@ typedef struct op_info {
 
 const op_info *op_get(op_kind kind);
 const op_info *op_lookup(const char *onnx_name); /* default domain; NULL if unknown */
+/* An op of another domain by its op type; NULL if unknown. */
+const op_info *op_lookup_in(op_domain d, const char *op_type);
+op_domain op_domain_of(const op_info *info);
+/* The domain of a NodeProto's domain string; OP_DOMAIN_COUNT_: none smelt knows. */
+op_domain op_domain_find(const char *domain);
+const char *op_domain_name(op_domain d); /* "ai.onnx", "ai.onnx.ml", ... */
+int op_domain_newest(op_domain d);
+/* The op type without its domain prefix (ops.def's name for ai.onnx ops). */
+const char *op_type_name(const op_info *info);
+/* The model's opset of the op's domain. */
+int64_t op_model_opset(const gr_graph *g, const op_info *info);
 const char *op_pattern_name(op_pattern p);
 /* The spec of attribute `name` of op `info` at model opset `opset`; NULL
  * when the op does not implement it there. */
@@ -134,6 +160,8 @@ smelt_status op_errf(smelt_ctx *ctx, const gr_node *node, smelt_status code, con
  * error naming the attribute when it is present with the wrong type. */
 smelt_status op_attr_int(smelt_ctx *ctx, const gr_node *n, const char *name, int64_t def,
                          int64_t *out);
+/* A TypeProto attribute's dtype (container dtypes included); UNDEFINED when absent. */
+smelt_status op_attr_type(smelt_ctx *ctx, const gr_node *n, const char *name, smelt_dtype *out);
 smelt_status op_attr_float(smelt_ctx *ctx, const gr_node *n, const char *name, float def,
                            float *out);
 /* An int attribute that ONNX defines as 0 or 1; other values are refused
@@ -181,6 +209,18 @@ smelt_status op_read_ints(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *
 smelt_status op_check_dtype(smelt_ctx *ctx, const gr_node *n, const smelt_tensor *t,
                             const char *what, const smelt_dtype *allowed);
 bool op_dims_static(const smelt_tensor *t);
+/* What is wrong with a container value (smelt.h's layout: rank 1, element
+ * count, elements of the element type, recursively), as text; NULL if
+ * nothing. */
+const char *op_container_problem(const smelt_tensor *t, char *buf, size_t cap);
+/* Does the node run bodies (an OP_FLAG_SUBGRAPHS op holding a graph
+ * attribute)?  Then the executor and lowering treat it as control flow;
+ * FlexAttention without modifier bodies is an ordinary compute. */
+bool op_runs_bodies(const gr_node *n);
+/* Inputs that are sequences or optionals: refused unless the op takes them
+ * (OP_FLAG_CONTAINERS), and checked when they hold data. */
+smelt_status op_check_container_inputs(smelt_ctx *ctx, const gr_node *n,
+                                       const smelt_tensor *const *in);
 
 /* ---- Tensor element access (eval) ---------------------------------------------
  * Generic accessors convert to/from double or int64; fine for reference code. */

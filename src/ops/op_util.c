@@ -22,7 +22,7 @@ smelt_status op_errf(smelt_ctx *ctx, const gr_node *node, smelt_status code, con
 static const char *attr_type_name(gr_attr_type t)
 {
     static const char *const names[] = {"float", "int", "string", "tensor",
-                                        "floats", "ints", "strings", "graph"};
+                                        "floats", "ints", "strings", "graph", "type"};
     return (unsigned)t < SMELT_ARRAY_LEN(names) ? names[t] : "?";
 }
 
@@ -33,6 +33,15 @@ static smelt_status attr_typed(smelt_ctx *ctx, const gr_node *n, const char *nam
     if (*out && (*out)->type != want)
         return op_errf(ctx, n, SMELT_ERR_ATTR, "attribute '%s' has type %s, expected %s", name,
                        attr_type_name((*out)->type), attr_type_name(want));
+    return SMELT_OK;
+}
+
+smelt_status op_attr_type(smelt_ctx *ctx, const gr_node *n, const char *name,
+                          smelt_dtype *out)
+{
+    const gr_attr *a;
+    SMELT_TRY(attr_typed(ctx, n, name, GR_ATTR_TYPE, &a));
+    *out = a ? (smelt_dtype)a->i : SMELT_DT_UNDEFINED;
     return SMELT_OK;
 }
 
@@ -403,5 +412,70 @@ bool op_next_index(int64_t *idx, const int64_t *dims, int rank)
         if (++idx[i] < dims[i]) return true;
         idx[i] = 0;
     }
+    return false;
+}
+
+/* ---- sequence and optional values (smelt.h) ---- */
+
+const char *op_container_problem(const smelt_tensor *t, char *buf, size_t cap)
+{
+    bool opt = (unsigned)t->dtype & SMELT_DT_OPTIONAL_BIT;
+    if (t->rank != 1 || t->dims[0] < 0 || t->dims[0] > (opt ? 1 : SMELT_LIMIT_TENSOR_ELEMS)) {
+        snprintf(buf, cap, "a malformed %s (rank %d, %lld elements)", smelt_dtype_name(t->dtype),
+                 t->rank, t->rank == 1 ? (long long)t->dims[0] : -1LL);
+        return buf;
+    }
+    if (t->dims[0] && !t->data) return "a container without its elements";
+    smelt_dtype want = smelt_dtype_element(t->dtype);
+    const smelt_tensor *e = t->data;
+    for (int64_t i = 0; i < t->dims[0]; i++) {
+        if (e[i].dtype != want) {
+            snprintf(buf, cap, "element %lld of type %s in a %s of %s", (long long)i,
+                     smelt_dtype_name(e[i].dtype), smelt_dtype_name(t->dtype),
+                     smelt_dtype_name(smelt_dtype_is_container(want) ? want
+                                                                     : smelt_dtype_element(want)));
+            return buf;
+        }
+        if (smelt_dtype_is_container(want)) {
+            const char *p = op_container_problem(&e[i], buf, cap);
+            if (p) return p;
+            continue;
+        }
+        int64_t n = smelt_tensor_numel(&e[i]);
+        if (n < 0 || n > SMELT_LIMIT_TENSOR_ELEMS) {
+            snprintf(buf, cap, "element %lld has a bad shape (rank %d)", (long long)i, e[i].rank);
+            return buf;
+        }
+        if (n && !e[i].data) {
+            snprintf(buf, cap, "element %lld has no data", (long long)i);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+smelt_status op_check_container_inputs(smelt_ctx *ctx, const gr_node *n,
+                                       const smelt_tensor *const *in)
+{
+    unsigned flags = op_get(n->op)->def ? op_get(n->op)->def->flags : 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        if (!in[k] || !smelt_dtype_is_container(in[k]->dtype)) continue;
+        if (!(flags & OP_FLAG_CONTAINERS))
+            return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is a%s %s; %s takes tensors", k,
+                           (unsigned)in[k]->dtype & SMELT_DT_OPTIONAL_BIT ? "n" : "",
+                           smelt_dtype_name(in[k]->dtype), n->op_type);
+        char buf[160];
+        const char *p = in[k]->data ? op_container_problem(in[k], buf, sizeof buf) : NULL;
+        if (p) return op_errf(ctx, n, SMELT_ERR_MODEL, "input %d is %s", k, p);
+    }
+    return SMELT_OK;
+}
+
+bool op_runs_bodies(const gr_node *n)
+{
+    const op_def *d = op_get(n->op)->def;
+    if (!d || !(d->flags & OP_FLAG_SUBGRAPHS)) return false;
+    for (int k = 0; k < n->n_attrs; k++)
+        if (n->attrs[k].type == GR_ATTR_GRAPH && n->attrs[k].g) return true;
     return false;
 }

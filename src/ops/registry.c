@@ -17,6 +17,8 @@
 #undef OP
 
 #define NEWEST SMELT_ONNX_OPSET
+#define ML_NEWEST SMELT_ONNX_ML_OPSET
+#define PREVIEW_NEWEST SMELT_ONNX_PREVIEW_OPSET
 static const op_info g_ops[] = {
     {OP_NONE, "", "", OP_PATTERN_OPAQUE, NULL, 0, 0, NULL},
 #define OP(ENUM, NAME, FAMILY, PATTERN, FIRST, LAST)                                  \
@@ -26,6 +28,8 @@ static const op_info g_ops[] = {
 #undef OP
 };
 #undef NEWEST
+#undef ML_NEWEST
+#undef PREVIEW_NEWEST
 _Static_assert(SMELT_ARRAY_LEN(g_ops) == OP_COUNT_, "ops.def and op table out of sync");
 
 const op_info *op_get(op_kind kind)
@@ -33,11 +37,59 @@ const op_info *op_get(op_kind kind)
     return (unsigned)kind < OP_COUNT_ ? &g_ops[kind] : NULL;
 }
 
-const op_info *op_lookup(const char *onnx_name)
+static const struct {
+    const char *name;
+    int newest;
+} k_domains[OP_DOMAIN_COUNT_] = {
+    [OP_DOMAIN_ONNX] = {"ai.onnx", SMELT_ONNX_OPSET},
+    [OP_DOMAIN_ML] = {"ai.onnx.ml", SMELT_ONNX_ML_OPSET},
+    [OP_DOMAIN_PREVIEW] = {"ai.onnx.preview", SMELT_ONNX_PREVIEW_OPSET},
+};
+
+const char *op_domain_name(op_domain d) { return k_domains[d].name; }
+int op_domain_newest(op_domain d) { return k_domains[d].newest; }
+
+op_domain op_domain_find(const char *domain)
+{
+    if (!domain || !*domain) return OP_DOMAIN_ONNX;
+    for (int d = 0; d < OP_DOMAIN_COUNT_; d++)
+        if (strcmp(domain, k_domains[d].name) == 0) return (op_domain)d;
+    return OP_DOMAIN_COUNT_;
+}
+
+/* ops.def names another domain's op "<domain>.<OpType>" (internal ops
+ * "smelt.<Name>" are ai.onnx's: the importer refuses them by their flag) */
+op_domain op_domain_of(const op_info *info)
+{
+    for (int d = 1; d < OP_DOMAIN_COUNT_; d++) {
+        size_t n = strlen(k_domains[d].name);
+        if (strncmp(info->name, k_domains[d].name, n) == 0 && info->name[n] == '.' &&
+            !strchr(info->name + n + 1, '.'))
+            return (op_domain)d;
+    }
+    return OP_DOMAIN_ONNX;
+}
+
+const char *op_type_name(const op_info *info)
+{
+    op_domain d = op_domain_of(info);
+    return d == OP_DOMAIN_ONNX ? info->name : info->name + strlen(k_domains[d].name) + 1;
+}
+
+const op_info *op_lookup_in(op_domain d, const char *op_type)
 {
     for (int i = 1; i < OP_COUNT_; i++)
-        if (strcmp(g_ops[i].name, onnx_name) == 0) return &g_ops[i];
+        if (op_domain_of(&g_ops[i]) == d && strcmp(op_type_name(&g_ops[i]), op_type) == 0)
+            return &g_ops[i];
     return NULL;
+}
+
+const op_info *op_lookup(const char *onnx_name) { return op_lookup_in(OP_DOMAIN_ONNX, onnx_name); }
+
+int64_t op_model_opset(const gr_graph *g, const op_info *info)
+{
+    op_domain d = op_domain_of(info);
+    return d == OP_DOMAIN_ONNX ? g->opset : g->domain_opsets[d];
 }
 
 const char *op_pattern_name(op_pattern p)
@@ -59,7 +111,8 @@ static const op_attr_spec g_consumed_inputs = {"consumed_inputs", 1, 5};
 
 const op_attr_spec *op_attr_find(const op_info *info, const char *name, int64_t opset)
 {
-    if (opset <= g_consumed_inputs.until && strcmp(name, g_consumed_inputs.name) == 0)
+    if (opset <= g_consumed_inputs.until && op_domain_of(info) == OP_DOMAIN_ONNX &&
+        strcmp(name, g_consumed_inputs.name) == 0)
         return &g_consumed_inputs;
     for (const op_attr_spec *a = info->attrs; a && a->name; a++) {
         int since = a->since ? a->since : info->opset_first;

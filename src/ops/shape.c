@@ -273,9 +273,14 @@ static smelt_status eval_copy(smelt_ctx *ctx, const gr_node *node,
 
 /* ---- Identity ---------------------------------------------------------------- */
 
+/* Identity-14 and later pass sequences (and optionals) on whole. */
 static smelt_status identity_infer(smelt_ctx *ctx, const gr_node *node,
                                    const smelt_tensor *const *in, smelt_tensor *out)
 {
+    if (smelt_dtype_is_container(in[0]->dtype)) {
+        op_copy_shape(&out[0], in[0]);
+        return SMELT_OK;
+    }
     SMELT_TRY(check_movable(ctx, node, in[0], 0));
     op_copy_shape(&out[0], in[0]);
     return SMELT_OK;
@@ -294,10 +299,19 @@ static smelt_status identity_compute(op_compute_args *a)
     return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 
+static smelt_status identity_eval(smelt_ctx *ctx, const gr_node *node,
+                                  const smelt_tensor *const *in, smelt_tensor *out)
+{
+    if (!smelt_dtype_is_container(in[0]->dtype)) return eval_copy(ctx, node, in, out);
+    return smelt_value_copy(in[0], &out[0]) ? SMELT_OK
+                                            : op_errf(ctx, node, SMELT_ERR_NOMEM, "out of memory");
+}
+
 const op_def op_def_IDENTITY = {
     .compute = identity_compute,
-    .infer = identity_infer, .eval = eval_copy, .min_inputs = 1,
+    .infer = identity_infer, .eval = identity_eval, .min_inputs = 1,
     .max_inputs = 1,         .min_outputs = 1,  .max_outputs = 1,
+    .flags = OP_FLAG_CONTAINERS,
 };
 
 /* ---- Dropout (inference only) ----------------------------------------------- */

@@ -68,7 +68,8 @@ static bool attr_equal(const gr_attr *a, const gr_attr *b)
     if (strcmp(a->name, b->name) != 0 || a->type != b->type) return false;
     switch (a->type) {
     case GR_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
-    case GR_ATTR_INT: return a->i == b->i;
+    case GR_ATTR_INT:
+    case GR_ATTR_TYPE: return a->i == b->i;
     case GR_ATTR_STRING: return a->s_len == b->s_len && memcmp(a->s, b->s, a->s_len) == 0;
     case GR_ATTR_TENSOR: return a->t == b->t || (a->t && b->t && const_equal(a->t, b->t));
     case GR_ATTR_FLOATS:
@@ -104,7 +105,8 @@ static uint64_t attr_hash(const gr_attr *a, uint64_t h)
     h = smelt_hash_keyed_seed(a->name, strlen(a->name), h ^ (uint64_t)a->type);
     switch (a->type) {
     case GR_ATTR_FLOAT: return smelt_hash_keyed_seed(&a->f, sizeof a->f, h);
-    case GR_ATTR_INT: return smelt_hash_keyed_seed(&a->i, sizeof a->i, h);
+    case GR_ATTR_INT:
+    case GR_ATTR_TYPE: return smelt_hash_keyed_seed(&a->i, sizeof a->i, h);
     case GR_ATTR_STRING: return smelt_hash_keyed_seed(a->s, a->s_len, h);
     case GR_ATTR_TENSOR: return a->t ? h ^ const_hash(a->t) : h;
     case GR_ATTR_FLOATS: return smelt_hash_keyed_seed(a->floats, sizeof(float) * (size_t)a->n, h);

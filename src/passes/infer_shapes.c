@@ -29,6 +29,9 @@ static bool outputs_small(const gr_node *n)
     for (int k = 0; k < n->n_outputs; k++) {
         const gr_value *v = n->outputs[k];
         if (!v) continue;
+        /* sequences and optionals stay values of the graph: passes compare
+         * and hash constants as tensors */
+        if (smelt_dtype_is_container(v->dtype)) return false;
         int64_t numel = gr_value_numel(v);
         if (numel < 0 || numel > INFER_FOLD_MAX_ELEMS) return false;
     }
@@ -86,12 +89,12 @@ static smelt_status fold_node(smelt_ctx *ctx, gr_graph *g, gr_node *n, const sme
     for (int k = 0; k < n->n_outputs; k++) {
         gr_value *v = n->outputs[k];
         if (!v || s != SMELT_OK) { /* after a failure: free what is left */
-            smelt_free(out[k].data);
+            smelt_tensor_release(&out[k]);
             continue;
         }
         smelt_tensor *t = smelt_alloc(sizeof *t);
         if (!t) {
-            smelt_free(out[k].data);
+            smelt_tensor_release(&out[k]);
             s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
             continue;
         }
@@ -112,6 +115,7 @@ static smelt_status infer_with(smelt_ctx *ctx, gr_graph *g, gr_node *n, smelt_te
         in[k] = n->inputs[k] ? &infos[k] : NULL;
     }
     memset(out, 0, sizeof *out * (size_t)n->n_outputs);
+    SMELT_TRY(op_check_container_inputs(ctx, n, in));
     smelt_ctx local = {.status = SMELT_OK};
     smelt_status s = d->infer(&local, n, in, out);
     if (s == SMELT_ERR_UNSUPPORTED) { /* e.g. needs run-time data: shapes stay unknown */

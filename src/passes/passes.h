@@ -16,6 +16,7 @@ smelt_status pass_infer_shapes(smelt_ctx *ctx, gr_graph *g);
 /* Concats with more inputs than a generated function takes become trees of
  * Concats along the same axis (split_args.c). */
 smelt_status pass_split_args(smelt_ctx *ctx, gr_graph *g);
+smelt_status pass_expand_flex(smelt_ctx *ctx, gr_graph *g);
 
 /* DequantizeLinear -> Conv -> QuantizeLinear with constant 8-bit weights
  * as one QLinearConv (int32 accumulation, requantization in its epilogue);

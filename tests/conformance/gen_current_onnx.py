@@ -11,7 +11,8 @@ python3 that has the current onnx (scripts/setup.sh installs it; the Debian
 python3 has onnx 1.12, whose data libonnx-testdata already ships).
 
 Inputs and outputs that are sequences, maps or optionals are written as onnx
-writes them (smelt refuses those models as unsupported).  `--list` prints the
+writes them (SequenceProto, OptionalProto: smelt reads the first two; maps it
+refuses as unsupported).  `--list` prints the
 test names and writes nothing.
 
 With --shards N the tests go round-robin (sorted by name) into

@@ -969,6 +969,209 @@ def gen_wide(d):
     write(d, model(nodes, [vi("x", [12, 2])], [vi("y", [100, 2])]))
 
 
+# ---- sequences and optionals (ops/sequence.c) ----
+
+def seq_vi(name, dt=F):
+    return helper.make_value_info(
+        name, helper.make_sequence_type_proto(helper.make_tensor_type_proto(dt, None)))
+
+
+def const_node(name, arr):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name))
+
+
+@case("seq_at_out_of_range", "run", "invalid model",
+      "node 'at' (SequenceAt): position 5 is out of range [-2, 1] for a sequence of 2 tensors")
+def _(d):
+    nodes = [const_node("a", np.ones(2, np.float32)), const_node("b", np.zeros(3, np.float32)),
+             const_node("p", np.array(5, np.int64)),
+             helper.make_node("SequenceConstruct", ["a", "b"], ["s"], name="construct"),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")]
+    write(d, model(nodes, [], [vi("y", None)]))
+
+
+@case("seq_at_out_of_range_at_run_time", "run", "invalid model",
+      "node 'at' (SequenceAt): position -3 is out of range [-1, 0] for a sequence of 1 tensors")
+def _(d):
+    nodes = [const_node("p", np.array(-3, np.int32)),
+             helper.make_node("SplitToSequence", ["x"], ["s"], name="split", axis=0),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")]
+    write(d, model(nodes, [vi("x", ["N", 4])], [vi("y", None)]))
+
+
+@case("seq_into_add", "run", "invalid model",
+      "node 'add' (Add): input 0 is a sequence; Add takes tensors")
+def _(d):
+    nodes = [helper.make_node("SequenceConstruct", ["x"], ["s"], name="construct"),
+             helper.make_node("Add", ["s", "x"], ["y"], name="add")]
+    write(d, model(nodes, [vi("x", [4])], [vi("y", [4])]))
+
+
+@case("seq_insert_wrong_type", "run", "invalid model",
+      "node 'insert' (SequenceInsert): the tensor is i64, the sequence holds f32")
+def _(d):
+    nodes = [helper.make_node("SequenceEmpty", [], ["s"], name="empty"),
+             const_node("t", np.array([1], np.int64)),
+             helper.make_node("SequenceInsert", ["s", "t"], ["y"], name="insert")]
+    write(d, model(nodes, [], [seq_vi("y")]))
+
+
+@case("optional_get_empty", "run", "invalid model",
+      "node 'get' (OptionalGetElement): the optional is empty")
+def _(d):
+    nodes = [helper.make_node("Optional", [], ["o"], name="none",
+                              type=helper.make_tensor_type_proto(F, [4])),
+             helper.make_node("OptionalGetElement", ["o"], ["y"], name="get")]
+    write(d, model(nodes, [], [vi("y", [4])], opset=18))
+
+
+@case("seq_input_without_file", "run", "bad argument",
+      "input 's' is a sequence: give it with --input s=FILE")
+def _(d):
+    write(d, model([helper.make_node("SequenceLength", ["s"], ["n"], name="len")],
+                   [seq_vi("s")], [vi("n", [], TensorProto.INT64)]))
+
+
+@case("seq_split_over_memory_limit", "run", "limit exceeded",
+      "node 'split' (SplitToSequence): its outputs' element arrays need 4400000000 bytes",
+      "memory limit of 4294967296 bytes")
+def _(d):  # 50 MB of bools split into 5e7 tensors: the element array alone is 4.4 GB
+    nodes = [const_node("b", np.array(True)), const_node("n", np.array([50000000], np.int64)),
+             helper.make_node("Expand", ["b", "n"], ["big"], name="expand"),
+             helper.make_node("SplitToSequence", ["big"], ["s"], name="split", keepdims=0),
+             helper.make_node("SequenceLength", ["s"], ["y"], name="len")]
+    write(d, model(nodes, [], [vi("y", [], TensorProto.INT64)]))
+
+
+@case("seq_compiled", "runc", "unsupported",
+      "node 'construct' (SequenceConstruct): 's' is a sequence: sequence and optional values "
+      "have no compiled form")
+def _(d):
+    nodes = [const_node("p", np.array(0, np.int64)),
+             helper.make_node("SequenceConstruct", ["x"], ["s"], name="construct"),
+             helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")]
+    write(d, model(nodes, [vi("x", [4])], [vi("y", [4])]))
+
+
+@case("map_input", "compile", "unsupported",
+      "graph input 'm': only tensors, sequences of tensors and optionals of either are supported")
+def _(d):
+    mt = onnx.TypeProto()
+    mt.map_type.key_type = TensorProto.INT64
+    mt.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(F, None))
+    write(d, model([helper.make_node("Identity", ["m"], ["y"], name="id")],
+                   [helper.make_value_info("m", mt)], [helper.make_value_info("y", mt)]))
+
+
+# ---- ai.onnx.ml ----
+
+def ml_model(node, x_shape, opset=5):
+    graph = helper.make_graph([node], "bad", [vi("x", x_shape)], [vi("y", None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", opset)])
+    m.ir_version = 8
+    return m
+
+
+def tree_node(**changes):
+    kw = dict(domain="ai.onnx.ml", n_targets=1, tree_roots=[0], nodes_featureids=[0, 0],
+              nodes_modes=numpy_helper.from_array(np.array([0, 0], np.uint8), "m"),
+              nodes_splits=numpy_helper.from_array(np.array([0, 0], np.float32), "s"),
+              nodes_truenodeids=[1, 0], nodes_falsenodeids=[0, 0],
+              nodes_trueleafs=[0, 1], nodes_falseleafs=[1, 1], leaf_targetids=[0],
+              leaf_weights=numpy_helper.from_array(np.array([1], np.float32), "w"))
+    kw.update(changes)
+    return helper.make_node("TreeEnsemble", ["x"], ["y"], name="trees", **kw)
+
+
+@case("tree_cycle", "run", "invalid model",
+      "node 'trees' (TreeEnsemble): tree 0 has a cycle")
+def _(d):  # node 1's true branch goes back to node 0
+    write(d, ml_model(tree_node(nodes_trueleafs=[0, 0], nodes_truenodeids=[1, 0]), [2, 1]))
+
+
+@case("tree_cycle_compiled", "runc", "invalid model",
+      "node 'trees' (TreeEnsemble): tree 0 has a cycle")
+def _(d):
+    write(d, ml_model(tree_node(nodes_trueleafs=[0, 0], nodes_truenodeids=[1, 0]), [2, 1]))
+
+
+@case("tree_post_transform", "compile", "unsupported",
+      "node 'trees' (TreeEnsemble): post_transform 1 is not implemented")
+def _(d):
+    write(d, ml_model(tree_node(post_transform=1), [2, 1]))
+
+
+@case("tree_feature_out_of_range", "compile", "invalid model",
+      "node 'trees' (TreeEnsemble): nodes_featureids[0] = 3, X has 1 features")
+def _(d):
+    write(d, ml_model(tree_node(nodes_featureids=[3, 0]), [2, 1]))
+
+
+@case("tree_target_out_of_range", "compile", "attribute error",
+      "node 'trees' (TreeEnsemble): leaf_targetids[0] = 4 is not in [0, 1)")
+def _(d):
+    write(d, ml_model(tree_node(leaf_targetids=[4]), [2, 1]))
+
+
+@case("ml_opset_missing", "compile", "invalid model",
+      "node 'bin' (Binarizer): the model uses ai.onnx.ml ops but imports no ai.onnx.ml opset")
+def _(d):
+    node = helper.make_node("Binarizer", ["x"], ["y"], name="bin", domain="ai.onnx.ml")
+    write(d, model([node], [vi("x", [2])], [vi("y", [2])]))
+
+
+@case("afe_index_out_of_range", "run", "runtime error",
+      "node 'afe' (ArrayFeatureExtractor): index 4 at position 1 is out of range for axis 1 "
+      "of size 4")
+def _(d):
+    node = helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["y"], name="afe",
+                            domain="ai.onnx.ml")
+    graph = helper.make_graph([node], "bad", [vi("x", [2, 4])], [vi("y", None)],
+                              initializer=[numpy_helper.from_array(np.array([0, 4], np.int64),
+                                                                   "i")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1)])
+    m.ir_version = 8
+    write(d, m)
+
+
+# ---- FlexAttention (ai.onnx.preview) ----
+
+def flex_model(q, k, v, **kw):
+    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], name="flex",
+                            domain="ai.onnx.preview", **kw)
+    graph = helper.make_graph([node], "bad", [vi("Q", q), vi("K", k), vi("V", v)], [vi("Y", None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26),
+                                                helper.make_opsetid("ai.onnx.preview", 1)])
+    m.ir_version = 10
+    return m
+
+
+@case("flex_heads", "compile", "invalid model",
+      "node 'flex' (FlexAttention): 3 query heads are not a multiple of 2 key/value heads")
+def _(d):
+    write(d, flex_model([1, 3, 2, 4], [1, 2, 2, 4], [1, 2, 2, 4]))
+
+
+@case("flex_body_shape", "run", "invalid model",
+      "node 'flex' (FlexAttention): 'score_mod' must give floats of its input's shape")
+def _(d):
+    sm = helper.make_graph([helper.make_node("ReduceSum", ["s"], ["o"], keepdims=1)], "sm",
+                           [vi("s", None)], [vi("o", None)])
+    write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4], score_mod=sm))
+
+
+@case("flex_compiled", "runc", "unsupported",
+      "node 'flex' (FlexAttention): FlexAttention has no compiled form yet")
+def _(d):  # a body holding a subgraph is not copied into the graph (expand_flex)
+    c = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(True), "c"))
+    branch = lambda name, op: helper.make_graph([helper.make_node(op, ["s"], [name])], name, [],
+                                                [vi(name, None)])
+    sm = helper.make_graph([c, helper.make_node("If", ["c"], ["o"], then_branch=branch("t", "Neg"),
+                                                else_branch=branch("e", "Abs"))],
+                           "sm", [vi("s", None)], [vi("o", None)])
+    write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4], score_mod=sm))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (recreated)")

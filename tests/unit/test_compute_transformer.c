@@ -66,6 +66,22 @@ static const opt_case k_attention[] = {
       OPT_AF("softcap", 2.0)}},
 };
 
+/* FlexAttention without modifier bodies (ai.onnx.preview 1): its stages
+ * against the reference steps (exec/control.c) */
+static const opt_case k_flex[] = {
+    {"flex mha", OP_PREVIEW_FLEX_ATTENTION, 1, "y", 3, 0,
+     {X4(F32, 2, 3, 4, 8), X4(F32, 2, 3, 6, 8), X4(F32, 2, 3, 6, 5)}, {{0}}},
+    {"flex gqa scale", OP_PREVIEW_FLEX_ATTENTION, 1, "y", 3, 1,
+     {X4(F32, 1, 6, 5, 4), X4(F32, 1, 2, 7, 4), X4(F32, 1, 2, 7, 3)}, {OPT_AF("scale", 0.3)}},
+    {"flex f64", OP_PREVIEW_FLEX_ATTENTION, 1, "y", 3, 0,
+     {X4(F64, 1, 2, 3, 4), X4(F64, 1, 2, 5, 4), X4(F64, 1, 2, 5, 6)}, {{0}}},
+    {"flex f16", OP_PREVIEW_FLEX_ATTENTION, 1, "y", 3, 0,
+     {X4(F16, 2, 2, 3, 4), X4(F16, 2, 2, 5, 4), X4(F16, 2, 2, 5, 4)}, {{0}}},
+    {"flex bf16 softmax f64", OP_PREVIEW_FLEX_ATTENTION, 1, "y", 3, 1,
+     {X4(BF16, 1, 4, 2, 8), X4(BF16, 1, 1, 9, 8), X4(BF16, 1, 1, 9, 8)},
+     {OPT_AI("softmax_precision", 11)}},
+};
+
 static const opt_case k_rope[] = {
     {"rope 4d interleaved positions", OP_ROTARY_EMBEDDING, 23, "y", 4, 1,
      {X4(F32, 2, 3, 4, 8), X2(F32, 8, 4), X2(F32, 8, 4), OPT_XF(I64, FILL_POS, 2, 2, 4)},
@@ -116,6 +132,7 @@ int main(void)
     opt_check_family_defined("attention");
     opt_check_family_defined("loss");
     opt_check_cases(&k_suite, k_attention, SMELT_ARRAY_LEN(k_attention));
+    opt_check_cases(&k_suite, k_flex, SMELT_ARRAY_LEN(k_flex));
     opt_check_cases(&k_suite, k_rope, SMELT_ARRAY_LEN(k_rope));
     opt_check_cases(&k_suite, k_loss, SMELT_ARRAY_LEN(k_loss));
     test_data_errors();

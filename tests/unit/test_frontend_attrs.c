@@ -89,9 +89,10 @@ static void test_opset_ranges(void)
     for (int k = 1; k < OP_COUNT_; k++) {
         const op_info *info = op_get((op_kind)k);
         if (!imported(info)) continue;
+        int newest = op_domain_newest(op_domain_of(info));
         bool first_ok = is_version_start(info->name, info->opset_first);
-        bool last_ok = info->opset_last == SMELT_ONNX_OPSET ||
-                       (info->opset_last < SMELT_ONNX_OPSET &&
+        bool last_ok = info->opset_last == newest ||
+                       (info->opset_last < newest &&
                         is_version_start(info->name, info->opset_last + 1));
         if (!first_ok || !last_ok)
             fprintf(stderr, "%s: ops.def opsets %d..%d are not ONNX version boundaries\n",
@@ -142,7 +143,7 @@ static void test_attr_coverage(void)
 
 /* ---- one-node models ---- */
 
-#define MAX_ATTRS 8
+#define MAX_ATTRS 24
 
 typedef struct model {
     const op_info *info;
@@ -153,6 +154,10 @@ typedef struct model {
 
 static Onnx__AttributeProto *model_attr(model *m, const char *name, int type)
 {
+    if (m->n_attrs == MAX_ATTRS) { /* a test bug: raise MAX_ATTRS */
+        fprintf(stderr, "test: %s needs more than %d attributes\n", m->info->name, MAX_ATTRS);
+        exit(1);
+    }
     Onnx__AttributeProto *a = &m->attrs[m->n_attrs++];
     onnx__attribute_proto__init(a);
     a->name = (char *)name;
@@ -188,6 +193,25 @@ static void set_floats(model *m, const char *name, const float *v, size_t n)
     Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
     a->floats = (float *)v;
     a->n_floats = n;
+}
+
+/* A one-element tensor attribute (TreeEnsemble's splits, weights, modes). */
+static void set_tensor1(model *m, const char *name, int dtype)
+{
+    static Onnx__TensorProto tensors[MAX_ATTRS];
+    static float one_f = 0.5f;
+    static uint8_t zero_u8[1] = {0};
+    static int64_t dims[1] = {1};
+    Onnx__TensorProto *t = &tensors[m->n_attrs];
+    Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    onnx__tensor_proto__init(t);
+    t->has_data_type = true;
+    t->data_type = dtype;
+    t->dims = dims, t->n_dims = 1;
+    t->has_raw_data = true;
+    t->raw_data.data = dtype == SMELT_DT_UINT8 ? zero_u8 : (uint8_t *)&one_f;
+    t->raw_data.len = dtype == SMELT_DT_UINT8 ? 1 : sizeof one_f;
+    a->t = t;
 }
 
 /* A body for a graph attribute: `n_in` formal inputs b0.. (untyped: the
@@ -231,7 +255,8 @@ static Onnx__GraphProto *make_body(body_proto *b, int n_in, const char *const *o
 }
 
 /* The smallest valid body of each control-flow op (If: one output; Loop:
- * (iter, cond) -> (cond, one scan output); Scan: one slice -> one output). */
+ * (iter, cond) -> (cond, one scan output); Scan, SequenceMap: one slice or
+ * element -> one output). */
 static void set_graph(model *m, const char *name)
 {
     static body_proto bodies[MAX_ATTRS];
@@ -239,7 +264,8 @@ static void set_graph(model *m, const char *name)
     body_proto *b = &bodies[m->n_attrs];
     Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
     if (m->info->kind == OP_LOOP) a->g = make_body(b, 2, loop_out, 2);
-    else if (m->info->kind == OP_SCAN) a->g = make_body(b, 1, scan_out, 1);
+    else if (m->info->kind == OP_SCAN || m->info->kind == OP_SEQUENCE_MAP)
+        a->g = make_body(b, 1, scan_out, 1); /* one slice / element -> itself */
     else a->g = make_body(b, 0, if_out, 1);
 }
 
@@ -273,6 +299,17 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "direction") == 0) set_string(m, n, "LEFT");
     else if (strcmp(n, "num_scan_inputs") == 0) set_int(m, n, 1);
     else if (strcmp(n, "q_num_heads") == 0 || strcmp(n, "kv_num_heads") == 0) set_int(m, n, 1);
+    /* TreeEnsemble: one tree of one node whose branches reach leaf 0 */
+    else if (strcmp(n, "nodes_trueleafs") == 0 || strcmp(n, "nodes_falseleafs") == 0)
+        set_ints(m, n, k1, 1);
+    else if (strncmp(n, "nodes_", 6) == 0 && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)
+        set_ints(m, n, k0, 1);
+    else if (strcmp(n, "leaf_targetids") == 0 || strcmp(n, "tree_roots") == 0)
+        set_ints(m, n, k0, 1);
+    else if (strcmp(n, "nodes_modes") == 0) set_tensor1(m, n, SMELT_DT_UINT8);
+    else if (strcmp(n, "nodes_splits") == 0 || strcmp(n, "leaf_weights") == 0)
+        set_tensor1(m, n, SMELT_DT_FLOAT32);
+    else if (strcmp(n, "n_targets") == 0) set_int(m, n, 1);
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
@@ -280,7 +317,8 @@ static void set_required(model *m, const schema_attr *a)
  * nothing to reshape to: smelt requires it. */
 static bool smelt_requires(const char *op, const char *attr)
 {
-    return strcmp(op, "Reshape") == 0 && strcmp(attr, "shape") == 0;
+    return (strcmp(op, "Reshape") == 0 && strcmp(attr, "shape") == 0) ||
+           (strcmp(op, "ai.onnx.ml.TreeEnsemble") == 0 && strcmp(attr, "n_targets") == 0);
 }
 
 /* All required attributes of the version at m->opset except `skip`. */
@@ -307,6 +345,7 @@ static int model_inputs(const model *m)
     if (m->info->kind == OP_RESIZE && m->opset < 11) return 2;
     if (m->info->kind == OP_LOOP) return 2; /* M and cond */
     if (m->info->kind == OP_SCAN && m->opset < 9) return 2; /* sequence_lens, a scan input */
+    if (d->max_inputs == 0) return 0; /* SequenceEmpty */
     return d->min_inputs > 0 ? d->min_inputs : 1;
 }
 
@@ -321,8 +360,10 @@ static void pack_model(const model *m, packed *out)
     for (int i = 0; i < m->n_attrs; i++) attr_ptrs[i] = (Onnx__AttributeProto *)&m->attrs[i];
 
     Onnx__NodeProto node = ONNX__NODE_PROTO__INIT;
+    op_domain domain = op_domain_of(m->info); /* ops.def: "<domain>.<OpType>" */
     node.name = "n0";
-    node.op_type = (char *)m->info->name;
+    node.op_type = (char *)op_type_name(m->info);
+    node.domain = domain == OP_DOMAIN_ONNX ? "" : (char *)op_domain_name(domain);
     node.input = in_names, node.n_input = (size_t)n_in;
     node.output = out_names, node.n_output = (size_t)n_out;
     node.attribute = attr_ptrs, node.n_attribute = (size_t)m->n_attrs;
@@ -353,7 +394,7 @@ static void pack_model(const model *m, packed *out)
     graph.output = out_ptrs, graph.n_output = (size_t)n_out;
 
     Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opset_ptr = &opset;
-    opset.domain = "";
+    opset.domain = node.domain;
     opset.has_version = true;
     opset.version = m->opset;
     Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
@@ -376,7 +417,8 @@ static void expect_refused(const model *m, const char *what, const char *why)
     smelt_status s = p.bytes ? onnx_import(ctx, p.bytes, p.size, NULL, &g) : SMELT_ERR_NOMEM;
     const char *msg = smelt_ctx_message(ctx);
     char node[160], opset[32];
-    snprintf(node, sizeof node, "node 'n0' (%s)", m->info->name);
+    snprintf(node, sizeof node, "node 'n0' (%s)",
+             op_type_name(m->info));
     snprintf(opset, sizeof opset, "opset %d", m->opset);
     bool ok = (s == SMELT_ERR_UNSUPPORTED || s == SMELT_ERR_ATTR) && strstr(msg, node) &&
               strstr(msg, what) && strstr(msg, opset);

@@ -60,6 +60,9 @@
                    at the run's dims, not staged, where the accesses allow)
                    times a constant [8, 16], Relu, and x * 2: y [2, seq, 16],
                    z [2, seq, 8].
+  seq_at.onnx      a sequence of float32 tensors in: its length, and Relu of
+                   its last element (SequenceAt -1).  unit/test_sequence_values
+                   feeds it well-formed and malformed sequences.
 
 Run with Debian's /usr/bin/python3 (it has onnx):
   tests/models/small/gen_small_models.py tests/models/small
@@ -364,6 +367,16 @@ def batch_seq():
          helper.make_tensor_value_info("z", f, [2, "seq", 8])],
         [numpy_helper.from_array(rng.uniform(-1, 1, (8, 16)).astype(np.float32), "w"),
          numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+def seq_at():
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    last = numpy_helper.from_array(np.array(-1, dtype=np.int64), "last")
+    g = helper.make_graph([
+        helper.make_node("SequenceLength", ["s"], ["n"], name="len"),
+        helper.make_node("SequenceAt", ["s", "last"], ["t"], name="at"),
+        helper.make_node("Relu", ["t"], ["y"], name="relu"),
+    ], "seq_at", [helper.make_value_info("s", seq)],
+        [helper.make_tensor_value_info("n", TensorProto.INT64, []),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [last])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
                              producer_name="gen_small_models.py")
 
@@ -385,6 +398,7 @@ def main():
     save(kv_cache(), out + "/kv_cache.onnx")
     save(seq_shift(), out + "/seq_shift.onnx")
     save(batch_seq(), out + "/batch_seq.onnx")
+    save(seq_at(), out + "/seq_at.onnx")
     here = __file__.rsplit("/", 1)[0]
     save(gather_chain(here + "/../../fuzz/regressions/pipeline_models/"
                       "gather_elements_oom_simplify.onnx"), out + "/gather_chain.onnx")
