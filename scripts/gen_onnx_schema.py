@@ -19,7 +19,7 @@ import sys
 import onnx
 from onnx import defs
 
-DOMAINS = ("ai.onnx.ml", "ai.onnx.preview")
+DOMAINS = ("ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "unit", "onnx_schema.inc")
 TYPES = {

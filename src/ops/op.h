@@ -95,16 +95,18 @@ typedef struct op_def {
  * the onnx release whose schemas tests/unit/onnx_schema.inc holds. */
 #define SMELT_ONNX_OPSET 28
 /* Other domains: ops.def names their ops "<domain>.<OpType>", FIRST..LAST
- * in that domain's opsets, the newest smelt knows ops.def's ML_NEWEST and
- * PREVIEW_NEWEST. */
+ * in that domain's opsets, the newest smelt knows ops.def's ML_NEWEST,
+ * PREVIEW_NEWEST and TRAINING_NEWEST. */
 typedef enum op_domain {
     OP_DOMAIN_ONNX,    /* ai.onnx (""): graph->opset */
     OP_DOMAIN_ML,      /* ai.onnx.ml */
     OP_DOMAIN_PREVIEW, /* ai.onnx.preview */
+    OP_DOMAIN_TRAINING, /* ai.onnx.preview.training */
     OP_DOMAIN_COUNT_,
 } op_domain;
 #define SMELT_ONNX_ML_OPSET 5
 #define SMELT_ONNX_PREVIEW_OPSET 1
+#define SMELT_ONNX_TRAINING_OPSET 1
 
 /* An attribute an op's import implements (reads, or knows to have no effect
  * on what smelt computes), in the model opsets [since, until] of the ONNX

@@ -19,6 +19,7 @@
 #define NEWEST SMELT_ONNX_OPSET
 #define ML_NEWEST SMELT_ONNX_ML_OPSET
 #define PREVIEW_NEWEST SMELT_ONNX_PREVIEW_OPSET
+#define TRAINING_NEWEST SMELT_ONNX_TRAINING_OPSET
 static const op_info g_ops[] = {
     {OP_NONE, "", "", OP_PATTERN_OPAQUE, NULL, 0, 0, NULL},
 #define OP(ENUM, NAME, FAMILY, PATTERN, FIRST, LAST)                                  \
@@ -30,6 +31,7 @@ static const op_info g_ops[] = {
 #undef NEWEST
 #undef ML_NEWEST
 #undef PREVIEW_NEWEST
+#undef TRAINING_NEWEST
 _Static_assert(SMELT_ARRAY_LEN(g_ops) == OP_COUNT_, "ops.def and op table out of sync");
 
 const op_info *op_get(op_kind kind)
@@ -44,7 +46,12 @@ static const struct {
     [OP_DOMAIN_ONNX] = {"ai.onnx", SMELT_ONNX_OPSET},
     [OP_DOMAIN_ML] = {"ai.onnx.ml", SMELT_ONNX_ML_OPSET},
     [OP_DOMAIN_PREVIEW] = {"ai.onnx.preview", SMELT_ONNX_PREVIEW_OPSET},
+    [OP_DOMAIN_TRAINING] = {"ai.onnx.preview.training", SMELT_ONNX_TRAINING_OPSET},
 };
+/* gr_graph.domain_opsets holds one opset per domain */
+_Static_assert(OP_DOMAIN_COUNT_ <= (int)(sizeof((gr_graph *)0)->domain_opsets /
+                                         sizeof((gr_graph *)0)->domain_opsets[0]),
+               "gr_graph.domain_opsets is too small");
 
 const char *op_domain_name(op_domain d) { return k_domains[d].name; }
 int op_domain_newest(op_domain d) { return k_domains[d].newest; }

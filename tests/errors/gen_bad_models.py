@@ -1172,6 +1172,38 @@ def _(d):  # a body holding a subgraph is not copied into the graph (expand_flex
     write(d, flex_model([1, 1, 2, 4], [1, 1, 3, 4], [1, 1, 3, 4], score_mod=sm))
 
 
+# ---- training optimisers (ai.onnx.preview.training) ----
+
+def optimizer_model(op, inputs, outputs, **kw):
+    node = helper.make_node(op, inputs, outputs, name="step", domain="ai.onnx.preview.training", **kw)
+    graph = helper.make_graph(node and [node], "bad",
+                              [vi("R", []), vi("T", [], TensorProto.INT64)] +
+                              [vi(n, [2]) for n in inputs[2:]], [vi(n, None) for n in outputs])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                helper.make_opsetid("ai.onnx.preview.training", 1)])
+    m.ir_version = 8
+    return m
+
+
+@case("adam_missing_state", "run", "invalid model",
+      "node 'step' (Adam): 5 inputs: expected R, T and 4 tensors per optimised tensor")
+def _(d):
+    write(d, optimizer_model("Adam", ["R", "T", "X", "G", "V"], ["X_new", "V_new"]))
+
+
+@case("momentum_bad_mode", "compile", "attribute error",
+      "node 'step' (Momentum): attribute 'mode' is 'heavy': expected 'standard' or 'nesterov'")
+def _(d):
+    write(d, optimizer_model("Momentum", ["R", "T", "X", "G", "V"], ["X_new", "V_new"], alpha=0.9,
+                             beta=0.1, mode="heavy", norm_coefficient=0.0))
+
+
+@case("adagrad_compiled", "runc", "unsupported",
+      "node 'step' (Adagrad): op has no compiled implementation yet")
+def _(d):
+    write(d, optimizer_model("Adagrad", ["R", "T", "X", "G", "H"], ["X_new", "H_new"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (recreated)")

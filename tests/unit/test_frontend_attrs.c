@@ -188,6 +188,13 @@ static void set_ints(model *m, const char *name, const int64_t *v, size_t n)
     a->n_ints = n;
 }
 
+static void set_float(model *m, const char *name, float v)
+{
+    Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->has_f = true;
+    a->f = v;
+}
+
 static void set_floats(model *m, const char *name, const float *v, size_t n)
 {
     Onnx__AttributeProto *a = model_attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
@@ -310,6 +317,9 @@ static void set_required(model *m, const schema_attr *a)
     else if (strcmp(n, "nodes_splits") == 0 || strcmp(n, "leaf_weights") == 0)
         set_tensor1(m, n, SMELT_DT_FLOAT32);
     else if (strcmp(n, "n_targets") == 0) set_int(m, n, 1);
+    /* Momentum (ai.onnx.preview.training) requires all four */
+    else if (strcmp(n, "mode") == 0) set_string(m, n, "standard");
+    else if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) set_float(m, n, 0.5f);
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
