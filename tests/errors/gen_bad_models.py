@@ -1204,6 +1204,28 @@ def _(d):
     write(d, optimizer_model("Adagrad", ["R", "T", "X", "G", "H"], ["X_new", "H_new"]))
 
 
+# ---- TfIdfVectorizer ----
+
+def tfidf_model(**kw):
+    node = helper.make_node("TfIdfVectorizer", ["X"], ["Y"], name="tfidf", **kw)
+    return model([node], [vi("X", [2, 6], TensorProto.INT32)], [vi("Y", None)], opset=9)
+
+
+@case("tfidf_counts_outside_pool", "compile", "attribute error",
+      "node 'tfidf' (TfIdfVectorizer): ngram_counts[1] = 9 is not an ascending position inside "
+      "the pool of 4")
+def _(d):
+    write(d, tfidf_model(mode="TF", min_gram_length=2, max_gram_length=2, max_skip_count=0,
+                         ngram_counts=[0, 9], ngram_indexes=[0, 1], pool_int64s=[2, 3, 5, 4]))
+
+
+@case("tfidf_string_pool", "compile", "unsupported",
+      "node 'tfidf' (TfIdfVectorizer): attribute 'pool_strings': string tensors are outside")
+def _(d):
+    write(d, tfidf_model(mode="TF", min_gram_length=1, max_gram_length=1, max_skip_count=0,
+                         ngram_counts=[0], ngram_indexes=[0], pool_strings=["a"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output folder (recreated)")

@@ -318,16 +318,24 @@ static void set_required(model *m, const schema_attr *a)
         set_tensor1(m, n, SMELT_DT_FLOAT32);
     else if (strcmp(n, "n_targets") == 0) set_int(m, n, 1);
     /* Momentum (ai.onnx.preview.training) requires all four */
-    else if (strcmp(n, "mode") == 0) set_string(m, n, "standard");
+    else if (strcmp(n, "mode") == 0)
+        set_string(m, n, m->info->kind == OP_TFIDF_VECTORIZER ? "TF" : "standard");
+    /* TfIdfVectorizer: a pool of one unigram */
+    else if (strcmp(n, "min_gram_length") == 0 || strcmp(n, "max_gram_length") == 0) set_int(m, n, 1);
+    else if (strcmp(n, "max_skip_count") == 0) set_int(m, n, 0);
+    else if (strcmp(n, "ngram_counts") == 0 || strcmp(n, "ngram_indexes") == 0) set_ints(m, n, k0, 1);
+    else if (strcmp(n, "pool_int64s") == 0) set_ints(m, n, k1, 1);
     else if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) set_float(m, n, 0.5f);
     else fprintf(stderr, "test: no valid value for required attribute '%s'\n", n);
 }
 
 /* Reshape-1's shape is optional in the schema, but without it there is
- * nothing to reshape to: smelt requires it. */
+ * nothing to reshape to: smelt requires it (and TfIdfVectorizer's integer
+ * pool: its string pool is outside smelt's types). */
 static bool smelt_requires(const char *op, const char *attr)
 {
     return (strcmp(op, "Reshape") == 0 && strcmp(attr, "shape") == 0) ||
+           (strcmp(op, "TfIdfVectorizer") == 0 && strcmp(attr, "pool_int64s") == 0) ||
            (strcmp(op, "ai.onnx.ml.TreeEnsemble") == 0 && strcmp(attr, "n_targets") == 0);
 }
 
