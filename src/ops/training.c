@@ -97,21 +97,6 @@ static smelt_status check_arity(smelt_ctx *ctx, const gr_node *n, const optimize
     return SMELT_OK;
 }
 
-static smelt_status adagrad_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
-{
-    return optimizer_import(ctx, g, n, OPT_ADAGRAD);
-}
-
-static smelt_status momentum_import_node(smelt_ctx *ctx, gr_graph *g, gr_node *n)
-{
-    return optimizer_import(ctx, g, n, OPT_MOMENTUM);
-}
-
-static smelt_status adam_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
-{
-    return optimizer_import(ctx, g, n, OPT_ADAM);
-}
-
 static const smelt_dtype k_float_types[] = {SMELT_DT_FLOAT32, SMELT_DT_FLOAT64, SMELT_DT_UNDEFINED};
 static const smelt_dtype k_count_types[] = {SMELT_DT_INT64, SMELT_DT_UNDEFINED};
 
@@ -195,12 +180,17 @@ static smelt_status optimizer_eval(smelt_ctx *ctx, const gr_node *n, const smelt
     return SMELT_OK;
 }
 
-#define OPTIMIZER(ENUM, IMPORT)                                                                   \
+#define OPTIMIZER(ENUM, KIND)                                                                     \
+    static smelt_status import_##ENUM(smelt_ctx *ctx, gr_graph *g, gr_node *n)                    \
+    {                                                                                             \
+        return optimizer_import(ctx, g, n, KIND);                                                 \
+    }                                                                                             \
     const op_def op_def_##ENUM = {                                                                \
-        .import = IMPORT, .infer = optimizer_infer, .eval = optimizer_eval, .min_inputs = 3,      \
-        .max_inputs = -1, .min_outputs = 1, .max_outputs = -1, .flags = OP_FLAG_NO_FOLD,          \
+        .import = import_##ENUM, .infer = optimizer_infer, .eval = optimizer_eval,                \
+        .min_inputs = 3, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,                   \
+        .flags = OP_FLAG_NO_FOLD,                                                                 \
     }
 
-OPTIMIZER(TRAINING_ADAGRAD, adagrad_import);
-OPTIMIZER(TRAINING_MOMENTUM, momentum_import_node);
-OPTIMIZER(TRAINING_ADAM, adam_import);
+OPTIMIZER(TRAINING_ADAGRAD, OPT_ADAGRAD);
+OPTIMIZER(TRAINING_MOMENTUM, OPT_MOMENTUM);
+OPTIMIZER(TRAINING_ADAM, OPT_ADAM);
