@@ -637,6 +637,18 @@ add_test(NAME aarch64/missing_cross_cc
 set_tests_properties(aarch64/missing_cross_cc PROPERTIES
   ENVIRONMENT "SMELT_CROSS_CC=/nonexistent/aarch64-gcc"
   PASS_REGULAR_EXPRESSION "FAIL tiny_cnn: cross-building the model for target 'aarch64' with /nonexistent/aarch64-gcc: cannot run '/nonexistent/aarch64-gcc': No such file or directory \\(is it installed\\? scripts/setup.sh installs it\\)")
+# models with symbolic dims under qemu: compiled once for a range (run-time
+# dims; a key/value cache read and written at the run's length, the outputs'
+# dims from the program) and one program per input signature without --dim
+add_test(NAME aarch64/gpt2_tiny_decoder_rt_dims
+  COMMAND smelt_cli check --target aarch64 --dim past=1..62 --expected-failures /dev/null
+          --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/gpt2_tiny_decoder)
+add_test(NAME aarch64/bert_tiny_dynseq_specialized
+  COMMAND smelt_cli check --target aarch64 --expected-failures /dev/null --rtol 1e-3 --atol 1e-4
+          ${SMELT_MODEL_DIR}/bert_tiny_dynseq)
+set_tests_properties(aarch64/gpt2_tiny_decoder_rt_dims aarch64/bert_tiny_dynseq_specialized
+  PROPERTIES FIXTURES_REQUIRED torch_models PASS_REGULAR_EXPRESSION "\n1 passed, 0 failed, 0 skipped"
+  TIMEOUT 300)
 # the aarch64 AOT package's model.c, cross-built with -Wall -Wextra -Werror, run under
 # qemu on the test data and compared (tests/aot/check_aot.py)
 add_test(NAME aarch64/tiny_cnn_aot
@@ -677,6 +689,13 @@ if(SMELT_PYTHON)
             ${SMELT_GPU_MODEL_DIR}/tiled_conv)
   set_tests_properties(gpu/cuda_package PROPERTIES
     FIXTURES_REQUIRED gpu_models SKIP_RETURN_CODE 77 TIMEOUT 600)
+  # a model with a symbolic length: one OpenCL program per input signature
+  add_test(NAME gpu/opencl_dynamic_shapes
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_opencl.sh $<TARGET_FILE:smelt_cli> --no-stats
+            ${SMELT_MODEL_DIR}/bert_tiny_dynseq)
+  set_tests_properties(gpu/opencl_dynamic_shapes PROPERTIES
+    FIXTURES_REQUIRED torch_models SKIP_RETURN_CODE 77 TIMEOUT 600
+    PASS_REGULAR_EXPRESSION "1 passed, 0 failed, 0 skipped")
   # the CUDA target's tiles (256-thread blocks) run on PoCL too
   add_test(NAME gpu/opencl_check_256_threads
     COMMAND ${CMAKE_SOURCE_DIR}/tests/gpu/check_opencl.sh $<TARGET_FILE:smelt_cli>

@@ -17,23 +17,37 @@
 #include "exec/exec.h"
 #include "smelt_internal.h"
 
-/* The program: model_create on DIR/weights.bin, inputs from DIR/in<i>.bin,
- * outputs to DIR/out<i>.bin (model order), exit 3 with the model's error
- * message when the run fails. */
+/* The program: model_create on DIR/weights.bin, inputs from DIR/in<i>.bin
+ * (each file's size is the input's: a model with run-time dims takes any
+ * length in its range), outputs to DIR/out<i>.bin with their dims in
+ * DIR/out<i>.dims (model order), exit 3 with the model's error message
+ * when the run fails. */
 static const char runner_text[] =
     "/* smelt's cross-run driver: ./run DIR THREADS */\n"
     "#include <stdio.h>\n#include <stdlib.h>\n\n#include \"model.h\"\n\n"
-    "static void *read_all(const char *path, size_t want)\n{\n"
+    "/* The file's bytes (at most max), their count in *size. */\n"
+    "static void *read_all(const char *path, size_t max, size_t *size)\n{\n"
     "    FILE *f = fopen(path, \"rb\");\n"
-    "    void *p = malloc(want ? want : 1);\n"
-    "    size_t got = f && p ? fread(p, 1, want, f) : 0;\n"
+    "    void *p = malloc(max + 1);\n"
+    "    size_t got = f && p ? fread(p, 1, max + 1, f) : 0;\n"
+    "    int bad = !f || !p || ferror(f) || got > max;\n"
     "    if (f) fclose(f);\n"
-    "    if (got != want) { free(p); return NULL; }\n"
+    "    if (bad) { free(p); return NULL; }\n"
+    "    *size = got;\n"
     "    return p;\n}\n\n"
+    "static int write_dims(const char *path, const smelt_rt_io_info *io, const int64_t *vals)\n{\n"
+    "    FILE *f = fopen(path, \"w\");\n"
+    "    int d, ok = f != NULL;\n"
+    "    for (d = 0; ok && d < io->rank; d++)\n"
+    "        ok = fprintf(f, \"%lld \", (long long)smelt_rt_io_dim(io, d, vals)) > 0;\n"
+    "    if (f && fclose(f) != 0) ok = 0;\n"
+    "    return ok;\n}\n\n"
     "int main(int argc, char **argv)\n{\n"
     "    char path[4096], err[1024];\n"
     "    const smelt_rt_module_info *info = model_info();\n"
     "    void *in[MODEL_NUM_INPUTS + 1];\n"
+    "    size_t in_bytes[MODEL_NUM_INPUTS + 1];\n"
+    "    int64_t vals[16];\n"
     "    model_t *m;\n"
     "    int i;\n"
     "    if (argc != 3) return 2;\n"
@@ -41,13 +55,18 @@ static const char runner_text[] =
     "    m = model_create(path, atoi(argv[2]), err, sizeof err);\n"
     "    if (!m) { fprintf(stderr, \"%s\\n\", err); return 2; }\n"
     "    for (i = 0; i < info->num_inputs; i++) {\n"
-    "        size_t bytes = smelt_rt_io_bytes(&info->inputs[i]);\n"
     "        snprintf(path, sizeof path, \"%s/in%d.bin\", argv[1], i);\n"
-    "        if (!(in[i] = read_all(path, bytes))) { fprintf(stderr, \"cannot read %s\\n\", path); return 2; }\n"
-    "        if (model_set_input(m, info->inputs[i].name, in[i], bytes) != SMELT_RT_OK) {\n"
+    "        in[i] = read_all(path, smelt_rt_io_bytes(&info->inputs[i]), &in_bytes[i]);\n"
+    "        if (!in[i]) { fprintf(stderr, \"cannot read %s\\n\", path); return 2; }\n"
+    "        if (model_set_input(m, info->inputs[i].name, in[i], in_bytes[i]) != SMELT_RT_OK) {\n"
     "            fprintf(stderr, \"%s\\n\", model_error(m));\n"
     "            return 2;\n"
     "        }\n"
+    "    }\n"
+    "    if (info->num_rt_dims &&\n"
+    "        smelt_rt_model_run_dims(m, in_bytes, info->num_inputs, vals, err, sizeof err) != SMELT_RT_OK) {\n"
+    "        fprintf(stderr, \"%s\\n\", err);\n"
+    "        return 2;\n"
     "    }\n"
     "    if (model_run(m) != SMELT_RT_OK) { fprintf(stderr, \"%s\\n\", model_error(m)); return 3; }\n"
     "    for (i = 0; i < info->num_outputs; i++) {\n"
@@ -57,6 +76,11 @@ static const char runner_text[] =
     "        snprintf(path, sizeof path, \"%s/out%d.bin\", argv[1], i);\n"
     "        f = fopen(path, \"wb\");\n"
     "        if (!f || !data || fwrite(data, 1, bytes, f) != bytes || fclose(f) != 0) {\n"
+    "            fprintf(stderr, \"cannot write %s\\n\", path);\n"
+    "            return 2;\n"
+    "        }\n"
+    "        snprintf(path, sizeof path, \"%s/out%d.dims\", argv[1], i);\n"
+    "        if (!write_dims(path, &info->outputs[i], info->num_rt_dims ? vals : NULL)) {\n"
     "            fprintf(stderr, \"cannot write %s\\n\", path);\n"
     "            return 2;\n"
     "        }\n"
@@ -120,7 +144,7 @@ static smelt_status write_inputs(smelt_ctx *ctx, const smelt_model *m, const cha
                                  const smelt_tensor *inputs, int n)
 {
     for (int i = 0; i < n; i++) {
-        SMELT_TRY(exec_check_input(ctx, m->graph, m->graph->inputs.items[i], &inputs[i]));
+        SMELT_TRY(exec_check_input_rt(ctx, m->graph, m->graph->inputs.items[i], &inputs[i]));
         char name[32];
         snprintf(name, sizeof name, "in%d.bin", i);
         char *p = join(dir, name);
@@ -204,33 +228,65 @@ static smelt_status run_runner(smelt_ctx *ctx, const cg_target *t, const char *d
     return s;
 }
 
+/* Output v's dims as the program wrote them to path: v's rank, each at
+ * most v's dim (a run-time dim's maximum). */
+static smelt_status read_dims(smelt_ctx *ctx, const gr_value *v, const char *path, smelt_tensor *t)
+{
+    void *text = NULL;
+    size_t size = 0;
+    SMELT_TRY(smelt_read_file(ctx, path, 512, &text, &size));
+    char buf[513];
+    memcpy(buf, text, size);
+    buf[size] = '\0';
+    smelt_free(text);
+    const char *p = buf;
+    for (int k = 0; k < v->rank; k++) {
+        char *end;
+        long long d = strtoll(p, &end, 10);
+        if (end == p || d < 0 || d > v->dims[k])
+            return smelt_errf(ctx, SMELT_ERR_RUNTIME, "output '%s': the cross-run wrote dims '%s', "
+                              "not %d dims within the compiled ones", v->name, buf, v->rank);
+        t->dims[k] = d;
+        p = end;
+    }
+    return SMELT_OK;
+}
+
+static smelt_status read_output(smelt_ctx *ctx, const gr_value *v, const char *dir, int i,
+                                smelt_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = v->dtype;
+    t->rank = v->rank;
+    char name[32];
+    snprintf(name, sizeof name, "out%d.dims", i);
+    char *p = join(dir, name);
+    if (!p) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_status s = read_dims(ctx, v, p, t);
+    smelt_free(p);
+    SMELT_TRY(s);
+    snprintf(name, sizeof name, "out%d.bin", i);
+    if (!(p = join(dir, name))) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    void *data = NULL;
+    size_t size = 0, want = smelt_tensor_nbytes(t);
+    s = smelt_read_file(ctx, p, want + 1, &data, &size);
+    smelt_free(p);
+    SMELT_TRY(s);
+    if (size != want) {
+        smelt_free(data);
+        return smelt_errf(ctx, SMELT_ERR_RUNTIME, "output '%s': the cross-run wrote %zu bytes, "
+                          "expected %zu", v->name, size, want);
+    }
+    t->data = data;
+    t->name = smelt_strdup(v->name);
+    return SMELT_OK;
+}
+
 static smelt_status read_outputs(smelt_ctx *ctx, const smelt_model *m, const char *dir,
                                  smelt_tensor *outputs, int n)
 {
-    for (int i = 0; i < n; i++) {
-        const gr_value *v = m->graph->outputs.items[i];
-        smelt_tensor *t = &outputs[i];
-        memset(t, 0, sizeof *t);
-        t->dtype = v->dtype;
-        t->rank = v->rank;
-        for (int k = 0; k < v->rank; k++) t->dims[k] = v->dims[k];
-        char name[32];
-        snprintf(name, sizeof name, "out%d.bin", i);
-        char *p = join(dir, name);
-        if (!p) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-        void *data = NULL;
-        size_t size = 0, want = smelt_tensor_nbytes(t);
-        smelt_status s = smelt_read_file(ctx, p, want + 1, &data, &size);
-        smelt_free(p);
-        SMELT_TRY(s);
-        if (size != want) {
-            smelt_free(data);
-            return smelt_errf(ctx, SMELT_ERR_RUNTIME, "output '%s': the cross-run wrote %zu bytes, "
-                              "expected %zu", v->name, size, want);
-        }
-        t->data = data;
-        t->name = smelt_strdup(v->name);
-    }
+    for (int i = 0; i < n; i++)
+        SMELT_TRY(read_output(ctx, m->graph->outputs.items[i], dir, i, &outputs[i]));
     return SMELT_OK;
 }
 
@@ -252,9 +308,12 @@ smelt_status smelt_model_run_cross(smelt_ctx *ctx, smelt_model *m, const smelt_t
     if (!t) return smelt_errf(ctx, SMELT_ERR_ARG, "unknown target '%s' (known: %s)", tn, cg_target_names());
     if (!t->emulator || !runner_cc(t))
         return smelt_errf(ctx, SMELT_ERR_ARG, "target '%s' has no emulator to run its code under", t->name);
-    if (!smelt_graph_is_static(m->graph))
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "target '%s' runs as a cross-built program: "
-                          "models with input-dependent shapes are not supported there yet", t->name);
+    if (!smelt_graph_is_static(m->graph)) { /* a program per input signature */
+        pthread_mutex_lock(&m->mu);
+        smelt_status s = smelt_run_specialized(ctx, m, inputs, num_inputs, outputs, num_outputs);
+        pthread_mutex_unlock(&m->mu);
+        return s;
+    }
     if (num_inputs != m->graph->inputs.len || num_outputs != m->graph->outputs.len)
         return smelt_errf(ctx, SMELT_ERR_ARG, "the model takes %d inputs and %d outputs, %d and %d given",
                           m->graph->inputs.len, m->graph->outputs.len, num_inputs, num_outputs);

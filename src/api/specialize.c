@@ -234,6 +234,10 @@ static smelt_status compile_bound(smelt_ctx *ctx, smelt_model *m, gr_graph *g,
     }
     if (!(sp->model = smelt_model_from_graph(g)))
         return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (smelt_model_runs_cross(m)) { /* built into a program at each run */
+        sp->model->options = m->options;
+        return SMELT_OK;
+    }
     return smelt_model_compile(ctx, sp->model, &m->options);
 }
 
@@ -342,7 +346,10 @@ smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_t
     SMELT_TRY(find_or_build(ctx, m, inputs, num_inputs, &sp));
     smelt_tensor mapped[SPEC_MAX_INPUTS];
     for (int i = 0; i < sp->n_inputs; i++) mapped[i] = inputs[sp->input_map[i]];
-    smelt_status s = smelt_model_run(ctx, sp->model, mapped, sp->n_inputs, outputs, num_outputs);
+    smelt_status s = smelt_model_runs_cross(sp->model)
+                         ? smelt_model_run_cross(ctx, sp->model, mapped, sp->n_inputs, outputs,
+                                                 num_outputs)
+                         : smelt_model_run(ctx, sp->model, mapped, sp->n_inputs, outputs, num_outputs);
     if (s == SMELT_OK) m->last_nodes = smelt_model_last_nodes(sp->model);
     return s;
 }
