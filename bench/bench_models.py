@@ -2,8 +2,9 @@
 """Latency of smelt's compiled models against its reference kernels (and
 ONNX Runtime when its Python package is importable), same machine, same
 run, interleaved, medians.  With --records, also smelt with the tuning
-records applied (`smelt bench --records`), measured in --rounds rounds of
-default, tuned and ORT; the figure is the median of the rounds' medians.
+records applied (`smelt bench --records`).  Each model is measured in
+--rounds rounds of default (, tuned) and ORT, interleaved; each figure is the
+median of the rounds' medians.
 Prints a Markdown table for docs/benchmarks.md.
 
 usage: bench_models.py SMELT MODELS_DIR [--models a,b] [--repeat N] [--threads N]
@@ -35,7 +36,7 @@ def main():
     a = ap.parse_args()
     names = a.models.split(",") if a.models else sorted(os.listdir(a.models_dir))
     print(f"date {time.strftime('%Y-%m-%d')}, CPU {cpu_name()}, {os.cpu_count()} cores, "
-          f"threads {a.threads}, repeat {a.repeat}" + (f", rounds {a.rounds}" if a.records else ""))
+          f"threads {a.threads}, repeat {a.repeat}, rounds {a.rounds}")
     cols = ["model", "smelt compiled (ms)"]
     if a.records:
         cols += ["smelt tuned (ms)", "tuned speed-up"]
@@ -49,7 +50,7 @@ def main():
         if not os.path.exists(model):
             continue
         comp, tuned, ort = [], [], []
-        for _ in range(a.rounds if a.records else 1):
+        for _ in range(a.rounds):
             comp.append(smelt_median(a.smelt, model, False, a.repeat, a.threads))
             if a.records:
                 tuned.append(tuned_median(a.smelt, model, a.repeat, a.threads, a.records))
