@@ -10,13 +10,16 @@
  * q, k, v, decay and beta are packed (B, T, heads * dim); past and present
  * state (B, H_kv, d_k, d_v).  chunk_size only tunes chunked algorithms and
  * changes nothing here.  The reference runs the recurrence in double, the
- * order of onnx's reference.  Reference only: the delta rules make each
- * state depend on the previous one through a read of it, which is no
- * tensor expression; compiled code refuses the node, naming it. */
+ * order of onnx's reference.  Compiled code runs the same recurrence as one
+ * extern stage (te.h: the delta rules read the previous state, which no
+ * tensor expression says), in float32, a parallel task per (batch, kv head)
+ * holding its state in a temporary; the stage writes the output and the
+ * final state into one flat buffer that two copies split. */
 #include <math.h>
 #include <string.h>
 
 #include "ops/op.h"
+#include "te/te.h"
 
 OP_ATTRS(LINEAR_ATTENTION) = {{"chunk_size", 0, 0}, {"kv_num_heads", 0, 0},
                               {"q_num_heads", 0, 0}, {"scale", 0, 0},
@@ -224,11 +227,270 @@ static smelt_status linear_attention_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* ---- compiled: one extern stage ----
+ * la[0 .. B*T*Hq*dv) holds the output (B, T, Hq * dv), la[B*T*Hq*dv ..)
+ * the final state (B, Hkv, dk, dv). */
+
+enum { LA_Q, LA_K, LA_V, LA_PAST, LA_DECAY, LA_BETA, LA_INPUTS };
+
+typedef struct la_build {
+    const op_linear_attention_attrs *a;
+    la_dims d;
+    float scale;
+    const te_tensor *in[LA_INPUTS]; /* NULL: omitted */
+} la_build;
+
+typedef struct la_ctx {
+    const la_build *lb;
+    ir_builder *b;
+    ir_buffer *la, *S, *u, *acc; /* the stage's buffer; state, update, sums */
+    ir_expr *bv, *h, *t;         /* batch, kv head, token */
+} la_ctx;
+
+static ir_expr *la_int(const la_ctx *c, int64_t v) { return ir_int(c->b, v); }
+
+/* Input i at idx (its rank's indices) as float32. */
+static ir_expr *la_in(const la_ctx *c, int i, ir_expr *const *idx)
+{
+    ir_buffer *buf = c->lb->in[i]->buf;
+    return ir_cast(c->b, SMELT_DT_FLOAT32, ir_load(c->b, buf, buf->rank, idx));
+}
+
+/* Column col of token t's row of a (B, T, width) input. */
+static ir_expr *la_tok(const la_ctx *c, int i, ir_expr *col)
+{
+    ir_expr *idx[3] = {c->bv, c->t, col};
+    return la_in(c, i, idx);
+}
+
+static ir_expr *la_get(const la_ctx *c, ir_buffer *buf, ir_expr *i)
+{
+    return ir_load(c->b, buf, 1, &i);
+}
+
+static ir_stmt *la_set(const la_ctx *c, ir_buffer *buf, ir_expr *i, ir_expr *v)
+{
+    return ir_store(c->b, buf, 1, &i, v);
+}
+
+static ir_stmt *la_loop(const la_ctx *c, ir_var *v, int64_t n, ir_stmt *body)
+{
+    return ir_for(c->b, v, la_int(c, 0), la_int(c, n), IR_FOR_SERIAL, body);
+}
+
+/* la's index of the output's column col at (b, t) */
+static ir_expr *la_out_index(const la_ctx *c, ir_expr *col)
+{
+    ir_builder *b = c->b;
+    const la_dims *d = &c->lb->d;
+    ir_expr *row = ir_add(b, ir_mul(b, c->bv, la_int(c, d->t)), c->t);
+    return ir_add(b, ir_mul(b, row, la_int(c, c->lb->a->hq * d->dv)), col);
+}
+
+/* S[i * dv + m] */
+static ir_expr *la_s_index(const la_ctx *c, ir_expr *i, ir_expr *m)
+{
+    return ir_add(c->b, ir_mul(c->b, i, la_int(c, c->lb->d.dv)), m);
+}
+
+/* gated: S[i, :] *= exp(decay) (one decay per head or per key dim) */
+static ir_stmt *la_decay(const la_ctx *c)
+{
+    ir_builder *b = c->b;
+    const la_dims *d = &c->lb->d;
+    ir_var *i = ir_var_new(b, "la_i", SMELT_DT_INT64), *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
+    ir_var *g = ir_var_new(b, "la_g", SMELT_DT_FLOAT32);
+    ir_expr *iv = ir_var_ref(b, i), *mv = ir_var_ref(b, m);
+    ir_expr *col = d->decay_w == c->lb->a->hkv
+                       ? c->h
+                       : ir_add(b, ir_mul(b, c->h, la_int(c, d->dk)), iv);
+    ir_expr *decay = la_tok(c, LA_DECAY, col);
+    ir_expr *e = ir_call(b, IR_CALL_EXP, SMELT_DT_FLOAT32, 1, &decay);
+    ir_expr *si = la_s_index(c, iv, mv);
+    ir_stmt *scale = la_set(c, c->S, si, ir_mul(b, la_get(c, c->S, si), ir_var_ref(b, g)));
+    return la_loop(c, i, d->dk, ir_let(b, g, e, la_loop(c, m, d->dv, scale)));
+}
+
+/* acc[m] = sum_i x_i S[i, m], x_i = column base + i of the input's token row */
+static ir_stmt *la_row_product(const la_ctx *c, int input, ir_expr *base)
+{
+    ir_builder *b = c->b;
+    const la_dims *d = &c->lb->d;
+    ir_var *i = ir_var_new(b, "la_i", SMELT_DT_INT64), *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
+    ir_var *x = ir_var_new(b, "la_x", SMELT_DT_FLOAT32);
+    ir_expr *iv = ir_var_ref(b, i), *mv = ir_var_ref(b, m);
+    ir_stmt *zero = la_loop(c, m, d->dv, la_set(c, c->acc, mv, ir_const_float(b, SMELT_DT_FLOAT32, 0)));
+    ir_expr *sum = ir_add(b, la_get(c, c->acc, mv),
+                          ir_mul(b, ir_var_ref(b, x), la_get(c, c->S, la_s_index(c, iv, mv))));
+    ir_stmt *terms = la_loop(c, i, d->dk, ir_let(b, x, la_tok(c, input, ir_add(b, base, iv)),
+                                                 la_loop(c, m, d->dv, la_set(c, c->acc, mv, sum))));
+    return ir_seq2(b, zero, terms);
+}
+
+/* u = v_t, or for the delta rules beta (v_t - S^T k_t); then S += k_t u^T */
+static ir_stmt *la_update(const la_ctx *c)
+{
+    ir_builder *b = c->b;
+    const la_build *lb = c->lb;
+    const la_dims *d = &lb->d;
+    ir_var *i = ir_var_new(b, "la_i", SMELT_DT_INT64), *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
+    ir_var *k = ir_var_new(b, "la_k", SMELT_DT_FLOAT32), *bt = ir_var_new(b, "la_beta", SMELT_DT_FLOAT32);
+    ir_expr *iv = ir_var_ref(b, i), *mv = ir_var_ref(b, m);
+    ir_expr *kbase = ir_mul(b, c->h, la_int(c, d->dk));
+    ir_expr *vm = la_tok(c, LA_V, ir_add(b, ir_mul(b, c->h, la_int(c, d->dv)), mv));
+    ir_stmt *u;
+    if (lb->a->delta) {
+        ir_expr *beta = la_tok(c, LA_BETA, d->beta_w == 1 ? la_int(c, 0) : c->h);
+        ir_expr *r = ir_mul(b, ir_var_ref(b, bt), ir_sub(b, vm, la_get(c, c->acc, mv)));
+        u = ir_seq2(b, la_row_product(c, LA_K, kbase),
+                    ir_let(b, bt, beta, la_loop(c, m, d->dv, la_set(c, c->u, mv, r))));
+    } else {
+        u = la_loop(c, m, d->dv, la_set(c, c->u, mv, vm));
+    }
+    ir_expr *si = la_s_index(c, iv, mv);
+    ir_expr *add = ir_add(b, la_get(c, c->S, si), ir_mul(b, ir_var_ref(b, k), la_get(c, c->u, mv)));
+    ir_stmt *outer = la_loop(c, i, d->dk, ir_let(b, k, la_tok(c, LA_K, ir_add(b, kbase, iv)),
+                                                 la_loop(c, m, d->dv, la_set(c, c->S, si, add))));
+    return ir_seq2(b, u, outer);
+}
+
+/* o = scale q^T S for every query head of the group */
+static ir_stmt *la_outputs(const la_ctx *c)
+{
+    ir_builder *b = c->b;
+    const la_build *lb = c->lb;
+    const la_dims *d = &lb->d;
+    int64_t hq = lb->a->hq, group = hq / lb->a->hkv;
+    ir_var *g = ir_var_new(b, "la_q", SMELT_DT_INT64), *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
+    ir_expr *head = ir_add(b, ir_mul(b, c->h, la_int(c, group)), ir_var_ref(b, g));
+    ir_expr *qbase = ir_mul(b, head, la_int(c, d->dk));
+    ir_expr *mv = ir_var_ref(b, m);
+    ir_expr *o = la_out_index(c, ir_add(b, ir_mul(b, head, la_int(c, d->dv)), mv));
+    ir_expr *val = ir_mul(b, la_get(c, c->acc, mv), ir_const_float(b, SMELT_DT_FLOAT32, lb->scale));
+    ir_stmt *store = la_loop(c, m, d->dv, la_set(c, c->la, o, val));
+    return la_loop(c, g, group, ir_seq2(b, la_row_product(c, LA_Q, qbase), store));
+}
+
+/* The state of (b, h) from past_state (or zeros), and back into la. */
+static ir_stmt *la_state_io(const la_ctx *c, bool out)
+{
+    ir_builder *b = c->b;
+    const la_dims *d = &c->lb->d;
+    ir_var *i = ir_var_new(b, "la_i", SMELT_DT_INT64), *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
+    ir_expr *iv = ir_var_ref(b, i), *mv = ir_var_ref(b, m), *si = la_s_index(c, iv, mv);
+    ir_stmt *copy;
+    if (out) {
+        ir_expr *task = ir_add(b, ir_mul(b, c->bv, la_int(c, c->lb->a->hkv)), c->h);
+        ir_expr *at = ir_add(b, ir_mul(b, task, la_int(c, d->dk * d->dv)), si);
+        int64_t y_elems = d->b * d->t * c->lb->a->hq * d->dv;
+        copy = la_set(c, c->la, ir_add(b, at, la_int(c, y_elems)), la_get(c, c->S, si));
+    } else {
+        ir_expr *idx[4] = {c->bv, c->h, iv, mv};
+        copy = la_set(c, c->S, si, c->lb->in[LA_PAST] ? la_in(c, LA_PAST, idx)
+                                                      : ir_const_float(b, SMELT_DT_FLOAT32, 0));
+    }
+    return la_loop(c, i, d->dk, la_loop(c, m, d->dv, copy));
+}
+
+static ir_buffer *la_temp(ir_builder *b, const char *name, int64_t n)
+{
+    return ir_buffer_new(b, name, SMELT_DT_FLOAT32, 1, &n, IR_BUF_TEMP);
+}
+
+static ir_stmt *build_linear_attention(te_graph *g, ir_buffer *out, void *user)
+{
+    const la_build *lb = user;
+    ir_builder *b = &g->b;
+    const la_dims *d = &lb->d;
+    int64_t hkv = lb->a->hkv, tasks = d->b * hkv;
+    ir_var *p = ir_var_new(b, "la_task", SMELT_DT_INT64), *t = ir_var_new(b, "la_t", SMELT_DT_INT64);
+    ir_expr *pv = ir_var_ref(b, p);
+    la_ctx c = {.lb = lb, .b = b, .la = out, .t = ir_var_ref(b, t),
+                .bv = ir_binary(b, IR_DIV, pv, ir_int(b, hkv)),
+                .h = ir_binary(b, IR_MOD, pv, ir_int(b, hkv))};
+    c.S = la_temp(b, "la_state", d->dk * d->dv);
+    c.u = la_temp(b, "la_update", d->dv);
+    c.acc = la_temp(b, "la_sum", d->dv);
+    ir_stmt *step = ir_seq2(b, lb->a->gated ? la_decay(&c) : NULL, la_update(&c));
+    step = ir_seq2(b, step, la_outputs(&c));
+    ir_stmt *items[3] = {la_state_io(&c, false), la_loop(&c, t, d->t, step), la_state_io(&c, true)};
+    ir_stmt *body = ir_seq(b, 3, items);
+    body = ir_allocate(b, c.S, ir_allocate(b, c.u, ir_allocate(b, c.acc, body)));
+    body = ir_for(b, p, ir_int(b, 0), ir_int(b, tasks), tasks > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL,
+                  body);
+    return b->failed ? NULL : body;
+}
+
+typedef struct la_split {
+    const te_tensor *la;
+    int64_t offset;
+    smelt_tensor type; /* the output's */
+} la_split;
+
+/* An output's element: la at offset + its row-major index. */
+static ir_expr *la_split_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const la_split *sp = user;
+    ir_builder *b = &g->b;
+    ir_expr *flat = ir_int(b, sp->offset);
+    int64_t stride = 1;
+    for (int d = sp->type.rank - 1; d >= 0; d--) {
+        flat = ir_add(b, flat, ir_mul(b, idx[d], ir_int(b, stride)));
+        stride *= sp->type.dims[d];
+    }
+    return ir_cast(b, sp->type.dtype, te_read(g, sp->la, &flat));
+}
+
+static smelt_status la_fail(op_compute_args *a)
+{
+    return smelt_ctx_status(a->ctx) != SMELT_OK ? smelt_ctx_status(a->ctx)
+                                                 : smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
 static smelt_status linear_attention_compute(op_compute_args *a)
 {
-    return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
-                   "compiled LinearAttention is not implemented (its recurrence reads the "
-                   "previous state); use the reference executor (--reference)");
+    const gr_node *n = a->node;
+    la_build *lb = smelt_arena_alloc(&a->te->arena, sizeof *lb);
+    if (!lb) return la_fail(a);
+    memset(lb, 0, sizeof *lb);
+    lb->a = n->op_attrs;
+    smelt_tensor types[LA_INPUTS];
+    const smelt_tensor *in[LA_INPUTS] = {NULL};
+    te_tensor *inputs[LA_INPUTS];
+    int n_in = 0;
+    for (int i = 0; i < LA_INPUTS && i < n->n_inputs; i++) {
+        if (!a->in[i]) continue;
+        const ir_buffer *buf = a->in[i]->buf;
+        types[i] = (smelt_tensor){.dtype = buf->dtype, .rank = buf->rank};
+        memcpy(types[i].dims, buf->shape, sizeof(int64_t) * (size_t)buf->rank);
+        in[i] = &types[i];
+        lb->in[i] = a->in[i];
+        inputs[n_in++] = a->in[i];
+    }
+    SMELT_TRY(la_dims_make(a->ctx, n, in, &lb->d));
+    const la_dims *d = &lb->d;
+    if (d->b == 0 || d->t == 0 || d->dk == 0 || d->dv == 0)
+        return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED, "empty tensors (a zero dim) are not "
+                       "compiled for LinearAttention");
+    lb->scale = lb->a->scale != 0.0f ? lb->a->scale : (float)(1.0 / sqrt((double)d->dk));
+    int64_t y_elems = d->b * d->t * lb->a->hq * d->dv;
+    int64_t total = y_elems + d->b * lb->a->hkv * d->dk * d->dv;
+    double flops = 4.0 * (double)(d->b * d->t) * (double)(lb->a->hq + 2 * lb->a->hkv) *
+                   (double)(d->dk * d->dv);
+    te_tensor *la = te_extern_stage(a->te, "la", SMELT_DT_FLOAT32, 1, &total, n_in, inputs,
+                                    build_linear_attention, lb, "linear_attention", flops);
+    if (!la) return la_fail(a);
+    static const char *const names[2] = {"y", "present_state"};
+    for (int o = 0; o < n->n_outputs && o < 2; o++) {
+        if (!n->outputs[o]) continue;
+        la_split *sp = smelt_arena_alloc(&a->te->arena, sizeof *sp);
+        if (!sp) return la_fail(a);
+        *sp = (la_split){.la = la, .offset = o ? y_elems : 0, .type = a->out_type[o]};
+        a->out[o] = te_compute(a->te, names[o], sp->type.dtype, sp->type.rank, sp->type.dims,
+                               la_split_body, sp, "injective");
+        if (!a->out[o]) return la_fail(a);
+    }
+    return SMELT_OK;
 }
 
 const op_def op_def_LINEAR_ATTENTION = {

@@ -3,7 +3,8 @@
  * reference kernels (te interpreter, default and random schedules:
  * op_test_util.h), the references against values worked out by hand, and
  * the refusals (types, windows, write indices) naming node and op;
- * LinearAttention's reference by hand and its compiled refusal. */
+ * LinearAttention's reference by hand and its compiled recurrence against
+ * the reference (float32 state against double: accumulating tolerances). */
 #include "op_test_util.h"
 
 /* Floats in [-4, 4); integers of kind 0 small, kind 1 spread over the
@@ -72,6 +73,33 @@ static const opt_case k_cases[] = {
      {AS("activation", "swish")}},
     {"causal conv, k = 1", OP_CAUSAL_CONV_WITH_STATE, 27, "y-", 2, 0,
      {X(F32, 3, 1, 2, 4), X(F32, 3, 2, 1, 1)}, {{0}}},
+};
+
+/* LinearAttention: B 2, T 3, 4 query heads over 2 kv heads (GQA), d_k 4,
+ * d_v 3; every rule, decay per head and per key dim, beta per head and
+ * shared, with and without a past state, float16 inputs. */
+static const opt_suite k_la_suite = {
+    .seed = 2629, .fill = fill, .tols = OPT_TOLS_ACCUMULATE, .random_schedules = 2};
+
+#define LA_QKV X(F32, 3, 2, 3, 16), X(F32, 3, 2, 3, 8), X(F32, 3, 2, 3, 6)
+#define LA_HEADS AI("q_num_heads", 4), AI("kv_num_heads", 2)
+
+static const opt_case k_la_cases[] = {
+    {"linear attention linear, past", OP_LINEAR_ATTENTION, 27, "yy", 4, 3,
+     {LA_QKV, X(F32, 4, 2, 2, 4, 3)}, {LA_HEADS, AS("update_rule", "linear")}},
+    {"linear attention linear, no past, scale", OP_LINEAR_ATTENTION, 27, "y-", 3, 4,
+     {LA_QKV}, {LA_HEADS, AS("update_rule", "linear"), AF("scale", 0.25)}},
+    {"linear attention gated, decay per key dim", OP_LINEAR_ATTENTION, 27, "yy", 5, 3,
+     {LA_QKV, X(F32, 4, 2, 2, 4, 3), X(F32, 3, 2, 3, 8)}, {LA_HEADS, AS("update_rule", "gated")}},
+    {"linear attention delta, beta per head", OP_LINEAR_ATTENTION, 27, "yy", 6, 3,
+     {LA_QKV, OPT_NONE, OPT_NONE, X(F32, 3, 2, 3, 2)}, {LA_HEADS, AS("update_rule", "delta")}},
+    {"linear attention gated delta, shared beta, past", OP_LINEAR_ATTENTION, 27, "yy", 6, 3,
+     {LA_QKV, X(F32, 4, 2, 2, 4, 3), X(F32, 3, 2, 3, 2), X(F32, 3, 2, 3, 1)},
+     {LA_HEADS, AS("update_rule", "gated_delta")}},
+    {"linear attention gated delta f16", OP_LINEAR_ATTENTION, 27, "yy", 6, 3,
+     {X(F16, 3, 1, 2, 8), X(F16, 3, 1, 2, 4), X(F16, 3, 1, 2, 6), X(F16, 4, 1, 1, 4, 6),
+      X(F16, 3, 1, 2, 1), X(F16, 3, 1, 2, 1)},
+     {AI("q_num_heads", 2), AI("kv_num_heads", 1), AS("update_rule", "gated_delta")}},
 };
 
 static void test_bitcast_values(void)
@@ -222,15 +250,6 @@ static void test_linear_attention_refusals(void)
     CHECK(opt_import(&t) == SMELT_ERR_ATTR);
     CHECK_STR_CONTAINS(opt_message(&t), "must be a positive multiple of kv_num_heads 2");
     opt_fini(&t);
-
-    const opt_case c = {"linear attention compiled", OP_LINEAR_ATTENTION, 27, "y", 3, 3,
-                        {X(F32, 3, 1, 2, 4), X(F32, 3, 1, 2, 4), X(F32, 3, 1, 2, 4)},
-                        {AI("q_num_heads", 2), AI("kv_num_heads", 2), AS("update_rule", "linear")}};
-    CHECK(opt_case_init(&t, &k_suite, &c) == SMELT_OK);
-    CHECK(opt_run_reference(&t) == SMELT_OK);
-    CHECK(opt_run_te(&t) == SMELT_ERR_UNSUPPORTED);
-    CHECK_STR_CONTAINS(opt_message(&t), "compiled LinearAttention is not implemented");
-    opt_fini(&t);
 }
 
 /* Range takes 16-bit floats from opset 27 only (Range-11's types do not
@@ -267,5 +286,6 @@ int main(void)
     test_tensor_scatter_values();
     test_max_unpool_values();
     opt_check_cases(&k_suite, k_cases, SMELT_ARRAY_LEN(k_cases));
+    opt_check_cases(&k_la_suite, k_la_cases, SMELT_ARRAY_LEN(k_la_cases));
     TEST_MAIN_END();
 }
