@@ -433,15 +433,7 @@ static te_tensor *tree_table(op_compute_args *a, const char *name, smelt_dtype d
                              int64_t width, void *data)
 {
     int64_t shape[2] = {count, width};
-    te_tensor *t = data ? te_placeholder(a->te, name, dt, width ? 2 : 1, shape) : NULL;
-    te_const *c = t ? smelt_arena_alloc(&a->te->arena, sizeof *c) : NULL;
-    if (!c || !smelt_ptrvec_push(&a->te->consts, c)) {
-        smelt_free(data);
-        return NULL;
-    }
-    t->buf->kind = IR_BUF_CONST;
-    *c = (te_const){.t = t, .data = data, .numel = count * (width ? width : 1)};
-    return t;
+    return te_const_tensor(a->te, name, dt, width ? 2 : 1, shape, data);
 }
 
 /* The node tables by state: a leaf keeps itself, reads feature 0. */

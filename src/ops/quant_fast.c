@@ -109,15 +109,7 @@ static bool plan_shape(op_compute_args *a, qconv_plan *q)
 static te_tensor *const_tensor(op_compute_args *a, const char *name, smelt_dtype dt, int64_t n,
                                void *data)
 {
-    te_tensor *t = te_placeholder(a->te, name, dt, 1, &n);
-    te_const *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
-    if (!t || !c || !smelt_ptrvec_push(&a->te->consts, c)) {
-        smelt_free(data);
-        return NULL;
-    }
-    t->buf->kind = IR_BUF_CONST;
-    *c = (te_const){.t = t, .data = data, .numel = n};
-    return t;
+    return te_const_tensor(a->te, name, dt, 1, &n, data);
 }
 
 /* The zero point of output channel co (per tensor or per channel). */

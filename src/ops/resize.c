@@ -1035,15 +1035,7 @@ static te_tensor *resize_te_table(op_compute_args *a, const char *name, smelt_dt
                                   int64_t rows, int64_t cols, void *data)
 {
     int64_t shape[2] = {rows, cols};
-    te_tensor *t = te_placeholder(a->te, name, dt, 2, shape);
-    te_const *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
-    if (!t || !c || !smelt_ptrvec_push(&a->te->consts, c)) {
-        smelt_free(data);
-        return NULL;
-    }
-    t->buf->kind = IR_BUF_CONST;
-    *c = (te_const){.t = t, .data = data, .numel = rows * cols};
-    return t;
+    return te_const_tensor(a->te, name, dt, 2, shape, data);
 }
 
 /* Antialiasing: the taps of every output coordinate of axis d as tables,

@@ -561,20 +561,12 @@ static smelt_status fail(op_compute_args *a)
 static const te_tensor *transposed_const(op_compute_args *a, const smelt_tensor *w, const char *name)
 {
     int64_t D = w->dims[0], G = w->dims[1], K = w->dims[2], shape[3] = {D, K, G};
-    te_tensor *t = te_placeholder(a->te, name, SMELT_DT_FLOAT32, 3, shape);
-    te_const *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
     float *data = smelt_calloc((size_t)(D * K * G) + 1, sizeof *data);
-    if (!t || !c || !data || !smelt_ptrvec_push(&a->te->consts, c)) {
-        smelt_free(data);
-        return NULL;
-    }
-    t->buf->kind = IR_BUF_CONST;
     const float *src = w->data;
-    for (int64_t d = 0; d < D; d++)
+    for (int64_t d = 0; data && d < D; d++)
         for (int64_t g = 0; g < G; g++)
             for (int64_t k = 0; k < K; k++) data[(d * K + k) * G + g] = src[(d * G + g) * K + k];
-    *c = (te_const){.t = t, .data = data, .numel = D * K * G};
-    return t;
+    return te_const_tensor(a->te, name, SMELT_DT_FLOAT32, 3, shape, data);
 }
 
 /* The products (2 flops per multiply-add) and about 8 per gate element. */

@@ -10,10 +10,16 @@
  * n-gram twice, its first number counts (as onnx's reference).  Output
  * float32 [B, max(ngram_indexes) + 1] ([1-D X: that many]): TF the counts,
  * IDF weights[j] (or 1) where a count is non-zero, TFIDF count x weights[j]
- * (or the count).  String pools and inputs are outside smelt (strings). */
+ * (or the count).  String pools and inputs are outside smelt (strings).
+ *
+ * Compiled: one extern stage, a parallel task per row that counts every
+ * n-gram size's pool entries (tables of the de-duplicated n-grams and their
+ * columns, compile-time constants) at each start and skip, then weights the
+ * counts by the mode. */
 #include <string.h>
 
 #include "ops/op.h"
+#include "te/te.h"
 
 enum { TFIDF_TF, TFIDF_IDF, TFIDF_TFIDF };
 
@@ -173,7 +179,185 @@ static smelt_status tfidf_eval(smelt_ctx *ctx, const gr_node *n, const smelt_ten
     return SMELT_OK;
 }
 
+/* ---- compiled ---- */
+
+/* The pool's n-grams of one size without repeats (the first one counts),
+ * as constant tables: grams [n, size] and their output columns [n]. */
+typedef struct tfidf_size {
+    int64_t size, n;
+    const te_tensor *grams, *cols;
+} tfidf_size;
+
+typedef struct tfidf_te {
+    const tfidf_attrs *a;
+    const te_tensor *x, *weights; /* weights: NULL without */
+    int64_t rows, len;
+    int n_sizes;
+    tfidf_size sizes[64];
+} tfidf_te;
+
+static bool same_gram(const int64_t *p, const int64_t *q, int64_t size)
+{
+    return memcmp(p, q, sizeof *p * (size_t)size) == 0;
+}
+
+/* Size i + 1's n-grams (pool positions counts[i] .. end) into tables. */
+static smelt_status tfidf_size_tables(op_compute_args *a, const tfidf_attrs *at, int i,
+                                      int64_t number, tfidf_size *ts)
+{
+    int64_t size = i + 1, begin = at->counts[i];
+    int64_t end = i + 1 < at->n_counts ? at->counts[i + 1] : at->n_pool;
+    int64_t most = (end - begin) / size;
+    int64_t *grams = smelt_alloc(sizeof *grams * (size_t)(most * size + 1));
+    int64_t *cols = smelt_alloc(sizeof *cols * (size_t)(most + 1));
+    int64_t n = 0;
+    for (int64_t g = 0; grams && cols && g < most; g++) {
+        const int64_t *gram = at->pool + begin + g * size;
+        bool seen = false;
+        for (int64_t h = 0; h < g && !seen; h++) seen = same_gram(at->pool + begin + h * size, gram, size);
+        if (seen) continue;
+        memcpy(grams + n * size, gram, sizeof *grams * (size_t)size);
+        cols[n++] = at->indexes[number + g];
+    }
+    int64_t shape[2] = {n, size};
+    *ts = (tfidf_size){.size = size, .n = n};
+    ts->grams = grams ? te_const_tensor(a->te, "tfidf_grams", SMELT_DT_INT64, 2, shape, grams) : NULL;
+    ts->cols = cols ? te_const_tensor(a->te, "tfidf_cols", SMELT_DT_INT64, 1, &n, cols) : NULL;
+    if (!grams) smelt_free(cols);
+    return ts->grams && ts->cols ? SMELT_OK : smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+}
+
+typedef struct tfidf_build {
+    const tfidf_te *t;
+    ir_builder *b;
+    ir_buffer *y;
+    ir_expr *row;
+} tfidf_build;
+
+/* x's item at column col of the row */
+static ir_expr *tfidf_x(const tfidf_build *tb, ir_expr *col)
+{
+    ir_buffer *x = tb->t->x->buf;
+    ir_expr *idx[2] = {tb->row, col};
+    ir_expr *v = x->rank == 2 ? ir_load(tb->b, x, 2, idx) : ir_load(tb->b, x, 1, &col);
+    return ir_cast(tb->b, SMELT_DT_INT64, v);
+}
+
+/* y's element at column col of the row */
+static ir_expr *tfidf_y_get(const tfidf_build *tb, ir_expr *col)
+{
+    ir_expr *idx[2] = {tb->row, col};
+    return tb->y->rank == 2 ? ir_load(tb->b, tb->y, 2, idx) : ir_load(tb->b, tb->y, 1, &col);
+}
+
+static ir_stmt *tfidf_y_set(const tfidf_build *tb, ir_expr *col, ir_expr *v)
+{
+    ir_expr *idx[2] = {tb->row, col};
+    return tb->y->rank == 2 ? ir_store(tb->b, tb->y, 2, idx, v) : ir_store(tb->b, tb->y, 1, &col, v);
+}
+
+/* Every start and skip of one size: y[row, cols[g]] += 1 where the items
+ * start, start + step, ... spell grams[g]. */
+static ir_stmt *tfidf_count_size(const tfidf_build *tb, const tfidf_size *ts)
+{
+    ir_builder *b = tb->b;
+    const tfidf_attrs *at = tb->t->a;
+    ir_var *sv = ir_var_new(b, "tfidf_skip", SMELT_DT_INT64);
+    ir_var *pv = ir_var_new(b, "tfidf_start", SMELT_DT_INT64);
+    ir_var *gv = ir_var_new(b, "tfidf_gram", SMELT_DT_INT64);
+    ir_expr *step = ir_add(b, ir_var_ref(b, sv), ir_int(b, 1));
+    ir_expr *g = ir_var_ref(b, gv), *start = ir_var_ref(b, pv);
+    ir_expr *match = NULL;
+    for (int64_t k = 0; k < ts->size; k++) {
+        ir_expr *gi[2] = {g, ir_int(b, k)};
+        ir_expr *item = tfidf_x(tb, ir_add(b, start, ir_mul(b, step, ir_int(b, k))));
+        ir_expr *eq = ir_binary(b, IR_EQ, item, ir_load(b, ts->grams->buf, 2, gi));
+        match = match ? ir_binary(b, IR_AND, match, eq) : eq;
+    }
+    ir_expr *col = ir_load(b, ts->cols->buf, 1, &g);
+    ir_expr *one = ir_add(b, tfidf_y_get(tb, col), ir_const_float(b, SMELT_DT_FLOAT32, 1));
+    ir_stmt *count = ir_if(b, match, tfidf_y_set(tb, col, one), NULL);
+    ir_expr *starts = ir_binary(b, IR_MAX, ir_int(b, 0),
+                                ir_sub(b, ir_int(b, tb->t->len), ir_mul(b, step, ir_int(b, ts->size - 1))));
+    ir_stmt *grams = ir_for(b, gv, ir_int(b, 0), ir_int(b, ts->n), IR_FOR_SERIAL, count);
+    ir_stmt *per_start = ir_for(b, pv, ir_int(b, 0), starts, IR_FOR_SERIAL, grams);
+    int64_t skips = ts->size == 1 ? 1 : at->max_skip + 1; /* unigrams once */
+    return ir_for(b, sv, ir_int(b, 0), ir_int(b, skips), IR_FOR_SERIAL, per_start);
+}
+
+/* y[row, j] by the mode: the count, the weight where it is non-zero, or both. */
+static ir_stmt *tfidf_weigh(const tfidf_build *tb)
+{
+    ir_builder *b = tb->b;
+    const tfidf_te *t = tb->t;
+    if (t->a->mode == TFIDF_TF) return NULL;
+    ir_var *jv = ir_var_new(b, "tfidf_col", SMELT_DT_INT64);
+    ir_expr *j = ir_var_ref(b, jv);
+    ir_expr *c = tfidf_y_get(tb, j);
+    ir_expr *w = t->weights ? ir_load(b, t->weights->buf, 1, &j) : ir_const_float(b, SMELT_DT_FLOAT32, 1);
+    ir_expr *zero = ir_const_float(b, SMELT_DT_FLOAT32, 0);
+    ir_expr *v = t->a->mode == TFIDF_IDF ? ir_select(b, ir_binary(b, IR_GT, c, zero), w, zero)
+                                         : ir_mul(b, c, w);
+    return ir_for(b, jv, ir_int(b, 0), ir_int(b, t->a->out_cols), IR_FOR_SERIAL, tfidf_y_set(tb, j, v));
+}
+
+static ir_stmt *build_tfidf(te_graph *g, ir_buffer *out, void *user)
+{
+    const tfidf_te *t = user;
+    ir_builder *b = &g->b;
+    ir_var *rv = ir_var_new(b, "tfidf_row", SMELT_DT_INT64), *jv = ir_var_new(b, "tfidf_col", SMELT_DT_INT64);
+    tfidf_build tb = {.t = t, .b = b, .y = out, .row = ir_var_ref(b, rv)};
+    ir_stmt *body = ir_for(b, jv, ir_int(b, 0), ir_int(b, t->a->out_cols), IR_FOR_SERIAL,
+                           tfidf_y_set(&tb, ir_var_ref(b, jv), ir_const_float(b, SMELT_DT_FLOAT32, 0)));
+    for (int i = 0; i < t->n_sizes; i++) body = ir_seq2(b, body, tfidf_count_size(&tb, &t->sizes[i]));
+    body = ir_seq2(b, body, tfidf_weigh(&tb));
+    body = ir_for(b, rv, ir_int(b, 0), ir_int(b, t->rows), t->rows > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL,
+                  body);
+    return b->failed ? NULL : body;
+}
+
+static smelt_status tfidf_compute(op_compute_args *a)
+{
+    const gr_node *n = a->node;
+    const tfidf_attrs *at = n->op_attrs;
+    tfidf_te *t = smelt_arena_alloc(&a->te->arena, sizeof *t);
+    if (!t) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    memset(t, 0, sizeof *t);
+    const ir_buffer *xb = a->in[0]->buf;
+    *t = (tfidf_te){.a = at, .x = a->in[0], .rows = xb->rank == 2 ? xb->shape[0] : 1,
+                    .len = xb->shape[xb->rank - 1]};
+    if (at->n_counts > (int)SMELT_ARRAY_LEN(t->sizes))
+        return op_errf(a->ctx, n, SMELT_ERR_UNSUPPORTED, "n-grams longer than %d are not compiled",
+                       (int)SMELT_ARRAY_LEN(t->sizes));
+    int64_t number = 0;
+    for (int i = 0; i < at->n_counts; i++) {
+        int64_t end = i + 1 < at->n_counts ? at->counts[i + 1] : at->n_pool;
+        if (i + 1 >= at->min_gram && i + 1 <= at->max_gram && end > at->counts[i])
+            SMELT_TRY(tfidf_size_tables(a, at, i, number, &t->sizes[t->n_sizes++]));
+        number += (end - at->counts[i]) / (i + 1);
+    }
+    if (at->mode != TFIDF_TF && at->n_weights > 0) {
+        float *w = smelt_alloc(sizeof *w * (size_t)at->out_cols + 1);
+        if (w) memcpy(w, at->weights, sizeof *w * (size_t)at->out_cols);
+        t->weights = te_const_tensor(a->te, "tfidf_weights", SMELT_DT_FLOAT32, 1, &at->out_cols, w);
+        if (!t->weights) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    te_tensor *inputs[2 * SMELT_ARRAY_LEN(t->sizes) + 2];
+    int n_in = 0;
+    inputs[n_in++] = a->in[0];
+    for (int i = 0; i < t->n_sizes; i++) {
+        inputs[n_in++] = (te_tensor *)t->sizes[i].grams;
+        inputs[n_in++] = (te_tensor *)t->sizes[i].cols;
+    }
+    if (t->weights) inputs[n_in++] = (te_tensor *)t->weights;
+    const smelt_tensor *y = &a->out_type[0];
+    double work = (double)(t->rows * t->len) * (double)(at->n_pool + 1);
+    a->out[0] = te_extern_stage(a->te, "tfidf", SMELT_DT_FLOAT32, y->rank, y->dims, n_in, inputs,
+                                build_tfidf, t, "tfidf", work);
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 const op_def op_def_TFIDF_VECTORIZER = {
-    .import = tfidf_import, .infer = tfidf_infer, .eval = tfidf_eval, .min_inputs = 1,
-    .max_inputs = 1,        .min_outputs = 1,     .max_outputs = 1,
+    .compute = tfidf_compute, .import = tfidf_import, .infer = tfidf_infer, .eval = tfidf_eval,
+    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
 };

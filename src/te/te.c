@@ -260,6 +260,22 @@ void te_graph_print(const te_graph *g, smelt_strbuf *out)
     }
 }
 
+te_tensor *te_const_tensor(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                           const int64_t *shape, void *data)
+{
+    int64_t numel = 1;
+    for (int d = 0; d < rank; d++) numel *= shape[d];
+    te_tensor *t = data ? te_placeholder(g, name, dt, rank, shape) : NULL;
+    te_const *c = t ? smelt_arena_alloc(&g->arena, sizeof *c) : NULL;
+    if (!c || !smelt_ptrvec_push(&g->consts, c)) {
+        smelt_free(data);
+        return NULL;
+    }
+    t->buf->kind = IR_BUF_CONST;
+    *c = (te_const){.t = t, .data = data, .numel = numel};
+    return t;
+}
+
 const te_const *te_const_of(const te_graph *g, const ir_buffer *buf)
 {
     for (int i = 0; i < g->consts.len; i++) {

@@ -150,6 +150,11 @@ ir_expr *te_reduce(te_graph *g, ir_reduce_op op, ir_expr *src, int n, const ir_a
 
 /* t[idx...]; n must equal t's rank. */
 ir_expr *te_read(te_graph *g, const te_tensor *t, ir_expr *const *idx);
+/* A placeholder with compile-time contents (a te_const): data holds the
+ * shape's elements of dt, smelt_alloc'd; the graph owns it from the call on
+ * (freed there on failure too).  NULL on allocation failure. */
+te_tensor *te_const_tensor(te_graph *g, const char *name, smelt_dtype dt, int rank,
+                           const int64_t *shape, void *data);
 /* The compile-time contents of a placeholder's buffer (a te_const), or NULL. */
 const te_const *te_const_of(const te_graph *g, const ir_buffer *buf);
 /* Lookup by buffer (for loads met while walking bodies). */

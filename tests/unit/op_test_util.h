@@ -26,7 +26,7 @@
 
 #define OPT_MAX_IO 16
 #define OPT_MAX_CASE_IN 9 /* QLinearConv */
-#define OPT_MAX_CASE_ATTRS 6
+#define OPT_MAX_CASE_ATTRS 8 /* TfIdfVectorizer */
 #define OPT_SHOWN_MISMATCHES 5
 
 /* shorthands of the case tables */

@@ -1,4 +1,5 @@
-/* BitCast, SwiGLU, TensorScatter, MaxUnpool and CausalConvWithState:
+/* BitCast, SwiGLU, TensorScatter, MaxUnpool, CausalConvWithState and
+ * TfIdfVectorizer:
  * compute definitions against
  * reference kernels (te interpreter, default and random schedules:
  * op_test_util.h), the references against values worked out by hand, and
@@ -31,6 +32,7 @@ static const opt_suite k_suite = {
 #define AF OPT_AF
 #define AS OPT_AS
 #define AINTS OPT_AINTS
+#define AFLOATS OPT_AFLOATS
 
 static const opt_case k_cases[] = {
     {"bitcast f32 -> i32", OP_BIT_CAST, 26, "y", 1, 1, {X(F32, 2, 3, 5)}, {AI("to", 6)}},
@@ -100,6 +102,38 @@ static const opt_case k_la_cases[] = {
      {X(F16, 3, 1, 2, 8), X(F16, 3, 1, 2, 4), X(F16, 3, 1, 2, 6), X(F16, 4, 1, 1, 4, 6),
       X(F16, 3, 1, 2, 1), X(F16, 3, 1, 2, 1)},
      {AI("q_num_heads", 2), AI("kv_num_heads", 1), AS("update_rule", "gated_delta")}},
+};
+
+/* TfIdfVectorizer: token ids in [0, 4), so the pools' n-grams occur; every
+ * mode, skips, a repeated bigram (its first column counts), trigrams, a size
+ * without n-grams, 1-D and 2-D input, int32 and int64. */
+static void fill_tokens(smelt_tensor *t, int64_t i, int kind, uint32_t *state)
+{
+    (void)kind;
+    op_set_i64(t, i, (int64_t)(4.0 * opt_uniform(state)));
+}
+
+static const opt_suite k_tfidf_suite = {.seed = 2630, .fill = fill_tokens, .tols = OPT_TOLS_ACCUMULATE};
+
+#define TFIDF_POOL12 \
+    AINTS("ngram_counts", 2, 0, 3), AINTS("ngram_indexes", 6, 0, 1, 2, 3, 4, 5), \
+    AINTS("pool_int64s", 9, 0, 1, 3, 0, 1, 2, 3, 0, 1)
+
+static const opt_case k_tfidf_cases[] = {
+    {"tfidf TF, unigrams and bigrams, skip 2, repeated bigram", OP_TFIDF_VECTORIZER, 9, "y", 1, 6,
+     {X(I32, 2, 3, 9)}, {AI("max_gram_length", 2), AI("max_skip_count", 2), AS("mode", "TF"),
+                         TFIDF_POOL12}},
+    {"tfidf IDF, bigrams only, weights", OP_TFIDF_VECTORIZER, 9, "y", 1, 8,
+     {X(I64, 2, 2, 11)}, {AI("min_gram_length", 2), AI("max_gram_length", 2), AI("max_skip_count", 1),
+                          AS("mode", "IDF"), TFIDF_POOL12,
+                          AFLOATS("weights", 6, 0.5, 1.5, 2, 3, 0.25, 4)}},
+    {"tfidf TFIDF, 1-D, no weights", OP_TFIDF_VECTORIZER, 9, "y", 1, 5,
+     {X(I64, 1, 13)}, {AI("max_gram_length", 2), AS("mode", "TFIDF"), TFIDF_POOL12}},
+    {"tfidf TFIDF, trigrams, no unigrams, weights", OP_TFIDF_VECTORIZER, 9, "y", 1, 7,
+     {X(I32, 2, 4, 10)}, {AI("min_gram_length", 1), AI("max_gram_length", 3), AS("mode", "TFIDF"),
+                          AINTS("ngram_counts", 3, 0, 0, 4), AINTS("ngram_indexes", 4, 1, 0, 3, 2),
+                          AINTS("pool_int64s", 10, 0, 1, 2, 3, 0, 1, 2, 3, 0, 0),
+                          AFLOATS("weights", 4, 1, 2, 3, 4)}},
 };
 
 static void test_bitcast_values(void)
@@ -287,5 +321,6 @@ int main(void)
     test_max_unpool_values();
     opt_check_cases(&k_suite, k_cases, SMELT_ARRAY_LEN(k_cases));
     opt_check_cases(&k_la_suite, k_la_cases, SMELT_ARRAY_LEN(k_la_cases));
+    opt_check_cases(&k_tfidf_suite, k_tfidf_cases, SMELT_ARRAY_LEN(k_tfidf_cases));
     TEST_MAIN_END();
 }
