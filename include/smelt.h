@@ -212,6 +212,16 @@ smelt_status smelt_model_set_dim(smelt_ctx *ctx, smelt_model *m, const char *nam
 smelt_status smelt_model_set_dim_range(smelt_ctx *ctx, smelt_model *m, const char *name,
                                        int64_t min, int64_t max);
 
+/* Declare that the symbolic input dim NAME always equals dim BASE + ADD
+ * (|ADD| <= 8), before BASE is set: an attention mask [batch, past + 1]
+ * exported with a symbol of its own beside a key/value cache [..., past,
+ * ...].  Setting BASE (smelt_model_set_dim, smelt_model_set_dim_range)
+ * then sets NAME too, so one compile for a range of BASE takes the mask at
+ * its run's length.  SMELT_ERR_ARG for a name or base no input dim has, a
+ * dim tied twice or to itself, or after the model was compiled or run. */
+smelt_status smelt_model_tie_dim(smelt_ctx *ctx, smelt_model *m, const char *name,
+                                 const char *base, int64_t add);
+
 /* The graph's nodes in topological order, as imported (compiling optimises
  * the graph in place, so after smelt_model_compile these are the optimised
  * nodes).  Value names are "" for omitted optional inputs/outputs. */

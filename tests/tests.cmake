@@ -347,6 +347,7 @@ target_compile_definitions(test_rt_dims PRIVATE
   SMELT_SEQ_TWICE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_twice.onnx"
   SMELT_SEQ_POSMEAN_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_posmean.onnx"
   SMELT_KV_CACHE_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/kv_cache.onnx"
+  SMELT_KV_CACHE_MASK_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/kv_cache_mask.onnx"
   SMELT_SEQ_SHIFT_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/seq_shift.onnx"
   SMELT_BATCH_SEQ_PATH="${CMAKE_SOURCE_DIR}/tests/models/small/batch_seq.onnx")
 target_compile_definitions(test_specialize PRIVATE

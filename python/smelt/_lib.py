@@ -60,6 +60,7 @@ _SIGNATURES = {
     "smelt_model_output_dim_name": (c_char_p, [_P, c_int, c_int]),
     "smelt_model_set_dim": (c_int, [_P, _P, c_char_p, c_int64]),
     "smelt_model_set_dim_range": (c_int, [_P, _P, c_char_p, c_int64, c_int64]),
+    "smelt_model_tie_dim": (c_int, [_P, _P, c_char_p, c_char_p, c_int64]),
     "smelt_model_num_nodes": (c_int, [_P]),
     "smelt_model_node_info": (None, [_P, c_int, POINTER(c_char_p), POINTER(c_char_p),
                                      POINTER(c_int), POINTER(c_int)]),

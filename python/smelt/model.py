@@ -1,6 +1,7 @@
 """Models: load, describe, compile, run, export."""
 import ctypes
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -175,8 +176,10 @@ class Model:
         dims: {symbolic input dim name: size}, so a model with dynamic shapes
         compiles now (and exports) for those sizes; a (min, max) tuple instead
         of a size makes a run-time dim: one compile serves every size in the
-        range (smelt_model_set_dim_range); without it, such a model compiles
-        one specialisation per input signature when run.
+        range (smelt_model_set_dim_range); a string "OTHER+N" (or "OTHER-N",
+        "OTHER") ties the dim to another (smelt_model_tie_dim), e.g. an
+        attention mask's {"total": "past+1"}; without dims, such a model
+        compiles one specialisation per input signature when run.
         """
         return Compiled(self, _options(target, opt_level, threads, records, disabled_passes,
                                        schedule), _dims(dims))
@@ -212,6 +215,17 @@ class _OptionValues:
         self.struct.opt_level, self.struct.num_threads = opt_level, threads
 
 
+_TIE = re.compile(r"^\s*([A-Za-z_][\w.:/-]*?)\s*(?:([+-])\s*(\d+))?\s*$")
+
+
+def _tie(size):
+    """"past+1" -> ("past", 1); None when size is not a tie."""
+    m = _TIE.match(size) if isinstance(size, str) else None
+    if not m:
+        return None
+    return m.group(1), (int(m.group(3)) if m.group(3) else 0) * (-1 if m.group(2) == "-" else 1)
+
+
 def _dims(dims):
     """{name: size} -> [(name, size)], checked."""
     if dims is None:
@@ -224,9 +238,9 @@ def _dims(dims):
     for name, size in dims.items():
         is_range = (isinstance(size, (tuple, list)) and len(size) == 2 and all(map(is_int, size))) \
             or (isinstance(size, range) and size.step == 1)
-        if not isinstance(name, str) or not (is_int(size) or is_range):
-            raise ArgumentError(f"dims: {name!r}: {size!r}: expected a str name and an int size "
-                                "or a (min, max) range")
+        if not isinstance(name, str) or not (is_int(size) or is_range or _tie(size)):
+            raise ArgumentError(f"dims: {name!r}: {size!r}: expected a str name and an int size, "
+                                "a (min, max) range or another dim (\"past+1\")")
     return list(dims.items())
 
 
@@ -261,7 +275,14 @@ class Compiled:
         self._handle = _Handle(model._bytes, model._base_dir)
         self.inputs, self.outputs = model.inputs, model.outputs
         with Context() as ctx:
+            for name, size in dims:  # ties first: setting the base sets the tied dim
+                if isinstance(size, str):
+                    base, add = _tie(size)
+                    ctx.check(lib().smelt_model_tie_dim(ctx.handle, self._handle.ptr, name.encode(),
+                                                        base.encode(), add))
             for name, size in dims:
+                if isinstance(size, str):
+                    continue
                 if isinstance(size, (tuple, list, range)):  # a run-time dim: MIN..MAX
                     lo, hi = (size.start, size.stop - 1) if isinstance(size, range) else size
                     ctx.check(lib().smelt_model_set_dim_range(ctx.handle, self._handle.ptr,

@@ -87,6 +87,26 @@ def test_dims_range_compiles_once_for_every_batch(matmul_relu, tmp_path):
     assert os.path.isfile(os.path.join(c.export(str(tmp_path / "pkg")), "model.c"))
 
 
+def test_dims_tie_a_mask_to_the_cache(small_model):
+    # attention_mask [1, total] beside caches [1, 2, past, 4]: total = past + 1,
+    # one compile for past 1..40 takes the mask at every length
+    path = small_model("kv_cache_mask.onnx")
+    c = smelt.load(path).compile(dims={"total": "past+1", "past": (1, 40)})
+    for past in (40, 5, 1):
+        feeds = {"x": random_input((1, 1, 8), seed=past),
+                 "past_key": random_input((1, 2, past, 4), seed=past + 1),
+                 "past_value": random_input((1, 2, past, 4), seed=past + 2),
+                 "attention_mask": (np.arange(past + 1) != 1).astype(np.float32)[None, :]}
+        got, want = c.run(feeds), ort_run(path, feeds)
+        assert got["present_key"].shape == (1, 2, past + 1, 4)
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
+    with pytest.raises(smelt.ArgumentError, match="dims"):
+        smelt.load(path).compile(dims={"total": "past*2"})
+    with pytest.raises(smelt.ArgumentError, match="offset is -8..8"):
+        smelt.load(path).compile(dims={"total": "past+9"})
+
+
 def test_dims_errors_name_the_dim(matmul_relu, tmp_path):
     with pytest.raises(smelt.ArgumentError, match="no input of the model has a symbolic dim named 'seq'"):
         smelt.load(matmul_relu).compile(dims={"seq": 3})

@@ -145,6 +145,10 @@ void smelt_model_free(smelt_model *m)
     if (!m) return;
     smelt_model_release_compiled(m);
     smelt_specializations_free(m);
+    for (int k = 0; k < m->n_ties; k++) {
+        smelt_free((void *)m->ties[k].name);
+        smelt_free((void *)m->ties[k].base);
+    }
     smelt_free(m->bytes);
     smelt_free(m->base_dir);
     gr_graph_free(m->graph);

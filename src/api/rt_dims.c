@@ -236,6 +236,7 @@ static smelt_status second_point(smelt_ctx *ctx, smelt_model *m, int sym, int64_
     gr_graph *g;
     SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
     smelt_status s = bind_like(ctx, m->graph, g, sym, value);
+    if (s == SMELT_OK) s = smelt_bind_tied_dims(ctx, m, g, m->graph->syms.items[sym], value);
     if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
     if (s != SMELT_OK) {
         gr_graph_free(g);

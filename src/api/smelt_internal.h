@@ -20,6 +20,8 @@ typedef struct smelt_records_use {
     int schedule_functions; /* functions it scheduled */
 } smelt_records_use;
 
+#define SMELT_MAX_DIM_TIES 8
+
 struct smelt_model {
     gr_graph *graph;
     smelt_compiled *compiled; /* built on first compiled run */
@@ -32,6 +34,12 @@ struct smelt_model {
     size_t size;
     char *base_dir;
     smelt_ptrvec specs;
+    /* symbolic dims that follow another (smelt_model_tie_dim): name = base + add */
+    struct smelt_dim_tie {
+        const char *name, *base; /* owned */
+        int64_t add;
+    } ties[SMELT_MAX_DIM_TIES];
+    int n_ties;
     /* nodes the last compiled run computed in generated code: those of the
      * optimised graph it ran (its own or a specialisation's); -1 before one,
      * 0 when every output had folded to a constant at compile time */
@@ -57,6 +65,10 @@ int smelt_model_last_nodes(smelt_model *m);
 smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g);
 /* Whether an input of g has the symbolic dim NAME (smelt_model_set_dim). */
 bool smelt_graph_has_dim(const gr_graph *g, const char *name);
+/* The dims tied to BASE (smelt_model_tie_dim) bound in g to value + add
+ * (g NULL: only checked); SMELT_ERR_ARG when one would fall below 1. */
+smelt_status smelt_bind_tied_dims(smelt_ctx *ctx, const smelt_model *m, gr_graph *g,
+                                  const char *base, int64_t value);
 /* smelt_model_set_dim under m->mu. */
 smelt_status smelt_model_set_dim_locked(smelt_ctx *ctx, smelt_model *m, const char *name,
                                         int64_t value);

@@ -398,13 +398,77 @@ smelt_status smelt_model_set_dim_locked(smelt_ctx *ctx, smelt_model *m, const ch
         return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s': dims are set before the model is first "
                           "compiled or run", name);
     int sym = named_symbol(g, name);
+    SMELT_TRY(smelt_bind_tied_dims(ctx, m, NULL, name, value)); /* checks first: all or nothing */
     if (sym < 0 || !bind_symbol(g, sym, value))
         return smelt_errf(ctx, SMELT_ERR_ARG, "no input of the model has a symbolic dim named '%s'",
                           name);
+    SMELT_TRY(smelt_bind_tied_dims(ctx, m, g, name, value));
     smelt_specializations_free(m);
     g->infer_stop = NULL; /* inferred again with the value known */
     SMELT_TRY(pass_infer_shapes(ctx, g));
     return gr_graph_verify(ctx, g);
+}
+
+smelt_status smelt_bind_tied_dims(smelt_ctx *ctx, const smelt_model *m, gr_graph *g,
+                                  const char *base, int64_t value)
+{
+    for (int k = 0; k < m->n_ties; k++) {
+        const struct smelt_dim_tie *t = &m->ties[k];
+        if (strcmp(t->base, base) != 0) continue;
+        if (value + t->add < 1)
+            return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s' = %lld makes dim '%s' = %s%+lld = %lld, "
+                              "below 1", base, (long long)value, t->name, base, (long long)t->add,
+                              (long long)(value + t->add));
+        if (g) bind_symbol(g, named_symbol(g, t->name), value + t->add);
+    }
+    return SMELT_OK;
+}
+
+static smelt_status tie_locked(smelt_ctx *ctx, smelt_model *m, const char *name, const char *base,
+                               int64_t add)
+{
+    if (m->optimized || m->compiled)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s': dims are tied before the model is first "
+                          "compiled or run", name);
+    if (add < -8 || add > 8)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s' = %s%+lld: a tie's offset is -8..8",
+                          name, base, (long long)add);
+    if (strcmp(name, base) == 0)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s' cannot follow itself", name);
+    const char *missing = !smelt_graph_has_dim(m->graph, name) ? name
+                          : !smelt_graph_has_dim(m->graph, base) ? base : NULL;
+    if (missing)
+        return smelt_errf(ctx, SMELT_ERR_ARG, "no input of the model has a symbolic dim named "
+                          "'%s' (or it was set already: tie dims before setting them)", missing);
+    for (int k = 0; k < m->n_ties; k++)
+        if (!strcmp(m->ties[k].name, name) || !strcmp(m->ties[k].name, base) ||
+            !strcmp(m->ties[k].base, name))
+            return smelt_errf(ctx, SMELT_ERR_ARG, "dim '%s' is tied already, or '%s' follows "
+                              "another dim: a dim follows at most one, which follows none", name, base);
+    if (m->n_ties == SMELT_MAX_DIM_TIES)
+        return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than %d tied dims", SMELT_MAX_DIM_TIES);
+    struct smelt_dim_tie *t = &m->ties[m->n_ties];
+    t->name = smelt_strdup(name);
+    t->base = smelt_strdup(base);
+    t->add = add;
+    if (!t->name || !t->base) {
+        smelt_free((void *)t->name);
+        smelt_free((void *)t->base);
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    m->n_ties++;
+    return SMELT_OK;
+}
+
+smelt_status smelt_model_tie_dim(smelt_ctx *ctx, smelt_model *m, const char *name,
+                                 const char *base, int64_t add)
+{
+    smelt_ctx_clear(ctx);
+    if (!m || !name || !base) return smelt_errf(ctx, SMELT_ERR_ARG, "NULL model or dim name");
+    pthread_mutex_lock(&m->mu);
+    smelt_status s = tie_locked(ctx, m, name, base, add);
+    pthread_mutex_unlock(&m->mu);
+    return s;
 }
 
 smelt_status smelt_model_set_dim(smelt_ctx *ctx, smelt_model *m, const char *name, int64_t value)

@@ -52,7 +52,9 @@ typedef struct cli_dims {
     const char *names[CLI_MAX_DIMS];
     int64_t values[CLI_MAX_DIMS];
     int64_t mins[CLI_MAX_DIMS], maxs[CLI_MAX_DIMS]; /* a range, else 0 */
-    char name_buf[CLI_MAX_DIMS][128];
+    const char *bases[CLI_MAX_DIMS]; /* NAME=BASE+ADD: the dim followed, else NULL */
+    int64_t adds[CLI_MAX_DIMS];
+    char name_buf[CLI_MAX_DIMS][128], base_buf[CLI_MAX_DIMS][128];
     int n;
 } cli_dims;
 /* 1 if argv[*i] was --dim, 0 if not, -1 after printing an error. */

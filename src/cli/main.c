@@ -2,6 +2,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity */
 #endif
+#include <ctype.h>
 #include <errno.h>
 #include <sched.h>
 #include <unistd.h>
@@ -86,7 +87,8 @@ static const char common_help[] =
     "package) for that size; without it, run and bench compile per input signature.\n"
     "--dim NAME=MIN..MAX compiles once for every length in the range (loops take it\n"
     "at run time, memory is planned for MAX); bench and run generate inputs of length\n"
-    "VALUE with --dim NAME=VALUE@MIN..MAX (else MAX)\n"
+    "VALUE with --dim NAME=VALUE@MIN..MAX (else MAX); --dim NAME=OTHER+N (or -N) ties\n"
+    "a dim to another, e.g. an attention mask's --dim total=past+1 --dim past=1..1024\n"
     "\n"
     "environment: SMELT_DEBUG=1..4 for more logging\n";
 
@@ -257,9 +259,29 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **val)
     return true;
 }
 
-/* "VALUE", "MIN..MAX" or "VALUE@MIN..MAX" into d's entry k. */
+/* "BASE", "BASE+N" or "BASE-N" (a dim that follows another) into d's entry k. */
+static bool parse_dim_tie(const char *v, cli_dims *d, int k)
+{
+    size_t n = strcspn(v, "+-");
+    long add = 0;
+    if (n >= sizeof d->base_buf[k]) {
+        fprintf(stderr, "smelt: --dim '%s': the dim name is too long\n", v);
+        return false;
+    }
+    if (v[n] && !cli_int("--dim", v + n + (v[n] == '+'), -8, 8, &add)) return false;
+    memcpy(d->base_buf[k], v, n);
+    d->base_buf[k][n] = '\0';
+    d->bases[k] = d->base_buf[k];
+    d->adds[k] = add;
+    d->values[k] = d->mins[k] = d->maxs[k] = 0;
+    return true;
+}
+
+/* "VALUE", "MIN..MAX", "VALUE@MIN..MAX" or a tie into d's entry k. */
 static bool parse_dim_value(const char *v, cli_dims *d, int k)
 {
+    d->bases[k] = NULL;
+    if (isalpha((unsigned char)v[0]) || v[0] == '_') return parse_dim_tie(v, d, k);
     const long lim = (long)SMELT_LIMIT_TENSOR_ELEMS;
     const char *at = strchr(v, '@'), *dots = strstr(v, "..");
     long value = 0, lo = 0, hi = 0;
@@ -303,8 +325,8 @@ int cli_dim_opt(int argc, char **argv, int *i, cli_dims *d)
     const char *eq = strchr(v, '=');
     size_t len = eq ? (size_t)(eq - v) : 0;
     if (!eq || len == 0 || len >= sizeof d->name_buf[0]) {
-        fprintf(stderr, "smelt: --dim '%s': expected NAME=VALUE or NAME=MIN..MAX (e.g. --dim "
-                "batch=8, --dim seq=1..512)\n", v);
+        fprintf(stderr, "smelt: --dim '%s': expected NAME=VALUE, NAME=MIN..MAX or NAME=OTHER+N "
+                "(e.g. --dim batch=8, --dim seq=1..512, --dim total=past+1)\n", v);
         return -1;
     }
     if (d->n == CLI_MAX_DIMS) {
@@ -321,7 +343,13 @@ int cli_dim_opt(int argc, char **argv, int *i, cli_dims *d)
 
 bool cli_apply_dims(smelt_ctx *ctx, smelt_model *m, const cli_dims *d)
 {
+    for (int k = 0; k < d->n; k++) /* ties first: setting the base sets the tied dim */
+        if (d->bases[k] && smelt_model_tie_dim(ctx, m, d->names[k], d->bases[k], d->adds[k]) != SMELT_OK) {
+            cli_fail(ctx);
+            return false;
+        }
     for (int k = 0; k < d->n; k++) {
+        if (d->bases[k]) continue;
         smelt_status s = d->maxs[k] ? smelt_model_set_dim_range(ctx, m, d->names[k], d->mins[k],
                                                                  d->maxs[k])
                                     : smelt_model_set_dim(ctx, m, d->names[k], d->values[k]);

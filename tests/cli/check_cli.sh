@@ -40,6 +40,12 @@ expect 0 "y: f32\[5,4\]" -- "$smelt" run "$small/dynamic_batch.onnx" --dim batch
 expect 1 "no input of the model has a symbolic dim named 'seq'" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim seq=3
 expect 2 "expected NAME=VALUE" -- "$smelt" compile "$small/dynamic_batch.onnx" --dim batch
 expect 2 "--dim takes an integer" -- "$smelt" run "$small/dynamic_batch.onnx" --dim batch=0
+# a dim tied to another: the mask [1, total] follows the caches' past (+1),
+# one compile for the range; offsets beyond 8 and unknown dims are refused
+expect 0 "present_key: f32\[1,2,41,4\]" -- "$smelt" run "$small/kv_cache_mask.onnx" --dim total=past+1 --dim past=1..40
+expect 0 "present_key: f32\[1,2,8,4\]" -- "$smelt" run "$small/kv_cache_mask.onnx" --dim past=7 --dim total=past+1
+expect 2 "--dim takes an integer from -8 to 8, not '9'" -- "$smelt" run "$small/kv_cache_mask.onnx" --dim total=past+9
+expect 1 "no input of the model has a symbolic dim named 'nope'" -- "$smelt" run "$small/kv_cache_mask.onnx" --dim total=nope+1
 # run-time dims: one compile for a range; run and bench generate inputs of
 # VALUE@MIN..MAX; ops that cannot take the dim at run time are named
 expect 0 "wrote package" -- "$smelt" compile "$small/seq_block.onnx" --dim seq=1..64 -o "$tmp/rt"

@@ -304,6 +304,94 @@ done:
     smelt_ctx_free(ctx);
 }
 
+/* ---- an attention mask [1, total] whose symbol follows past: total = past + 1 ---- */
+
+/* kv_inputs plus a mask of total entries, position 1 masked out (when there). */
+static void mask_inputs(int64_t past, int64_t total, float *x, float *keys, float *values,
+                        float *mask, smelt_tensor in[4])
+{
+    kv_inputs(past, x, keys, values, in);
+    for (int64_t i = 0; i < total; i++) mask[i] = i == 1 ? 0.0f : 1.0f;
+    in[3] = (smelt_tensor){.dtype = SMELT_DT_FLOAT32, .rank = 2, .dims = {1, total}, .data = mask};
+}
+
+static smelt_model *tied_mask_model(smelt_ctx *ctx)
+{
+    smelt_model *m = load(ctx, SMELT_KV_CACHE_MASK_PATH);
+    if (m) CHECK(smelt_model_tie_dim(ctx, m, "total", "past", 1) == SMELT_OK);
+    return m;
+}
+
+static void mask_check_past(smelt_ctx *ctx, smelt_model *m, int64_t past)
+{
+    float x[KV_ROW], keys[KV_MAX * KV_ROW], values[KV_MAX * KV_ROW], mask[KV_MAX + 1];
+    smelt_tensor in[4], got[3], want[3];
+    mask_inputs(past, past + 1, x, keys, values, mask, in);
+    smelt_status s = smelt_model_run(ctx, m, in, 4, got, 3);
+    CHECK(s == SMELT_OK);
+    if (s != SMELT_OK) {
+        fprintf(stderr, "mask, past %lld: %s\n", (long long)past, smelt_ctx_message(ctx));
+        return;
+    }
+    smelt_model *r = tied_mask_model(ctx);
+    bool ok = r && smelt_model_set_dim(ctx, r, "past", past) == SMELT_OK &&
+              smelt_model_run_reference(ctx, r, in, 4, want, 3) == SMELT_OK;
+    CHECK(ok);
+    if (ok) expect_close(got, want, 3, 1e-5, "mask, past", past);
+    smelt_model_free(r);
+    for (int o = 0; o < 3; o++) smelt_tensor_release(&got[o]);
+}
+
+/* Tied to past, the mask's own symbol is past + 1: one compile for past =
+ * 1..40 takes it at every length (the runtime reads past from the caches
+ * and checks the mask against it); without the tie the dim stays free. */
+static void test_tied_mask(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = tied_mask_model(ctx);
+    if (!m) goto done;
+    CHECK(smelt_model_set_dim_range(ctx, m, "past", 1, KV_MAX) == SMELT_OK);
+    CHECK(m->graph->rt_dims[0].n_adds == 1 && m->graph->rt_dims[0].adds[0] == 1);
+    CHECK(smelt_model_compile(ctx, m, NULL) == SMELT_OK);
+    smelt_compiled *c = m->compiled;
+    const int64_t pasts[] = {KV_MAX, 3, 1, 22};
+    for (size_t i = 0; i < sizeof pasts / sizeof pasts[0]; i++) mask_check_past(ctx, m, pasts[i]);
+    CHECK(m->compiled == c && m->specs.len == 0);
+    float x[KV_ROW], keys[5 * KV_ROW], values[5 * KV_ROW], mask[7];
+    smelt_tensor in[4], out[3];
+    mask_inputs(5, 7, x, keys, values, mask, in); /* a mask one entry too long */
+    CHECK(smelt_model_run(ctx, m, in, 4, out, 3) != SMELT_OK);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "attention_mask");
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
+static void test_tie_refusals(void)
+{
+    smelt_ctx *ctx = smelt_ctx_new();
+    smelt_model *m = load(ctx, SMELT_KV_CACHE_MASK_PATH);
+    if (!m) goto done;
+    CHECK(smelt_model_tie_dim(ctx, m, "total", "nope", 1) == SMELT_ERR_ARG);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "no input of the model has a symbolic dim named 'nope'");
+    CHECK(smelt_model_tie_dim(ctx, m, "total", "past", 9) == SMELT_ERR_ARG);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "a tie's offset is -8..8");
+    CHECK(smelt_model_tie_dim(ctx, m, "past", "past", 0) == SMELT_ERR_ARG);
+    CHECK(smelt_model_tie_dim(ctx, m, "total", "past", -1) == SMELT_OK);
+    CHECK(smelt_model_tie_dim(ctx, m, "total", "past", 1) == SMELT_ERR_ARG);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "tied already");
+    CHECK(smelt_model_set_dim(ctx, m, "past", 1) == SMELT_ERR_ARG); /* total would be 0 */
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "below 1");
+    const char *past = smelt_model_input_dim_name(m, 1, 2); /* nothing was bound */
+    CHECK(past && strcmp(past, "past") == 0);
+    /* total = past - 1 does not fit the graph: the shape error names the node */
+    CHECK(smelt_model_set_dim(ctx, m, "past", 6) == SMELT_ERR_SHAPE);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "node 'mask_scores' (Add)");
+done:
+    smelt_model_free(m);
+    smelt_ctx_free(ctx);
+}
+
 /* ---- inputs and outputs laid out at the run's dims (not staged) ---- */
 
 static const smelt_rt_io_info *io_of(smelt_model *m, bool output, int i)
@@ -396,6 +484,8 @@ int main(void)
     test_kv_cache(0);
     test_shift_below_one();
     test_kv_cache_dense();
+    test_tied_mask();
+    test_tie_refusals();
     test_batch_seq_staged_or_dense();
     TEST_MAIN_END();
 }

@@ -54,6 +54,9 @@
                    [1, 1, 8] and present_key/present_value [1, 2, past + 1, 4]
                    (Concat along the run-time dim): dims that follow past at
                    a distance (unit/test_rt_dims).
+  kv_cache_mask.onnx  kv_cache with an attention_mask [1, total] (1 keep, 0
+                   drop, added to the scores as (mask - 1) * 1e4): its own
+                   symbol, which is past + 1 (smelt_model_tie_dim).
   seq_shift.onnx   x [1, seq, 4] without its first row ([1, seq - 1, 4]): a
                    range must start where seq - 1 is at least 1.
   batch_seq.onnx   x [2, seq, 8] (a batch of 2 before the length: laid out
@@ -307,7 +310,7 @@ def seq_posmean():
                              producer_name="gen_small_models.py")
 
 
-def kv_cache():
+def kv_cache(mask=False):
     rng = np.random.default_rng(11)
     f, heads, hd = TensorProto.FLOAT, 2, 4
     width = heads * hd
@@ -328,16 +331,28 @@ def kv_cache():
         n("Transpose", ["present_key"], ["keys_t"], name="keys_t", perm=[0, 1, 3, 2]),
         n("MatMul", ["q_heads", "keys_t"], ["scores_raw"], name="scores"),
         n("Mul", ["scores_raw", "scale"], ["scores_scaled"], name="scale_scores"),
-        n("Softmax", ["scores_scaled"], ["probs"], name="probs", axis=-1),
+    ]
+    if mask:  # attention_mask [1, total] (1 keep, 0 drop): scores + (mask - 1) * 1e4
+        inits += [numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+                  numpy_helper.from_array(np.array(1e4, np.float32), "big"),
+                  numpy_helper.from_array(np.array([1, 1, 1, -1], np.int64), "mask_shape")]
+        nodes += [n("Sub", ["attention_mask", "one"], ["mask_off"], name="mask_off"),
+                  n("Mul", ["mask_off", "big"], ["mask_add"], name="mask_add"),
+                  n("Reshape", ["mask_add", "mask_shape"], ["mask_4d"], name="mask_4d"),
+                  n("Add", ["scores_scaled", "mask_4d"], ["scores_masked"], name="mask_scores")]
+    nodes += [
+        n("Softmax", ["scores_masked" if mask else "scores_scaled"], ["probs"], name="probs", axis=-1),
         n("MatMul", ["probs", "present_value"], ["ctx_heads"], name="context"),
         n("Transpose", ["ctx_heads"], ["ctx_split"], name="ctx_merge", perm=[0, 2, 1, 3]),
         n("Reshape", ["ctx_split", "merge_heads"], ["y"], name="y"),
     ]
     kv = lambda name, length: helper.make_tensor_value_info(name, f, [1, heads, length, hd])  # noqa: E731
+    inputs = [helper.make_tensor_value_info("x", f, [1, 1, width]), kv("past_key", "past"),
+              kv("past_value", "past")]
+    if mask:
+        inputs.append(helper.make_tensor_value_info("attention_mask", f, [1, "total"]))
     g = helper.make_graph(
-        nodes, "kv_cache",
-        [helper.make_tensor_value_info("x", f, [1, 1, width]), kv("past_key", "past"),
-         kv("past_value", "past")],
+        nodes, "kv_cache_mask" if mask else "kv_cache", inputs,
         [helper.make_tensor_value_info("y", f, [1, 1, width]), kv("present_key", "present"),
          kv("present_value", "present")], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
@@ -396,6 +411,7 @@ def main():
     save(seq_twice(), out + "/seq_twice.onnx")
     save(seq_posmean(), out + "/seq_posmean.onnx")
     save(kv_cache(), out + "/kv_cache.onnx")
+    save(kv_cache(mask=True), out + "/kv_cache_mask.onnx")
     save(seq_shift(), out + "/seq_shift.onnx")
     save(batch_seq(), out + "/batch_seq.onnx")
     save(seq_at(), out + "/seq_at.onnx")
