@@ -105,7 +105,8 @@ if(SMELT_PYTHON)
   # ---- RNN/GRU/LSTM cases beyond the ONNX node tests, expected values from ONNX Runtime ----
   smelt_generated_cases(rnn ${SMELT_PYTHON} gen_rnn_cases.py)
   # ---- sequences and optionals (ops/sequence.c) beyond the ONNX node tests, expected
-  # values from numpy (lists of arrays); compiled code must refuse every case by name ----
+  # values from numpy (lists of arrays); compiled code unrolls every case
+  # (passes/unroll_containers.c) ----
   set(SMELT_SEQUENCE_CASES ${CMAKE_BINARY_DIR}/tests/sequence_cases)
   add_test(NAME conformance/sequence_cases_generate
     COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_sequence_cases.py
@@ -113,11 +114,10 @@ if(SMELT_PYTHON)
   set_tests_properties(conformance/sequence_cases_generate PROPERTIES FIXTURES_SETUP sequence_cases)
   add_test(NAME conformance/sequence_cases_reference
     COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_SEQUENCE_CASES})
-  add_test(NAME conformance/sequence_cases_compiled_refused
-    COMMAND ${CMAKE_SOURCE_DIR}/tests/conformance/check_all_refused.sh $<TARGET_FILE:smelt_cli>
-            ${SMELT_SEQUENCE_CASES} 11 "sequence and optional values have no compiled form")
+  add_test(NAME conformance/sequence_cases_compiled
+    COMMAND smelt_cli check --compiled --expected-failures /dev/null ${SMELT_SEQUENCE_CASES})
   set_tests_properties(conformance/sequence_cases_reference
-    conformance/sequence_cases_compiled_refused PROPERTIES FIXTURES_REQUIRED sequence_cases)
+    conformance/sequence_cases_compiled PROPERTIES FIXTURES_REQUIRED sequence_cases)
   # ---- FlexAttention (ai.onnx.preview) beyond its node tests, expected values from onnx's
   # reference (compiled: modifier bodies as nodes, passes/expand_flex.c) ----
   smelt_generated_cases(flex ${SMELT_PYTHON} gen_flex_cases.py)

@@ -318,11 +318,6 @@ static smelt_status model_run(smelt_ctx *ctx, smelt_model *m, const smelt_tensor
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "a profile needs static shapes: bind the "
                           "model's symbolic dims first (--dim NAME=VALUE, smelt_model_set_dim)");
     }
-    smelt_status refused = lower_refuse_containers(ctx, m->graph);
-    if (refused != SMELT_OK) {
-        pthread_mutex_unlock(&m->mu);
-        return refused;
-    }
     if (!smelt_graph_is_static(m->graph)) { /* one call at a time (smelt.h) */
         smelt_status s = smelt_run_specialized(ctx, m, inputs, num_inputs, outputs, num_outputs);
         pthread_mutex_unlock(&m->mu);

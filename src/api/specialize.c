@@ -7,7 +7,11 @@
  * cached under a key holding exactly what was specialised on: every input's
  * dims and the bytes of the inputs made constants.  Only inputs the shapes
  * need are bound: a bound data input would fold its consumers away, so the
- * compiled code would not run them, and every new value would compile anew. */
+ * compiled code would not run them, and every new value would compile anew.
+ * Sequences and optionals are specialised on their structure (element
+ * counts and shapes, in the key) and unrolled into their elements
+ * (passes/unroll_containers.c): a container input is passed as its tensor
+ * elements, and container outputs are rebuilt from theirs. */
 #include <string.h>
 
 #include "exec/exec.h"
@@ -24,6 +28,9 @@
 
 struct smelt_specialization {
     smelt_strbuf key;
+    bool unrolled;              /* containers unrolled: inputs flattened, outputs rebuilt */
+    pass_unroll_layout layout;  /* how (the model's outputs from the compiled ones) */
+    char why[400];              /* why containers stayed, when they did */
     smelt_model *model;  /* static graph, compiled */
     bool bound[SPEC_MAX_INPUTS]; /* the original inputs made constants */
     int n_inputs;        /* inputs of the specialised model ... */
@@ -35,7 +42,8 @@ bool smelt_graph_is_static(const gr_graph *g)
     for (int i = 0; i < g->values.len; i++) {
         const gr_value *v = g->values.items[i];
         if (!v->producer && !v->is_input) continue;
-        if (gr_value_numel(v) < 0) return false;
+        /* a container's structure is specialised per run too */
+        if (gr_value_numel(v) < 0 || smelt_dtype_is_container(v->dtype)) return false;
     }
     return true;
 }
@@ -54,14 +62,26 @@ static bool bindable(const smelt_tensor *t, int level)
     return is_int || level > 1;
 }
 
+/* A value's type and dims, a container's elements' too. */
+static void key_type(const smelt_tensor *t, smelt_strbuf *key)
+{
+    smelt_strbuf_printf(key, "%d[", (int)t->dtype);
+    for (int d = 0; d < t->rank; d++) smelt_strbuf_printf(key, "%lld,", (long long)t->dims[d]);
+    smelt_strbuf_append(key, "]");
+    if (!smelt_dtype_is_container(t->dtype)) return;
+    const smelt_tensor *items = t->data;
+    smelt_strbuf_append(key, "(");
+    for (int64_t k = 0; k < t->dims[0]; k++) key_type(&items[k], key);
+    smelt_strbuf_append(key, ")");
+}
+
 /* Every input's dims, and the bytes of those bound. */
 static void make_key(const smelt_tensor *inputs, int n, const bool *bound, smelt_strbuf *key)
 {
     for (int i = 0; i < n; i++) {
         const smelt_tensor *t = &inputs[i];
-        smelt_strbuf_printf(key, "%d:%d[", i, (int)t->dtype);
-        for (int d = 0; d < t->rank; d++) smelt_strbuf_printf(key, "%lld,", (long long)t->dims[d]);
-        smelt_strbuf_append(key, "]");
+        smelt_strbuf_printf(key, "%d:", i);
+        key_type(t, key);
         if (bound[i]) {
             const unsigned char *p = t->data;
             for (size_t k = 0; k < smelt_tensor_nbytes(t); k++) smelt_strbuf_printf(key, "%02x", p[k]);
@@ -114,6 +134,25 @@ static smelt_status bind_inputs(smelt_ctx *ctx, gr_graph *g, const smelt_tensor 
     return SMELT_OK;
 }
 
+/* Containers unrolled into their elements (sp->unrolled), or left with
+ * the reason in sp->why (the graph then stays dynamic). */
+static smelt_status unroll(smelt_ctx *ctx, gr_graph *g, const smelt_tensor *inputs,
+                           struct smelt_specialization *sp)
+{
+    pass_unroll_layout_fini(&sp->layout);
+    sp->unrolled = false;
+    sp->why[0] = '\0';
+    if (!pass_graph_has_containers(g)) return SMELT_OK;
+    const smelt_tensor *actual[SPEC_MAX_INPUTS];
+    for (int k = 0; k < g->inputs.len; k++) actual[k] = &inputs[sp->input_map[k]];
+    bool resolved;
+    SMELT_TRY(pass_unroll_containers(ctx, g, actual, &sp->layout, &resolved, sp->why, sizeof sp->why));
+    sp->unrolled = resolved;
+    if (!resolved) return SMELT_OK;
+    g->infer_stop = NULL; /* an element's shape, unknown through its container, is known now */
+    return pass_infer_shapes(ctx, g);
+}
+
 /* Import again and bind the inputs; the caller asks smelt_graph_is_static. */
 static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
                              const bool *bind, struct smelt_specialization *sp, gr_graph **out)
@@ -122,6 +161,14 @@ static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
     SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
     smelt_status s = bind_inputs(ctx, g, inputs, n, bind, sp);
     if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
+    if (s == SMELT_OK) s = unroll(ctx, g, inputs, sp);
+    if (s == SMELT_OK && sp->why[0]) { /* left half rewritten: the containers again */
+        gr_graph_free(g);
+        s = onnx_import(ctx, m->bytes, m->size, m->base_dir, &g);
+        if (s != SMELT_OK) return s;
+        s = bind_inputs(ctx, g, inputs, n, bind, sp);
+        if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
+    }
     if (s == SMELT_OK) s = gr_graph_verify(ctx, g);
     if (s != SMELT_OK) {
         gr_graph_free(g);
@@ -228,7 +275,9 @@ static smelt_status compile_bound(smelt_ctx *ctx, smelt_model *m, gr_graph *g,
                                   struct smelt_specialization *sp)
 {
     if (!smelt_graph_is_static(g)) {
-        smelt_status s = smelt_graph_refuse_dynamic(ctx, g);
+        smelt_status s = sp->why[0] ? smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "%s; the reference "
+                                                 "executor runs it (--reference)", sp->why)
+                                    : smelt_graph_refuse_dynamic(ctx, g);
         gr_graph_free(g);
         return s;
     }
@@ -277,6 +326,7 @@ static void free_spec(struct smelt_specialization *sp)
     if (!sp) return;
     smelt_strbuf_fini(&sp->key);
     smelt_model_free(sp->model);
+    pass_unroll_layout_fini(&sp->layout);
     smelt_free(sp);
 }
 
@@ -331,6 +381,72 @@ static smelt_status find_or_build(smelt_ctx *ctx, smelt_model *m, const smelt_te
     return SMELT_OK;
 }
 
+/* t, or a container's tensor elements in pre-order, appended to list
+ * (the data stays the caller's); false past SPEC_MAX_INPUTS. */
+static bool flatten_input(const smelt_tensor *t, smelt_tensor *list, int *n)
+{
+    if (!smelt_dtype_is_container(t->dtype)) {
+        if (*n == SPEC_MAX_INPUTS) return false;
+        list[(*n)++] = *t;
+        return true;
+    }
+    const smelt_tensor *items = t->data;
+    for (int64_t k = 0; k < t->dims[0]; k++)
+        if (!flatten_input(&items[k], list, n)) return false;
+    return true;
+}
+
+/* Layout node *at (and what it holds) rebuilt into out from the compiled
+ * model's outputs, whose data it takes; *at moves past it. */
+static smelt_status rebuild(smelt_ctx *ctx, const pass_unroll_layout *l, int *at,
+                            smelt_tensor *flat, smelt_tensor *out)
+{
+    const pass_unroll_node *nd = &l->nodes[(*at)++];
+    memset(out, 0, sizeof *out);
+    if (nd->flat >= 0) {
+        *out = flat[nd->flat];
+        out->name = NULL;
+        flat[nd->flat].data = NULL; /* taken */
+        return SMELT_OK;
+    }
+    out->dtype = nd->dtype;
+    out->rank = 1;
+    out->dims[0] = nd->count;
+    smelt_tensor *items = smelt_calloc((size_t)nd->count + 1, sizeof *items);
+    if (!items) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    out->data = items;
+    for (int k = 0; k < nd->count; k++) SMELT_TRY(rebuild(ctx, l, at, flat, &items[k]));
+    return SMELT_OK;
+}
+
+static smelt_status rebuild_outputs(smelt_ctx *ctx, const gr_graph *g, const pass_unroll_layout *l,
+                                    smelt_tensor *flat, smelt_tensor *outputs, int n)
+{
+    smelt_status s = n == l->n_outputs ? SMELT_OK
+                                       : smelt_errf(ctx, SMELT_ERR_ARG, "the model has %d outputs, "
+                                                    "%d given", l->n_outputs, n);
+    for (int o = 0; s == SMELT_OK && o < n; o++) {
+        int at = l->first[o];
+        s = rebuild(ctx, l, &at, flat, &outputs[o]);
+        const gr_value *v = g->outputs.items[o];
+        if (s == SMELT_OK && !(outputs[o].name = smelt_strdup(v->name)))
+            s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    if (s != SMELT_OK)
+        for (int o = 0; o < n; o++) smelt_tensor_release(&outputs[o]);
+    return s;
+}
+
+static smelt_status run_spec(smelt_ctx *ctx, smelt_model *m, struct smelt_specialization *sp,
+                             const smelt_tensor *in, int n_in, smelt_tensor *out, int n_out)
+{
+    smelt_status s = smelt_model_runs_cross(sp->model)
+                         ? smelt_model_run_cross(ctx, sp->model, in, n_in, out, n_out)
+                         : smelt_model_run(ctx, sp->model, in, n_in, out, n_out);
+    if (s == SMELT_OK) m->last_nodes = smelt_model_last_nodes(sp->model);
+    return s;
+}
+
 smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
                                    int num_inputs, smelt_tensor *outputs, int num_outputs)
 {
@@ -345,12 +461,18 @@ smelt_status smelt_run_specialized(smelt_ctx *ctx, smelt_model *m, const smelt_t
     struct smelt_specialization *sp = NULL;
     SMELT_TRY(find_or_build(ctx, m, inputs, num_inputs, &sp));
     smelt_tensor mapped[SPEC_MAX_INPUTS];
-    for (int i = 0; i < sp->n_inputs; i++) mapped[i] = inputs[sp->input_map[i]];
-    smelt_status s = smelt_model_runs_cross(sp->model)
-                         ? smelt_model_run_cross(ctx, sp->model, mapped, sp->n_inputs, outputs,
-                                                 num_outputs)
-                         : smelt_model_run(ctx, sp->model, mapped, sp->n_inputs, outputs, num_outputs);
-    if (s == SMELT_OK) m->last_nodes = smelt_model_last_nodes(sp->model);
+    int n_mapped = 0;
+    for (int i = 0; i < sp->n_inputs; i++)
+        if (!flatten_input(&inputs[sp->input_map[i]], mapped, &n_mapped))
+            return smelt_errf(ctx, SMELT_ERR_LIMIT, "more than %d input tensors", SPEC_MAX_INPUTS);
+    if (!sp->unrolled) return run_spec(ctx, m, sp, mapped, n_mapped, outputs, num_outputs);
+    int n_flat = smelt_model_num_outputs(sp->model);
+    smelt_tensor *flat = smelt_calloc((size_t)n_flat + 1, sizeof *flat);
+    if (!flat) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_status s = run_spec(ctx, m, sp, mapped, n_mapped, flat, n_flat);
+    if (s == SMELT_OK) s = rebuild_outputs(ctx, g, &sp->layout, flat, outputs, num_outputs);
+    for (int k = 0; k < n_flat; k++) smelt_tensor_release(&flat[k]);
+    smelt_free(flat);
     return s;
 }
 

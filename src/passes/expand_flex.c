@@ -15,14 +15,6 @@
 #include "passes/pass_util.h"
 #include "passes/passes.h"
 
-typedef struct body_copy {
-    smelt_ctx *ctx;
-    gr_graph *g;          /* the graph receiving the nodes */
-    const gr_node *flex;  /* the FlexAttention node */
-    const gr_graph *body;
-    gr_value **map;       /* body value id -> graph value */
-} body_copy;
-
 /* A body this pass copies: no subgraphs, every value typed, and its output
  * of the scores' shape in a float type (the reference refuses other shapes
  * at run time and casts other types back: a Cast follows the copy). */
@@ -49,64 +41,18 @@ static void copy_type(gr_value *dst, const gr_value *src)
     memcpy(dst->dims, src->dims, sizeof(gr_dim) * (size_t)(src->rank > 0 ? src->rank : 0));
 }
 
-/* The graph value standing for body value v (constants copied on first use). */
-static smelt_status mapped(body_copy *c, const gr_value *v, gr_value **out)
-{
-    if ((*out = c->map[v->id])) return SMELT_OK;
-    if (!v->constant)
-        return op_errf(c->ctx, c->flex, SMELT_ERR_INTERNAL, "body value '%s' has no source",
-                       v->name);
-    smelt_tensor *t = smelt_calloc(1, sizeof *t);
-    if (!t || !smelt_value_copy(v->constant, t)) {
-        smelt_free(t);
-        return smelt_errf(c->ctx, SMELT_ERR_NOMEM, "out of memory");
-    }
-    char hint[200];
-    snprintf(hint, sizeof hint, "%s/%s", c->flex->name, v->name);
-    *out = c->map[v->id] = gr_graph_add_constant(c->ctx, c->g, hint, t);
-    return *out ? SMELT_OK : smelt_ctx_status(c->ctx);
-}
-
-static smelt_status copy_node(body_copy *c, const gr_node *n)
-{
-    gr_value *in[64];
-    if (n->n_inputs > 64) return op_errf(c->ctx, n, SMELT_ERR_LIMIT, "more than 64 inputs");
-    for (int k = 0; k < n->n_inputs; k++) {
-        in[k] = NULL;
-        if (n->inputs[k]) SMELT_TRY(mapped(c, n->inputs[k], &in[k]));
-    }
-    char name[200];
-    snprintf(name, sizeof name, "%s/%s", c->flex->name, n->name);
-    gr_node *m = pu_node_new(c->ctx, c->g, name, n->op, in, n->n_inputs, n->n_outputs);
-    if (!m) return smelt_ctx_status(c->ctx);
-    m->op_type = n->op_type;
-    m->n_attrs = n->n_attrs;
-    m->attrs = n->attrs;
-    m->op_attrs = n->op_attrs;
-    for (int k = 0; k < n->n_outputs; k++) {
-        if (!n->outputs[k]) {
-            m->outputs[k] = NULL;
-            continue;
-        }
-        copy_type(m->outputs[k], n->outputs[k]);
-        c->map[n->outputs[k]->id] = m->outputs[k];
-    }
-    return SMELT_OK;
-}
-
 /* The body's nodes on `input`; *out: the graph value of its output. */
 static smelt_status copy_body(smelt_ctx *ctx, gr_graph *g, const gr_node *flex,
                               const gr_graph *body, gr_value *input, gr_value **out)
 {
-    body_copy c = {ctx, g, flex, body, smelt_calloc((size_t)body->values.len + 1, sizeof(gr_value *))};
-    if (!c.map) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    c.map[((gr_value *)body->inputs.items[0])->id] = input;
+    gr_value **map = smelt_calloc((size_t)body->values.len + 1, sizeof *map);
+    if (!map) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    map[((gr_value *)body->inputs.items[0])->id] = input;
     for (int i = 1; i < body->inputs.len; i++) /* captures: the node's inputs */
-        c.map[((gr_value *)body->inputs.items[i])->id] = flex->inputs[ctl_body_input_source(body, i)];
-    smelt_status s = SMELT_OK;
-    for (int i = 0; s == SMELT_OK && i < body->nodes.len; i++) s = copy_node(&c, body->nodes.items[i]);
-    if (s == SMELT_OK) s = mapped(&c, body->outputs.items[0], out);
-    smelt_free(c.map);
+        map[((gr_value *)body->inputs.items[i])->id] = flex->inputs[ctl_body_input_source(body, i)];
+    smelt_status s = pu_copy_body(ctx, g, flex, body, flex->name, map, NULL, NULL);
+    if (s == SMELT_OK) s = pu_body_value(ctx, g, flex, flex->name, map, body->outputs.items[0], out);
+    smelt_free(map);
     return s;
 }
 

@@ -383,3 +383,90 @@ gr_node *pu_producer(const gr_value *v, op_kind kind)
 {
     return v && v->producer && v->producer->op == kind ? v->producer : NULL;
 }
+
+smelt_status pu_infer_node(smelt_ctx *ctx, gr_node *n, const char *pass)
+{
+    smelt_tensor *infos = smelt_calloc((size_t)n->n_inputs + 1, sizeof *infos);
+    const smelt_tensor **in = smelt_calloc((size_t)n->n_inputs + 1, sizeof *in);
+    smelt_tensor *out = smelt_calloc((size_t)n->n_outputs + 1, sizeof *out);
+    smelt_status s = infos && in && out ? SMELT_OK : smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    for (int k = 0; s == SMELT_OK && k < n->n_inputs; k++) {
+        if (n->inputs[k]) infos[k] = gr_value_info(n->inputs[k]);
+        in[k] = n->inputs[k] ? &infos[k] : NULL;
+        if (n->inputs[k] && n->inputs[k]->rank < 0)
+            s = op_errf(ctx, n, SMELT_ERR_INTERNAL, "%s: input '%s' has no type", pass,
+                        n->inputs[k]->name);
+    }
+    if (s == SMELT_OK) s = op_get(n->op)->def->infer(ctx, n, in, out);
+    for (int k = 0; s == SMELT_OK && k < n->n_outputs; k++) {
+        gr_value *v = n->outputs[k];
+        if (!v) continue;
+        v->dtype = out[k].dtype;
+        v->rank = out[k].rank;
+        memcpy(v->dims, out[k].dims, sizeof(int64_t) * (size_t)(out[k].rank > 0 ? out[k].rank : 0));
+    }
+    smelt_free(infos);
+    smelt_free((void *)in);
+    smelt_free(out);
+    return s;
+}
+
+static void copy_type(gr_value *dst, const gr_value *src)
+{
+    dst->dtype = src->dtype;
+    dst->rank = src->rank;
+    memcpy(dst->dims, src->dims, sizeof(gr_dim) * (size_t)(src->rank > 0 ? src->rank : 0));
+}
+
+smelt_status pu_body_value(smelt_ctx *ctx, gr_graph *g, const gr_node *owner, const char *prefix,
+                           gr_value **map, const gr_value *v, gr_value **out)
+{
+    if ((*out = map[v->id])) return SMELT_OK;
+    if (!v->constant)
+        return op_errf(ctx, owner, SMELT_ERR_INTERNAL, "body value '%s' has no source", v->name);
+    smelt_tensor *t = smelt_calloc(1, sizeof *t);
+    if (!t || !smelt_value_copy(v->constant, t)) {
+        smelt_free(t);
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    char hint[200];
+    snprintf(hint, sizeof hint, "%s/%s", prefix, v->name);
+    *out = map[v->id] = gr_graph_add_constant(ctx, g, hint, t);
+    return *out ? SMELT_OK : smelt_ctx_status(ctx);
+}
+
+static smelt_status copy_node(smelt_ctx *ctx, gr_graph *g, const gr_node *owner, const char *prefix,
+                              gr_value **map, const gr_node *n, pu_copy_fn after, void *user)
+{
+    gr_value *in[64];
+    if (n->n_inputs > 64) return op_errf(ctx, n, SMELT_ERR_LIMIT, "more than 64 inputs");
+    for (int k = 0; k < n->n_inputs; k++) {
+        in[k] = NULL;
+        if (n->inputs[k]) SMELT_TRY(pu_body_value(ctx, g, owner, prefix, map, n->inputs[k], &in[k]));
+    }
+    char name[200];
+    snprintf(name, sizeof name, "%s/%s", prefix, n->name);
+    gr_node *m = pu_node_new(ctx, g, name, n->op, in, n->n_inputs, n->n_outputs);
+    if (!m) return smelt_ctx_status(ctx);
+    m->op_type = n->op_type;
+    m->n_attrs = n->n_attrs;
+    m->attrs = n->attrs;
+    m->op_attrs = n->op_attrs;
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (!n->outputs[k]) {
+            m->outputs[k] = NULL;
+            continue;
+        }
+        if (!after) copy_type(m->outputs[k], n->outputs[k]);
+        map[n->outputs[k]->id] = m->outputs[k];
+    }
+    return after ? after(user, m) : SMELT_OK;
+}
+
+smelt_status pu_copy_body(smelt_ctx *ctx, gr_graph *g, const gr_node *owner, const gr_graph *body,
+                          const char *prefix, gr_value **map, pu_copy_fn after, void *user)
+{
+    for (int i = 0; i < body->nodes.len; i++)
+        SMELT_TRY(copy_node(ctx, g, owner, prefix, map, body->nodes.items[i], after, user));
+    return SMELT_OK;
+}

@@ -49,6 +49,24 @@ smelt_status pu_node_import(smelt_ctx *ctx, gr_graph *g, gr_node *n);
 #define PU_INFER_MAX_INPUTS 4
 smelt_status pu_infer_output(smelt_ctx *ctx, gr_node *n, const char *pass);
 
+/* Infer every output of n (any number of inputs and outputs) from its
+ * inputs' types with its op's shape inference; `pass` names the caller. */
+smelt_status pu_infer_node(smelt_ctx *ctx, gr_node *n, const char *pass);
+
+/* Copy a subgraph's nodes into g, named PREFIX/NODE and reusing their
+ * attributes; map (indexed by body value id) gives the graph value of each
+ * body value: the caller fills it for the body's inputs (formal and
+ * captured), each copy's outputs are added.  Without `after` each copy's
+ * outputs are typed like the body's; with it, `after` types each copy (a
+ * body whose inputs differ per copy: pu_infer_node, or a rewrite). */
+typedef smelt_status (*pu_copy_fn)(void *user, gr_node *copy);
+smelt_status pu_copy_body(smelt_ctx *ctx, gr_graph *g, const gr_node *owner, const gr_graph *body,
+                          const char *prefix, gr_value **map, pu_copy_fn after, void *user);
+/* The graph value of body value v (a body constant is copied into g on
+ * first use); an error naming owner when v has none. */
+smelt_status pu_body_value(smelt_ctx *ctx, gr_graph *g, const gr_node *owner, const char *prefix,
+                           gr_value **map, const gr_value *v, gr_value **out);
+
 /* New constant tensor values: any dtype (data holds its elements), float32, int64. */
 gr_value *pu_const(smelt_ctx *ctx, gr_graph *g, const char *hint, smelt_dtype dt, int rank,
                    const int64_t *dims, const void *data);

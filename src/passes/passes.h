@@ -13,6 +13,31 @@
  * resolve when shapes are static. */
 smelt_status pass_infer_shapes(smelt_ctx *ctx, gr_graph *g);
 
+/* Sequences and optionals unrolled into their elements (unroll_containers.c)
+ * on a graph inferred with the run's inputs: actual[i] is the run's value of
+ * container input i (NULL: none), which becomes one input per tensor
+ * element, NAME.K in pre-order; a container output becomes one output per
+ * tensor element, NAME.K, and `layout` says how to rebuild it.  *resolved
+ * false (the graph half rewritten: drop it) with the reason in why when a
+ * position is not a compile-time constant or a container reaches another
+ * op. */
+typedef struct pass_unroll_node {
+    smelt_dtype dtype; /* with the container bits for a container */
+    int count;         /* a container's items, which follow in pre-order */
+    int flat;          /* a tensor's index among the new outputs; -1 for a container */
+} pass_unroll_node;
+typedef struct pass_unroll_layout {
+    int n_outputs; /* the graph's outputs before */
+    int *first;    /* each one's first node */
+    pass_unroll_node *nodes;
+    int n_nodes, cap;
+} pass_unroll_layout;
+smelt_status pass_unroll_containers(smelt_ctx *ctx, gr_graph *g, const smelt_tensor *const *actual,
+                                    pass_unroll_layout *layout, bool *resolved, char *why,
+                                    size_t cap);
+void pass_unroll_layout_fini(pass_unroll_layout *l);
+bool pass_graph_has_containers(const gr_graph *g);
+
 /* Concats with more inputs than a generated function takes become trees of
  * Concats along the same axis (split_args.c). */
 smelt_status pass_split_args(smelt_ctx *ctx, gr_graph *g);

@@ -9,8 +9,9 @@ inserted at position len(sequence) first).
 Run by ctest with the pyenv python3 (onnx 1.23: numpy_helper.from_list and
 from_optional write the SequenceProto/OptionalProto files):
 conformance/sequence_cases_reference checks every case on the reference
-executor; conformance/sequence_cases_compiled that compiled code refuses each
-one naming the node (sequences have no compiled form).
+executor; conformance/sequence_cases_compiled the compiled path, which
+unrolls sequences and optionals into their elements
+(passes/unroll_containers.c).
 """
 import argparse
 import os

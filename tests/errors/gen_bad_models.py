@@ -1043,14 +1043,17 @@ def _(d):  # 50 MB of bools split into 5e7 tensors: the element array alone is 4
     write(d, model(nodes, [], [vi("y", [], TensorProto.INT64)]))
 
 
-@case("seq_compiled", "runc", "unsupported",
-      "node 'construct' (SequenceConstruct): 's' is a sequence: sequence and optional values "
-      "have no compiled form")
-def _(d):
-    nodes = [const_node("p", np.array(0, np.int64)),
-             helper.make_node("SequenceConstruct", ["x"], ["s"], name="construct"),
+@case("seq_compiled_runtime_position", "runc", "unsupported",
+      "node 'at' (SequenceAt): the position is not a compile-time constant; the reference "
+      "executor runs it (--reference)")
+def _(d):  # compiled code unrolls sequences: a position computed from the data cannot be
+    # (x has more than 64 elements, so no specialisation makes it a constant)
+    nodes = [const_node("two", np.array(2, np.int64)),
+             helper.make_node("ArgMax", ["x"], ["m"], name="argmax", keepdims=0),
+             helper.make_node("Mod", ["m", "two"], ["p"], name="mod"),
+             helper.make_node("SequenceConstruct", ["x", "x"], ["s"], name="construct"),
              helper.make_node("SequenceAt", ["s", "p"], ["y"], name="at")]
-    write(d, model(nodes, [vi("x", [4])], [vi("y", [4])]))
+    write(d, model(nodes, [vi("x", [100])], [vi("y", [100])]))
 
 
 @case("map_input", "compile", "unsupported",

@@ -2,12 +2,14 @@
  * release under every allocation failure, and tests/models/small/seq_at.onnx
  * (a sequence's length and Relu of its last element) fed well-formed and
  * malformed sequences through the public API: malformed ones are refused
- * naming the input and the problem, compiled runs are refused naming the
- * node. */
+ * naming the input and the problem; compiled runs unroll the sequence per
+ * signature (each element an input of the compiled code) and match the
+ * reference, and what they cannot unroll is refused naming the node. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/smelt_internal.h"
 #include "smelt.h"
 #include "test_util.h"
 
@@ -145,11 +147,29 @@ static void test_model(void)
     smelt_tensor as_tensor = vec(a, 2);
     expect_refused(m, &as_tensor, "dtype f32");
 
-    /* compiled code refuses it naming a node that holds the sequence */
-    CHECK(smelt_model_run(ctx, m, &in, 1, out, 2) == SMELT_ERR_UNSUPPORTED);
-    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "sequence and optional values have no compiled "
-                                               "form");
-    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "(SequenceLength)");
+    /* compiled: one specialisation per signature (here two and three
+     * elements), the last element's Relu computed in generated code */
+    float c[4] = {7, -1, 0.5f, -8};
+    smelt_tensor three[3] = {vec(b, 3), vec(a, 2), vec(c, 4)};
+    smelt_tensor ins[2] = {in, sequence(three, 3)};
+    for (int k = 0; k < 2; k++) {
+        CHECK(smelt_model_run(ctx, m, &ins[k], 1, out, 2) == SMELT_OK);
+        smelt_tensor want[2];
+        CHECK(smelt_model_run_reference(ctx, m, &ins[k], 1, want, 2) == SMELT_OK);
+        CHECK(*(const int64_t *)out[0].data == *(const int64_t *)want[0].data);
+        CHECK(out[1].rank == 1 && out[1].dims[0] == want[1].dims[0] &&
+              memcmp(out[1].data, want[1].data, sizeof(float) * (size_t)want[1].dims[0]) == 0);
+        CHECK(smelt_model_last_nodes(m) > 0);
+        for (int o = 0; o < 2; o++) {
+            smelt_tensor_release(&out[o]);
+            smelt_tensor_release(&want[o]);
+        }
+    }
+    /* the empty one has no element -1: the specialisation says so as the
+     * reference does */
+    CHECK(smelt_model_run(ctx, m, &empty, 1, out, 2) == SMELT_ERR_MODEL);
+    CHECK_STR_CONTAINS(smelt_ctx_message(ctx), "node 'at' (SequenceAt): position -1 is out of "
+                                               "range [0, -1] for a sequence of 0 tensors");
     smelt_model_free(m);
     smelt_ctx_free(ctx);
 }
