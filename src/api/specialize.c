@@ -249,25 +249,32 @@ static smelt_status choose_binding(smelt_ctx *ctx, smelt_model *m, const smelt_t
     }
     if (level == 0 || level == 3) return SMELT_OK;
     struct smelt_specialization trial = {0};
+    smelt_status s = SMELT_OK;
     for (int i = 0; i < n; i++) {
         if (!bind[i]) continue;
         bind[i] = false;
         gr_graph *t = NULL;
-        smelt_status s = try_bind(ctx, m, inputs, n, bind, &trial, &t);
+        s = try_bind(ctx, m, inputs, n, bind, &trial, &t);
         if (s == SMELT_OK && smelt_graph_is_static(t)) {
             gr_graph_free(*g);
             *g = t;
             memcpy(sp->bound, trial.bound, sizeof sp->bound);
             memcpy(sp->input_map, trial.input_map, sizeof sp->input_map);
             sp->n_inputs = trial.n_inputs;
+            pass_unroll_layout_fini(&sp->layout); /* the unrolling goes with the graph */
+            sp->layout = trial.layout;
+            sp->unrolled = trial.unrolled;
+            memset(&trial.layout, 0, sizeof trial.layout);
             continue;
         }
         gr_graph_free(t);
-        if (s == SMELT_ERR_NOMEM) return s;
+        if (s == SMELT_ERR_NOMEM) break;
         smelt_ctx_clear(ctx); /* unbound, inference failed: the shapes need it */
+        s = SMELT_OK;
         bind[i] = true;
     }
-    return SMELT_OK;
+    pass_unroll_layout_fini(&trial.layout);
+    return s;
 }
 
 /* Compile the static graph g (taken) as sp's model. */
