@@ -573,6 +573,9 @@ MODELS = collections.OrderedDict([
                               seq=24), 14, True)),
     ("bert_base_like", (_bert(vocab=30522, max_pos=512, hidden=768, heads=12, layers=12,
                               ffn=3072, seq=128, n_pad=16), 13, False)),
+    # BERT-tiny's size (hidden 128, 2 layers, 2 heads) at seq 128, for the bench harness
+    ("bert_tiny_128", (_bert(vocab=30522, max_pos=512, hidden=128, heads=2, layers=2,
+                             ffn=512, seq=128, n_pad=16), 13, False)),
     # the same exported with a symbolic length "seq" (compiled once for a range:
     # smelt compile --dim seq=1..MAX), with data sets at several lengths
     ("bert_tiny_dynseq", (_bert(vocab=1000, max_pos=64, hidden=64, heads=4, layers=2,
