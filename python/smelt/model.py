@@ -15,9 +15,11 @@ from ._ctx import Context
 from ._lib import MAX_RANK, Options, Tensor, lib, text
 from .errors import ArgumentError
 
-ValueInfo = namedtuple("ValueInfo", "name dtype shape")
+ValueInfo = namedtuple("ValueInfo", "name dtype shape kind", defaults=("tensor",))
 ValueInfo.__doc__ = """An input or output: name, NumPy dtype (None when NumPy has
-none, e.g. bfloat16) and shape (ints, and strings for symbolic dims)."""
+none, e.g. bfloat16), shape (ints, and strings for symbolic dims) and kind:
+'tensor', or 'sequence' (a list of arrays of that dtype), 'optional' (None or
+an array), 'optional sequence'; a container's dtype is its elements'."""
 
 Node = namedtuple("Node", "name op_type inputs outputs")
 Node.__doc__ = "A graph node: its name, ONNX op type and value names ('' when omitted)."
@@ -51,11 +53,12 @@ def _value_info(ptr, i, is_input):
     name, dtype, rank, dims = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int(), (ctypes.c_int64 * MAX_RANK)()
     info(ptr, i, ctypes.byref(name), ctypes.byref(dtype), ctypes.byref(rank), dims)
     shape = tuple(text(dim_name(ptr, i, d)) if dims[d] < 0 else dims[d] for d in range(max(rank.value, 0)))
+    code = dtype.value & 0xff  # a container's elements
     try:
-        np_dtype = _tensor.numpy_dtype(dtype.value)
+        np_dtype = _tensor.numpy_dtype(code)
     except Exception:
         np_dtype = None
-    return ValueInfo(text(name.value), np_dtype, shape)
+    return ValueInfo(text(name.value), np_dtype, shape, _tensor.kind(dtype.value))
 
 
 def _io(ptr):
@@ -74,13 +77,28 @@ def _bind_inputs(infos, feed):
     missing = [n for n in names if n not in feed]
     if missing:
         raise ArgumentError(f"missing input '{missing[0]}' (the model's inputs: {', '.join(names)})")
-    return [_tensor.as_input_array(feed[v.name], v.name, v.dtype) for v in infos]
+    return [_input(feed[v.name], v) for v in infos]
+
+
+_KIND_BITS = {"tensor": 0, "sequence": _tensor.SEQUENCE_BIT, "optional": _tensor.OPTIONAL_BIT,
+              "optional sequence": _tensor.SEQUENCE_BIT | _tensor.OPTIONAL_BIT}
+
+
+def _input(value, info):
+    """An ndarray for a tensor input; a ContainerInput for a sequence or optional."""
+    if info.kind == "tensor":
+        return _tensor.as_input_array(value, info.name, info.dtype)
+    if info.dtype is None:
+        raise ArgumentError(f"input '{info.name}': its elements' type has no NumPy equivalent")
+    return _tensor.ContainerInput(value, info.name, _tensor.smelt_dtype(info.dtype) | _KIND_BITS[info.kind])
 
 
 def _execute(fn, ptr, infos, outputs, feed):
-    """Run fn (smelt_model_run or _reference) on feed; {name: ndarray}."""
+    """Run fn (smelt_model_run or _reference) on feed; {name: ndarray (a list
+    of them for a sequence, None or one for an optional)}."""
     arrays = _bind_inputs(infos, feed)
-    ins = (Tensor * max(len(arrays), 1))(*[_tensor.view(a) for a in arrays])
+    ins = (Tensor * max(len(arrays), 1))(*[a.tensor if isinstance(a, _tensor.ContainerInput)
+                                           else _tensor.view(a) for a in arrays])
     outs = (Tensor * max(len(outputs), 1))()
     with Context() as ctx:
         ctx.check(fn(ctx.handle, ptr, ins, len(arrays), outs, len(outputs)))
@@ -88,7 +106,7 @@ def _execute(fn, ptr, infos, outputs, feed):
     try:
         while pending:
             i = pending.pop(0)
-            result[outputs[i].name] = _tensor.take(outs[i])
+            result[outputs[i].name] = _tensor.take_value(outs[i])
     finally:
         for i in pending:  # a failed conversion must not leak the rest
             lib().smelt_tensor_release(ctypes.byref(outs[i]))
