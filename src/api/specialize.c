@@ -142,7 +142,7 @@ static smelt_status unroll(smelt_ctx *ctx, gr_graph *g, const smelt_tensor *inpu
     pass_unroll_layout_fini(&sp->layout);
     sp->unrolled = false;
     sp->why[0] = '\0';
-    if (!pass_graph_has_containers(g)) return SMELT_OK;
+    if (!pass_unroll_applies(g)) return SMELT_OK;
     const smelt_tensor *actual[SPEC_MAX_INPUTS];
     for (int k = 0; k < g->inputs.len; k++) actual[k] = &inputs[sp->input_map[k]];
     bool resolved;

@@ -20,7 +20,8 @@ smelt_status pass_infer_shapes(smelt_ctx *ctx, gr_graph *g);
  * tensor element, NAME.K, and `layout` says how to rebuild it.  *resolved
  * false (the graph half rewritten: drop it) with the reason in why when a
  * position is not a compile-time constant or a container reaches another
- * op. */
+ * op.  A Loop whose carried values change shape per iteration is unrolled
+ * too when its trip count is a compile-time constant. */
 typedef struct pass_unroll_node {
     smelt_dtype dtype; /* with the container bits for a container */
     int count;         /* a container's items, which follow in pre-order */
@@ -36,7 +37,8 @@ smelt_status pass_unroll_containers(smelt_ctx *ctx, gr_graph *g, const smelt_ten
                                     pass_unroll_layout *layout, bool *resolved, char *why,
                                     size_t cap);
 void pass_unroll_layout_fini(pass_unroll_layout *l);
-bool pass_graph_has_containers(const gr_graph *g);
+/* Whether g holds containers, or a Loop whose shapes vary per iteration. */
+bool pass_unroll_applies(const gr_graph *g);
 
 /* Concats with more inputs than a generated function takes become trees of
  * Concats along the same axis (split_args.c). */

@@ -16,10 +16,11 @@
  * Each container input becomes one input per tensor element, in pre-order,
  * named NAME.K; each container output one output per tensor element, in
  * pre-order (the layout says how to rebuild the container from them).
- * What it cannot resolve (a position known only at run time, SequenceMap, a
- * container through If/Loop/Scan, an element read by a tensor op) leaves
- * the graph unresolved with the reason, so the caller binds more inputs or
- * refuses naming the node. */
+ * A Loop whose carried values change shape with the iteration is unrolled
+ * the same way when its trip count is known.  What it cannot resolve (a
+ * position known only at run time, a container through Scan, an element
+ * read by a tensor op) leaves the graph unresolved with the reason, so the
+ * caller binds more inputs or refuses naming the node. */
 #include <string.h>
 
 #include "ops/control.h"
@@ -806,10 +807,22 @@ void pass_unroll_layout_fini(pass_unroll_layout *l)
     memset(l, 0, sizeof *l);
 }
 
-bool pass_graph_has_containers(const gr_graph *g)
+/* A Loop whose outputs' shapes change with the iteration (a carried value
+ * sliced at the iteration number): unrolled when its trip count is known. */
+static bool loop_shapes_vary(const gr_node *n)
+{
+    if (n->op != OP_LOOP) return false;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] && gr_value_numel(n->outputs[k]) < 0) return true;
+    return false;
+}
+
+bool pass_unroll_applies(const gr_graph *g)
 {
     for (int i = 0; i < g->values.len; i++)
         if (is_container(g->values.items[i])) return true;
+    for (int i = 0; i < g->nodes.len; i++)
+        if (loop_shapes_vary(g->nodes.items[i])) return true;
     return false;
 }
 
@@ -818,7 +831,7 @@ static smelt_status unroll_nodes(unroll *u)
     int n_nodes = u->g->nodes.len; /* nodes made here come after and hold tensors only */
     for (int i = 0; i < n_nodes && !u->unresolved; i++) {
         gr_node *n = u->g->nodes.items[i];
-        if (touches_containers(n)) SMELT_TRY(unroll_node(u, n));
+        if (touches_containers(n) || loop_shapes_vary(n)) SMELT_TRY(unroll_node(u, n));
     }
     return SMELT_OK;
 }
