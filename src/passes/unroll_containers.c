@@ -40,7 +40,7 @@ typedef struct unroll {
     smelt_ctx *ctx;
     gr_graph *g;
     smelt_arena arena; /* cvals */
-    cval **of;         /* by value id (values made here are leaves: no entry) */
+    cval **of;         /* containers' structures by value id (grows with copies' values) */
     int n_of;
     char *why; /* the reason it stays unresolved */
     size_t cap;
@@ -87,8 +87,9 @@ static cval *cval_of(unroll *u, gr_value *v)
     return v->id < u->n_of ? u->of[v->id] : NULL;
 }
 
-/* Record container v's structure (the table grows with values made here). */
-static smelt_status set_cval(unroll *u, const gr_value *v, cval *c)
+/* Record container v's structure, and type v by it (a copied body's
+ * outputs have no type yet). */
+static smelt_status set_cval(unroll *u, gr_value *v, cval *c)
 {
     if (!v) return SMELT_OK;
     if (v->id >= u->n_of) {
@@ -100,10 +101,9 @@ static smelt_status set_cval(unroll *u, const gr_value *v, cval *c)
         u->n_of = n;
     }
     u->of[v->id] = c;
-    gr_value *w = (gr_value *)v; /* a copy's output is typed here */
-    w->dtype = c->dtype;
-    w->rank = 1;
-    w->dims[0] = c->n;
+    v->dtype = c->dtype;
+    v->rank = 1;
+    v->dims[0] = c->n;
     return SMELT_OK;
 }
 
@@ -111,7 +111,8 @@ static smelt_status set_cval(unroll *u, const gr_value *v, cval *c)
  * a resolved position or length), or NULL. */
 static const smelt_tensor *const_of(const gr_value *v)
 {
-    while (v && !v->constant && v->producer && v->producer->op == OP_IDENTITY) v = v->producer->inputs[0];
+    while (v && !v->constant && v->producer && v->producer->op == OP_IDENTITY)
+        v = v->producer->inputs[0];
     return v ? v->constant : NULL;
 }
 
@@ -176,9 +177,9 @@ static bool position(unroll *u, const gr_node *node, int input, int n, int dflt,
 
 static smelt_status seq_construct(unroll *u, const gr_node *n, cval *out)
 {
-    for (int k = 0; k < out->n; k++) {
-        if (!(out->items[k] = cval_of(u, n->inputs[k]))) return give_up(u, n, "an element's structure is unknown");
-    }
+    for (int k = 0; k < out->n; k++)
+        if (!(out->items[k] = cval_of(u, n->inputs[k])))
+            return give_up(u, n, "an element's structure is unknown");
     return SMELT_OK;
 }
 
@@ -342,7 +343,8 @@ static smelt_status split_to_seq(unroll *u, gr_node *n)
     if (axis < 0) axis += x->rank;
     int64_t len[UNROLL_MAX_ITEMS];
     int count;
-    if (axis < 0 || axis >= x->rank || !split_lengths(split, x->dims[axis], len, &count, UNROLL_MAX_ITEMS))
+    if (axis < 0 || axis >= x->rank ||
+        !split_lengths(split, x->dims[axis], len, &count, UNROLL_MAX_ITEMS))
         return give_up(u, n, "its split is not a compile-time constant of at most 256 pieces");
     smelt_dtype seq = seq_of(x->dtype);
     cval *out = cval_new(u, seq, NULL, count);
@@ -553,14 +555,16 @@ static smelt_status loop_iteration(unroll *u, gr_node *n, loop_copy *lc, int i)
     map[((gr_value *)body->inputs.items[0])->id] = const_i64(u, i);
     map[((gr_value *)body->inputs.items[1])->id] = lc->yes;
     if (!map[((gr_value *)body->inputs.items[0])->id]) return oom(u);
-    for (int k = 0; k < a->n_state; k++) map[((gr_value *)body->inputs.items[2 + k])->id] = lc->state[k];
+    for (int k = 0; k < a->n_state; k++)
+        map[((gr_value *)body->inputs.items[2 + k])->id] = lc->state[k];
     for (int k = body->n_formal; k < body->inputs.len; k++)
         map[((gr_value *)body->inputs.items[k])->id] = n->inputs[ctl_body_input_source(body, k)];
     char prefix[200];
     snprintf(prefix, sizeof prefix, "%s/%d", n->name, i);
     SMELT_TRY(pu_copy_body(u->ctx, u->g, n, body, prefix, map, after_copy, u));
     for (int k = 0; !u->unresolved && k < a->n_state + a->n_scan_out; k++) {
-        gr_value **at = k < a->n_state ? &lc->state[k] : &lc->scan[i * a->n_scan_out + k - a->n_state];
+        gr_value **at = k < a->n_state ? &lc->state[k]
+                                       : &lc->scan[i * a->n_scan_out + k - a->n_state];
         SMELT_TRY(pu_body_value(u->ctx, u->g, n, prefix, map, body->outputs.items[1 + k], at));
     }
     return SMELT_OK;
