@@ -39,6 +39,10 @@ smelt_status pass_unroll_containers(smelt_ctx *ctx, gr_graph *g, const smelt_ten
 void pass_unroll_layout_fini(pass_unroll_layout *l);
 /* Whether g holds containers, or a Loop whose shapes vary per iteration. */
 bool pass_unroll_applies(const gr_graph *g);
+/* Scan-8 nodes of a static graph unrolled per batch entry and step (C
+ * control flow takes Scan-9 only); a node that does not unroll is left for
+ * lowering to refuse, naming it. */
+smelt_status pass_unroll_scan8(smelt_ctx *ctx, gr_graph *g);
 
 /* Concats with more inputs than a generated function takes become trees of
  * Concats along the same axis (split_args.c). */

@@ -20,6 +20,7 @@ static const pass_row pass_table[] = {
     {"infer_shapes", pass_infer_shapes, 0, "dtypes and shapes; small shape subgraphs fold"},
     {"split_args", pass_split_args, 0, "Concats wider than a generated function, as trees"},
     {"expand_flex", pass_expand_flex, 0, "FlexAttention's modifier bodies as nodes of the graph"},
+    {"unroll_scan8", pass_unroll_scan8, 0, "Scan-8 (batch axis) unrolled per entry and step"},
     {"fuse_qdq", pass_fuse_qdq, 2, "DequantizeLinear -> Conv -> QuantizeLinear as QLinearConv"},
     {"widen_half", pass_widen_half, 1, "half-precision graphs around Conv/MatMul in float32"},
     {"fold_constants", pass_fold_constants, 1, "evaluate all-constant nodes (size-capped)"},

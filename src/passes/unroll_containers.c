@@ -527,16 +527,31 @@ static smelt_status loop_state_out(unroll *u, const gr_node *n, int k, gr_value 
 }
 
 /* The iterations' values of a scan output stacked along a new axis 0. */
+static smelt_status stack(unroll *u, gr_value **items, int count, gr_node **cat)
+{
+    for (int i = 0; i < count; i++) SMELT_TRY(unsqueeze(u, items[i], 0, &items[i]));
+    if (!make_node(u, OP_CONCAT, items, count, cat)) return oom(u);
+    SMELT_TRY(pu_attr_int(u->ctx, u->g, *cat, "axis", 0));
+    return finish_node(u, *cat);
+}
+
 static smelt_status loop_stack(unroll *u, gr_value *v, gr_value **items, int count)
 {
     if (!v) return SMELT_OK;
-    for (int i = 0; i < count; i++) SMELT_TRY(unsqueeze(u, items[i], 0, &items[i]));
     gr_node *cat;
-    if (!make_node(u, OP_CONCAT, items, count, &cat)) return oom(u);
-    SMELT_TRY(pu_attr_int(u->ctx, u->g, cat, "axis", 0));
-    SMELT_TRY(finish_node(u, cat));
+    SMELT_TRY(stack(u, items, count, &cat));
     pu_take_output(cat, 0, v);
     return SMELT_OK;
+}
+
+/* x[i] along axis 0 (the axis dropped). */
+static smelt_status pick(unroll *u, gr_value *x, int64_t i, gr_value **out)
+{
+    gr_node *gather;
+    gr_value *in[2] = {x, const_i64(u, i)};
+    if (!in[1] || !(*out = make_node(u, OP_GATHER, in, 2, &gather))) return oom(u);
+    SMELT_TRY(pu_attr_int(u->ctx, u->g, gather, "axis", 0));
+    return finish_node(u, gather);
 }
 
 typedef struct loop_copy {
@@ -609,6 +624,79 @@ static smelt_status loop_unroll(unroll *u, gr_node *n)
     return s;
 }
 
+/* One batch entry of a Scan-8: its states and scan inputs picked, the
+ * body copied per step; states[k] gets the final state, scans[j] the
+ * stacked scan output j. */
+static smelt_status scan8_entry(unroll *u, gr_node *n, int64_t b, int64_t steps, gr_value **states,
+                                gr_value **scans)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    const gr_graph *body = a->body;
+    gr_value **map = smelt_calloc((size_t)body->values.len + 1, sizeof *map);
+    gr_value **outs = smelt_calloc((size_t)(steps * a->n_scan_out) + 1, sizeof *outs);
+    smelt_status s = map && outs ? SMELT_OK : oom(u);
+    for (int k = 0; s == SMELT_OK && k < a->n_state; k++) s = pick(u, n->inputs[1 + k], b, &states[k]);
+    for (int64_t t = 0; s == SMELT_OK && !u->unresolved && t < steps; t++) {
+        memset(map, 0, sizeof *map * (size_t)body->values.len);
+        for (int k = 0; k < a->n_state; k++) map[((gr_value *)body->inputs.items[k])->id] = states[k];
+        for (int j = 0; s == SMELT_OK && j < a->n_scan_in; j++) {
+            gr_value *row;
+            s = pick(u, n->inputs[1 + a->n_state + j], b, &row);
+            if (s == SMELT_OK) s = pick(u, row, a->in_rev[j] ? steps - 1 - t : t, &row);
+            map[((gr_value *)body->inputs.items[a->n_state + j])->id] = row;
+        }
+        for (int k = body->n_formal; k < body->inputs.len; k++)
+            map[((gr_value *)body->inputs.items[k])->id] = n->inputs[ctl_body_input_source(body, k)];
+        char prefix[200];
+        snprintf(prefix, sizeof prefix, "%s/%lld/%lld", n->name, (long long)b, (long long)t);
+        if (s == SMELT_OK) s = pu_copy_body(u->ctx, u->g, n, body, prefix, map, after_copy, u);
+        for (int k = 0; s == SMELT_OK && !u->unresolved && k < a->n_state + a->n_scan_out; k++) {
+            gr_value **at = k < a->n_state ? &states[k] : &outs[t * a->n_scan_out + k - a->n_state];
+            s = pu_body_value(u->ctx, u->g, n, prefix, map, body->outputs.items[k], at);
+        }
+    }
+    gr_value **column = smelt_calloc((size_t)steps + 1, sizeof *column);
+    for (int j = 0; s == SMELT_OK && !u->unresolved && j < a->n_scan_out; j++) {
+        gr_node *cat = NULL;
+        for (int64_t t = 0; column && t < steps; t++) column[t] = outs[t * a->n_scan_out + j];
+        s = column ? stack(u, column, (int)steps, &cat) : oom(u);
+        if (s == SMELT_OK) scans[j] = cat->outputs[0];
+    }
+    smelt_free(column);
+    smelt_free(map);
+    smelt_free(outs);
+    return s;
+}
+
+/* Scan-8 (a batch axis 0 on every state and scan input, the sequence on
+ * axis 1 of the scan inputs, no sequence_lens): the body copied per batch
+ * entry and step, the entries' results stacked along axis 0. */
+static smelt_status scan8_unroll(unroll *u, gr_node *n)
+{
+    const ctl_attrs *a = ctl_attrs_of(n);
+    if (n->inputs[0]) return give_up(u, n, "its sequence_lens may end entries early");
+    const gr_value *x = a->n_scan_in ? n->inputs[1 + a->n_state] : NULL;
+    if (!x || gr_value_numel(x) < 0 || x->rank < 2)
+        return give_up(u, n, "its scan inputs' shapes are not known");
+    int64_t batch = x->dims[0], steps = x->dims[1];
+    if (batch * steps > UNROLL_MAX_ITEMS || batch < 1 || steps < 1)
+        return give_up(u, n, "it runs more than 256 steps in all, or none");
+    int n_out = a->n_state + a->n_scan_out;
+    gr_value **per = smelt_calloc((size_t)(batch * n_out) + 1, sizeof *per);
+    smelt_status s = per ? SMELT_OK : oom(u);
+    for (int64_t b = 0; s == SMELT_OK && !u->unresolved && b < batch; b++)
+        s = scan8_entry(u, n, b, steps, per + b * n_out, per + b * n_out + a->n_state);
+    gr_value **column = smelt_calloc((size_t)batch + 1, sizeof *column);
+    for (int k = 0; s == SMELT_OK && !u->unresolved && k < n_out; k++) {
+        for (int64_t b = 0; column && b < batch; b++) column[b] = per[b * n_out + k];
+        s = column ? loop_stack(u, n->outputs[k], column, (int)batch) : oom(u);
+    }
+    smelt_free(column);
+    smelt_free(per);
+    if (s == SMELT_OK && !u->unresolved) pu_detach(n);
+    return s;
+}
+
 /* If with a compile-time condition: the branch taken copied in. */
 static smelt_status if_inline(unroll *u, gr_node *n)
 {
@@ -672,6 +760,9 @@ static smelt_status unroll_node(unroll *u, gr_node *n)
     case OP_SEQUENCE_MAP: return seq_map(u, n);
     case OP_LOOP: return loop_unroll(u, n);
     case OP_IF: return if_inline(u, n);
+    case OP_SCAN:
+        if (ctl_attrs_of(n)->scan8) return scan8_unroll(u, n);
+        return give_up(u, n, "a Scan over sequence or optional values does not unroll");
     default:
         return give_up(u, n, "compiled code takes sequence and optional values through the "
                              "sequence and optional ops only, not into this one");
@@ -812,9 +903,11 @@ void pass_unroll_layout_fini(pass_unroll_layout *l)
 }
 
 /* A Loop whose outputs' shapes change with the iteration (a carried value
- * sliced at the iteration number): unrolled when its trip count is known. */
+ * sliced at the iteration number): unrolled when its trip count is known;
+ * and Scan-8, whose batch axis C control flow does not take. */
 static bool loop_shapes_vary(const gr_node *n)
 {
+    if (n->op == OP_SCAN) return ctl_attrs_of(n)->scan8;
     if (n->op != OP_LOOP) return false;
     for (int k = 0; k < n->n_outputs; k++)
         if (n->outputs[k] && gr_value_numel(n->outputs[k]) < 0) return true;
@@ -863,4 +956,22 @@ smelt_status pass_unroll_containers(smelt_ctx *ctx, gr_graph *g, const smelt_ten
     smelt_free(u.of);
     smelt_arena_fini(&u.arena);
     return s;
+}
+
+smelt_status pass_unroll_scan8(smelt_ctx *ctx, gr_graph *g)
+{
+    bool any = false;
+    for (int i = 0; i < g->nodes.len && !any; i++) {
+        const gr_node *n = g->nodes.items[i];
+        any = n->op == OP_SCAN && ctl_attrs_of(n)->scan8;
+    }
+    for (int i = 0; any && i < g->values.len; i++)
+        if (is_container(g->values.items[i])) return SMELT_OK; /* specialised per run instead */
+    if (!any) return SMELT_OK;
+    pass_unroll_layout layout;
+    bool resolved;
+    char why[300];
+    SMELT_TRY(pass_unroll_containers(ctx, g, NULL, &layout, &resolved, why, sizeof why));
+    pass_unroll_layout_fini(&layout); /* the outputs stay tensors: nothing to rebuild */
+    return SMELT_OK;
 }
