@@ -311,20 +311,31 @@ static ir_stmt *la_decay(const la_ctx *c)
     return la_loop(c, i, d->dk, ir_let(b, g, e, la_loop(c, m, d->dv, scale)));
 }
 
-/* acc[m] = sum_i x_i S[i, m], x_i = column base + i of the input's token row */
-static ir_stmt *la_row_product(const la_ctx *c, int input, ir_expr *base)
+/* For each key dim i, x_i = column base + i of the input's token row, and
+ * for each value dim m: acc[m] += x_i S[i, m] (into_state false), or
+ * S[i, m] += x_i u[m] (true). */
+static ir_stmt *la_each_key(const la_ctx *c, int input, ir_expr *base, bool into_state)
 {
     ir_builder *b = c->b;
     const la_dims *d = &c->lb->d;
     ir_var *i = ir_var_new(b, "la_i", SMELT_DT_INT64), *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
     ir_var *x = ir_var_new(b, "la_x", SMELT_DT_FLOAT32);
-    ir_expr *iv = ir_var_ref(b, i), *mv = ir_var_ref(b, m);
-    ir_stmt *zero = la_loop(c, m, d->dv, la_set(c, c->acc, mv, ir_const_float(b, SMELT_DT_FLOAT32, 0)));
-    ir_expr *sum = ir_add(b, la_get(c, c->acc, mv),
-                          ir_mul(b, ir_var_ref(b, x), la_get(c, c->S, la_s_index(c, iv, mv))));
-    ir_stmt *terms = la_loop(c, i, d->dk, ir_let(b, x, la_tok(c, input, ir_add(b, base, iv)),
-                                                 la_loop(c, m, d->dv, la_set(c, c->acc, mv, sum))));
-    return ir_seq2(b, zero, terms);
+    ir_expr *iv = ir_var_ref(b, i), *mv = ir_var_ref(b, m), *si = la_s_index(c, iv, mv);
+    ir_buffer *dst = into_state ? c->S : c->acc, *src = into_state ? c->u : c->S;
+    ir_expr *at = into_state ? si : mv, *from = into_state ? mv : si;
+    ir_expr *sum = ir_add(b, la_get(c, dst, at), ir_mul(b, ir_var_ref(b, x), la_get(c, src, from)));
+    return la_loop(c, i, d->dk, ir_let(b, x, la_tok(c, input, ir_add(b, base, iv)),
+                                       la_loop(c, m, d->dv, la_set(c, dst, at, sum))));
+}
+
+/* acc[m] = sum_i x_i S[i, m], x_i = column base + i of the input's token row */
+static ir_stmt *la_row_product(const la_ctx *c, int input, ir_expr *base)
+{
+    ir_builder *b = c->b;
+    ir_var *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
+    ir_stmt *zero = la_loop(c, m, c->lb->d.dv, la_set(c, c->acc, ir_var_ref(b, m),
+                                                      ir_const_float(b, SMELT_DT_FLOAT32, 0)));
+    return ir_seq2(b, zero, la_each_key(c, input, base, false));
 }
 
 /* u = v_t, or for the delta rules beta (v_t - S^T k_t); then S += k_t u^T */
@@ -333,9 +344,8 @@ static ir_stmt *la_update(const la_ctx *c)
     ir_builder *b = c->b;
     const la_build *lb = c->lb;
     const la_dims *d = &lb->d;
-    ir_var *i = ir_var_new(b, "la_i", SMELT_DT_INT64), *m = ir_var_new(b, "la_m", SMELT_DT_INT64);
-    ir_var *k = ir_var_new(b, "la_k", SMELT_DT_FLOAT32), *bt = ir_var_new(b, "la_beta", SMELT_DT_FLOAT32);
-    ir_expr *iv = ir_var_ref(b, i), *mv = ir_var_ref(b, m);
+    ir_var *m = ir_var_new(b, "la_m", SMELT_DT_INT64), *bt = ir_var_new(b, "la_beta", SMELT_DT_FLOAT32);
+    ir_expr *mv = ir_var_ref(b, m);
     ir_expr *kbase = ir_mul(b, c->h, la_int(c, d->dk));
     ir_expr *vm = la_tok(c, LA_V, ir_add(b, ir_mul(b, c->h, la_int(c, d->dv)), mv));
     ir_stmt *u;
@@ -347,11 +357,7 @@ static ir_stmt *la_update(const la_ctx *c)
     } else {
         u = la_loop(c, m, d->dv, la_set(c, c->u, mv, vm));
     }
-    ir_expr *si = la_s_index(c, iv, mv);
-    ir_expr *add = ir_add(b, la_get(c, c->S, si), ir_mul(b, ir_var_ref(b, k), la_get(c, c->u, mv)));
-    ir_stmt *outer = la_loop(c, i, d->dk, ir_let(b, k, la_tok(c, LA_K, ir_add(b, kbase, iv)),
-                                                 la_loop(c, m, d->dv, la_set(c, c->S, si, add))));
-    return ir_seq2(b, u, outer);
+    return ir_seq2(b, u, la_each_key(c, LA_K, kbase, true));
 }
 
 /* o = scale q^T S for every query head of the group */
