@@ -683,15 +683,16 @@ smelt_status lower_refuse_containers(smelt_ctx *ctx, const gr_graph *g)
     const gr_node *n = container_node(g, &v);
     if (n)
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
-                       "'%s' is %s %s: sequence and optional values have no compiled form (the "
-                       "compiled program holds tensors only); the reference executor runs them "
-                       "(--reference)", v->name, a_or_an(v->dtype), smelt_dtype_name(v->dtype));
+                       "'%s' is %s %s: a compiled program holds tensors only, so sequences and "
+                       "optionals compile when the model runs (unrolled per element count and "
+                       "shapes: smelt run/check, the C and Python APIs), not ahead of it",
+                       v->name, a_or_an(v->dtype), smelt_dtype_name(v->dtype));
     for (int i = 0; i < g->inputs.len + g->outputs.len; i++) {
         v = i < g->inputs.len ? g->inputs.items[i] : g->outputs.items[i - g->inputs.len];
         if (smelt_dtype_is_container(v->dtype))
             return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                              "graph %s '%s' is %s %s: sequence and optional values have no "
-                              "compiled form; the reference executor runs them (--reference)",
+                              "graph %s '%s' is %s %s: sequences and optionals compile when the "
+                              "model runs (unrolled per element count and shapes), not ahead of it",
                               i < g->inputs.len ? "input" : "output", v->name,
                               a_or_an(v->dtype), smelt_dtype_name(v->dtype));
     }

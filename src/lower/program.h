@@ -41,8 +41,9 @@ typedef struct lowered_program {
 
 smelt_status lower_graph(smelt_ctx *ctx, const gr_graph *g, const lower_options *opts,
                          lowered_program **out);
-/* Sequences and optionals have no compiled form: the first node (of g or
- * its bodies) or graph input/output holding one is refused by name. */
+/* The loop IR holds tensors only (runs unroll containers per signature,
+ * passes/unroll_containers.c): the first node (of g or its bodies) or graph
+ * input/output still holding one is refused by name. */
 smelt_status lower_refuse_containers(smelt_ctx *ctx, const gr_graph *g);
 void lowered_program_free(lowered_program *lp);
 

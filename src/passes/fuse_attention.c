@@ -400,7 +400,7 @@ static smelt_status rewrite(fa_state *s, gr_node *sm, const fa_match *m)
     if (m->causal) SMELT_TRY(pu_attr_int(s->ctx, s->g, n, "causal", 1));
     if (m->masked_zero) SMELT_TRY(pu_attr_int(s->ctx, s->g, n, "masked_zero", 1));
     SMELT_TRY(pu_node_import(s->ctx, s->g, n));
-    SMELT_TRY(pu_infer_output(s->ctx, n, "fuse_attention"));
+    SMELT_TRY(pu_infer_node(s->ctx, n, "fuse_attention"));
     if (!pu_same_type(n->outputs[0], m->y))
         return op_errf(s->ctx, n, SMELT_ERR_INTERNAL, "fuse_attention: the fused output's type "
                        "differs from '%s'", m->y->name);

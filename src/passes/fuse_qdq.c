@@ -211,7 +211,7 @@ static gr_value *new_op(smelt_ctx *ctx, gr_graph *g, const gr_node *from, const 
     gr_node *n = pu_node_new(ctx, g, name, kind, ins, n_in, 1);
     if (!n) return NULL;
     if (kind == OP_CAST && pu_attr_int(ctx, g, n, "to", cast_to) != SMELT_OK) return NULL;
-    if (pu_node_import(ctx, g, n) != SMELT_OK || pu_infer_output(ctx, n, "fuse_qdq") != SMELT_OK) return NULL;
+    if (pu_node_import(ctx, g, n) != SMELT_OK || pu_infer_node(ctx, n, "fuse_qdq") != SMELT_OK) return NULL;
     return n->outputs[0];
 }
 

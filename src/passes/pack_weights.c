@@ -103,11 +103,11 @@ static gr_value *pack_at_run_time(pack_state *s, const gr_node *n, gr_value *b, 
     gr_value *shape = pu_const_i64(s->ctx, s->g, "panels_shape", 1, &three, split);
     gr_value *in[2] = {b, shape};
     gr_node *r = shape ? new_node(s, n, "/panels_split", OP_RESHAPE, in, 2) : NULL;
-    if (!r || pu_node_import(s->ctx, s->g, r) || pu_infer_output(s->ctx, r, "pack_weights"))
+    if (!r || pu_node_import(s->ctx, s->g, r) || pu_infer_node(s->ctx, r, "pack_weights"))
         return NULL;
     gr_node *t = new_node(s, n, "/panels", OP_TRANSPOSE, r->outputs, 1);
     if (!t || pu_attr_ints(s->ctx, s->g, t, "perm", perm, 3) || pu_node_import(s->ctx, s->g, t) ||
-        pu_infer_output(s->ctx, t, "pack_weights"))
+        pu_infer_node(s->ctx, t, "pack_weights"))
         return NULL;
     return t->outputs[0];
 }
@@ -126,14 +126,14 @@ static smelt_status replace_product(pack_state *s, gr_node *n, gr_value *a, gr_v
     if (!p) return smelt_ctx_status(s->ctx);
     SMELT_TRY(pu_attr_int(s->ctx, s->g, p, "n", cols));
     SMELT_TRY(pu_node_import(s->ctx, s->g, p));
-    SMELT_TRY(pu_infer_output(s->ctx, p, "pack_weights"));
+    SMELT_TRY(pu_infer_node(s->ctx, p, "pack_weights"));
     gr_node *last = p;
     if (c) {
         gr_value *sum_in[2] = {p->outputs[0], c};
         last = new_node(s, n, "/bias", OP_ADD, sum_in, 2);
         if (!last) return smelt_ctx_status(s->ctx);
         SMELT_TRY(pu_node_import(s->ctx, s->g, last));
-        SMELT_TRY(pu_infer_output(s->ctx, last, "pack_weights"));
+        SMELT_TRY(pu_infer_node(s->ctx, last, "pack_weights"));
     }
     if (!pu_same_type(last->outputs[0], y))
         return op_errf(s->ctx, n, SMELT_ERR_INTERNAL, "pack_weights: the packed product's type differs");

@@ -287,25 +287,6 @@ smelt_status pu_node_import(smelt_ctx *ctx, gr_graph *g, gr_node *n)
     return d->import ? d->import(ctx, g, n) : SMELT_OK;
 }
 
-smelt_status pu_infer_output(smelt_ctx *ctx, gr_node *n, const char *pass)
-{
-    if (n->n_inputs > PU_INFER_MAX_INPUTS || n->n_outputs != 1)
-        return op_errf(ctx, n, SMELT_ERR_INTERNAL, "%s: unexpected node arity", pass);
-    smelt_tensor infos[PU_INFER_MAX_INPUTS], out;
-    const smelt_tensor *in[PU_INFER_MAX_INPUTS] = {NULL};
-    for (int k = 0; k < n->n_inputs; k++) {
-        infos[k] = gr_value_info(n->inputs[k]);
-        in[k] = &infos[k];
-    }
-    memset(&out, 0, sizeof out);
-    SMELT_TRY(op_get(n->op)->def->infer(ctx, n, in, &out));
-    gr_value *v = n->outputs[0];
-    v->dtype = out.dtype;
-    v->rank = out.rank;
-    memcpy(v->dims, out.dims, sizeof(int64_t) * (size_t)out.rank);
-    return SMELT_OK;
-}
-
 static gr_value *const_new(smelt_ctx *ctx, gr_graph *g, const char *hint, smelt_dtype dt,
                            int rank, const int64_t *dims, const void *data)
 {

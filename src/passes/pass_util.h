@@ -44,13 +44,10 @@ smelt_status pu_attr_string(smelt_ctx *ctx, gr_graph *g, gr_node *n, const char 
 smelt_status pu_attr_ints(smelt_ctx *ctx, gr_graph *g, gr_node *n, const char *name,
                           const int64_t *v, int count);
 smelt_status pu_node_import(smelt_ctx *ctx, gr_graph *g, gr_node *n);
-/* Dtype and shape of a new one-output node's output (at most PU_INFER_MAX_INPUTS
- * inputs) from its op's shape inference; `pass` names the caller in errors. */
-#define PU_INFER_MAX_INPUTS 4
-smelt_status pu_infer_output(smelt_ctx *ctx, gr_node *n, const char *pass);
 
-/* Infer every output of n (any number of inputs and outputs) from its
- * inputs' types with its op's shape inference; `pass` names the caller. */
+/* Dtype and shape of every output of a new node (any number of inputs and
+ * outputs) from its inputs' types with its op's shape inference; `pass`
+ * names the caller in errors. */
 smelt_status pu_infer_node(smelt_ctx *ctx, gr_node *n, const char *pass);
 
 /* Copy a subgraph's nodes into g, named PREFIX/NODE and reusing their

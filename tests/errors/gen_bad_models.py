@@ -42,10 +42,12 @@ def case(name, mode, status, *subs):
     return wrap
 
 
-def model(nodes, inputs, outputs, inits=(), opset=OPSET, **kw):
+def model(nodes, inputs, outputs, inits=(), opset=OPSET, domains=(), ir_version=8, **kw):
+    """domains: (domain, version) pairs imported besides the default one."""
     graph = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(inits))
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], **kw)
-    m.ir_version = 8
+    imports = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in domains]
+    m = helper.make_model(graph, opset_imports=imports, **kw)
+    m.ir_version = ir_version
     return m
 
 
@@ -1144,11 +1146,8 @@ def _(d):
 def flex_model(q, k, v, **kw):
     node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], name="flex",
                             domain="ai.onnx.preview", **kw)
-    graph = helper.make_graph([node], "bad", [vi("Q", q), vi("K", k), vi("V", v)], [vi("Y", None)])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26),
-                                                helper.make_opsetid("ai.onnx.preview", 1)])
-    m.ir_version = 10
-    return m
+    return model([node], [vi("Q", q), vi("K", k), vi("V", v)], [vi("Y", None)], opset=26,
+                 domains=[("ai.onnx.preview", 1)], ir_version=10)
 
 
 @case("flex_heads", "compile", "invalid model",
@@ -1181,13 +1180,8 @@ def _(d):  # a body holding a subgraph is not copied into the graph (expand_flex
 
 def optimizer_model(op, inputs, outputs, **kw):
     node = helper.make_node(op, inputs, outputs, name="step", domain="ai.onnx.preview.training", **kw)
-    graph = helper.make_graph(node and [node], "bad",
-                              [vi("R", []), vi("T", [], TensorProto.INT64)] +
-                              [vi(n, [2]) for n in inputs[2:]], [vi(n, None) for n in outputs])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                helper.make_opsetid("ai.onnx.preview.training", 1)])
-    m.ir_version = 8
-    return m
+    return model([node], [vi("R", []), vi("T", [], TensorProto.INT64)] + [vi(n, [2]) for n in inputs[2:]],
+                 [vi(n, None) for n in outputs], opset=17, domains=[("ai.onnx.preview.training", 1)])
 
 
 @case("adam_missing_state", "run", "invalid model",
