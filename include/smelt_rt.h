@@ -15,10 +15,11 @@
 extern "C" {
 #endif
 
-#define SMELT_RT_ABI_VERSION 5 /* 2: run takes a smelt_rt_run_error, error sites;
+#define SMELT_RT_ABI_VERSION 6 /* 2: run takes a smelt_rt_run_error, error sites;
                                 * 3: per-call profile (call_ns, call_names);
                                 * 4: run-time dims; 5: dims that follow one
-                                * (smelt_rt_io_info.rt_add) */
+                                * (smelt_rt_io_info.rt_add); 6: data-dependent
+                                * counts (smelt_rt_dim_info.data) */
 
 typedef enum smelt_rt_status {
     SMELT_RT_OK = 0,
@@ -125,6 +126,10 @@ static inline int64_t smelt_rt_io_dim(const smelt_rt_io_info *io, int d, const i
 typedef struct smelt_rt_dim_info {
     const char *name;
     int64_t min, max;
+    /* 1: a data-dependent count (NonMaxSuppression's selected rows), min 0:
+     * the run writes its value; outputs with it need buffers for max rows
+     * and smelt_rt_model_run_ex reports the run's value */
+    int data;
 } smelt_rt_dim_info;
 
 typedef struct smelt_rt_module_info {
@@ -233,10 +238,22 @@ smelt_rt_status smelt_rt_model_run_profiled(smelt_rt_model *m, const void *const
                                             int num_outputs, int64_t *call_ns, char *err,
                                             size_t err_size);
 
+/* smelt_rt_model_run_profiled that also writes the run's value of each
+ * run-time dim into run_dims (num_rt_dims values; may be NULL): a
+ * data-dependent count (smelt_rt_dim_info.data) is known only after the run,
+ * so its outputs' buffers are given for its maximum and their rows past its
+ * value are left alone. */
+smelt_rt_status smelt_rt_model_run_ex(smelt_rt_model *m, const void *const *inputs,
+                                      const size_t *input_bytes, int num_inputs,
+                                      void *const *outputs, const size_t *output_bytes,
+                                      int num_outputs, int64_t *call_ns, int64_t *run_dims,
+                                      char *err, size_t err_size);
+
 /* The values of the run-time dims (module info's rt_dims, in order) that
  * inputs of these byte sizes give, into vals; SMELT_RT_ERR_ARG with a
  * message when they give none, disagree or fall outside the range.  An
- * output's dims are then its io dims with each run-time dim's value. */
+ * output's dims are then its io dims with each run-time dim's value (a
+ * data-dependent count's maximum: smelt_rt_model_run_ex gives its value). */
 smelt_rt_status smelt_rt_model_run_dims(const smelt_rt_model *m, const size_t *input_bytes,
                                         int num_inputs, int64_t *vals, char *err,
                                         size_t err_size);

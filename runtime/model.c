@@ -244,7 +244,7 @@ static int check_rt_dims(const smelt_rt_module_info *info, char *err, size_t err
     }
     for (int k = 0; k < n; k++) {
         const smelt_rt_dim_info *r = &info->rt_dims[k];
-        if (!r->name || r->min < 1 || r->max < r->min) {
+        if (!r->name || r->min < (r->data ? 0 : 1) || r->max < r->min || r->max < 1) {
             set_err(err, err_size, "invalid module: run-time dim %d has no name or a bad range", k);
             return 0;
         }
@@ -655,6 +655,10 @@ smelt_rt_status smelt_rt_model_run_dims(const smelt_rt_model *m, const size_t *i
     }
     for (int k = 0; k < info->num_rt_dims; k++) {
         const smelt_rt_dim_info *r = &info->rt_dims[k];
+        if (r->data) { /* written by the run; outputs are checked at its maximum */
+            vals[k] = r->max;
+            continue;
+        }
         if (vals[k] < 0)
             return call_err(err, err_size, SMELT_RT_ERR_ARG, "no input has the run-time dim "
                             "'%s' as its only one, so its value is not known", r->name);
@@ -780,6 +784,29 @@ smelt_rt_status smelt_rt_model_run_profiled(smelt_rt_model *m, const void *const
                                             int num_outputs, int64_t *call_ns, char *err,
                                             size_t err_size)
 {
+    return smelt_rt_model_run_ex(m, inputs, input_bytes, num_inputs, outputs, output_bytes,
+                                 num_outputs, call_ns, NULL, err, err_size);
+}
+
+/* The data-dependent counts the run wrote into the slot (clamped to their
+ * range, which the kernels keep). */
+static void read_data_dims(const smelt_rt_module_info *info, const rt_slot *slot, int64_t *vals)
+{
+    for (int k = 0; k < info->num_rt_dims; k++) {
+        const smelt_rt_dim_info *r = &info->rt_dims[k];
+        if (!r->data) continue;
+        int64_t v;
+        memcpy(&v, slot->arena + info->rt_dims_offset + 8 * k, sizeof v);
+        vals[k] = v < 0 ? 0 : v > r->max ? r->max : v;
+    }
+}
+
+smelt_rt_status smelt_rt_model_run_ex(smelt_rt_model *m, const void *const *inputs,
+                                      const size_t *input_bytes, int num_inputs,
+                                      void *const *outputs, const size_t *output_bytes,
+                                      int num_outputs, int64_t *call_ns, int64_t *run_dims,
+                                      char *err, size_t err_size)
+{
     if (err && err_size) err[0] = '\0';
     if (!m) return call_err(err, err_size, SMELT_RT_ERR_ARG, "no model (NULL)");
     const smelt_rt_module_info *info = m->info;
@@ -807,7 +834,9 @@ smelt_rt_status smelt_rt_model_run_profiled(smelt_rt_model *m, const void *const
     void *const *out = outputs;
     stage_inputs(m, slot, vals, &in, &out, inputs, outputs);
     int rc = info->run(m->pool, m->weights, slot->arena, in, out, &rterr);
+    if (rc == 0 && info->num_rt_dims) read_data_dims(info, slot, vals);
     if (rc == 0) unstage_outputs(m, slot, vals, outputs);
+    if (rc == 0 && run_dims) memcpy(run_dims, vals, sizeof *vals * (size_t)info->num_rt_dims);
     slot_give(m, slot);
     if (rc == 0) return SMELT_RT_OK;
     if (rc == SMELT_RT_RUN_DEVICE_FAILED && rterr.site < 0)
@@ -906,9 +935,16 @@ smelt_rt_status smelt_rt_model_invoke(smelt_rt_model *m)
         for (int o = 0; s == SMELT_RT_OK && o < info->num_outputs; o++)
             io_bytes_at(&info->outputs[o], vals, &m->out_bytes[o]);
     }
-    if (s == SMELT_RT_OK)
-        s = smelt_rt_model_run(m, m->bound_in, m->bound_in_bytes, info->num_inputs, m->out_bufs,
-                               m->out_bytes, info->num_outputs);
+    int64_t run_vals[RT_MAX_DIMS];
+    if (s == SMELT_RT_OK) {
+        char e[RT_ERR_CAP];
+        s = smelt_rt_model_run_ex(m, m->bound_in, m->bound_in_bytes, info->num_inputs, m->out_bufs,
+                                  m->out_bytes, info->num_outputs, NULL, run_vals, e, sizeof e);
+        if (s != SMELT_RT_OK) model_err(m, s, "%s", e);
+    }
+    /* a data-dependent count is known now: the outputs' sizes follow it */
+    for (int o = 0; s == SMELT_RT_OK && info->num_rt_dims && o < info->num_outputs; o++)
+        io_bytes_at(&info->outputs[o], run_vals, &m->out_bytes[o]);
     if (s == SMELT_RT_OK) m->have_outputs = 1;
     __atomic_store_n(&m->invoking, 0, __ATOMIC_RELEASE);
     return s;

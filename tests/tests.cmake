@@ -252,7 +252,7 @@ add_test(NAME models/generate
 set_tests_properties(models/generate PROPERTIES FIXTURES_SETUP torch_models TIMEOUT 900)
 set(SMELT_TEST_MODELS resnet50 resnet18 mobilenet_v2 mobilenet_v3_small efficientnet_b0
     densenet121 googlenet squeezenet1_0 bert_tiny_like gpt2_tiny_like lstm_lm gru_lm
-    bert_tiny_dynseq gpt2_tiny_decoder)
+    bert_tiny_dynseq gpt2_tiny_decoder detect_head)
 foreach(m ${SMELT_TEST_MODELS})
   add_test(NAME models/${m}_reference
     COMMAND smelt_cli check --reference --expected-failures /dev/null --rtol 1e-3 --atol 1e-4 ${SMELT_MODEL_DIR}/${m})

@@ -288,11 +288,15 @@ static smelt_status run_compiled(smelt_ctx *ctx, smelt_model *m, smelt_compiled 
         return smelt_errf(ctx, SMELT_ERR_ARG, "%s", err);
     smelt_status s = alloc_outputs(ctx, info, info->num_rt_dims ? vals : NULL, outputs, out_ptrs,
                                    out_sizes);
-    smelt_rt_status rs = s == SMELT_OK ? smelt_rt_model_run_profiled(c->rt, in_ptrs, in_sizes,
-                                                                     num_inputs, out_ptrs, out_sizes,
-                                                                     num_outputs, call_ns, err,
-                                                                     sizeof err)
+    int64_t run_vals[16];
+    smelt_rt_status rs = s == SMELT_OK ? smelt_rt_model_run_ex(c->rt, in_ptrs, in_sizes, num_inputs,
+                                                               out_ptrs, out_sizes, num_outputs,
+                                                               call_ns, run_vals, err, sizeof err)
                                        : SMELT_RT_OK;
+    /* a data-dependent count is known now: the outputs take its value */
+    for (int i = 0; s == SMELT_OK && rs == SMELT_RT_OK && info->num_rt_dims && i < num_outputs; i++)
+        for (int k = 0; k < info->outputs[i].rank; k++)
+            outputs[i].dims[k] = smelt_rt_io_dim(&info->outputs[i], k, run_vals);
     if (rs != SMELT_RT_OK)
         s = smelt_errf(ctx, rs == SMELT_RT_ERR_NOMEM ? SMELT_ERR_NOMEM : SMELT_ERR_RUNTIME, "%s",
                        err[0] ? err : "the compiled model failed without a message");

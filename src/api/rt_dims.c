@@ -113,7 +113,7 @@ static smelt_status add_distance(smelt_ctx *ctx, gr_rt_dim *r, const gr_value *v
                           "constant (at most %d); give the dim one value (--dim %s=N)",
                           va->name, d, (long long)a, r->name, (long long)r->max, (long long)b,
                           (long long)(r->max - 1), r->name, GR_RT_ADD_LIMIT, r->name);
-    if (r->min + add < 1)
+    if (r->min + add < (r->data ? 0 : 1)) /* a count may be 0, nothing below */
         return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
                           "value '%s' dim %d is '%s' %lld, below 1 at the range's minimum %lld; "
                           "raise the minimum", va->name, d, r->name, (long long)add,
@@ -246,6 +246,24 @@ static smelt_status second_point(smelt_ctx *ctx, smelt_model *m, int sym, int64_
     return SMELT_OK;
 }
 
+smelt_status smelt_rt_dim_add_compared(smelt_ctx *ctx, gr_graph *a, const gr_graph *b,
+                                       gr_rt_dim r)
+{
+    if (a->n_rt_dims == GR_MAX_RT_DIMS)
+        return smelt_errf(ctx, SMELT_ERR_LIMIT, "'%s': more than %d run-time dims", r.name,
+                          GR_MAX_RT_DIMS);
+    bool *varies = smelt_calloc((size_t)a->values.len + 1, sizeof *varies);
+    if (!varies) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_status s = compare_graphs(ctx, a, a, b, &r, varies);
+    if (s == SMELT_OK) s = mark_varies(ctx, a, a, varies);
+    smelt_free(varies);
+    if (s != SMELT_OK) return s;
+    if (!(r.name = smelt_arena_strdup(&a->arena, r.name)))
+        return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    a->rt_dims[a->n_rt_dims++] = r;
+    return SMELT_OK;
+}
+
 static smelt_status check_range(smelt_ctx *ctx, const gr_graph *g, const char *name, int64_t min,
                                 int64_t max)
 {
@@ -289,7 +307,7 @@ static smelt_status set_range_locked(smelt_ctx *ctx, smelt_model *m, const char 
     if (s == SMELT_OK) s = second_point(ctx, m, sym, max - 1, &gb);
     if (s == SMELT_OK && !(varies = smelt_calloc((size_t)ga->values.len + 1, sizeof *varies)))
         s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
-    gr_rt_dim r = {name, min, max, 0, {0}};
+    gr_rt_dim r = {.name = name, .min = min, .max = max};
     if (s == SMELT_OK) s = compare_graphs(ctx, g, ga, gb, &r, varies);
     if (s == SMELT_OK) s = smelt_model_set_dim_locked(ctx, m, name, max);
     if (s == SMELT_OK) s = mark_varies(ctx, g, ga, varies);

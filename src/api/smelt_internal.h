@@ -70,6 +70,11 @@ bool smelt_graph_has_dim(const gr_graph *g, const char *name);
 smelt_status smelt_bind_tied_dims(smelt_ctx *ctx, const smelt_model *m, gr_graph *g,
                                   const char *base, int64_t value);
 /* smelt_model_set_dim under m->mu. */
+/* Run-time dim r (a data-dependent count) onto a, the graph inferred with
+ * it at r.max, after comparing a value by value with b, the same graph with
+ * it one smaller (api/rt_dims.c's rules; a refusal names the value). */
+smelt_status smelt_rt_dim_add_compared(smelt_ctx *ctx, gr_graph *a, const gr_graph *b,
+                                       gr_rt_dim r);
 smelt_status smelt_model_set_dim_locked(smelt_ctx *ctx, smelt_model *m, const char *name,
                                         int64_t value);
 

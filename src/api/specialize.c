@@ -11,7 +11,16 @@
  * Sequences and optionals are specialised on their structure (element
  * counts and shapes, in the key) and unrolled into their elements
  * (passes/unroll_containers.c): a container input is passed as its tensor
- * elements, and container outputs are rebuilt from theirs. */
+ * elements, and container outputs are rebuilt from theirs.
+ *
+ * Data-dependent counts.  An op whose output's row count depends on the
+ * data (NonMaxSuppression) and that knows a bound for it (op_def.count_bound)
+ * leaves the graph static but for that count: the graph is inferred with
+ * the count at its bound, and the count becomes a run-time dim
+ * (api/rt_dims.c) whose value the op's kernel writes mid-run
+ * (gr_rt_dim.data); the ops after it loop over the selected rows only, and
+ * the outputs take the run's count (smelt_rt_model_run_ex). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/exec.h"
@@ -35,6 +44,8 @@ struct smelt_specialization {
     bool bound[SPEC_MAX_INPUTS]; /* the original inputs made constants */
     int n_inputs;        /* inputs of the specialised model ... */
     int input_map[SPEC_MAX_INPUTS]; /* ... and which original input each one is */
+    int n_counts;       /* data-dependent counts given sizes (bind_counts) */
+    gr_data_bind counts[GR_MAX_RT_DIMS]; /* values: smelt_strdup */
 };
 
 bool smelt_graph_is_static(const gr_graph *g)
@@ -153,6 +164,18 @@ static smelt_status unroll(smelt_ctx *ctx, gr_graph *g, const smelt_tensor *inpu
     return pass_infer_shapes(ctx, g);
 }
 
+/* sp's count sizes onto g, before it is inferred. */
+static smelt_status bind_count_sizes(smelt_ctx *ctx, gr_graph *g, const struct smelt_specialization *sp)
+{
+    for (int k = 0; k < sp->n_counts; k++) {
+        g->data_binds[k] = sp->counts[k];
+        if (!(g->data_binds[k].value = smelt_arena_strdup(&g->arena, sp->counts[k].value)))
+            return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    g->n_data_binds = sp->n_counts;
+    return SMELT_OK;
+}
+
 /* Import again and bind the inputs; the caller asks smelt_graph_is_static. */
 static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
                              const bool *bind, struct smelt_specialization *sp, gr_graph **out)
@@ -160,6 +183,7 @@ static smelt_status try_bind(smelt_ctx *ctx, smelt_model *m, const smelt_tensor 
     gr_graph *g;
     SMELT_TRY(onnx_import(ctx, m->bytes, m->size, m->base_dir, &g));
     smelt_status s = bind_inputs(ctx, g, inputs, n, bind, sp);
+    if (s == SMELT_OK) s = bind_count_sizes(ctx, g, sp);
     if (s == SMELT_OK) s = pass_infer_shapes(ctx, g);
     if (s == SMELT_OK) s = unroll(ctx, g, inputs, sp);
     if (s == SMELT_OK && sp->why[0]) { /* left half rewritten: the containers again */
@@ -231,6 +255,127 @@ smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g)
                       "shapes stay dynamic even with the inputs' shapes known");
 }
 
+/* A data-dependent dim with a bound (op_def.count_bound). */
+typedef struct count_dim {
+    const gr_value *v;
+    int dim, sym;
+    int64_t bound;
+} count_dim;
+
+/* g's data-dependent dims with bounds into c (*n of them); false when there
+ * are none or too many. */
+static bool find_counts(const gr_graph *g, count_dim *c, int *n)
+{
+    *n = 0;
+    for (int i = 0; i < g->nodes.len; i++) {
+        const gr_node *node = g->nodes.items[i];
+        const op_def *def = op_get(node->op)->def;
+        if (!def || !def->count_bound) continue;
+        for (int o = 0; o < node->n_outputs; o++) {
+            const gr_value *v = node->outputs[o];
+            for (int d = 0; v && d < v->rank; d++) {
+                int64_t bound = v->dims[d] < 0 ? def->count_bound(node, o, d) : -1;
+                if (bound < 0) continue;
+                if (*n == GR_MAX_RT_DIMS) return false;
+                c[(*n)++] = (count_dim){v, d, GR_DIM_SYM_ID(v->dims[d]), bound};
+            }
+        }
+    }
+    return *n > 0;
+}
+
+static void reset_counts(struct smelt_specialization *sp)
+{
+    for (int k = 0; k < sp->n_counts; k++) smelt_free((void *)sp->counts[k].value);
+    sp->n_counts = 0;
+}
+
+/* The graph with sp's counts at their sizes, each made a run-time dim the
+ * kernel writes, after comparing it with the graph at that size less one. */
+static smelt_status counts_at_sizes(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                    int n, const bool *bind, struct smelt_specialization *sp,
+                                    gr_graph **out)
+{
+    gr_graph *a = NULL;
+    SMELT_TRY(try_bind(ctx, m, inputs, n, bind, sp, &a));
+    smelt_status s = SMELT_OK;
+    for (int k = 0; s == SMELT_OK && k < sp->n_counts; k++) {
+        int64_t size = sp->counts[k].size;
+        if (size == 0) continue; /* nothing can be selected: a static 0 */
+        gr_graph *b = NULL;
+        sp->counts[k].size = size - 1;
+        s = try_bind(ctx, m, inputs, n, bind, sp, &b);
+        sp->counts[k].size = size;
+        char name[200];
+        snprintf(name, sizeof name, "count(%s)", sp->counts[k].value);
+        gr_rt_dim r = {.name = name, .min = 0, .max = size, .data = true};
+        if (s == SMELT_OK) s = smelt_rt_dim_add_compared(ctx, a, b, r);
+        gr_graph_free(b);
+    }
+    if (s != SMELT_OK) {
+        gr_graph_free(a);
+        return s;
+    }
+    *out = a;
+    return SMELT_OK;
+}
+
+/* *g static but for data-dependent counts: each given its bound, moved
+ * until no other dim has that size (the run-time dim is found by size) and
+ * the counts' sizes are 2 apart; then *g replaced by the graph at those
+ * sizes with the counts as run-time dims. */
+static smelt_status bind_counts(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
+                                const bool *bind, struct smelt_specialization *sp, gr_graph **g)
+{
+    count_dim c[GR_MAX_RT_DIMS];
+    int nc;
+    if (!find_counts(*g, c, &nc)) return SMELT_OK;
+    for (int k = 0; k < nc; k++) {
+        sp->counts[k] = (gr_data_bind){smelt_strdup(c[k].v->name), c[k].dim, c[k].bound};
+        sp->n_counts = k + 1;
+        if (!sp->counts[k].value) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        for (int j = 0; j < k && sp->counts[k].size > 0; j++)
+            if (llabs(sp->counts[k].size - sp->counts[j].size) < 2) {
+                sp->counts[k].size = sp->counts[j].size + 2;
+                j = -1; /* again against all */
+            }
+    }
+    gr_graph *a = NULL;
+    smelt_status s = SMELT_ERR_UNSUPPORTED;
+    /* a dim of another value that happens to equal a bound is refused by
+     * the comparison: a larger size (+7, so the 2-apart rule holds) */
+    for (int tries = 0; tries < 4 && s == SMELT_ERR_UNSUPPORTED; tries++) {
+        if (tries) smelt_ctx_clear(ctx);
+        for (int k = 0; tries && k < nc; k++)
+            if (sp->counts[k].size > 0) sp->counts[k].size += 7;
+        s = counts_at_sizes(ctx, m, inputs, n, bind, sp, &a);
+    }
+    if (s != SMELT_OK) return s;
+    gr_graph_free(*g);
+    *g = a;
+    return SMELT_OK;
+}
+
+/* *g imported afresh with bind (no counts), then, when it stays dynamic,
+ * its counts bound (a count whose sizes the comparison refuses leaves *g
+ * dynamic: its op is then refused naming it).  Counts are only ever sized
+ * through bind_counts, which makes each a run-time dim. */
+static smelt_status bind_with_counts(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs,
+                                     int n, const bool *bind, struct smelt_specialization *sp,
+                                     gr_graph **g)
+{
+    reset_counts(sp);
+    gr_graph_free(*g);
+    *g = NULL;
+    SMELT_TRY(try_bind(ctx, m, inputs, n, bind, sp, g));
+    if (smelt_graph_is_static(*g)) return SMELT_OK;
+    smelt_status s = bind_counts(ctx, m, inputs, n, bind, sp, g);
+    if (s != SMELT_ERR_UNSUPPORTED) return s;
+    smelt_ctx_clear(ctx);
+    reset_counts(sp);
+    return SMELT_OK;
+}
+
 /* The fewest bindings that make the graph static: the first level that
  * does, then each of its inputs unbound again where the shapes stay static
  * without it (an input the shapes do not read).  *g: the graph bound as sp
@@ -242,9 +387,7 @@ static smelt_status choose_binding(smelt_ctx *ctx, smelt_model *m, const smelt_t
     int level = 0;
     for (; level < 3; level++) {
         for (int i = 0; i < n; i++) bind[i] = bindable(&inputs[i], level);
-        gr_graph_free(*g);
-        *g = NULL;
-        SMELT_TRY(try_bind(ctx, m, inputs, n, bind, sp, g));
+        SMELT_TRY(bind_with_counts(ctx, m, inputs, n, bind, sp, g));
         if (smelt_graph_is_static(*g)) break;
     }
     if (level == 0 || level == 3) return SMELT_OK;
@@ -258,6 +401,7 @@ static smelt_status choose_binding(smelt_ctx *ctx, smelt_model *m, const smelt_t
         if (s == SMELT_OK && smelt_graph_is_static(t)) {
             gr_graph_free(*g);
             *g = t;
+            reset_counts(sp); /* t has none */
             memcpy(sp->bound, trial.bound, sizeof sp->bound);
             memcpy(sp->input_map, trial.input_map, sizeof sp->input_map);
             sp->n_inputs = trial.n_inputs;
@@ -324,7 +468,7 @@ static smelt_status specialize(smelt_ctx *ctx, smelt_model *m, const smelt_tenso
     sp->model = NULL;
     smelt_ctx_clear(ctx);
     g = NULL;
-    SMELT_TRY(try_bind(ctx, m, inputs, n, all, sp, &g));
+    SMELT_TRY(bind_with_counts(ctx, m, inputs, n, all, sp, &g));
     return compile_bound(ctx, m, g, sp);
 }
 
@@ -332,6 +476,7 @@ static void free_spec(struct smelt_specialization *sp)
 {
     if (!sp) return;
     smelt_strbuf_fini(&sp->key);
+    reset_counts(sp);
     smelt_model_free(sp->model);
     pass_unroll_layout_fini(&sp->layout);
     smelt_free(sp);

@@ -1483,8 +1483,8 @@ static void emit_rt_dims(const ir_program *p, smelt_strbuf *out)
     for (int k = 0; k < p->n_rt; k++) {
         smelt_strbuf_append(out, "    {");
         cg_append_string_literal(out, p->rt[k].name);
-        smelt_strbuf_printf(out, ", INT64_C(%lld), INT64_C(%lld)},\n", (long long)p->rt[k].min,
-                            (long long)p->rt[k].max);
+        smelt_strbuf_printf(out, ", INT64_C(%lld), INT64_C(%lld), %d},\n", (long long)p->rt[k].min,
+                            (long long)p->rt[k].max, p->rt[k].data ? 1 : 0);
     }
     smelt_strbuf_append(out, "};\n\n");
 }

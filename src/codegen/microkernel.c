@@ -269,6 +269,7 @@ static const cg_microkernel x86_kernels[] = {
     {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE, NULL},
     INT8_KERNELS
     {"smelt.attention_f32", "smelt_uk_attention_f32", NULL, "smelt_uk_attention_f32.h"},
+    {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
 };
 
 /* the transposes' widest tile is 4 x 4 there already (no __AVX__) */
@@ -278,6 +279,7 @@ static const cg_microkernel neon_kernels[] = {
     {"smelt.transpose_f32", "smelt_uk_transpose_f32", TRANSPOSE_F32_SOURCE, NULL},
     INT8_KERNELS
     {"smelt.attention_f32", "smelt_uk_attention_f32", NULL, "smelt_uk_attention_f32.h"},
+    {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
 };
 
 _Static_assert(SMELT_ARRAY_LEN(x86_kernels) == SMELT_ARRAY_LEN(neon_kernels),

@@ -98,7 +98,20 @@ typedef struct gr_rt_dim {
     int64_t min, max;
     int n_adds;
     int64_t adds[GR_MAX_RT_ADDS]; /* non-zero: dims equal to max + add are the dim + add */
+    /* a data-dependent count (NonMaxSuppression's selected rows), bounded
+     * by max: a kernel writes its value mid-run, min is 0, and no input
+     * gives it (api/specialize.c, "Data-dependent counts") */
+    bool data;
 } gr_rt_dim;
+
+/* A data-dependent dim given a size for compiling (op_def.count_bound):
+ * inference gives dim `dim` of the value named `value` this size instead
+ * of a fresh symbol. */
+typedef struct gr_data_bind {
+    const char *value; /* arena string */
+    int dim;
+    int64_t size;
+} gr_data_bind;
 
 struct gr_graph {
     smelt_arena arena;
@@ -125,6 +138,9 @@ struct gr_graph {
     /* run-time dims (root graph only), distinct maxima */
     int n_rt_dims;
     gr_rt_dim rt_dims[GR_MAX_RT_DIMS];
+    /* data-dependent dims given sizes (root graph only) */
+    int n_data_binds;
+    gr_data_bind data_binds[GR_MAX_RT_DIMS];
     /* Subgraphs (graph attributes of If/Loop/Scan): their own values, nodes
      * and names, so nothing collides with the enclosing graph.  inputs are
      * the ONNX graph's formal inputs (n_formal of them), then the captures:

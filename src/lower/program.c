@@ -610,7 +610,7 @@ static smelt_status rt_begin(prog_builder *pb)
         pb->rt[k] = (te_rt_dim){r->max, r->n_adds, {0}};
         _Static_assert(GR_MAX_RT_ADDS == TE_MAX_RT_ADDS, "one add list");
         memcpy(pb->rt[k].adds, r->adds, sizeof r->adds);
-        p->rt[k] = (ir_rt_dim){root->rt_dims[k].name, root->rt_dims[k].min, root->rt_dims[k].max};
+        p->rt[k] = (ir_rt_dim){r->name, r->min, r->max, r->data};
     }
     return prog_new_block(pb, 8 * pb->n_rt, &pb->rt_slot);
 }
@@ -709,7 +709,10 @@ static bool dense_candidate(const gr_graph *g, const gr_value *v)
 {
     bool wide = false, differs = false;
     for (int d = 0; d < v->rank; d++) {
-        if (gr_value_rt_dim(g, v, d) >= 0) differs = differs || wide;
+        int k = gr_value_rt_dim(g, v, d);
+        /* a count known only after the run: the caller's buffer holds its maximum */
+        if (k >= 0 && gr_graph_root(g)->rt_dims[k].data) return false;
+        if (k >= 0) differs = differs || wide;
         wide = wide || v->dims[d] > 1;
     }
     if (!differs || v->constant) return false;

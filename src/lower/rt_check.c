@@ -141,6 +141,10 @@ static bool takes_rt(const gr_graph *g, const gr_node *n)
     case OP_SQUEEZE:
     case OP_UNSQUEEZE: return same_rows(g, x, y);
     case OP_CONCAT: return concat_takes_rt(g, n);
+    /* its count is the run-time dim: the kernel writes it (gr_rt_dim.data) */
+    case OP_NON_MAX_SUPPRESSION: return count_rt(g, x) == 0 && count_rt(g, n->inputs[1]) == 0;
+    case OP_ROI_ALIGN: /* regions are rows; the image is read at any index */
+        return !rt_in(g, x, 0, x->rank) && !rt_in(g, n->inputs[1], 1, 2) && !rt_in(g, y, 1, y->rank);
     case OP_SLICE:
     case OP_SPLIT: return axes_kept(g, n);
     default: return false;
@@ -161,15 +165,54 @@ static const gr_value *rt_value(const gr_graph *g, const gr_node *n, int *dim)
     return NULL;
 }
 
+static bool has_rt_dim(const gr_graph *g, const gr_value *v, int k)
+{
+    for (int d = 0; v && d < v->rank; d++)
+        if (gr_value_rt_dim(g, v, d) == k) return true;
+    return false;
+}
+
+/* The input with a data-dependent count that the node's output does not
+ * have (a reduction over it, a product contracting it, a scatter of its
+ * rows), and that dim; NULL when none.  A count may be 0 while loops run
+ * at least once (lower.c clamps run-time extents to 1), so such an op
+ * would take a row that does not exist. */
+static const gr_value *drops_count(const gr_graph *g, const gr_node *n, int *dim)
+{
+    const gr_graph *root = gr_graph_root(g);
+    for (int k = 0; k < n->n_inputs; k++) {
+        const gr_value *v = n->inputs[k];
+        for (int d = 0; v && d < v->rank; d++) {
+            int r = gr_value_rt_dim(g, v, d);
+            if (r < 0 || !root->rt_dims[r].data || has_rt_dim(g, n->outputs[0], r)) continue;
+            *dim = d;
+            return v;
+        }
+    }
+    return NULL;
+}
+
 smelt_status lower_check_rt_dims(smelt_ctx *ctx, const gr_graph *g)
 {
     for (int i = 0; i < g->nodes.len; i++) {
         const gr_node *n = g->nodes.items[i];
         int d;
+        const gr_value *c = n->n_outputs ? drops_count(g, n, &d) : NULL;
+        if (c)
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                           "'%s' has the data-dependent count '%s' (dim %d) and the output does "
+                           "not: compiled code does not reduce over a count yet (it can be 0); "
+                           "the reference executor runs it (--reference)",
+                           c->name, rt_name(g, gr_value_rt_dim(g, c, d)), d);
         const gr_value *v = rt_value(g, n, &d);
         if (!v || (n->n_inputs && n->inputs[0] && n->n_outputs && n->outputs[0] && takes_rt(g, n)))
             continue;
         const char *name = rt_name(g, gr_value_rt_dim(g, v, d));
+        if (gr_graph_root(g)->rt_dims[gr_value_rt_dim(g, v, d)].data)
+            return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
+                           "'%s' has the data-dependent count '%s' (dim %d), which this op does "
+                           "not take at run time yet; the reference executor runs it (--reference)",
+                           v->name, name, d);
         return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                        "'%s' has the run-time dim '%s' (dim %d), which this op does not take at "
                        "run time yet; give the dim one value (--dim %s=N)",

@@ -10,15 +10,18 @@
  * boxes' type after each operation, as onnx's reference does, so a box at
  * the IoU threshold is decided alike.
  *
- * The output's row count depends on the data, so there is no compiled form:
- * compiled models with NonMaxSuppression work when its inputs are known when
- * the model is specialised (constants, or model inputs small enough to be
- * specialised on), and are otherwise refused naming the node. */
+ * The output's row count depends on the data.  Compiled code lays the
+ * output out at a bound (nms_count_bound: batches x classes x the most boxes
+ * a class keeps) and takes the count as a run-time dim that the kernel
+ * (smelt.nms_f32, codegen/uk_nms_f32.h) writes when it runs, so the ops
+ * after it loop over the selected rows only (api/specialize.c,
+ * "Data-dependent counts"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/op.h"
+#include "te/te.h"
 
 typedef struct op_nms_attrs {
     bool center_point_box;
@@ -245,17 +248,114 @@ static smelt_status nms_eval(smelt_ctx *ctx, const gr_node *node, const smelt_te
     return SMELT_OK;
 }
 
-/* Reached only when the inputs were not known at specialisation. */
+/* Rows the node can select: batches x classes x the boxes a class keeps at
+ * most (max_output_boxes_per_class when it is a constant); -1 when the
+ * boxes' or scores' dims are not static. */
+static int64_t nms_count_bound(const gr_node *n, int out, int dim)
+{
+    const gr_value *boxes = n->inputs[0], *scores = n->inputs[1];
+    const gr_value *m = n->n_inputs > 2 ? n->inputs[2] : NULL;
+    if (out != 0 || dim != 0 || boxes->rank != 3 || scores->rank != 3) return -1;
+    if (boxes->dims[0] < 0 || boxes->dims[1] < 0 || scores->dims[1] < 0) return -1;
+    int64_t per = boxes->dims[1], rows;
+    if (!m) per = 0;
+    else if (m->constant) {
+        int64_t v = smelt_tensor_numel(m->constant) > 0 ? op_get_i64(m->constant, 0) : 0;
+        per = v < 0 ? 0 : v < per ? v : per;
+    }
+    if (smelt_mul_overflow_i64(boxes->dims[0], scores->dims[1], &rows) ||
+        smelt_mul_overflow_i64(rows, per, &rows) || rows > SMELT_LIMIT_TENSOR_ELEMS / 3)
+        return -1;
+    return rows;
+}
+
+typedef struct nms_build {
+    const gr_node *node;
+    te_tensor *in[5];   /* placeholders; NULL: omitted or empty */
+    te_tensor *rt_dims; /* where the count goes */
+    int rt;             /* its index there */
+    int64_t nb, nc, n, bound;
+} nms_build;
+
+/* One call of smelt.nms_f32 with its scratch.  An omitted scalar input is
+ * passed as a pointer of its type into the scratch (its flag says so). */
+static ir_stmt *build_nms(te_graph *g, ir_buffer *out, void *user)
+{
+    const nms_build *nb = user;
+    ir_builder *b = &g->b;
+    int64_t n = nb->n > 0 ? nb->n : 1, n4 = 4 * n;
+    ir_buffer *idx = ir_buffer_new(b, "nms_idx", SMELT_DT_INT64, 1, &n, IR_BUF_TEMP);
+    ir_buffer *tmp = ir_buffer_new(b, "nms_tmp", SMELT_DT_INT64, 1, &n, IR_BUF_TEMP);
+    ir_buffer *kept = ir_buffer_new(b, "nms_kept", SMELT_DT_FLOAT32, 1, &n4, IR_BUF_TEMP);
+    if (!idx || !tmp || !kept) return NULL;
+    const op_nms_attrs *a = nb->node->op_attrs;
+    int64_t flags = (nb->in[2] ? 1 : 0) | (nb->in[3] ? 2 : 0) | (nb->in[4] ? 4 : 0) |
+                    (a->center_point_box ? 8 : 0);
+    ir_expr *zero = ir_int(b, 0);
+    ir_call_arg args[16] = {
+        {out, zero},
+        {nb->rt_dims->buf, ir_int(b, nb->rt)},
+        {nb->in[0]->buf, zero},
+        {nb->in[1]->buf, zero},
+        {nb->in[2] ? nb->in[2]->buf : idx, zero},
+        {nb->in[3] ? nb->in[3]->buf : kept, zero},
+        {nb->in[4] ? nb->in[4]->buf : kept, zero},
+        {NULL, ir_int(b, flags)},
+        {NULL, ir_int(b, nb->nb)},
+        {NULL, ir_int(b, nb->nc)},
+        {NULL, ir_int(b, nb->n)},
+        {NULL, ir_int(b, nb->bound)},
+        {idx, zero},
+        {tmp, zero},
+        {kept, zero},
+    };
+    ir_stmt *call = ir_call_stmt(b, "smelt.nms_f32", 15, args);
+    return ir_allocate(b, idx, ir_allocate(b, tmp, ir_allocate(b, kept, call)));
+}
+
+/* Compiled: the rows at the bound the graph was laid out with, the count a
+ * run-time dim the kernel writes. */
 static smelt_status nms_compute(op_compute_args *a)
 {
-    return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
-                   "the number of selected boxes depends on the data and compiled code needs "
-                   "static shapes: compiled models run NonMaxSuppression only when its inputs are "
-                   "known when the model is specialised (constants, or model inputs of at most 64 "
-                   "elements); use the reference executor (--reference)");
+    const gr_node *node = a->node;
+    te_graph *g = a->te;
+    const smelt_tensor *y = &a->out_type[0];
+    nms_build *nb = smelt_arena_alloc(&g->arena, sizeof *nb);
+    if (!nb) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    *nb = (nms_build){.node = node, .rt = te_rt_index(g, y->dims[0]), .bound = y->dims[0]};
+    if (node->inputs[0]->dtype != SMELT_DT_FLOAT32)
+        return op_errf(a->ctx, node, SMELT_ERR_UNSUPPORTED, "compiled code selects %s boxes not "
+                       "yet (float32 only); the reference executor runs it (--reference)",
+                       smelt_dtype_name(node->inputs[0]->dtype));
+    if (nb->rt < 0 || !(nb->rt_dims = te_rt_dims_tensor(g)))
+        return op_errf(a->ctx, node, SMELT_ERR_UNSUPPORTED,
+                       "the number of selected boxes depends on the data, and this build has no "
+                       "run-time dim for it (compiled runs give it one, api/specialize.c)");
+    const gr_value *iou = node->n_inputs > 3 ? node->inputs[3] : NULL;
+    double iou_v = iou && iou->constant && smelt_tensor_numel(iou->constant) > 0
+                       ? op_get_f64(iou->constant, 0) : 0.0;
+    if (iou_v < 0.0 || iou_v > 1.0)
+        return op_errf(a->ctx, node, SMELT_ERR_ARG, "iou_threshold is %g; expected 0 to 1", iou_v);
+    te_tensor *inputs[6];
+    int n_in = 0;
+    for (int k = 0; k < 5 && k < node->n_inputs; k++) {
+        const gr_value *v = node->inputs[k];
+        if (!v || (k >= 2 && gr_value_numel(v) == 0)) continue; /* empty: as omitted */
+        nb->in[k] = a->in[k];
+        inputs[n_in++] = a->in[k];
+    }
+    inputs[n_in++] = nb->rt_dims;
+    nb->nb = node->inputs[0]->dims[0];
+    nb->n = node->inputs[0]->dims[1];
+    nb->nc = node->inputs[1]->dims[1];
+    double flops = (double)nb->nb * nb->nc * nb->n * 8.0;
+    a->out[0] = te_extern_stage(g, "nms", SMELT_DT_INT64, y->rank, y->dims, n_in, inputs, build_nms,
+                                nb, "nms", flops);
+    if (a->out[0]) te_extern_set_rt_ok(a->out[0]);
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
 }
 
 const op_def op_def_NON_MAX_SUPPRESSION = {
     .compute = nms_compute, .import = nms_import, .infer = nms_infer, .eval = nms_eval,
-    .min_inputs = 2, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
+    .count_bound = nms_count_bound, .min_inputs = 2, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
 };

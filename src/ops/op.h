@@ -86,6 +86,12 @@ typedef struct op_def {
                           smelt_tensor *out);
     smelt_status (*eval)(smelt_ctx *ctx, const gr_node *node, const smelt_tensor *const *in,
                          smelt_tensor *out);
+    /* An upper bound of output `out`'s dim `dim` when infer leaves it
+     * unknown because it depends on the data (a count of selected rows),
+     * from the node's inputs (their static dims, constant contents); -1:
+     * none.  Compiled code then runs with the dim at run time
+     * (api/specialize.c, "Data-dependent counts"). */
+    int64_t (*count_bound)(const gr_node *node, int out, int dim);
     int min_inputs, max_inputs;   /* max -1: variadic */
     int min_outputs, max_outputs;
     unsigned flags;

@@ -55,6 +55,17 @@ static smelt_status check_elems(smelt_ctx *ctx, const gr_node *n, int k, const g
     return SMELT_OK;
 }
 
+/* The size a data-dependent dim was given for compiling (gr_data_bind),
+ * else GR_DIM_UNKNOWN. */
+static int64_t data_bind_size(const gr_graph *g, const gr_value *v, int d)
+{
+    const gr_graph *r = gr_graph_root(g);
+    for (int k = 0; k < r->n_data_binds; k++)
+        if (r->data_binds[k].dim == d && strcmp(r->data_binds[k].value, v->name) == 0)
+            return r->data_binds[k].size;
+    return GR_DIM_UNKNOWN;
+}
+
 static smelt_status set_output_types(smelt_ctx *ctx, gr_graph *g, gr_node *n,
                                      const smelt_tensor *out)
 {
@@ -68,6 +79,7 @@ static smelt_status set_output_types(smelt_ctx *ctx, gr_graph *g, gr_node *n,
         v->rank = out[k].rank;
         for (int d = 0; d < out[k].rank; d++) {
             int64_t dim = out[k].dims[d];
+            if (dim == GR_DIM_UNKNOWN) dim = data_bind_size(g, v, d);
             if (dim == GR_DIM_UNKNOWN) {
                 int sym = gr_graph_new_sym(g);
                 if (sym < 0) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");

@@ -307,6 +307,22 @@ ir_expr *te_rt_extent(te_graph *g, int64_t extent)
     return add ? ir_add(&g->b, v, ir_int(&g->b, add)) : v;
 }
 
+int te_rt_index(const te_graph *g, int64_t extent)
+{
+    int64_t add;
+    int k = rt_match(g, extent, &add);
+    return k >= 0 && add == 0 ? k : -1;
+}
+
+te_tensor *te_rt_dims_tensor(te_graph *g)
+{
+    if (!g->rt_dims && g->n_rt > 0) {
+        int64_t shape[1] = {g->n_rt};
+        g->rt_dims = te_placeholder(g, "rt_dims", SMELT_DT_INT64, 1, shape);
+    }
+    return g->rt_dims;
+}
+
 void te_mark_dense(te_graph *g, te_tensor *t)
 {
     for (int d = 0; t && d < t->buf->rank; d++) t->buf->rt_extent[d] = te_rt_extent(g, t->buf->shape[d]);
@@ -374,11 +390,9 @@ smelt_status te_set_rt_dims(te_graph *g, int n, const te_rt_dim *rt)
             any = mark_axes(g, t->body->reduce.n_axes, t->body->reduce.axes) || any;
     }
     if (g->b.failed) return smelt_errf(g->ctx, SMELT_ERR_NOMEM, "out of memory");
-    if (!any) {
+    if (!any && !g->rt_dims) {
         g->n_rt = 0;
         return SMELT_OK;
     }
-    int64_t shape[1] = {n};
-    g->rt_dims = te_placeholder(g, "rt_dims", SMELT_DT_INT64, 1, shape);
-    return g->rt_dims ? SMELT_OK : SMELT_ERR_NOMEM;
+    return te_rt_dims_tensor(g) ? SMELT_OK : SMELT_ERR_NOMEM;
 }

@@ -232,6 +232,12 @@ ir_expr *te_rt_extent(te_graph *g, int64_t extent);
  * dim gets its run-time extent (ir_buffer.rt_extent). */
 void te_mark_dense(te_graph *g, te_tensor *t);
 void te_extern_set_rt_ok(te_tensor *t);
+/* The index of the run-time dim whose maximum is extent (no add), or -1. */
+int te_rt_index(const te_graph *g, int64_t extent);
+/* The rt_dims placeholder, made now if no stage made it yet (NULL without
+ * run-time dims or out of memory): an extern stage that writes a
+ * data-dependent count's value takes it as an input. */
+te_tensor *te_rt_dims_tensor(te_graph *g);
 
 /* Human-readable listing of the graph's tensors and bodies. */
 void te_graph_print(const te_graph *g, smelt_strbuf *out);

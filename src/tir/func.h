@@ -83,6 +83,7 @@ typedef struct ir_io_desc {
 typedef struct ir_rt_dim {
     const char *name; /* the model's name: escaped by codegen */
     int64_t min, max;
+    bool data; /* a data-dependent count the program writes (gr_rt_dim.data) */
 } ir_rt_dim;
 
 typedef struct ir_program {

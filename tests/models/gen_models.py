@@ -456,6 +456,63 @@ def _recurrent_lm(cell, vocab, emb, hidden, layers, batch, seq):
     return build
 
 
+class DetectHead(nn.Module):
+    """Tiny two-stage detector on image [1, 3, 64, 64]: a stride-4 backbone
+    (feature [1, 32, 16, 16]), per-cell box deltas decoded against one 8x8
+    anchor per cell and a sigmoid score -> 256 boxes (x1, y1, x2, y2);
+    torchvision nms (iou 0.5; ONNX NonMaxSuppression) keeps K of them, not
+    sliced; roi_align of the kept boxes (ONNX RoiAlign, aligned=True is the
+    opset-16 default half_pixel) -> [K, 32, 4, 4] -> MLP -> logits [K, 3].
+    Outputs boxes [K, 4], scores [K], logits [K, 3].  The rois (batch index
+    0 in column 0) are gathered from a [256, 5] tensor, so nothing but the
+    Gathers by keep sees the count."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(),
+                                      nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU())
+        self.box = nn.Conv2d(32, 4, 1)
+        self.score = nn.Conv2d(32, 1, 1)
+        self.fc1 = nn.Linear(512, 32)
+        self.fc2 = nn.Linear(32, 3)
+        c = torch.arange(16, dtype=torch.float32) * 4 + 2   # cell centres, stride 4
+        cy, cx = torch.meshgrid(c, c, indexing="ij")
+        self.register_buffer("anchors", torch.stack([cx.flatten(), cy.flatten()], 1), persistent=False)
+
+    def forward(self, image):
+        from torchvision.ops import nms, roi_align  # torchvision is imported lazily here
+        f = self.backbone(image)
+        d = self.box(f).reshape(4, 256).t()
+        ctr = self.anchors + 2.0 * d[:, :2]
+        wh = 8.0 * torch.exp(d[:, 2:].clamp(max=math.log(8.0)))
+        boxes = torch.cat([ctr - 0.5 * wh, ctr + 0.5 * wh], 1)
+        scores = torch.sigmoid(self.score(f)).reshape(256)
+        keep = nms(boxes, scores, 0.5)
+        rois = torch.cat([torch.zeros(256, 1), boxes], 1)[keep]
+        pooled = roi_align(f, rois, (4, 4), 0.25, 2, True)
+        logits = self.fc2(torch.relu(self.fc1(pooled.flatten(1))))
+        return boxes[keep], scores[keep], logits
+
+
+def _detect_head():
+    """He-normal weights; small box-head weights with a width/height bias of
+    +1 (boxes ~22 px) and a wider score head, so NMS keeps some of the 256
+    boxes and the scores are well apart."""
+    def build(seed, gen):
+        torch.manual_seed(seed)
+        model = DetectHead()
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    std = {model.box: 0.05, model.score: 0.5}.get(m, math.sqrt(2.0 / m.weight[0].numel()))
+                    m.weight.copy_(torch.empty_like(m.weight).normal_(0.0, std, generator=gen))
+                    m.bias.copy_(torch.empty_like(m.bias).normal_(0.0, 0.1, generator=gen))
+            model.box.bias[2:] += 1.0
+        x = torch.randn(1, 3, 64, 64, generator=gen)
+        return model, (x,), ["image"], ["boxes", "scores", "logits"]
+    return build
+
+
 # --------------------------------------------------------------------------
 # Model table
 # --------------------------------------------------------------------------
@@ -588,6 +645,8 @@ MODELS = collections.OrderedDict([
                                          past=9), 17, True)),
     ("gpt2_decoder", (_gpt2_decoder(vocab=8000, max_pos=1024, hidden=768, heads=12, layers=4,
                                     past=128), 17, False)),
+    # NMS -> RoiAlign with a data-dependent count K of kept boxes
+    ("detect_head", (_detect_head(), 16, True)),
 ])
 
 _BERT_SEQ_AXES = {"input_ids": {1: "seq"}, "attention_mask": {3: "seq"},
