@@ -243,6 +243,13 @@ smelt_status smelt_graph_refuse_dynamic(smelt_ctx *ctx, const gr_graph *g)
             if (v->rank < 0 && g->infer_stop) /* inference gave up here: its reason */
                 return smelt_errf_at(ctx, SMELT_ERR_UNSUPPORTED, node->name, node->op_type, "%s",
                                      g->infer_stop);
+            const op_def *def = op_get(node->op)->def;
+            if (def && def->count_bound)
+                return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
+                               "output '%s' has a row count that depends on the data: runs "
+                               "compile the model with the count taken at run time (smelt run, "
+                               "check, bench; smelt_model_run), not ahead of its inputs",
+                               v->name);
             return op_errf(ctx, node, SMELT_ERR_UNSUPPORTED,
                            "output '%s' has a shape that depends on the data, and compiled "
                            "code needs static shapes (it folds only when the node's inputs "

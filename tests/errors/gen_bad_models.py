@@ -361,14 +361,18 @@ def _(d):
                    [vi("x", [3, 4])], [vi("y", None)], inits=[idx]))
 
 
-@case("nms_data_dependent", "runc", "unsupported",
-      "node 'nms0' (NonMaxSuppression): output 'y' has a shape that depends on the data")
+# NonMaxSuppression compiles with its count taken at run time; a sum over the
+# count (which may be 0) is refused in compiled code
+@case("nms_count_reduced", "runc", "unsupported",
+      "node 'sum0' (ReduceSum): 'yf' has the data-dependent count 'count(y)' (dim 0)")
 def _(d):
     limits = [numpy_helper.from_array(np.array([5], np.int64), "m"),
               numpy_helper.from_array(np.array([0.5], np.float32), "iou")]
     write(d, model([helper.make_node("NonMaxSuppression", ["b", "s", "m", "iou"], ["y"],
-                                     name="nms0")],
-                   [vi("b", [1, 100, 4]), vi("s", [1, 1, 100])], [vi("y", None, TensorProto.INT64)],
+                                     name="nms0"),
+                    helper.make_node("Cast", ["y"], ["yf"], name="cast0", to=TensorProto.FLOAT),
+                    helper.make_node("ReduceSum", ["yf"], ["z"], name="sum0", keepdims=0)],
+                   [vi("b", [1, 100, 4]), vi("s", [1, 1, 100])], [vi("z", None)],
                    inits=limits))
 
 

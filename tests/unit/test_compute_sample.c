@@ -202,7 +202,8 @@ static void test_refusals(void)
 }
 
 /* NonMaxSuppression's reference against a selection worked out by hand;
- * its compiled form refuses (data-dependent row count) naming the reason. */
+ * lowered alone, without a run-time dim for its count (runs make one:
+ * api/specialize.c), its compute refuses naming the reason. */
 static void test_nms(void)
 {
     /* corners (y1, x1, y2, x2); box 1 overlaps box 0 with IoU 0.5 / 1.5, box 3 is
