@@ -198,6 +198,21 @@ if(SMELT_PYTHON)
             ${CMAKE_BINARY_DIR}/tests/control_cases/control_nested_if_in_loop/model.onnx avx2)
   set_tests_properties(unit/test_alloc_fail_compile_control PROPERTIES
     FIXTURES_REQUIRED control_cases TIMEOUT 600)
+  # ---- NonMaxSuppression with a data-dependent row count K (0 included) and the ops
+  # after it over K rows: RoiAlign, Gather, Gemm, two counts in one graph; expected
+  # values from onnx's reference; a ReduceSum over K is refused compiled ----
+  set(SMELT_DETECT_CASES ${CMAKE_BINARY_DIR}/tests/detect_cases)
+  add_test(NAME conformance/detect_cases_generate
+    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_detect_cases.py
+            --out ${SMELT_DETECT_CASES})
+  set_tests_properties(conformance/detect_cases_generate PROPERTIES FIXTURES_SETUP detect_cases)
+  add_test(NAME conformance/detect_cases_reference
+    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_DETECT_CASES})
+  add_test(NAME conformance/detect_cases_compiled
+    COMMAND smelt_cli check --compiled --expected-failures
+            ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_detect.txt ${SMELT_DETECT_CASES})
+  set_tests_properties(conformance/detect_cases_reference conformance/detect_cases_compiled
+    PROPERTIES FIXTURES_REQUIRED detect_cases)
 endif()
 
 # ---- Models quantized by onnxruntime.quantization (issue #10), checked against
@@ -434,6 +449,12 @@ add_test(NAME aot/resnet18
   COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
           ${SMELT_MODEL_DIR}/resnet18 ${CMAKE_BINARY_DIR}/aot/resnet18)
 set_tests_properties(aot/resnet18 PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 900)
+# a detection model's package: NonMaxSuppression's count taken at run time,
+# the outputs' rows the run's count (smelt_rt_model_invoke's sizes)
+add_test(NAME aot/detect_head
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/aot/check_aot.py $<TARGET_FILE:smelt_cli>
+          ${SMELT_MODEL_DIR}/detect_head ${CMAKE_BINARY_DIR}/aot/detect_head)
+set_tests_properties(aot/detect_head PROPERTIES FIXTURES_REQUIRED torch_models TIMEOUT 600)
 
 # ---- Golden generated C for small graphs (codegen drift shows in review) ----
 add_test(NAME golden/graph_c

@@ -75,6 +75,11 @@ smelt_status smelt_bind_tied_dims(smelt_ctx *ctx, const smelt_model *m, gr_graph
  * it one smaller (api/rt_dims.c's rules; a refusal names the value). */
 smelt_status smelt_rt_dim_add_compared(smelt_ctx *ctx, gr_graph *a, const gr_graph *b,
                                        gr_rt_dim r);
+/* A model whose inputs are static and whose only dynamic dims are
+ * data-dependent counts, compiled ahead of its inputs: a new model of m's
+ * graph with the counts as run-time dims ("Data-dependent counts" in
+ * api/specialize.c), m's options; else m's refusal of dynamic shapes. */
+smelt_status smelt_model_with_counts(smelt_ctx *ctx, smelt_model *m, smelt_model **out);
 smelt_status smelt_model_set_dim_locked(smelt_ctx *ctx, smelt_model *m, const char *name,
                                         int64_t value);
 

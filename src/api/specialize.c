@@ -428,6 +428,46 @@ static smelt_status choose_binding(smelt_ctx *ctx, smelt_model *m, const smelt_t
     return s;
 }
 
+smelt_status smelt_model_with_counts(smelt_ctx *ctx, smelt_model *m, smelt_model **out)
+{
+    const gr_graph *g0 = m->graph;
+    int n = g0->inputs.len;
+    *out = NULL;
+    if (!m->bytes || n > SPEC_MAX_INPUTS) return smelt_graph_refuse_dynamic(ctx, g0);
+    for (int i = 0; i < n; i++) {
+        const gr_value *v = g0->inputs.items[i];
+        if (gr_value_numel(v) < 0 || smelt_dtype_is_container(v->dtype))
+            return smelt_graph_refuse_dynamic(ctx, g0);
+    }
+    /* inputs of the model's types (zeros: nothing is bound by value) */
+    smelt_tensor shapes[SPEC_MAX_INPUTS];
+    bool bind[SPEC_MAX_INPUTS] = {false};
+    smelt_status s = SMELT_OK;
+    for (int i = 0; i < n; i++) {
+        const gr_value *v = g0->inputs.items[i];
+        shapes[i] = (smelt_tensor){.dtype = v->dtype, .rank = v->rank};
+        memcpy(shapes[i].dims, v->dims, sizeof shapes[i].dims);
+        shapes[i].data = smelt_calloc(smelt_tensor_nbytes(&shapes[i]) + 1, 1);
+        if (!shapes[i].data) s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    }
+    struct smelt_specialization sp = {0};
+    gr_graph *g = NULL;
+    if (s == SMELT_OK) s = bind_with_counts(ctx, m, shapes, n, bind, &sp, &g);
+    for (int i = 0; i < n; i++) smelt_free(shapes[i].data);
+    reset_counts(&sp);
+    pass_unroll_layout_fini(&sp.layout);
+    if (s == SMELT_OK && (!smelt_graph_is_static(g) || g->n_rt_dims == 0))
+        s = smelt_graph_refuse_dynamic(ctx, g0);
+    if (s == SMELT_OK && !(*out = smelt_model_from_graph(g)))
+        s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+    if (s != SMELT_OK) {
+        gr_graph_free(g);
+        return s;
+    }
+    (*out)->options = m->options;
+    return SMELT_OK;
+}
+
 /* Compile the static graph g (taken) as sp's model. */
 static smelt_status compile_bound(smelt_ctx *ctx, smelt_model *m, gr_graph *g,
                                   struct smelt_specialization *sp)

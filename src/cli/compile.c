@@ -217,15 +217,27 @@ static int print_gpu_placement(smelt_ctx *ctx, smelt_model *m, const compile_opt
     return 0;
 }
 
-/* Without -o: build the model (JIT cache) and report; -o DIR: AOT package. */
+static int compile_static(smelt_ctx *ctx, smelt_model *m, const compile_opts *c);
+
+/* Without -o: build the model (JIT cache) and report; -o DIR: AOT package.
+ * A model whose only dynamic dims are data-dependent counts compiles with
+ * them taken at run time; other dynamic models are refused saying why. */
 static int compile_model(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
+{
+    if (!cli_apply_dims(ctx, m, &c->dims)) return 1;
+    if (c->dump && strcmp(c->dump, "graph") == 0) return print_graph(ctx, m, c);
+    if (smelt_graph_is_static(smelt_model_graph(m))) return compile_static(ctx, m, c);
+    smelt_model *counted = NULL;
+    if (smelt_model_with_counts(ctx, m, &counted) != SMELT_OK) return cli_fail(ctx);
+    int rc = compile_static(ctx, counted, c);
+    smelt_model_free(counted);
+    return rc;
+}
+
+static int compile_static(smelt_ctx *ctx, smelt_model *m, const compile_opts *c)
 {
     gr_graph *g = smelt_model_graph(m);
     const char *dump = c->dump;
-    if (!cli_apply_dims(ctx, m, &c->dims)) return 1;
-    if (dump && strcmp(dump, "graph") == 0) return print_graph(ctx, m, c);
-    if (!smelt_graph_is_static(g)) /* nothing would be compiled: say why */
-        return smelt_graph_refuse_dynamic(ctx, g), cli_fail(ctx);
     smelt_set_tir_dump(dump && strcmp(dump, "tir") == 0 ? stdout : NULL);
     if (c->out_dir) {
         if (smelt_model_write_package(ctx, m, c->out_dir, &c->o) != SMELT_OK) return cli_fail(ctx);
