@@ -40,14 +40,17 @@
     "#define SMELT_UK_LANES 16\n"                                                                \
     "#define SMELT_UK_ROWS 8\n"                                                                  \
     "#define SMELT_UK_VECS 3\n"                                                                  \
+    "#define SMELT_UK_WIDE 6\n"                                                                  \
     "#elif defined(__AVX2__)\n"                                                                  \
     "#define SMELT_UK_LANES 8\n"                                                                 \
     "#define SMELT_UK_ROWS 6\n"                                                                  \
     "#define SMELT_UK_VECS 2\n"                                                                  \
+    "#define SMELT_UK_WIDE 4\n"                                                                  \
     "#else\n"                                                                                    \
     "#define SMELT_UK_LANES 4\n"                                                                 \
     "#define SMELT_UK_ROWS 4\n"                                                                  \
     "#define SMELT_UK_VECS 2\n"                                                                  \
+    "#define SMELT_UK_WIDE 4\n"                                                                  \
     "#endif\n"
 
 /* NEON: 32 registers of 4 floats.  A's values need registers of their own
@@ -59,10 +62,15 @@
     "/* register block: ROWS x VECS vectors of LANES floats (18 + 3 B + 6 A of 32 NEON registers) */\n" \
     "#define SMELT_UK_LANES 4\n" \
     "#define SMELT_UK_ROWS 6\n" \
-    "#define SMELT_UK_VECS 3\n"
+    "#define SMELT_UK_VECS 3\n" \
+    "#define SMELT_UK_WIDE 6\n"
 
 #define GEMM_BODY_SOURCE \
     "typedef float smelt_uk_f32v __attribute__((vector_size(SMELT_UK_LANES * 4), aligned(4), may_alias));\n" \
+    "/* WIDE blocks tile the column blocks (Nb is a multiple of VECS vectors) */\n" \
+    "#if SMELT_UK_WIDE % SMELT_UK_VECS != 0\n" \
+    "#error SMELT_UK_WIDE must be a multiple of SMELT_UK_VECS\n" \
+    "#endif\n" \
     "\n"                                                                                         \
     "/* ROWS rows (a constant once inlined) x VECS vectors of C from column j */\n" \
     "#if defined(__GNUC__)\n" \
@@ -71,24 +79,55 @@
     "#define SMELT_UK_INLINE static inline\n" \
     "#endif\n" \
     "SMELT_UK_INLINE void smelt_uk_gemm_f32_block(float *C, const float *A, const float *B,\n" \
-    "    const int rows, int64_t i, int64_t j, int64_t K, int64_t ldc, int64_t lda_i,\n" \
-    "    int64_t lda_k, int64_t ldb_k)\n" \
+    "    const int rows, const int vecs, int64_t i, int64_t j, int64_t K, int64_t ldc,\n" \
+    "    int64_t lda_i, int64_t lda_k, int64_t ldb_k)\n" \
     "{\n" \
-    "    smelt_uk_f32v acc[SMELT_UK_ROWS][SMELT_UK_VECS], b[SMELT_UK_VECS];\n" \
+    "    smelt_uk_f32v acc[SMELT_UK_ROWS][SMELT_UK_WIDE], b[SMELT_UK_WIDE];\n" \
     "    for (int r = 0; r < rows; r++)\n" \
-    "        for (int v = 0; v < SMELT_UK_VECS; v++)\n" \
+    "        for (int v = 0; v < vecs; v++)\n" \
     "            acc[r][v] = *(const smelt_uk_f32v *)&C[(i + r) * ldc + j + v * SMELT_UK_LANES];\n" \
     "    for (int64_t k = 0; k < K; k++) {\n" \
-    "        for (int v = 0; v < SMELT_UK_VECS; v++)\n" \
+    "        for (int v = 0; v < vecs; v++)\n" \
     "            b[v] = *(const smelt_uk_f32v *)&B[k * ldb_k + j + v * SMELT_UK_LANES];\n" \
     "        for (int r = 0; r < rows; r++) {\n" \
     "            float a = A[(i + r) * lda_i + k * lda_k];\n" \
-    "            for (int v = 0; v < SMELT_UK_VECS; v++) acc[r][v] += a * b[v];\n" \
+    "            for (int v = 0; v < vecs; v++) acc[r][v] += a * b[v];\n" \
     "        }\n" \
     "    }\n" \
     "    for (int r = 0; r < rows; r++)\n" \
-    "        for (int v = 0; v < SMELT_UK_VECS; v++)\n" \
+    "        for (int v = 0; v < vecs; v++)\n" \
     "            *(smelt_uk_f32v *)&C[(i + r) * ldc + j + v * SMELT_UK_LANES] = acc[r][v];\n" \
+    "}\n" \
+    "\n" \
+    "/* The rest rows (fewer than ROWS) from column j0 to Nb: one or two rows\n" \
+    " * in blocks of WIDE vectors first (a block of VECS would keep 2 or 4\n" \
+    " * accumulators, each FMA waiting for the last: an RNN's recurrent product\n" \
+    " * over a batch of 2 ran latency-bound), then blocks of VECS. */\n" \
+    "static void smelt_uk_gemm_f32_rest(float *C, const float *A, const float *B, int rest,\n" \
+    "    int64_t Mb, int64_t Nb, int64_t K, int64_t ldc, int64_t lda_i, int64_t lda_k, int64_t ldb_k)\n" \
+    "{\n" \
+    "    const int64_t nb = SMELT_UK_LANES * SMELT_UK_VECS, nw = SMELT_UK_LANES * SMELT_UK_WIDE;\n" \
+    "    int64_t j = 0;\n" \
+    "    for (; rest <= 2 && j + nw <= Nb; j += nw) {\n" \
+    "        if (rest == 1) smelt_uk_gemm_f32_block(C, A, B, 1, SMELT_UK_WIDE, Mb, j, K, ldc, lda_i, lda_k, ldb_k);\n" \
+    "        else smelt_uk_gemm_f32_block(C, A, B, 2, SMELT_UK_WIDE, Mb, j, K, ldc, lda_i, lda_k, ldb_k);\n" \
+    "    }\n" \
+    "    for (; j < Nb; j += nb) {\n" \
+    "        switch (rest) {\n" \
+    "        case 1: smelt_uk_gemm_f32_block(C, A, B, 1, SMELT_UK_VECS, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
+    "        case 2: smelt_uk_gemm_f32_block(C, A, B, 2, SMELT_UK_VECS, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
+    "        case 3: smelt_uk_gemm_f32_block(C, A, B, 3, SMELT_UK_VECS, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
+    "#if SMELT_UK_ROWS > 4\n" \
+    "        case 4: smelt_uk_gemm_f32_block(C, A, B, 4, SMELT_UK_VECS, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
+    "        case 5: smelt_uk_gemm_f32_block(C, A, B, 5, SMELT_UK_VECS, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
+    "#endif\n" \
+    "#if SMELT_UK_ROWS > 6\n" \
+    "        case 6: smelt_uk_gemm_f32_block(C, A, B, 6, SMELT_UK_VECS, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
+    "        case 7: smelt_uk_gemm_f32_block(C, A, B, 7, SMELT_UK_VECS, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
+    "#endif\n" \
+    "        default: break;\n" \
+    "        }\n" \
+    "    }\n" \
     "}\n" \
     "\n" \
     "/* C[i*ldc+j] += sum_k A[i*lda_i+k*lda_k] * B[k*ldb_k+j*ldb_j] */\n" \
@@ -100,25 +139,11 @@
     "    int64_t Mb = ldb_j == 1 ? M / SMELT_UK_ROWS * SMELT_UK_ROWS : 0;\n" \
     "    int64_t Nb = ldb_j == 1 ? N / nb * nb : 0;\n" \
     "    int rest = Nb ? (int)(M - Mb) : 0;\n" \
-    "    for (int64_t j = 0; j < Nb; j += nb) {\n" \
+    "    for (int64_t j = 0; j < Nb; j += nb)\n" \
     "        for (int64_t i = 0; i < Mb; i += SMELT_UK_ROWS)\n" \
-    "            smelt_uk_gemm_f32_block(C, A, B, SMELT_UK_ROWS, i, j, K, ldc, lda_i, lda_k, ldb_k);\n" \
-    "        /* the rows below the blocks: a block of fewer rows, still in vectors */\n" \
-    "        switch (rest) {\n" \
-    "        case 1: smelt_uk_gemm_f32_block(C, A, B, 1, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
-    "        case 2: smelt_uk_gemm_f32_block(C, A, B, 2, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
-    "        case 3: smelt_uk_gemm_f32_block(C, A, B, 3, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
-    "#if SMELT_UK_ROWS > 4\n" \
-    "        case 4: smelt_uk_gemm_f32_block(C, A, B, 4, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
-    "        case 5: smelt_uk_gemm_f32_block(C, A, B, 5, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
-    "#endif\n" \
-    "#if SMELT_UK_ROWS > 6\n" \
-    "        case 6: smelt_uk_gemm_f32_block(C, A, B, 6, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
-    "        case 7: smelt_uk_gemm_f32_block(C, A, B, 7, Mb, j, K, ldc, lda_i, lda_k, ldb_k); break;\n" \
-    "#endif\n" \
-    "        default: break;\n" \
-    "        }\n" \
-    "    }\n" \
+    "            smelt_uk_gemm_f32_block(C, A, B, SMELT_UK_ROWS, SMELT_UK_VECS, i, j, K, ldc, lda_i, lda_k, ldb_k);\n" \
+    "    /* the rows below the blocks: blocks of fewer rows, still in vectors */\n" \
+    "    if (rest) smelt_uk_gemm_f32_rest(C, A, B, rest, Mb, Nb, K, ldc, lda_i, lda_k, ldb_k);\n" \
     "    /* the columns right of the blocks (all rows), then, without blocks, all */\n" \
     "    smelt_uk_gemm_f32_edge(C, A, B, 0, M, Nb, N, K, ldc, lda_i, lda_k, ldb_k, ldb_j);\n" \
     "}\n"

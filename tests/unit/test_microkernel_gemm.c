@@ -28,6 +28,12 @@ static const uk_case k_cases[] = {
     {29, 7, 96, false, "tensorize C i0 smelt.gemm_f32"},
     /* tiles of 8 and 7 rows: 7 (AVX-512), 2 and 1 (AVX2), 3 (plain vectors) */
     {15, 3, 48, false, "split C i0 8\ntensorize C i0.i smelt.gemm_f32"},
+    /* one or two rows: blocks of WIDE vectors, then of VECS, then the edge
+     * (150 columns: 144 in blocks on AVX2 and AVX-512, 6 or 4 + 2 plain) */
+    {2, 37, 150, false, "tensorize C i0 smelt.gemm_f32"},
+    {1, 20, 150, false, "tensorize C i0 smelt.gemm_f32"},
+    {14, 11, 150, false, "tensorize C i0 smelt.gemm_f32"},
+    {2, 9, 200, true, "tensorize C i0 smelt.gemm_f32"},
 };
 
 typedef struct mm_def {
