@@ -323,14 +323,15 @@ static smelt_status nms_compute(op_compute_args *a)
     nms_build *nb = smelt_arena_alloc(&g->arena, sizeof *nb);
     if (!nb) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
     *nb = (nms_build){.node = node, .rt = te_rt_index(g, y->dims[0]), .bound = y->dims[0]};
-    if (node->inputs[0]->dtype != SMELT_DT_FLOAT32)
-        return op_errf(a->ctx, node, SMELT_ERR_UNSUPPORTED, "compiled code selects %s boxes not "
-                       "yet (float32 only); the reference executor runs it (--reference)",
-                       smelt_dtype_name(node->inputs[0]->dtype));
     if (nb->rt < 0 || !(nb->rt_dims = te_rt_dims_tensor(g)))
         return op_errf(a->ctx, node, SMELT_ERR_UNSUPPORTED,
                        "the number of selected boxes depends on the data, and this build has no "
                        "run-time dim for it (compiled runs give it one, api/specialize.c)");
+    const ir_buffer *boxes = a->in[0]->buf, *scores = a->in[1]->buf;
+    if (boxes->dtype != SMELT_DT_FLOAT32)
+        return op_errf(a->ctx, node, SMELT_ERR_UNSUPPORTED, "compiled code selects %s boxes not "
+                       "yet (float32 only); the reference executor runs it (--reference)",
+                       smelt_dtype_name(boxes->dtype));
     const gr_value *iou = node->n_inputs > 3 ? node->inputs[3] : NULL;
     double iou_v = iou && iou->constant && smelt_tensor_numel(iou->constant) > 0
                        ? op_get_f64(iou->constant, 0) : 0.0;
@@ -345,9 +346,9 @@ static smelt_status nms_compute(op_compute_args *a)
         inputs[n_in++] = a->in[k];
     }
     inputs[n_in++] = nb->rt_dims;
-    nb->nb = node->inputs[0]->dims[0];
-    nb->n = node->inputs[0]->dims[1];
-    nb->nc = node->inputs[1]->dims[1];
+    nb->nb = boxes->shape[0];
+    nb->n = boxes->shape[1];
+    nb->nc = scores->shape[1];
     double flops = (double)nb->nb * nb->nc * nb->n * 8.0;
     a->out[0] = te_extern_stage(g, "nms", SMELT_DT_INT64, y->rank, y->dims, n_in, inputs, build_nms,
                                 nb, "nms", flops);

@@ -851,7 +851,15 @@ typedef struct roi_te {
     const op_roi_align_attrs *a;
     const te_tensor *x, *rois, *bi, *acc;
     int64_t bound_h, bound_w; /* the reduction's extents */
+    /* per axis (0: y, 1: x), per region, bin and sample: the low pixel
+     * (ROI_OUTSIDE, ROI_PAST_GRID) and the weight of the high one */
+    const te_tensor *low[2], *l[2];
 } roi_te;
+
+/* A sample more than a pixel outside the image (value 0), and one past the
+ * region's grid (sampling_ratio 0: adds nothing). */
+#define ROI_OUTSIDE (-1)
+#define ROI_PAST_GRID (-2)
 
 static ir_expr *roi_read(te_graph *g, const roi_te *s, ir_expr *r, int col)
 {
@@ -918,46 +926,89 @@ static ir_expr *roi_te_batch(te_graph *g, const roi_te *s, ir_expr *r)
     return ir_binary(b, IR_MIN, v, ir_int(b, n - 1));
 }
 
-/* One sample's value: the sum of the weighted corners (avg) or their maximum. */
-static ir_expr *roi_te_value(te_graph *g, const roi_te *s, ir_expr *const *idx, ir_expr *py,
-                             ir_expr *px)
+/* The sample tables (tag "table": computed once per region, bin and
+ * sample, not per channel, where the sums read them).  user: the table's
+ * axis, and whether it gives the low pixel or the weight. */
+typedef struct roi_table {
+    const roi_te *s;
+    int axis; /* 0: y (rois columns 1 and 3), 1: x (0 and 2) */
+    bool low;
+} roi_table;
+
+static ir_expr *roi_table_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const roi_table *t = user;
+    const roi_te *s = t->s;
+    ir_builder *b = &g->b;
+    int64_t bins = t->axis ? s->a->out_w : s->a->out_h, len = s->x->buf->shape[2 + t->axis];
+    roi_te_axis ta = roi_te_axis_of(g, s, idx[0], t->axis ? 0 : 1, bins);
+    roi_te_sample smp = roi_te_sample_of(b, roi_te_pos(b, &ta, idx[1], idx[2]), len);
+    if (!t->low) return smp.l;
+    ir_expr *low = ir_select(b, smp.inside, smp.low, ir_int(b, ROI_OUTSIDE));
+    if (s->a->sampling_ratio > 0) return low;
+    ir_expr *in_grid = ir_binary(b, IR_LT, ir_cast(b, SMELT_DT_FLOAT64, idx[2]), ta.grid);
+    return ir_select(b, in_grid, low, ir_int(b, ROI_PAST_GRID));
+}
+
+static te_tensor *roi_add_table(op_compute_args *a, const roi_te *s, int axis, bool low)
+{
+    roi_table *t = smelt_arena_alloc(&a->te->arena, sizeof *t);
+    if (!t) return NULL;
+    *t = (roi_table){s, axis, low};
+    const smelt_tensor *o = &a->out_type[0];
+    int64_t dims[3] = {o->dims[0], axis ? s->a->out_w : s->a->out_h, axis ? s->bound_w : s->bound_h};
+    char name[16];
+    snprintf(name, sizeof name, "%s_%c", low ? "low" : "w", axis ? 'x' : 'y');
+    return te_compute(a->te, name, low ? SMELT_DT_INT64 : SMELT_DT_FLOAT64, 3, dims, roi_table_body,
+                      t, "table");
+}
+
+/* One sample's value from the tables: the sum of the weighted corners
+ * (avg) or their maximum; 0 outside the image, the reduction's identity
+ * past the grid. */
+static ir_expr *roi_te_value(te_graph *g, const roi_te *s, ir_expr *const *idx, ir_expr *iy,
+                             ir_expr *ix, ir_reduce_op op)
 {
     ir_builder *b = &g->b;
-    roi_te_sample sy = roi_te_sample_of(b, py, s->x->buf->shape[2]);
-    roi_te_sample sx = roi_te_sample_of(b, px, s->x->buf->shape[3]);
-    ir_expr *one = f64(b, 1.0), *hy = ir_sub(b, one, sy.l), *hx = ir_sub(b, one, sx.l);
-    ir_expr *wy[2] = {hy, sy.l}, *wx[2] = {hx, sx.l}, *iy[2] = {sy.low, sy.high};
-    ir_expr *ix[2] = {sx.low, sx.high}, *xi[4] = {roi_te_batch(g, s, idx[0]), idx[1]};
+    ir_expr *ty[3] = {idx[0], idx[2], iy}, *tx[3] = {idx[0], idx[3], ix};
+    ir_expr *lo_y = te_read(g, s->low[0], ty), *lo_x = te_read(g, s->low[1], tx);
+    ir_expr *ly = te_read(g, s->l[0], ty), *lx = te_read(g, s->l[1], tx);
+    ir_expr *last_y = ir_int(b, s->x->buf->shape[2] - 1), *last_x = ir_int(b, s->x->buf->shape[3] - 1);
+    ir_expr *one = f64(b, 1.0), *zero_i = ir_int(b, 0);
+    ir_expr *wy[2] = {ir_sub(b, one, ly), ly}, *wx[2] = {ir_sub(b, one, lx), lx};
+    /* clamped into the image: outside samples read pixel 0 and are dropped */
+    ir_expr *y0 = ir_binary(b, IR_MAX, lo_y, zero_i), *x0 = ir_binary(b, IR_MAX, lo_x, zero_i);
+    ir_expr *iyv[2] = {y0, ir_binary(b, IR_MIN, ir_add(b, y0, ir_int(b, 1)), last_y)};
+    ir_expr *ixv[2] = {x0, ir_binary(b, IR_MIN, ir_add(b, x0, ir_int(b, 1)), last_x)};
+    ir_expr *xi[4] = {roi_te_batch(g, s, idx[0]), idx[1]};
     ir_expr *v = NULL;
     for (int k = 0; k < 4; k++) {
-        xi[2] = iy[k / 2];
-        xi[3] = ix[k % 2];
+        xi[2] = iyv[k / 2];
+        xi[3] = ixv[k % 2];
         ir_expr *t = ir_mul(b, ir_mul(b, wy[k / 2], wx[k % 2]),
                             ir_cast(b, SMELT_DT_FLOAT64, te_read(g, s->x, xi)));
         if (!v) v = t;
         else if (s->a->max) v = ir_select(b, ir_binary(b, IR_GT, t, v), t, v);
         else v = ir_add(b, v, t);
     }
-    return ir_select(b, ir_binary(b, IR_AND, sy.inside, sx.inside), v, f64(b, 0.0));
+    ir_expr *outside = ir_binary(b, IR_OR, ir_binary(b, IR_EQ, lo_y, ir_int(b, ROI_OUTSIDE)),
+                                 ir_binary(b, IR_EQ, lo_x, ir_int(b, ROI_OUTSIDE)));
+    v = ir_select(b, outside, f64(b, 0.0), v);
+    if (s->a->sampling_ratio > 0) return v;
+    ir_expr *past = ir_binary(b, IR_OR, ir_binary(b, IR_EQ, lo_y, ir_int(b, ROI_PAST_GRID)),
+                              ir_binary(b, IR_EQ, lo_x, ir_int(b, ROI_PAST_GRID)));
+    return ir_select(b, past, te_reduce_identity(g, op, SMELT_DT_FLOAT64), v);
 }
 
+/* acc [region, bin y, bin x, channel]: channels innermost, so a sample's
+ * pixels and weights are worked out once for all channels. */
 static ir_expr *roi_acc_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const roi_te *s = user;
-    ir_builder *b = &g->b;
-    roi_te_axis ty = roi_te_axis_of(g, s, idx[0], 1, s->a->out_h);
-    roi_te_axis tx = roi_te_axis_of(g, s, idx[0], 0, s->a->out_w);
     ir_axis ax[2] = {te_reduce_axis(g, "iy", s->bound_h), te_reduce_axis(g, "ix", s->bound_w)};
-    ir_expr *iy = ir_var_ref(b, ax[0].var), *ix = ir_var_ref(b, ax[1].var);
-    ir_expr *v = roi_te_value(g, s, idx, roi_te_pos(b, &ty, idx[2], iy),
-                              roi_te_pos(b, &tx, idx[3], ix));
     ir_reduce_op op = s->a->max ? IR_REDUCE_MAX : IR_REDUCE_SUM;
-    if (s->a->sampling_ratio == 0) { /* samples past the region's grid add nothing */
-        ir_expr *in = ir_binary(b, IR_AND,
-                                ir_binary(b, IR_LT, ir_cast(b, SMELT_DT_FLOAT64, iy), ty.grid),
-                                ir_binary(b, IR_LT, ir_cast(b, SMELT_DT_FLOAT64, ix), tx.grid));
-        v = ir_select(b, in, v, te_reduce_identity(g, op, SMELT_DT_FLOAT64));
-    }
+    ir_expr *nchw[4] = {idx[0], idx[3], idx[1], idx[2]};
+    ir_expr *v = roi_te_value(g, s, nchw, ir_var_ref(&g->b, ax[0].var), ir_var_ref(&g->b, ax[1].var), op);
     return te_reduce(g, op, v, 2, ax);
 }
 
@@ -967,7 +1018,8 @@ static ir_expr *roi_y_body(te_graph *g, ir_expr *const *idx, void *user)
     ir_builder *b = &g->b;
     roi_te_axis ty = roi_te_axis_of(g, s, idx[0], 1, s->a->out_h);
     roi_te_axis tx = roi_te_axis_of(g, s, idx[0], 0, s->a->out_w);
-    ir_expr *count = ir_mul(b, ty.grid, tx.grid), *acc = te_read(g, s->acc, idx);
+    ir_expr *at[4] = {idx[0], idx[2], idx[3], idx[1]};
+    ir_expr *count = ir_mul(b, ty.grid, tx.grid), *acc = te_read(g, s->acc, at);
     ir_expr *v;
     if (s->a->max) /* no samples: 0 */
         v = ir_select(b, ir_binary(b, IR_GT, count, f64(b, 0.0)), acc, f64(b, 0.0));
@@ -1059,8 +1111,14 @@ static smelt_status roi_align_compute(op_compute_args *a)
     s->bound_h = roi_bound(at, s->x->buf->shape[2], at->out_h);
     s->bound_w = roi_bound(at, s->x->buf->shape[3], at->out_w);
     SMELT_TRY(roi_checks(a, s));
+    for (int axis = 0; axis < 2; axis++) {
+        s->low[axis] = roi_add_table(a, s, axis, true);
+        s->l[axis] = roi_add_table(a, s, axis, false);
+        if (!s->low[axis] || !s->l[axis]) return compute_done(a, 0, NULL);
+    }
     const smelt_tensor *o = &a->out_type[0];
-    s->acc = te_compute(a->te, "acc", SMELT_DT_FLOAT64, 4, o->dims, roi_acc_body, s, "reduce");
+    int64_t acc_dims[4] = {o->dims[0], o->dims[2], o->dims[3], o->dims[1]};
+    s->acc = te_compute(a->te, "acc", SMELT_DT_FLOAT64, 4, acc_dims, roi_acc_body, s, "reduce");
     if (!s->acc) return compute_done(a, 0, NULL);
     return compute_done(a, 0, te_compute(a->te, "y", o->dtype, 4, o->dims, roi_y_body, s,
                                           "injective"));

@@ -1713,7 +1713,9 @@ static bool costly_and_shared(const inline_plan *p, const te_tensor *t)
 {
     bool costly = false;
     if (te_readers_count(p->readers, t->index) >= 2 && t->body) find_costly_call(&costly, t->body);
-    return costly;
+    /* a table its op computes once for many reads (RoiAlign's samples per
+     * region, read per channel): inlined, every read computes it again */
+    return costly || strcmp(t->tag, "table") == 0;
 }
 
 smelt_status sch_default(smelt_ctx *ctx, const te_graph *g, const smelt_hw *hw, sch_schedule *s)

@@ -73,7 +73,8 @@ typedef struct te_tensor {
     int n_axes;     /* == buf->rank */
     ir_axis axes[SMELT_MAX_RANK];
     ir_expr *body;  /* compute only */
-    const char *tag; /* pattern hint for default schedules ("injective", "reduce", ...) */
+    const char *tag; /* pattern hint for default schedules ("injective", "reduce", ...;
+                      * "table": computed once into its buffer, never inlined) */
     int index;      /* position in te_graph.tensors */
     const te_check *check; /* a check stage (tag "check"), else NULL */
     const te_conv2d_info *conv2d; /* a conv stage Winograd may replace, else NULL */
