@@ -100,6 +100,15 @@ static smelt_check_result compare_containers(const smelt_tensor *got, const smel
     return SMELT_CHECK_PASS;
 }
 
+/* "[2,3]" into out. */
+static void dims_text(const smelt_tensor *t, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "[");
+    for (int i = 0; i < t->rank && n < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    if (n < cap) snprintf(out + n, cap - n, "]");
+}
+
 smelt_check_result smelt_check_compare(const smelt_tensor *got, const smelt_tensor *want,
                                        const smelt_check_options *o, char *why, size_t cap)
 {
@@ -113,8 +122,10 @@ smelt_check_result smelt_check_compare(const smelt_tensor *got, const smelt_tens
     bool same_shape = got->rank == want->rank;
     for (int i = 0; same_shape && i < got->rank; i++) same_shape = got->dims[i] == want->dims[i];
     if (!same_shape) {
-        snprintf(why, cap, "output '%s': shape differs (rank %d vs %d)",
-                 want->name ? want->name : "", got->rank, want->rank);
+        char gd[160], wd[160];
+        dims_text(got, gd, sizeof gd);
+        dims_text(want, wd, sizeof wd);
+        snprintf(why, cap, "output '%s': shape %s, expected %s", want->name ? want->name : "", gd, wd);
         return SMELT_CHECK_FAIL;
     }
     int64_t n = smelt_tensor_numel(want), worst = -1, bad = 0;
