@@ -295,6 +295,8 @@ static const cg_microkernel x86_kernels[] = {
     INT8_KERNELS
     {"smelt.attention_f32", "smelt_uk_attention_f32", NULL, "smelt_uk_attention_f32.h"},
     {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
+    {"smelt.nonzero", "smelt_uk_nonzero", NULL, "smelt_uk_select.h"},
+    {"smelt.compress", "smelt_uk_compress", NULL, "smelt_uk_select.h"},
 };
 
 /* the transposes' widest tile is 4 x 4 there already (no __AVX__) */
@@ -305,6 +307,8 @@ static const cg_microkernel neon_kernels[] = {
     INT8_KERNELS
     {"smelt.attention_f32", "smelt_uk_attention_f32", NULL, "smelt_uk_attention_f32.h"},
     {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
+    {"smelt.nonzero", "smelt_uk_nonzero", NULL, "smelt_uk_select.h"},
+    {"smelt.compress", "smelt_uk_compress", NULL, "smelt_uk_select.h"},
 };
 
 _Static_assert(SMELT_ARRAY_LEN(x86_kernels) == SMELT_ARRAY_LEN(neon_kernels),

@@ -2124,10 +2124,88 @@ static smelt_status non_zero_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
-/* No compute: the output's column count depends on the data, so NonZero
- * stays reference-only until the compiled path has data-dependent shapes. */
+/* The columns NonZero can give: every element of x (static dims). */
+static int64_t non_zero_count_bound(const gr_node *n, int out, int dim)
+{
+    int64_t numel = gr_value_numel(n->inputs[0]);
+    return out == 0 && dim == 1 && numel >= 0 ? numel : -1;
+}
+
+/* smelt.nonzero's element test: 0 bytes, 1 float32, 2 float64, 3 16-bit
+ * floats; -1 for the types it does not take (other floats). */
+static int non_zero_kind(smelt_dtype dt)
+{
+    switch (dt) {
+    case SMELT_DT_FLOAT32: return 1;
+    case SMELT_DT_FLOAT64: return 2;
+    case SMELT_DT_FLOAT16:
+    case SMELT_DT_BFLOAT16: return 3;
+    default: return op_dtype_is_float(dt) || !smelt_dtype_size(dt) ? -1 : 0;
+    }
+}
+
+typedef struct non_zero_build {
+    const te_tensor *x, *dims, *rt_dims;
+    int rt, kind;
+    int64_t bound;
+} non_zero_build;
+
+static ir_stmt *build_non_zero(te_graph *g, ir_buffer *out, void *user)
+{
+    const non_zero_build *nz = user;
+    ir_builder *b = &g->b;
+    const ir_buffer *x = nz->x->buf;
+    int64_t n = 1;
+    for (int d = 0; d < x->rank; d++) n *= x->shape[d];
+    ir_expr *zero = ir_int(b, 0);
+    ir_call_arg args[9] = {
+        {out, zero},
+        {nz->rt_dims->buf, ir_int(b, nz->rt)},
+        {nz->x->buf, zero},
+        {nz->dims->buf, zero},
+        {NULL, ir_int(b, nz->kind)},
+        {NULL, ir_int(b, (int64_t)smelt_dtype_size(x->dtype))},
+        {NULL, ir_int(b, n)},
+        {NULL, ir_int(b, x->rank)},
+        {NULL, ir_int(b, nz->bound)},
+    };
+    return ir_call_stmt(b, "smelt.nonzero", 9, args);
+}
+
+/* Compiled: the columns at the bound the graph was laid out with, their
+ * count a run-time dim smelt.nonzero writes (api/specialize.c,
+ * "Data-dependent counts"). */
+static smelt_status non_zero_compute(op_compute_args *a)
+{
+    te_tensor *x = a->in[0], *rt_dims;
+    const smelt_tensor *y = &a->out_type[0];
+    non_zero_build *nz = smelt_arena_alloc(&a->te->arena, sizeof *nz);
+    if (!nz) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    *nz = (non_zero_build){.x = x, .kind = non_zero_kind(x->buf->dtype), .bound = y->dims[1]};
+    SMELT_TRY(op_count_slot(a, y->dims[1], &rt_dims, &nz->rt));
+    nz->rt_dims = rt_dims;
+    if (nz->kind < 0)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED, "compiled code finds the "
+                       "non-zero elements of %s tensors not yet; the reference executor runs it "
+                       "(--reference)", smelt_dtype_name(x->buf->dtype));
+    int64_t rank = x->buf->rank > 0 ? x->buf->rank : 1;
+    int64_t *dims = smelt_alloc(sizeof *dims * (size_t)rank);
+    if (!dims) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    dims[0] = 1;
+    for (int d = 0; d < x->buf->rank; d++) dims[d] = x->buf->shape[d];
+    te_tensor *dims_t = te_const_tensor(a->te, "nonzero_dims", SMELT_DT_INT64, 1, &rank, dims);
+    if (!dims_t) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    nz->dims = dims_t;
+    te_tensor *inputs[3] = {x, dims_t, rt_dims};
+    a->out[0] = te_extern_stage(a->te, "nonzero", SMELT_DT_INT64, y->rank, y->dims, 3, inputs,
+                                build_non_zero, nz, "nonzero", (double)nz->bound);
+    if (a->out[0]) te_extern_set_rt_ok(a->out[0]);
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 const op_def op_def_NON_ZERO = {
-    .infer = non_zero_infer, .eval = non_zero_eval,
+    .compute = non_zero_compute, .infer = non_zero_infer, .eval = non_zero_eval,
+    .count_bound = non_zero_count_bound,
     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
 };
 

@@ -322,11 +322,8 @@ static smelt_status nms_compute(op_compute_args *a)
     const smelt_tensor *y = &a->out_type[0];
     nms_build *nb = smelt_arena_alloc(&g->arena, sizeof *nb);
     if (!nb) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
-    *nb = (nms_build){.node = node, .rt = te_rt_index(g, y->dims[0]), .bound = y->dims[0]};
-    if (nb->rt < 0 || !(nb->rt_dims = te_rt_dims_tensor(g)))
-        return op_errf(a->ctx, node, SMELT_ERR_UNSUPPORTED,
-                       "the number of selected boxes depends on the data, and this build has no "
-                       "run-time dim for it (compiled runs give it one, api/specialize.c)");
+    *nb = (nms_build){.node = node, .bound = y->dims[0]};
+    SMELT_TRY(op_count_slot(a, y->dims[0], &nb->rt_dims, &nb->rt));
     const ir_buffer *boxes = a->in[0]->buf, *scores = a->in[1]->buf;
     if (boxes->dtype != SMELT_DT_FLOAT32)
         return op_errf(a->ctx, node, SMELT_ERR_UNSUPPORTED, "compiled code selects %s boxes not "

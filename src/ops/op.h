@@ -227,6 +227,12 @@ const char *op_container_problem(const smelt_tensor *t, char *buf, size_t cap);
 bool op_runs_bodies(const gr_node *n);
 /* Inputs that are sequences or optionals: refused unless the op takes them
  * (OP_FLAG_CONTAINERS), and checked when they hold data. */
+/* For a compute whose output dim of size `bound` is a data-dependent count
+ * its kernel writes (op_def.count_bound): the te graph's rt_dims
+ * placeholder and the count's index there; a refusal naming the node when
+ * this build gives the count no run-time dim. */
+smelt_status op_count_slot(op_compute_args *a, int64_t bound, struct te_tensor **rt_dims,
+                           int *index);
 smelt_status op_check_container_inputs(smelt_ctx *ctx, const gr_node *n,
                                        const smelt_tensor *const *in);
 

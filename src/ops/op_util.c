@@ -4,6 +4,7 @@
 
 #include "ops/op.h"
 #include "smelt_lowbit.h"
+#include "te/te.h"
 
 smelt_status op_errf(smelt_ctx *ctx, const gr_node *node, smelt_status code, const char *fmt,
                      ...)
@@ -478,4 +479,14 @@ bool op_runs_bodies(const gr_node *n)
     for (int k = 0; k < n->n_attrs; k++)
         if (n->attrs[k].type == GR_ATTR_GRAPH && n->attrs[k].g) return true;
     return false;
+}
+
+smelt_status op_count_slot(op_compute_args *a, int64_t bound, te_tensor **rt_dims, int *index)
+{
+    *index = te_rt_index(a->te, bound);
+    if (*index < 0 || !(*rt_dims = te_rt_dims_tensor(a->te)))
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
+                       "the output's size depends on the data, and this build has no run-time "
+                       "dim for it (compiled runs give it one, api/specialize.c)");
+    return SMELT_OK;
 }

@@ -1,7 +1,9 @@
 /* Selections whose output size depends on the data: Compress (opsets 9-28)
- * and Unique (11-28).  Reference kernels only, like NonZero: compiled models
- * run them when they fold at specialisation (inputs constant or small enough
- * to be specialised on); otherwise their compute refuses, naming the node.
+ * and Unique (11-28).  Compress compiles with its count a run-time dim that
+ * its kernel (smelt.compress, codegen/uk_select.h) writes (api/specialize.c,
+ * "Data-dependent counts"); Unique is a reference kernel: compiled models run
+ * it when it folds at specialisation (inputs constant or small enough to be
+ * specialised on), otherwise its compute refuses, naming the node.
  *
  * Compress keeps the slices along `axis` (of the flattened input without
  * one) whose condition is true; a true condition past the axis is refused.
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "ops/op.h"
+#include "te/te.h"
 
 static smelt_status data_dependent_compute(op_compute_args *a)
 {
@@ -126,9 +129,103 @@ static smelt_status compress_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* The slices Compress can keep: those along the axis a condition entry
+ * can select (static dims). */
+static int64_t compress_count_bound(const gr_node *n, int out, int dim)
+{
+    const op_axis_opt_attrs *a = n->op_attrs;
+    const gr_value *x = n->inputs[0], *cond = n->inputs[1];
+    int axis = a->has_axis ? (int)(a->axis < 0 ? a->axis + x->rank : a->axis) : 0;
+    int64_t numel = gr_value_numel(x), nc = gr_value_numel(cond);
+    if (out != 0 || dim != axis || numel < 0 || nc < 0 || axis < 0 || axis >= (x->rank ? x->rank : 1))
+        return -1;
+    int64_t n_slices = a->has_axis ? x->dims[axis] : numel;
+    return nc < n_slices ? nc : n_slices;
+}
+
+typedef struct compress_build {
+    const te_tensor *x, *cond, *rt_dims;
+    int rt;
+    slicing s;
+    int64_t ncond, bound;
+} compress_build;
+
+static ir_stmt *build_compress(te_graph *g, ir_buffer *out, void *user)
+{
+    const compress_build *c = user;
+    ir_builder *b = &g->b;
+    ir_expr *zero = ir_int(b, 0);
+    ir_call_arg args[10] = {
+        {out, zero},
+        {c->rt_dims->buf, ir_int(b, c->rt)},
+        {c->x->buf, zero},
+        {c->cond->buf, zero},
+        {NULL, ir_int(b, c->ncond)},
+        {NULL, ir_int(b, c->s.outer)},
+        {NULL, ir_int(b, c->s.n)},
+        {NULL, ir_int(b, c->s.inner)},
+        {NULL, ir_int(b, (int64_t)smelt_dtype_size(c->x->buf->dtype))},
+        {NULL, ir_int(b, c->bound)},
+    };
+    return ir_call_stmt(b, "smelt.compress", 10, args);
+}
+
+static ir_expr *compress_past_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const compress_build *c = user;
+    ir_expr *i = ir_add(&g->b, idx[0], ir_int(&g->b, c->s.n));
+    return ir_cast(&g->b, SMELT_DT_INT64, te_read(g, c->cond, &i));
+}
+
+/* The reference's refusal of a true condition past the axis, as a check
+ * stage over the condition's entries from n on. */
+static smelt_status compress_check(op_compute_args *a, const compress_build *c)
+{
+    int64_t past = c->ncond - c->s.n;
+    if (past <= 0) return SMELT_OK;
+    ir_builder *b = &a->te->b;
+    ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
+    ir_expr *ok = ir_binary(b, IR_EQ, ir_var_ref(b, v), ir_int(b, 0));
+    char msg[200];
+    snprintf(msg, sizeof msg, "condition is true at %lld + {position}, past the %lld slices "
+             "along the axis", (long long)c->s.n, (long long)c->s.n);
+    ir_check_site site = {.node = a->node->name, .op = a->node->op_type, .message = msg};
+    return te_check_compute(a->te, "check_cond", 1, &past, compress_past_body, (void *)c, v, ok,
+                            &site)
+               ? SMELT_OK
+               : smelt_ctx_status(a->ctx);
+}
+
+/* Compiled: the kept slices at the bound the graph was laid out with, their
+ * count a run-time dim smelt.compress writes. */
+static smelt_status compress_compute(op_compute_args *a)
+{
+    const op_axis_opt_attrs *at = a->node->op_attrs;
+    te_tensor *x = a->in[0], *rt_dims;
+    const smelt_tensor *y = &a->out_type[0];
+    compress_build *c = smelt_arena_alloc(&a->te->arena, sizeof *c);
+    if (!c) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    smelt_tensor xt = {.dtype = x->buf->dtype, .rank = x->buf->rank};
+    memcpy(xt.dims, x->buf->shape, sizeof(int64_t) * (size_t)x->buf->rank);
+    int axis = 0;
+    if (at->has_axis) SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, xt.rank, &axis));
+    int64_t bound = y->dims[at->has_axis ? axis : 0];
+    *c = (compress_build){.x = x, .cond = a->in[1], .s = slicing_of(&xt, at->has_axis, axis),
+                          .ncond = a->in[1]->buf->shape[0], .bound = bound};
+    SMELT_TRY(op_count_slot(a, bound, &rt_dims, &c->rt));
+    c->rt_dims = rt_dims;
+    SMELT_TRY(compress_check(a, c));
+    te_tensor *inputs[3] = {x, a->in[1], rt_dims};
+    a->out[0] = te_extern_stage(a->te, "compress", y->dtype, y->rank, y->dims, 3, inputs,
+                                build_compress, c, "compress", (double)op_numel(y));
+    if (a->out[0]) te_extern_set_rt_ok(a->out[0]);
+    return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+}
+
 const op_def op_def_COMPRESS = {
-    .compute = data_dependent_compute, .import = compress_import, .infer = compress_infer,
-    .eval = compress_eval, .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .compute = compress_compute, .import = compress_import, .infer = compress_infer,
+    .eval = compress_eval, .count_bound = compress_count_bound, .min_inputs = 2, .max_inputs = 2,
+    .min_outputs = 1, .max_outputs = 1,
 };
 
 /* ---- Unique ------------------------------------------------------------------------ */
