@@ -141,6 +141,8 @@ static bool takes_rt(const gr_graph *g, const gr_node *n)
     case OP_SQUEEZE:
     case OP_UNSQUEEZE: return same_rows(g, x, y);
     case OP_CONCAT: return concat_takes_rt(g, n);
+    case OP_GATHER_ND: /* lookups are rows: a count of index tuples, not of the data */
+        return count_rt(g, x) == 0 && !rt_in(g, n->inputs[1], n->inputs[1]->rank - 1, n->inputs[1]->rank);
     /* its count is the run-time dim: the kernel writes it (gr_rt_dim.data) */
     case OP_NON_MAX_SUPPRESSION:
     case OP_NON_ZERO:

@@ -170,28 +170,30 @@ static ir_stmt *build_compress(te_graph *g, ir_buffer *out, void *user)
     return ir_call_stmt(b, "smelt.compress", 10, args);
 }
 
+/* Entry i of the condition: i when it is true past the axis, else -1. */
 static ir_expr *compress_past_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const compress_build *c = user;
-    ir_expr *i = ir_add(&g->b, idx[0], ir_int(&g->b, c->s.n));
-    return ir_cast(&g->b, SMELT_DT_INT64, te_read(g, c->cond, &i));
+    ir_builder *b = &g->b;
+    ir_expr *past = ir_binary(b, IR_AND, ir_binary(b, IR_GE, idx[0], ir_int(b, c->s.n)),
+                              ir_cast(b, SMELT_DT_BOOL, te_read(g, c->cond, idx)));
+    return ir_select(b, past, idx[0], ir_int(b, -1));
 }
 
 /* The reference's refusal of a true condition past the axis, as a check
- * stage over the condition's entries from n on. */
+ * stage over the condition (when it is longer than the axis). */
 static smelt_status compress_check(op_compute_args *a, const compress_build *c)
 {
-    int64_t past = c->ncond - c->s.n;
-    if (past <= 0) return SMELT_OK;
+    if (c->ncond <= c->s.n) return SMELT_OK;
     ir_builder *b = &a->te->b;
     ir_var *v = ir_var_new(b, "v", SMELT_DT_INT64);
-    ir_expr *ok = ir_binary(b, IR_EQ, ir_var_ref(b, v), ir_int(b, 0));
+    ir_expr *ok = ir_binary(b, IR_LT, ir_var_ref(b, v), ir_int(b, 0));
     char msg[200];
-    snprintf(msg, sizeof msg, "condition is true at %lld + {position}, past the %lld slices "
-             "along the axis", (long long)c->s.n, (long long)c->s.n);
+    snprintf(msg, sizeof msg, "condition is true at {value}, past the %lld slices along the axis",
+             (long long)c->s.n);
     ir_check_site site = {.node = a->node->name, .op = a->node->op_type, .message = msg};
-    return te_check_compute(a->te, "check_cond", 1, &past, compress_past_body, (void *)c, v, ok,
-                            &site)
+    return te_check_compute(a->te, "check_cond", 1, &c->ncond, compress_past_body, (void *)c, v,
+                            ok, &site)
                ? SMELT_OK
                : smelt_ctx_status(a->ctx);
 }

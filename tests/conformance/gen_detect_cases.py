@@ -22,6 +22,24 @@ over K rows and the outputs come back with K rows, K = 0 included:
                       count", expected_failures_detect.txt); the reference
                       executor runs it
 
+The other data-dependent selections, NonZero and Compress (K the number of
+non-zero elements / true condition entries):
+
+  select_nonzero_chain  NonZero of a float32 [3, 5, 4] (exact zeros, a -0.0,
+                      which is zero, and a NaN, which is not) -> Transpose to
+                      [K, 3] -> GatherND of the non-zero values -> Mul by 2;
+                      data sets with some zeros, all zeros (K = 0), none (K = 60)
+  select_nonzero_types  three NonZero nodes (three counts) on an int32 [7], a
+                      bool [2, 3] and a float16 [4, 4] input
+  select_compress_axis  Compress axis=1 of a [4, 6, 3] by a bool [5] (shorter
+                      than the axis: slice 5 is never kept) -> Relu; K = 0 too
+  select_compress_flat  Compress without axis (the flattened int64 [2, 3, 2])
+                      by a bool [12] -> Add 1
+  select_compress_past  a bool [8] condition on an axis of 6; only data sets
+                      whose entries 6 and 7 are false (onnx's reference,
+                      numpy.compress, raises on a true entry past the axis, which
+                      the ONNX spec leaves undefined, so no data set has one)
+
 The data: seeded numpy, float32, scores all distinct and none within 1e-3 of
 the score threshold, no two boxes with an IoU within 1e-3 of the IoU
 threshold (so float rounding cannot flip a decision).
@@ -94,7 +112,7 @@ def ort_check(model, feeds, expected, where):
         if e.shape != g.shape or e.dtype != g.dtype:
             raise SystemExit("%s %s: reference %s %s, ONNX Runtime %s %s"
                              % (where, o.name, e.dtype, e.shape, g.dtype, g.shape))
-        if not np.allclose(e, g, rtol=1e-5, atol=1e-5):
+        if not np.allclose(e, g, rtol=1e-5, atol=1e-5, equal_nan=True):
             raise SystemExit("%s %s: reference and ONNX Runtime differ by %g"
                              % (where, o.name, float(np.max(np.abs(e.astype(np.float64) - g)))))
 
@@ -298,6 +316,125 @@ def nms_reduce(out, rng, check_ort):
     return save(out, "detect_nms_reduce", g, sets, check_ort)
 
 
+def with_specials(rng, shape, zero_frac):
+    """float32 normals, about zero_frac of them exact zeros and (if any) one of
+    those a -0.0 (zero to NonZero), and a NaN (non-zero) in the middle."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[np.abs(x) < 1e-3] = 0.5                   # no accidental near-zeros
+    flat = x.reshape(-1)
+    flat[rng.random(flat.size) < zero_frac] = 0.0
+    if zero_frac:
+        flat[1] = -0.0
+    flat[flat.size // 2] = np.nan
+    return x
+
+
+def nonzero_chain(out, rng, check_ort):
+    """NonZero [3, K] -> Transpose [K, 3] -> GatherND(x) [K] -> Mul by 2 (x of 75
+    elements: more than smelt binds by value, so the count path runs)."""
+    g = helper.make_graph(
+        [const("two", np.array(2.0, np.float32)),
+         helper.make_node("NonZero", ["x"], ["idx"]),
+         helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
+         helper.make_node("GatherND", ["x", "idx_t"], ["vals"]),
+         helper.make_node("Mul", ["vals", "two"], ["doubled"])],
+        "select_nonzero_chain",
+        [vi("x", TP.FLOAT, [3, 5, 5])],
+        [vi("idx", TP.INT64, [3, "K"]), vi("doubled", TP.FLOAT, ["K"])])
+    zeros = np.zeros((3, 5, 5), np.float32)
+    zeros.reshape(-1)[[1, 17]] = -0.0
+    sets = [{"x": with_specials(rng, (3, 5, 5), 0.4)},     # some zeros
+            {"x": zeros},                                  # all (-)zero: K = 0
+            {"x": with_specials(rng, (3, 5, 5), 0.0)}]      # none zero: K = 75
+    return save(out, "select_nonzero_chain", g, sets, check_ort)
+
+
+def some_zero(rng, shape, dtype, k):
+    """An array of dtype with exactly k non-zero entries (+-1..9, or True)."""
+    x = np.zeros(int(np.prod(shape)), dtype)
+    pick = rng.choice(x.size, k, replace=False)
+    x[pick] = True if dtype == np.bool_ else (rng.integers(1, 10, k) * rng.choice([-1, 1], k)).astype(dtype)
+    return x.reshape(shape)
+
+
+def nonzero_types(out, rng, check_ort):
+    """NonZero on int32 [7], bool [2, 3] and float16 [4, 4]: three counts."""
+    g = helper.make_graph(
+        [helper.make_node("NonZero", ["a"], ["ia"]),
+         helper.make_node("NonZero", ["b"], ["ib"]),
+         helper.make_node("NonZero", ["c"], ["ic"])],
+        "select_nonzero_types",
+        [vi("a", TP.INT32, [7]), vi("b", TP.BOOL, [2, 3]), vi("c", TP.FLOAT16, [4, 4])],
+        [vi("ia", TP.INT64, [1, "Ka"]), vi("ib", TP.INT64, [2, "Kb"]),
+         vi("ic", TP.INT64, [2, "Kc"])])
+    sets = []
+    for ka, kb, kc in ((3, 4, 7), (0, 6, 16), (7, 0, 0)):
+        c = some_zero(rng, (4, 4), np.float16, kc)
+        if kc < 16:
+            c[c == 0] = np.where(rng.random(16 - kc) < 0.5, np.float16(-0.0), np.float16(0.0))
+        if kc:
+            c.reshape(-1)[np.flatnonzero(c)[0]] = np.nan   # NaN is non-zero
+        sets.append({"a": some_zero(rng, (7,), np.int32, ka),
+                     "b": some_zero(rng, (2, 3), np.bool_, kb), "c": c})
+    return save(out, "select_nonzero_types", g, sets, check_ort)
+
+
+def compress_axis(out, rng, check_ort):
+    """Compress axis=1 of [4, 6, 3] by a bool [5] -> [4, K, 3] -> Relu."""
+    g = helper.make_graph(
+        [helper.make_node("Compress", ["x", "cond"], ["sel"], axis=1),
+         helper.make_node("Relu", ["sel"], ["y"])],
+        "select_compress_axis",
+        [vi("x", TP.FLOAT, [4, 6, 3]), vi("cond", TP.BOOL, [5])],
+        [vi("y", TP.FLOAT, [4, "K", 3])])
+
+    def feeds(cond):
+        return {"x": rng.standard_normal((4, 6, 3)).astype(np.float32),
+                "cond": np.array(cond, np.bool_)}
+    sets = [feeds([1, 0, 1, 1, 0]),    # K = 3
+            feeds([0, 0, 0, 0, 0]),    # K = 0
+            feeds([1, 1, 1, 1, 1])]    # K = 5: the sixth slice is past the condition
+    return save(out, "select_compress_axis", g, sets, check_ort)
+
+
+def compress_flat(out, rng, check_ort):
+    """Compress without axis of int64 [2, 3, 2] by a bool [12] -> [K] -> Add 1."""
+    g = helper.make_graph(
+        [const("one", np.array(1, np.int64)),
+         helper.make_node("Compress", ["x", "cond"], ["sel"]),
+         helper.make_node("Add", ["sel", "one"], ["y"])],
+        "select_compress_flat",
+        [vi("x", TP.INT64, [2, 3, 2]), vi("cond", TP.BOOL, [12])],
+        [vi("y", TP.INT64, ["K"])])
+
+    def feeds(cond):
+        return {"x": rng.integers(-1000, 1000, (2, 3, 2)).astype(np.int64), "cond": cond}
+    sets = [feeds(some_zero(rng, (12,), np.bool_, 5)),   # K = 5
+            feeds(np.zeros(12, np.bool_)),              # K = 0
+            feeds(np.ones(12, np.bool_))]               # K = 12
+    return save(out, "select_compress_flat", g, sets, check_ort)
+
+
+def compress_past(out, rng, check_ort):
+    """Compress axis=1 of [2, 6, 2] by a bool [8] -> [2, K, 2] -> Neg.  A true
+    entry 6 or 7 would select a slice past the axis: the ONNX spec does not say
+    what that means, onnx's reference raises, smelt refuses it; the data sets
+    keep entries 6 and 7 false."""
+    g = helper.make_graph(
+        [helper.make_node("Compress", ["x", "cond"], ["sel"], axis=1),
+         helper.make_node("Neg", ["sel"], ["y"])],
+        "select_compress_past",
+        [vi("x", TP.FLOAT, [2, 6, 2]), vi("cond", TP.BOOL, [8])],
+        [vi("y", TP.FLOAT, [2, "K", 2])])
+
+    def feeds(cond):
+        return {"x": rng.standard_normal((2, 6, 2)).astype(np.float32),
+                "cond": np.array(cond, np.bool_)}
+    sets = [feeds([0, 1, 1, 0, 0, 1, 0, 0]),   # K = 3, the last slice kept
+            feeds([0, 0, 0, 0, 0, 0, 0, 0])]   # K = 0
+    return save(out, "select_compress_past", g, sets, check_ort)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -312,9 +449,15 @@ def main():
     rng = np.random.default_rng(16)
     counts = {}
     for name, fn in (("detect_nms_roi", nms_roi), ("detect_nms_center", nms_center),
-                     ("detect_two_nms", two_nms), ("detect_nms_reduce", nms_reduce)):
+                     ("detect_two_nms", two_nms), ("detect_nms_reduce", nms_reduce),
+                     ("select_nonzero_chain", nonzero_chain), ("select_nonzero_types", nonzero_types),
+                     ("select_compress_axis", compress_axis), ("select_compress_flat", compress_flat),
+                     ("select_compress_past", compress_past)):
         res = fn(args.out, rng, args.ort)
-        counts[name] = [[np.asarray(o).shape[0] for o in r if np.asarray(o).ndim] for r in res]
+        if name.startswith("select_"):   # the count is not always the first dim: whole shapes
+            counts[name] = [[np.asarray(o).shape for o in r] for r in res]
+        else:
+            counts[name] = [[np.asarray(o).shape[0] for o in r if np.asarray(o).ndim] for r in res]
     if args.print_counts:
         for name, c in counts.items():
             print(name, c)

@@ -3,7 +3,7 @@
 # too, with the reference's message, on 1 and 2 threads; in-range and
 # negative (wrapping) indices still run; an int32 Div by zero or of the
 # minimum value by -1 fails the compiled C like the reference; so do RotaryEmbedding
-# position_ids outside the caches.  Usage: check_data_errors.sh SMELT MODELS_DIR
+# position_ids outside the caches, and a Compress condition true past the axis.  Usage: check_data_errors.sh SMELT MODELS_DIR
 set -u
 smelt=$1
 model=$2/small/gather_chain.onnx
@@ -37,6 +37,14 @@ for n, v in (("x", np.ones((1, 2, 2, 4), np.float32)), ("c", np.ones((3, 2), np.
              ("s", np.zeros((3, 2), np.float32)), ("bad_p", np.array([[0, 7]], np.int64)),
              ("neg_p", np.array([[-1, 0]], np.int64)), ("good_p", np.array([[2, 0]], np.int64))):
     open(f"{sys.argv[1]}/rope_{n}.pb", "wb").write(h.from_array(v, n.split("_")[-1]).SerializeToString())
+g = oh.make_graph([oh.make_node("Compress", ["x", "c"], ["y"], name="cmp0", axis=1)], "compress",
+                  [oh.make_tensor_value_info("x", T.FLOAT, [2, 6, 2]),
+                   oh.make_tensor_value_info("c", T.BOOL, [8])],
+                  [oh.make_tensor_value_info("y", T.FLOAT, [2, "K", 2])])
+onnx.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 11)]), f"{sys.argv[1]}/compress.onnx")
+open(f"{sys.argv[1]}/cmp_x.pb", "wb").write(h.from_array(np.ones((2, 6, 2), np.float32), "x").SerializeToString())
+for name, c in (("bad", [0, 1, 0, 0, 0, 0, 0, 1]), ("good", [0, 1, 0, 0, 0, 1, 0, 0])):
+    open(f"{sys.argv[1]}/cmp_{name}.pb", "wb").write(h.from_array(np.array(c, bool), "c").SerializeToString())
 PY
 fail=0
 "$smelt" run "$model" --input "$tmp/bad.pb" --reference >/dev/null 2>"$tmp/ref.txt" && { echo "reference accepted bad indices"; fail=1; }
@@ -81,5 +89,16 @@ for case in "bad:index 7 at position 1" "neg:index -1 at position 0"; do
 done
 "$smelt" run "$rope" --input "x=$tmp/rope_x.pb" --input "c=$tmp/rope_c.pb" --input "s=$tmp/rope_s.pb" \
     --input "p=$tmp/rope_good_p.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled RotaryEmbedding failed on legal positions:"; cat "$tmp/ok.txt"; fail=1; }
+# Compress: a true condition past the axis (its count taken at run time when compiled)
+want="node 'cmp0' (Compress): condition is true at 7, past the 6 slices along the axis"
+for mode in --reference --compiled; do
+    flag=$([ "$mode" = --reference ] && echo --reference)
+    # shellcheck disable=SC2086
+    if "$smelt" run "$tmp/compress.onnx" --input "x=$tmp/cmp_x.pb" --input "c=$tmp/cmp_bad.pb" $flag >/dev/null 2>"$tmp/cmp.txt"; then
+        echo "Compress past the axis accepted ($mode)"; fail=1
+    fi
+    grep -q "$want" "$tmp/cmp.txt" || { echo "Compress message ($mode):"; cat "$tmp/cmp.txt"; fail=1; }
+done
+"$smelt" run "$tmp/compress.onnx" --input "x=$tmp/cmp_x.pb" --input "c=$tmp/cmp_good.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled Compress failed on a legal condition:"; cat "$tmp/ok.txt"; fail=1; }
 [ $fail -eq 0 ] && echo "data errors: ok"
 exit $fail
