@@ -86,14 +86,21 @@ endif()
 # kernels and compiled.  Here and in the model checks every `smelt check`
 # names an expected-failures list (/dev/null: none), so a case that turns
 # UNSUPPORTED fails instead of counting as skipped.
+# Cases a generator writes (tests/conformance/SCRIPT --out DIR), checked on both
+# paths; an optional fourth argument lists what the compiled path refuses (strict:
+# a case that turns unsupported fails).
 function(smelt_generated_cases name python script)
   set(dir ${CMAKE_BINARY_DIR}/tests/${name}_cases)
   add_test(NAME conformance/${name}_cases_generate
     COMMAND ${python} ${CMAKE_SOURCE_DIR}/tests/conformance/${script} --out ${dir})
   set_tests_properties(conformance/${name}_cases_generate PROPERTIES FIXTURES_SETUP ${name}_cases)
   foreach(mode reference compiled)
+    set(expected /dev/null)
+    if(mode STREQUAL compiled AND ARGC GREATER 3)
+      set(expected ${CMAKE_SOURCE_DIR}/tests/conformance/${ARGV3})
+    endif()
     add_test(NAME conformance/${name}_cases_${mode}
-      COMMAND smelt_cli check --${mode} --expected-failures /dev/null ${dir})
+      COMMAND smelt_cli check --${mode} --expected-failures ${expected} ${dir})
     set_tests_properties(conformance/${name}_cases_${mode} PROPERTIES FIXTURES_REQUIRED ${name}_cases)
   endforeach()
 endfunction()
@@ -107,17 +114,7 @@ if(SMELT_PYTHON)
   # ---- sequences and optionals (ops/sequence.c) beyond the ONNX node tests, expected
   # values from numpy (lists of arrays); compiled code unrolls every case
   # (passes/unroll_containers.c) ----
-  set(SMELT_SEQUENCE_CASES ${CMAKE_BINARY_DIR}/tests/sequence_cases)
-  add_test(NAME conformance/sequence_cases_generate
-    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_sequence_cases.py
-            --out ${SMELT_SEQUENCE_CASES})
-  set_tests_properties(conformance/sequence_cases_generate PROPERTIES FIXTURES_SETUP sequence_cases)
-  add_test(NAME conformance/sequence_cases_reference
-    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_SEQUENCE_CASES})
-  add_test(NAME conformance/sequence_cases_compiled
-    COMMAND smelt_cli check --compiled --expected-failures /dev/null ${SMELT_SEQUENCE_CASES})
-  set_tests_properties(conformance/sequence_cases_reference
-    conformance/sequence_cases_compiled PROPERTIES FIXTURES_REQUIRED sequence_cases)
+  smelt_generated_cases(sequence ${SMELT_PYTHON} gen_sequence_cases.py)
   # ---- FlexAttention (ai.onnx.preview) beyond its node tests, expected values from onnx's
   # reference (compiled: modifier bodies as nodes, passes/expand_flex.c) ----
   smelt_generated_cases(flex ${SMELT_PYTHON} gen_flex_cases.py)
@@ -180,18 +177,7 @@ if(SMELT_PYTHON)
   # counts, while loops, reversed scans; expected values from ONNX Runtime ----
   # strict (an expected-failures list: a case that turns unsupported fails): none on
   # the reference path, Scan-8 on the compiled one
-  set(SMELT_CONTROL_CASES ${CMAKE_BINARY_DIR}/tests/control_cases)
-  add_test(NAME conformance/control_cases_generate
-    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_control_cases.py
-            --out ${SMELT_CONTROL_CASES})
-  set_tests_properties(conformance/control_cases_generate PROPERTIES FIXTURES_SETUP control_cases)
-  add_test(NAME conformance/control_cases_reference
-    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_CONTROL_CASES})
-  add_test(NAME conformance/control_cases_compiled
-    COMMAND smelt_cli check --compiled --expected-failures
-            ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_control.txt ${SMELT_CONTROL_CASES})
-  set_tests_properties(conformance/control_cases_reference conformance/control_cases_compiled
-    PROPERTIES FIXTURES_REQUIRED control_cases)
+  smelt_generated_cases(control ${SMELT_PYTHON} gen_control_cases.py expected_failures_control.txt)
   # every allocation of compiling an If nested in a Loop body refused in turn
   add_test(NAME unit/test_alloc_fail_compile_control
     COMMAND test_alloc_fail_compile
@@ -200,19 +186,9 @@ if(SMELT_PYTHON)
     FIXTURES_REQUIRED control_cases TIMEOUT 600)
   # ---- NonMaxSuppression with a data-dependent row count K (0 included) and the ops
   # after it over K rows: RoiAlign, Gather, Gemm, two counts in one graph; expected
-  # values from onnx's reference; a ReduceSum over K is refused compiled ----
-  set(SMELT_DETECT_CASES ${CMAKE_BINARY_DIR}/tests/detect_cases)
-  add_test(NAME conformance/detect_cases_generate
-    COMMAND ${SMELT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/conformance/gen_detect_cases.py
-            --out ${SMELT_DETECT_CASES})
-  set_tests_properties(conformance/detect_cases_generate PROPERTIES FIXTURES_SETUP detect_cases)
-  add_test(NAME conformance/detect_cases_reference
-    COMMAND smelt_cli check --reference --expected-failures /dev/null ${SMELT_DETECT_CASES})
-  add_test(NAME conformance/detect_cases_compiled
-    COMMAND smelt_cli check --compiled --expected-failures
-            ${CMAKE_SOURCE_DIR}/tests/conformance/expected_failures_detect.txt ${SMELT_DETECT_CASES})
-  set_tests_properties(conformance/detect_cases_reference conformance/detect_cases_compiled
-    PROPERTIES FIXTURES_REQUIRED detect_cases)
+  # values from onnx's reference; NonZero, Compress; a ReduceSum over K is refused
+  # compiled ----
+  smelt_generated_cases(detect ${SMELT_PYTHON} gen_detect_cases.py expected_failures_detect.txt)
 endif()
 
 # ---- Models quantized by onnxruntime.quantization (issue #10), checked against
