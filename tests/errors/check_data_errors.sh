@@ -58,47 +58,37 @@ done
 for input in good neg; do
     "$smelt" run "$model" --input "$tmp/$input.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled failed on $input indices:"; cat "$tmp/ok.txt"; fail=1; }
 done
-div=$tmp/div.onnx
-for case in "overflow:integer division overflow" "zero:integer division by zero"; do
-    name=${case%%:*}
-    want="node 'div0' (Div): ${case#*:}"
+# expect_error WANT MODEL ARGS...: both paths refuse the run, naming WANT
+expect_error() {
+    want=$1; shift
     for mode in --reference --compiled; do
         flag=$([ "$mode" = --reference ] && echo --reference)
         # shellcheck disable=SC2086
-        if "$smelt" run "$div" --input "a=$tmp/${name}_a.pb" --input "b=$tmp/${name}_b.pb" $flag >/dev/null 2>"$tmp/div.txt"; then
-            echo "Div $name accepted ($mode)"; fail=1
+        if "$smelt" run "$@" $flag >/dev/null 2>"$tmp/err.txt"; then
+            echo "accepted ($mode): $*"; fail=1
         fi
-        grep -q "$want" "$tmp/div.txt" || { echo "Div $name message ($mode):"; cat "$tmp/div.txt"; fail=1; }
+        grep -q "$want" "$tmp/err.txt" || { echo "message ($mode) for $*:"; cat "$tmp/err.txt"; fail=1; }
     done
+}
+div=$tmp/div.onnx
+for case in "overflow:integer division overflow" "zero:integer division by zero"; do
+    name=${case%%:*}
+    expect_error "node 'div0' (Div): ${case#*:}" "$div" --input "a=$tmp/${name}_a.pb" --input "b=$tmp/${name}_b.pb"
 done
 "$smelt" run "$div" --input "a=$tmp/fine_a.pb" --input "b=$tmp/fine_b.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled Div failed on legal values:"; cat "$tmp/ok.txt"; fail=1; }
 # RotaryEmbedding's position_ids index the caches: out of range (no wrapping) is refused
 rope=$tmp/rope.onnx
 for case in "bad:index 7 at position 1" "neg:index -1 at position 0"; do
     name=${case%%:*}
-    want="node 'rope0' (RotaryEmbedding): ${case#*:} is out of range for axis 0 of size 3"
-    for mode in --reference --compiled; do
-        flag=$([ "$mode" = --reference ] && echo --reference)
-        # shellcheck disable=SC2086
-        if "$smelt" run "$rope" --input "x=$tmp/rope_x.pb" --input "c=$tmp/rope_c.pb" --input "s=$tmp/rope_s.pb" \
-            --input "p=$tmp/rope_${name}_p.pb" $flag >/dev/null 2>"$tmp/rope.txt"; then
-            echo "RotaryEmbedding $name positions accepted ($mode)"; fail=1
-        fi
-        grep -q "$want" "$tmp/rope.txt" || { echo "RotaryEmbedding $name message ($mode):"; cat "$tmp/rope.txt"; fail=1; }
-    done
+    expect_error "node 'rope0' (RotaryEmbedding): ${case#*:} is out of range for axis 0 of size 3" \
+        "$rope" --input "x=$tmp/rope_x.pb" --input "c=$tmp/rope_c.pb" --input "s=$tmp/rope_s.pb" \
+        --input "p=$tmp/rope_${name}_p.pb"
 done
 "$smelt" run "$rope" --input "x=$tmp/rope_x.pb" --input "c=$tmp/rope_c.pb" --input "s=$tmp/rope_s.pb" \
     --input "p=$tmp/rope_good_p.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled RotaryEmbedding failed on legal positions:"; cat "$tmp/ok.txt"; fail=1; }
 # Compress: a true condition past the axis (its count taken at run time when compiled)
-want="node 'cmp0' (Compress): condition is true at 7, past the 6 slices along the axis"
-for mode in --reference --compiled; do
-    flag=$([ "$mode" = --reference ] && echo --reference)
-    # shellcheck disable=SC2086
-    if "$smelt" run "$tmp/compress.onnx" --input "x=$tmp/cmp_x.pb" --input "c=$tmp/cmp_bad.pb" $flag >/dev/null 2>"$tmp/cmp.txt"; then
-        echo "Compress past the axis accepted ($mode)"; fail=1
-    fi
-    grep -q "$want" "$tmp/cmp.txt" || { echo "Compress message ($mode):"; cat "$tmp/cmp.txt"; fail=1; }
-done
+expect_error "node 'cmp0' (Compress): condition is true at 7, past the 6 slices along the axis" \
+    "$tmp/compress.onnx" --input "x=$tmp/cmp_x.pb" --input "c=$tmp/cmp_bad.pb"
 "$smelt" run "$tmp/compress.onnx" --input "x=$tmp/cmp_x.pb" --input "c=$tmp/cmp_good.pb" >/dev/null 2>"$tmp/ok.txt" || { echo "compiled Compress failed on a legal condition:"; cat "$tmp/ok.txt"; fail=1; }
 [ $fail -eq 0 ] && echo "data errors: ok"
 exit $fail
