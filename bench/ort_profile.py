@@ -14,6 +14,15 @@ import numpy as np
 import onnxruntime as ort
 
 
+def random_input(rng, info):
+    """Normal floats, or small integers (token ids, indices) for integer inputs."""
+    shape = [d if isinstance(d, int) else 1 for d in info.shape]
+    if info.type in ("tensor(int64)", "tensor(int32)"):
+        return rng.integers(0, 8, shape).astype(np.int64 if "64" in info.type else np.int32)
+    types = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
+    return rng.standard_normal(shape).astype(types.get(info.type, np.float32))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -27,9 +36,7 @@ def main():
     so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
     s = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
-    types = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
-    feeds = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape])
-             .astype(types.get(i.type, np.float32)) for i in s.get_inputs()}
+    feeds = {i.name: random_input(rng, i) for i in s.get_inputs()}
     warm = 5
     for _ in range(warm):
         s.run(None, feeds)

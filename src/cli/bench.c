@@ -253,9 +253,14 @@ int cli_bench(int argc, char **argv)
         return fprintf(stderr, "smelt bench: %s has no effect with --reference\n",
                        o.compile_flag ? o.compile_flag : "--profile"), 2;
     smelt_ctx *ctx = smelt_ctx_new();
-    smelt_model *m = smelt_model_load(ctx, o.model);
-    int rc = !m ? cli_fail_load(ctx, o.model)
-             : cli_apply_dims(ctx, m, &o.dims) ? bench_model(ctx, m, &o) : 1;
+    smelt_model *m = smelt_model_load(ctx, o.model), *counted = NULL;
+    int rc = !m ? cli_fail_load(ctx, o.model) : cli_apply_dims(ctx, m, &o.dims) ? 0 : 1;
+    /* data-dependent counts compiled once (and profiled), not per signature */
+    if (rc == 0 && !o.reference && !smelt_graph_is_static(smelt_model_graph(m)) &&
+        smelt_model_with_counts(ctx, m, &counted) != SMELT_OK)
+        smelt_ctx_clear(ctx);
+    if (rc == 0) rc = bench_model(ctx, counted ? counted : m, &o);
+    smelt_model_free(counted);
     smelt_model_free(m);
     smelt_ctx_free(ctx);
     return rc;
