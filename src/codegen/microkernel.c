@@ -297,6 +297,7 @@ static const cg_microkernel x86_kernels[] = {
     {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
     {"smelt.nonzero", "smelt_uk_nonzero", NULL, "smelt_uk_select.h"},
     {"smelt.compress", "smelt_uk_compress", NULL, "smelt_uk_select.h"},
+    {"smelt.roialign_f32", "smelt_uk_roialign_f32", NULL, "smelt_uk_roialign_f32.h"},
 };
 
 /* the transposes' widest tile is 4 x 4 there already (no __AVX__) */
@@ -309,6 +310,7 @@ static const cg_microkernel neon_kernels[] = {
     {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
     {"smelt.nonzero", "smelt_uk_nonzero", NULL, "smelt_uk_select.h"},
     {"smelt.compress", "smelt_uk_compress", NULL, "smelt_uk_select.h"},
+    {"smelt.roialign_f32", "smelt_uk_roialign_f32", NULL, "smelt_uk_roialign_f32.h"},
 };
 
 _Static_assert(SMELT_ARRAY_LEN(x86_kernels) == SMELT_ARRAY_LEN(neon_kernels),

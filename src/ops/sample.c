@@ -1099,6 +1099,44 @@ static int64_t roi_bound(const op_roi_align_attrs *a, int64_t len, int64_t bins)
     return g > 1 ? g : 1;
 }
 
+/* float32: per region (in parallel, over the run's regions when their count
+ * is a run-time dim) a call of smelt.roialign_f32 on its image, which works
+ * a sample's pixels and weights out once for all channels. */
+static ir_stmt *build_roi_align(te_graph *g, ir_buffer *out, void *user)
+{
+    const roi_te *s = user;
+    ir_builder *b = &g->b;
+    const op_roi_align_attrs *at = s->a;
+    const int64_t *xs = s->x->buf->shape;
+    int64_t rois = out->shape[0], c = xs[1], plane = xs[2] * xs[3], per = c * at->out_h * at->out_w;
+    ir_expr *rows = te_rt_extent(g, rois);
+    ir_var *r = ir_var_new(b, "roi", SMELT_DT_INT64);
+    ir_expr *rv = ir_var_ref(b, r);
+    ir_buffer *acc = ir_buffer_new(b, "roi_acc", SMELT_DT_FLOAT64, 1, &c, IR_BUF_TEMP);
+    if (!acc) return NULL;
+    ir_expr *image = ir_mul(b, roi_te_batch(g, s, rv), ir_int(b, c * plane));
+    ir_call_arg args[15] = {
+        {out, ir_mul(b, rv, ir_int(b, per))},
+        {s->x->buf, image},
+        {s->rois->buf, ir_mul(b, rv, ir_int(b, 4))},
+        {acc, ir_int(b, 0)},
+        {NULL, ir_int(b, c)},
+        {NULL, ir_int(b, xs[2])},
+        {NULL, ir_int(b, xs[3])},
+        {NULL, ir_int(b, at->out_h)},
+        {NULL, ir_int(b, at->out_w)},
+        {NULL, ir_int(b, at->sampling_ratio)},
+        {NULL, ir_int(b, at->half_pixel)},
+        {NULL, ir_int(b, at->max)},
+        {NULL, ir_int(b, s->bound_h)},
+        {NULL, ir_int(b, s->bound_w)},
+        {NULL, f64(b, (double)at->spatial_scale)},
+    };
+    ir_stmt *call = ir_allocate(b, acc, ir_call_stmt(b, "smelt.roialign_f32", 15, args));
+    return ir_for(b, r, ir_int(b, 0), rows ? rows : ir_int(b, rois),
+                  rois > 1 ? IR_FOR_PARALLEL : IR_FOR_SERIAL, call);
+}
+
 static smelt_status roi_align_compute(op_compute_args *a)
 {
     roi_te *s = smelt_arena_alloc(&a->te->arena, sizeof *s);
@@ -1111,12 +1149,20 @@ static smelt_status roi_align_compute(op_compute_args *a)
     s->bound_h = roi_bound(at, s->x->buf->shape[2], at->out_h);
     s->bound_w = roi_bound(at, s->x->buf->shape[3], at->out_w);
     SMELT_TRY(roi_checks(a, s));
+    const smelt_tensor *o = &a->out_type[0];
+    if (s->x->buf->dtype == SMELT_DT_FLOAT32 && s->rois->buf->dtype == SMELT_DT_FLOAT32) {
+        te_tensor *inputs[3] = {a->in[0], a->in[1], a->in[2]};
+        double flops = 8.0 * (double)op_numel(o) * (double)(s->bound_h * s->bound_w);
+        a->out[0] = te_extern_stage(a->te, "roialign", SMELT_DT_FLOAT32, 4, o->dims, 3, inputs,
+                                    build_roi_align, s, "roialign", flops);
+        if (a->out[0]) te_extern_set_rt_ok(a->out[0]);
+        return a->out[0] ? SMELT_OK : smelt_ctx_status(a->ctx);
+    }
     for (int axis = 0; axis < 2; axis++) {
         s->low[axis] = roi_add_table(a, s, axis, true);
         s->l[axis] = roi_add_table(a, s, axis, false);
         if (!s->low[axis] || !s->l[axis]) return compute_done(a, 0, NULL);
     }
-    const smelt_tensor *o = &a->out_type[0];
     int64_t acc_dims[4] = {o->dims[0], o->dims[2], o->dims[3], o->dims[1]};
     s->acc = te_compute(a->te, "acc", SMELT_DT_FLOAT64, 4, acc_dims, roi_acc_body, s, "reduce");
     if (!s->acc) return compute_done(a, 0, NULL);

@@ -6,6 +6,7 @@
 #include "tir/scalar.h"
 /* the int8 micro-kernels' own source (the same text generated code carries) */
 #include "codegen/uk/qgemm_u8s8.c"
+#include "codegen/uk_roialign_f32.h"
 
 /* ---- values ---- */
 
@@ -679,6 +680,24 @@ static smelt_status run_qadd_u8(tir_interp *it, const ir_stmt *s)
     return SMELT_OK;
 }
 
+/* smelt.roialign_f32(Y, X, roi, acc, C, H, W, oh, ow, ratio, half_pixel, max, bound_h,
+ * bound_w, scale): the kernel's own text (codegen/uk_roialign_f32.h) */
+static smelt_status run_roialign_f32(tir_interp *it, const ir_stmt *s)
+{
+    kernel_args ka;
+    SMELT_TRY(read_kernel_args(it, s, 15, 4, &ka));
+    const int64_t *v = ka.v;
+    tir_value scale;
+    SMELT_TRY(tir_interp_eval(it, s->call.args[14].index, &scale));
+    SMELT_TRY(kernel_room(it, s, &ka, 0, v[4] * v[7] * v[8]));
+    SMELT_TRY(kernel_room(it, s, &ka, 1, v[4] * v[5] * v[6]));
+    SMELT_TRY(kernel_room(it, s, &ka, 2, 4));
+    SMELT_TRY(kernel_room(it, s, &ka, 3, v[4]));
+    smelt_uk_roialign_f32(ka.ptr[0], ka.ptr[1], ka.ptr[2], ka.ptr[3], v[4], v[5], v[6], v[7], v[8],
+                          v[9], v[10], v[11], v[12], v[13], tir_value_to_double(scale));
+    return SMELT_OK;
+}
+
 /* A call argument: the bound buffer (buffer arguments) or the value. */
 static smelt_status call_arg(tir_interp *it, const ir_stmt *s, int a, const tir_interp_buf **bb,
                              tir_value *v)
@@ -824,6 +843,7 @@ smelt_status tir_interp_run(tir_interp *it, const ir_stmt *s)
         if (!strcmp(s->call.kernel, "smelt.dynq_u8")) return run_dynq_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.qadd_u8")) return run_qadd_u8(it, s);
         if (!strcmp(s->call.kernel, "smelt.attention_f32")) return run_attention_f32(it, s);
+        if (!strcmp(s->call.kernel, "smelt.roialign_f32")) return run_roialign_f32(it, s);
         return smelt_errf(it->ctx, SMELT_ERR_UNSUPPORTED, "tir interpreter: micro-kernel call '%s' not supported",
                           s->call.kernel);
     default: return smelt_errf(it->ctx, SMELT_ERR_INTERNAL, "tir interpreter: unknown statement");
