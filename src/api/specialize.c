@@ -44,8 +44,9 @@ struct smelt_specialization {
     bool bound[SPEC_MAX_INPUTS]; /* the original inputs made constants */
     int n_inputs;        /* inputs of the specialised model ... */
     int input_map[SPEC_MAX_INPUTS]; /* ... and which original input each one is */
-    int n_counts;       /* data-dependent counts given sizes (bind_counts) */
-    gr_data_bind counts[GR_MAX_RT_DIMS]; /* values: smelt_strdup */
+    int n_counts;       /* data-dependent dims given sizes (bind_counts) */
+    gr_data_bind counts[GR_MAX_DATA_BINDS]; /* values: smelt_strdup */
+    int count_sym[GR_MAX_DATA_BINDS];       /* the count each is (dims of one share it) */
 };
 
 bool smelt_graph_is_static(const gr_graph *g)
@@ -269,8 +270,9 @@ typedef struct count_dim {
     int64_t bound;
 } count_dim;
 
-/* g's data-dependent dims with bounds into c (*n of them); false when there
- * are none or too many. */
+/* g's data-dependent dims with bounds into c (*n of them; dims of one
+ * count, as Unique's outputs, share its symbol); false when there are none
+ * or too many. */
 static bool find_counts(const gr_graph *g, count_dim *c, int *n)
 {
     *n = 0;
@@ -283,7 +285,7 @@ static bool find_counts(const gr_graph *g, count_dim *c, int *n)
             for (int d = 0; v && d < v->rank; d++) {
                 int64_t bound = v->dims[d] < 0 ? def->count_bound(node, o, d) : -1;
                 if (bound < 0) continue;
-                if (*n == GR_MAX_RT_DIMS) return false;
+                if (*n == GR_MAX_DATA_BINDS) return false;
                 c[(*n)++] = (count_dim){v, d, GR_DIM_SYM_ID(v->dims[d]), bound};
             }
         }
@@ -308,11 +310,15 @@ static smelt_status counts_at_sizes(smelt_ctx *ctx, smelt_model *m, const smelt_
     smelt_status s = SMELT_OK;
     for (int k = 0; s == SMELT_OK && k < sp->n_counts; k++) {
         int64_t size = sp->counts[k].size;
-        if (size == 0) continue; /* nothing can be selected: a static 0 */
+        bool first = true; /* of its count */
+        for (int j = 0; j < k; j++) first = first && sp->count_sym[j] != sp->count_sym[k];
+        if (size == 0 || !first) continue; /* 0: nothing can be selected, a static 0 */
         gr_graph *b = NULL;
-        sp->counts[k].size = size - 1;
+        for (int j = k; j < sp->n_counts; j++)
+            if (sp->count_sym[j] == sp->count_sym[k]) sp->counts[j].size = size - 1;
         s = try_bind(ctx, m, inputs, n, bind, sp, &b);
-        sp->counts[k].size = size;
+        for (int j = k; j < sp->n_counts; j++)
+            if (sp->count_sym[j] == sp->count_sym[k]) sp->counts[j].size = size;
         char name[200];
         snprintf(name, sizeof name, "count(%s)", sp->counts[k].value);
         gr_rt_dim r = {.name = name, .min = 0, .max = size, .data = true};
@@ -334,15 +340,23 @@ static smelt_status counts_at_sizes(smelt_ctx *ctx, smelt_model *m, const smelt_
 static smelt_status bind_counts(smelt_ctx *ctx, smelt_model *m, const smelt_tensor *inputs, int n,
                                 const bool *bind, struct smelt_specialization *sp, gr_graph **g)
 {
-    count_dim c[GR_MAX_RT_DIMS];
+    count_dim c[GR_MAX_DATA_BINDS];
     int nc;
     if (!find_counts(*g, c, &nc)) return SMELT_OK;
     for (int k = 0; k < nc; k++) {
         sp->counts[k] = (gr_data_bind){smelt_strdup(c[k].v->name), c[k].dim, c[k].bound};
+        sp->count_sym[k] = c[k].sym;
         sp->n_counts = k + 1;
         if (!sp->counts[k].value) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+        int same = -1; /* an earlier dim of the same count */
+        for (int j = 0; j < k; j++)
+            if (sp->count_sym[j] == c[k].sym) same = j;
+        if (same >= 0) {
+            sp->counts[k].size = sp->counts[same].size;
+            continue;
+        }
         for (int j = 0; j < k && sp->counts[k].size > 0; j++)
-            if (llabs(sp->counts[k].size - sp->counts[j].size) < 2) {
+            if (sp->count_sym[j] != c[k].sym && llabs(sp->counts[k].size - sp->counts[j].size) < 2) {
                 sp->counts[k].size = sp->counts[j].size + 2;
                 j = -1; /* again against all */
             }

@@ -297,6 +297,7 @@ static const cg_microkernel x86_kernels[] = {
     {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
     {"smelt.nonzero", "smelt_uk_nonzero", NULL, "smelt_uk_select.h"},
     {"smelt.compress", "smelt_uk_compress", NULL, "smelt_uk_select.h"},
+    {"smelt.unique", "smelt_uk_unique", NULL, "smelt_uk_select.h"},
     {"smelt.roialign_f32", "smelt_uk_roialign_f32", NULL, "smelt_uk_roialign_f32.h"},
 };
 
@@ -310,6 +311,7 @@ static const cg_microkernel neon_kernels[] = {
     {"smelt.nms_f32", "smelt_uk_nms_f32", NULL, "smelt_uk_nms_f32.h"},
     {"smelt.nonzero", "smelt_uk_nonzero", NULL, "smelt_uk_select.h"},
     {"smelt.compress", "smelt_uk_compress", NULL, "smelt_uk_select.h"},
+    {"smelt.unique", "smelt_uk_unique", NULL, "smelt_uk_select.h"},
     {"smelt.roialign_f32", "smelt_uk_roialign_f32", NULL, "smelt_uk_roialign_f32.h"},
 };
 

@@ -106,7 +106,8 @@ typedef struct gr_rt_dim {
 
 /* A data-dependent dim given a size for compiling (op_def.count_bound):
  * inference gives dim `dim` of the value named `value` this size instead
- * of a fresh symbol. */
+ * of a fresh symbol.  Several outputs may share one count (Unique's). */
+#define GR_MAX_DATA_BINDS 8
 typedef struct gr_data_bind {
     const char *value; /* arena string */
     int dim;
@@ -140,7 +141,7 @@ struct gr_graph {
     gr_rt_dim rt_dims[GR_MAX_RT_DIMS];
     /* data-dependent dims given sizes (root graph only) */
     int n_data_binds;
-    gr_data_bind data_binds[GR_MAX_RT_DIMS];
+    gr_data_bind data_binds[GR_MAX_DATA_BINDS];
     /* Subgraphs (graph attributes of If/Loop/Scan): their own values, nodes
      * and names, so nothing collides with the enclosing graph.  inputs are
      * the ONNX graph's formal inputs (n_formal of them), then the captures:

@@ -146,7 +146,8 @@ static bool takes_rt(const gr_graph *g, const gr_node *n)
     /* its count is the run-time dim: the kernel writes it (gr_rt_dim.data) */
     case OP_NON_MAX_SUPPRESSION:
     case OP_NON_ZERO:
-    case OP_COMPRESS: return count_rt(g, x) == 0 && (n->n_inputs < 2 || count_rt(g, n->inputs[1]) == 0);
+    case OP_COMPRESS:
+    case OP_UNIQUE: return count_rt(g, x) == 0 && (n->n_inputs < 2 || count_rt(g, n->inputs[1]) == 0);
     case OP_ROI_ALIGN: /* regions are rows; the image is read at any index */
         return !rt_in(g, x, 0, x->rank) && !rt_in(g, n->inputs[1], 1, 2) && !rt_in(g, y, 1, y->rank);
     case OP_SLICE:

@@ -59,6 +59,9 @@ enum {
      * other ops refuse them (op_check_container_inputs); eval makes its
      * container outputs itself (exec.c) */
     OP_FLAG_CONTAINERS = 1 << 5,
+    /* the outputs' unknown dims are one data-dependent count (Unique's Y,
+     * indices and counts): inference gives them one symbol */
+    OP_FLAG_ONE_COUNT = 1 << 6,
 };
 
 /* Compiled path: the op's arithmetic as tensor expressions (see op_compute). */

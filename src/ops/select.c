@@ -1,9 +1,8 @@
 /* Selections whose output size depends on the data: Compress (opsets 9-28)
- * and Unique (11-28).  Compress compiles with its count a run-time dim that
- * its kernel (smelt.compress, codegen/uk_select.h) writes (api/specialize.c,
- * "Data-dependent counts"); Unique is a reference kernel: compiled models run
- * it when it folds at specialisation (inputs constant or small enough to be
- * specialised on), otherwise its compute refuses, naming the node.
+ * and Unique (11-28).  Both compile with their count a run-time dim that
+ * their kernels (smelt.compress, smelt.unique: codegen/uk_select.h) write
+ * (api/specialize.c, "Data-dependent counts"); Unique's Y, indices and
+ * counts share that count.
  *
  * Compress keeps the slices along `axis` (of the flattened input without
  * one) whose condition is true; a true condition past the axis is refused.
@@ -17,16 +16,6 @@
 
 #include "ops/op.h"
 #include "te/te.h"
-
-static smelt_status data_dependent_compute(op_compute_args *a)
-{
-    return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED,
-                   "the output's size depends on the data and compiled code needs static "
-                   "shapes: compiled models run %s only when its inputs are known when the model "
-                   "is specialised (constants, or model inputs of at most 64 elements); use the "
-                   "reference executor (--reference)",
-                   a->node->op_type);
-}
 
 /* The input viewed as outer x slices x inner around axis (flattened: 1 x n x 1). */
 typedef struct slicing {
@@ -380,7 +369,131 @@ static smelt_status unique_eval(smelt_ctx *ctx, const gr_node *node,
     return SMELT_OK;
 }
 
+/* Y, indices and counts share one count (OP_FLAG_ONE_COUNT): the slices. */
+static int64_t unique_count_bound(const gr_node *n, int out, int dim)
+{
+    const op_axis_opt_attrs *a = n->op_attrs;
+    const gr_value *x = n->inputs[0];
+    int axis = a->has_axis ? (int)(a->axis < 0 ? a->axis + x->rank : a->axis) : 0;
+    int64_t numel = gr_value_numel(x);
+    if (out == 2 || dim != (out == 0 ? axis : 0) || numel < 0 || (a->has_axis && (axis < 0 || axis >= x->rank)))
+        return -1;
+    return a->has_axis ? x->dims[axis] : numel;
+}
+
+/* smelt.unique's comparison: 1 float32, 2 float64, 4 signed, 5 unsigned
+ * integers (bool); -1 for the others (16-bit floats). */
+static int unique_kind(smelt_dtype dt)
+{
+    switch (dt) {
+    case SMELT_DT_FLOAT32: return 1;
+    case SMELT_DT_FLOAT64: return 2;
+    case SMELT_DT_INT8: case SMELT_DT_INT16: case SMELT_DT_INT32: case SMELT_DT_INT64: return 4;
+    case SMELT_DT_UINT8: case SMELT_DT_UINT16: case SMELT_DT_UINT32: case SMELT_DT_UINT64:
+    case SMELT_DT_BOOL: return 5;
+    default: return -1;
+    }
+}
+
+typedef struct unique_build {
+    const te_tensor *x, *rt_dims, *meta;
+    int rt, kind, want;
+    bool sorted;
+    slicing s;
+    int64_t bound;
+} unique_build;
+
+static ir_stmt *build_unique(te_graph *g, ir_buffer *out, void *user)
+{
+    const unique_build *u = user;
+    ir_builder *b = &g->b;
+    int64_t n = u->s.n > 0 ? u->s.n : 1;
+    ir_buffer *scratch[3];
+    for (int k = 0; k < 3; k++)
+        if (!(scratch[k] = ir_buffer_new(b, k ? k == 1 ? "uq_tmp" : "uq_grp" : "uq_idx",
+                                         SMELT_DT_INT64, 1, &n, IR_BUF_TEMP)))
+            return NULL;
+    ir_expr *zero = ir_int(b, 0);
+    ir_call_arg args[14] = {
+        {out, zero}, {u->rt_dims->buf, ir_int(b, u->rt)}, {u->x->buf, zero},
+        {NULL, ir_int(b, u->want)}, {NULL, ir_int(b, u->kind)},
+        {NULL, ir_int(b, (int64_t)smelt_dtype_size(u->x->buf->dtype))},
+        {NULL, ir_int(b, u->s.outer)}, {NULL, ir_int(b, u->s.n)}, {NULL, ir_int(b, u->s.inner)},
+        {NULL, ir_int(b, u->sorted)}, {NULL, ir_int(b, u->bound)},
+        {scratch[0], zero}, {scratch[1], zero}, {scratch[2], zero},
+    };
+    ir_stmt *call = ir_call_stmt(b, "smelt.unique", 14, args);
+    for (int k = 2; k >= 0; k--) call = ir_allocate(b, scratch[k], call);
+    return call;
+}
+
+typedef struct unique_part {
+    const te_tensor *meta;
+    int64_t off;
+} unique_part;
+
+static ir_expr *unique_part_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const unique_part *p = user;
+    ir_expr *i = ir_add(&g->b, idx[0], ir_int(&g->b, p->off));
+    return te_read(g, p->meta, &i);
+}
+
+/* Compiled: Y and the int64 outputs (first occurrences, counts and
+ * positions in one buffer, copied out) each through smelt.unique at the
+ * bound the graph was laid out with; the count a run-time dim the calls
+ * write (the same value twice). */
+static smelt_status unique_compute(op_compute_args *a)
+{
+    const op_axis_opt_attrs *at = a->node->op_attrs;
+    te_tensor *x = a->in[0], *rt_dims;
+    const smelt_tensor *y = &a->out_type[0];
+    smelt_tensor xt = {.dtype = x->buf->dtype, .rank = x->buf->rank};
+    memcpy(xt.dims, x->buf->shape, sizeof(int64_t) * (size_t)x->buf->rank);
+    int axis = 0;
+    if (at->has_axis) SMELT_TRY(op_norm_axis(a->ctx, a->node, at->axis, xt.rank, &axis));
+    unique_build *u = smelt_arena_alloc(&a->te->arena, 2 * sizeof *u);
+    if (!u) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+    int64_t bound = y->dims[at->has_axis ? axis : 0];
+    u[0] = (unique_build){.x = x, .kind = unique_kind(x->buf->dtype), .sorted = at->sorted,
+                          .s = slicing_of(&xt, at->has_axis, axis), .bound = bound};
+    SMELT_TRY(op_count_slot(a, bound, &rt_dims, &u[0].rt));
+    u[0].rt_dims = rt_dims;
+    if (u[0].kind < 0)
+        return op_errf(a->ctx, a->node, SMELT_ERR_UNSUPPORTED, "compiled code finds the unique "
+                       "slices of %s tensors not yet; the reference executor runs it (--reference)",
+                       smelt_dtype_name(x->buf->dtype));
+    u[1] = u[0];
+    u[1].want = 1;
+    te_tensor *inputs[2] = {x, rt_dims};
+    double flops = (double)op_numel(&xt) * 16.0;
+    a->out[0] = te_extern_stage(a->te, "unique", y->dtype, y->rank, y->dims, 2, inputs, build_unique,
+                                &u[0], "unique", flops);
+    if (!a->out[0]) return smelt_ctx_status(a->ctx);
+    te_extern_set_rt_ok(a->out[0]);
+    bool meta_used = false;
+    for (int o = 1; o < a->node->n_outputs; o++) meta_used = meta_used || a->node->outputs[o];
+    if (!meta_used) return SMELT_OK;
+    int64_t len = 2 * bound + u[0].s.n;
+    te_tensor *meta = te_extern_stage(a->te, "unique_meta", SMELT_DT_INT64, 1, &len, 2, inputs,
+                                      build_unique, &u[1], "unique", flops);
+    if (!meta) return smelt_ctx_status(a->ctx);
+    te_extern_set_rt_ok(meta);
+    for (int o = 1; o < 4 && o < a->node->n_outputs; o++) {
+        if (!a->node->outputs[o]) continue;
+        unique_part *p = smelt_arena_alloc(&a->te->arena, sizeof *p);
+        if (!p) return smelt_errf(a->ctx, SMELT_ERR_NOMEM, "out of memory");
+        *p = (unique_part){meta, o == 1 ? 0 : o == 3 ? bound : 2 * bound};
+        static const char *const names[4] = {NULL, "indices", "inverse_indices", "counts"};
+        a->out[o] = te_compute(a->te, names[o], SMELT_DT_INT64, 1, a->out_type[o].dims,
+                               unique_part_body, p, "injective");
+        if (!a->out[o]) return smelt_ctx_status(a->ctx);
+    }
+    return SMELT_OK;
+}
+
 const op_def op_def_UNIQUE = {
-    .compute = data_dependent_compute, .import = unique_import, .infer = unique_infer,
-    .eval = unique_eval, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 4,
+    .compute = unique_compute, .import = unique_import, .infer = unique_infer,
+    .eval = unique_eval, .count_bound = unique_count_bound, .min_inputs = 1, .max_inputs = 1,
+    .min_outputs = 1, .max_outputs = 4, .flags = OP_FLAG_ONE_COUNT,
 };

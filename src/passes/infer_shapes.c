@@ -69,6 +69,8 @@ static int64_t data_bind_size(const gr_graph *g, const gr_value *v, int d)
 static smelt_status set_output_types(smelt_ctx *ctx, gr_graph *g, gr_node *n,
                                      const smelt_tensor *out)
 {
+    bool one_count = op_get(n->op)->def->flags & OP_FLAG_ONE_COUNT;
+    int shared = -1;
     for (int k = 0; k < n->n_outputs; k++) {
         gr_value *v = n->outputs[k];
         if (!v) continue;
@@ -81,8 +83,9 @@ static smelt_status set_output_types(smelt_ctx *ctx, gr_graph *g, gr_node *n,
             int64_t dim = out[k].dims[d];
             if (dim == GR_DIM_UNKNOWN) dim = data_bind_size(g, v, d);
             if (dim == GR_DIM_UNKNOWN) {
-                int sym = gr_graph_new_sym(g);
+                int sym = one_count && shared >= 0 ? shared : gr_graph_new_sym(g);
                 if (sym < 0) return smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
+                shared = sym;
                 dim = GR_DIM_SYM(sym);
             }
             v->dims[d] = dim;

@@ -435,6 +435,38 @@ def compress_past(out, rng, check_ort):
     return save(out, "select_compress_past", g, sets, check_ort)
 
 
+def unique_flat(out, rng, check_ort):
+    """Unique (not sorted: in order of first occurrence) of int32 [70]: Y,
+    indices, inverse_indices, counts."""
+    g = helper.make_graph(
+        [helper.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], sorted=0)],
+        "select_unique_flat", [vi("x", TP.INT32, [70])],
+        [vi("y", TP.INT32, ["K"]), vi("first", TP.INT64, ["K"]), vi("inverse", TP.INT64, [70]),
+         vi("counts", TP.INT64, ["K"])])
+    sets = [{"x": rng.integers(-9, 9, 70).astype(np.int32)},     # many repeats
+            {"x": rng.permutation(70).astype(np.int32) - 35},   # all distinct: K = 70
+            {"x": np.full(70, -4, np.int32)}]                   # one value: K = 1
+    return save(out, "select_unique_flat", g, sets, check_ort)
+
+
+def unique_axis(out, rng, check_ort):
+    """Unique (sorted) of float32 [3, 25] along axis 1 (columns, some
+    repeated), then Relu of the unique columns (onnx's reference fails on
+    sorted=0 with an axis)."""
+    g = helper.make_graph(
+        [helper.make_node("Unique", ["x"], ["y", "first", "inverse", "counts"], axis=1),
+         helper.make_node("Relu", ["y"], ["r"])],
+        "select_unique_axis", [vi("x", TP.FLOAT, [3, 25])],
+        [vi("r", TP.FLOAT, [3, "K"]), vi("first", TP.INT64, ["K"]),
+         vi("inverse", TP.INT64, [25]), vi("counts", TP.INT64, ["K"])])
+
+    def columns(distinct):
+        base = rng.standard_normal((3, distinct)).astype(np.float32)
+        return base[:, rng.integers(0, distinct, 25)]
+    sets = [{"x": columns(6)}, {"x": columns(25)}, {"x": columns(1)}]
+    return save(out, "select_unique_axis", g, sets, check_ort)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -452,7 +484,8 @@ def main():
                      ("detect_two_nms", two_nms), ("detect_nms_reduce", nms_reduce),
                      ("select_nonzero_chain", nonzero_chain), ("select_nonzero_types", nonzero_types),
                      ("select_compress_axis", compress_axis), ("select_compress_flat", compress_flat),
-                     ("select_compress_past", compress_past)):
+                     ("select_compress_past", compress_past), ("select_unique_flat", unique_flat),
+                     ("select_unique_axis", unique_axis)):
         res = fn(args.out, rng, args.ort)
         if name.startswith("select_"):   # the count is not always the first dim: whole shapes
             counts[name] = [[np.asarray(o).shape for o in r] for r in res]
