@@ -108,6 +108,12 @@ typedef struct rnn_build {
     ir_var *bv, *jv;   /* batch entry and hidden unit of the fused loop */
     ir_expr *len;      /* sequence length of batch entry bv */
     ir_expr *row;      /* row of XW for (bv, this step) */
+    /* h's rows this step reads and writes: 0 and 0, or with the units split
+     * over tasks (split_units) the two halves of a double buffer, so no task
+     * writes the h another still reads */
+    ir_expr *h_rd, *h_wr;
+    ir_expr *j0, *units; /* the task's hidden units [j0, j0 + units) */
+    bool split_units;    /* each step's work split over two tasks by hidden unit */
 } rnn_build;
 
 /* C[M x N] (row stride ldc) += A[M x K] (row stride lda) B[K x N] (row
@@ -202,13 +208,21 @@ static ir_stmt *input_projection(rnn_build *rb)
 static ir_expr *cur_load(rnn_build *rb, int state)
 {
     ir_builder *b = rb->b;
-    return load(b, state ? rb->cur_c : rb->cur_h, 2, iv(b, rb->bv), iv(b, rb->jv), NULL, NULL, NULL);
+    ir_expr *row = state ? iv(b, rb->bv) : ir_add(b, rb->h_rd, iv(b, rb->bv));
+    return load(b, state ? rb->cur_c : rb->cur_h, 2, row, iv(b, rb->jv), NULL, NULL, NULL);
+}
+
+/* h as this step's update wrote it. */
+static ir_expr *new_h_load(rnn_build *rb)
+{
+    ir_builder *b = rb->b;
+    return load(b, rb->cur_h, 2, ir_add(b, rb->h_wr, iv(b, rb->bv)), iv(b, rb->jv), NULL, NULL, NULL);
 }
 
 static ir_stmt *cur_store(rnn_build *rb, int state, ir_expr *v)
 {
     ir_builder *b = rb->b;
-    ir_expr *ci[2] = {iv(b, rb->bv), iv(b, rb->jv)};
+    ir_expr *ci[2] = {state ? iv(b, rb->bv) : ir_add(b, rb->h_wr, iv(b, rb->bv)), iv(b, rb->jv)};
     return store(b, state ? rb->cur_c : rb->cur_h, 2, ci, v);
 }
 
@@ -224,7 +238,7 @@ static ir_stmt *history_store(rnn_build *rb, ir_expr *step, ir_expr *v)
 static ir_stmt *units_loop(rnn_build *rb, ir_stmt *body)
 {
     ir_builder *b = rb->b;
-    return ir_for(b, rb->jv, ii(b, 0), ii(b, rb->r->rd.hidden), IR_FOR_VECTORIZED, body);
+    return ir_for(b, rb->jv, rb->j0, rb->units, IR_FOR_VECTORIZED, body); /* min, extent */
 }
 
 /* cur = initial_h / initial_c (or 0). */
@@ -290,7 +304,7 @@ static ir_stmt *lstm_update(rnn_build *rb, const rnn_act *act)
     ir_expr *c_new = cur_load(rb, 1);
     ir_expr *og = act_expr(b, &act[0], clip(rb, peephole(rb, 1, gate(rb, 1), c_new)));
     ir_stmt *h_upd = cur_store(rb, 0, ir_mul(b, og, act_expr(b, &act[2], c_new)));
-    ir_stmt *items[3] = {c_upd, h_upd, history_store(rb, iv(b, rb->s), cur_load(rb, 0))};
+    ir_stmt *items[3] = {c_upd, h_upd, history_store(rb, iv(b, rb->s), new_h_load(rb))};
     return ir_seq(b, 3, items);
 }
 
@@ -311,7 +325,7 @@ static ir_stmt *gru_update(rnn_build *rb, const rnn_act *act)
     ir_var *z = ir_var_new(b, "zg", dt), *hc = ir_var_new(b, "hc", dt); /* read no state: lets */
     ir_expr *h = ir_add(b, ir_mul(b, ir_sub(b, fc(b, dt, 1.0), iv(b, z)), iv(b, hc)),
                         ir_mul(b, iv(b, z), cur_load(rb, 0)));
-    ir_stmt *upd = ir_seq2(b, cur_store(rb, 0, h), history_store(rb, iv(b, rb->s), cur_load(rb, 0)));
+    ir_stmt *upd = ir_seq2(b, cur_store(rb, 0, h), history_store(rb, iv(b, rb->s), new_h_load(rb)));
     return ir_let(b, z, act_expr(b, &act[0], clip(rb, gate(rb, 0))),
                   ir_let(b, hc, act_expr(b, &act[1], clip(rb, cand)), upd));
 }
@@ -330,9 +344,12 @@ static ir_stmt *fused_update(rnn_build *rb)
         upd = gru_update(rb, act);
     } else {
         ir_stmt *h = cur_store(rb, 0, act_expr(b, &act[0], clip(rb, gate(rb, 0))));
-        upd = ir_seq2(b, h, history_store(rb, iv(b, rb->s), cur_load(rb, 0)));
+        upd = ir_seq2(b, h, history_store(rb, iv(b, rb->s), new_h_load(rb)));
     }
+    /* past the sequence's end the state stays: into the history, and into
+     * the next h when it is double-buffered */
     ir_stmt *copy = history_store(rb, iv(b, rb->s), cur_load(rb, 0));
+    if (rb->h_rd != rb->h_wr) copy = ir_seq2(b, copy, cur_store(rb, 0, cur_load(rb, 0)));
     ir_stmt *body = ir_if(b, ir_binary(b, IR_LT, iv(b, rb->s), rb->len), units_loop(rb, upd),
                           units_loop(rb, copy));
     return loop(b, rb->bv, r->rd.batch, body);
@@ -348,7 +365,8 @@ static ir_stmt *final_cell(rnn_build *rb)
 }
 
 /* G[b, g] = XW[row, g] + Rb[g] inside the sequence, else 0; GRU's
- * candidate column without linear_before_reset also takes XW's. */
+ * candidate column without linear_before_reset also takes XW's.  The
+ * columns of the task's units in every gate (all columns unsplit). */
 static ir_stmt *gates_init(rnn_build *rb)
 {
     ir_builder *b = rb->b;
@@ -362,8 +380,15 @@ static ir_stmt *gates_init(rnn_build *rb)
         v = ir_select(b, ir_binary(b, IR_LT, iv(b, g), ii(b, 2 * h)), v, rb_g);
     v = ir_select(b, ir_binary(b, IR_LT, iv(b, rb->s), rb->len), v, fc(b, r->dt, 0.0));
     ir_expr *idx[2] = {iv(b, rb->bv), iv(b, g)};
-    return loop(b, rb->bv, r->rd.batch, ir_for(b, g, ii(b, 0), ii(b, gh), IR_FOR_VECTORIZED,
-                                               store(b, rb->gates, 2, idx, v)));
+    ir_stmt *st = store(b, rb->gates, 2, idx, v);
+    if (!rb->split_units)
+        return loop(b, rb->bv, r->rd.batch, ir_for(b, g, ii(b, 0), ii(b, gh), IR_FOR_VECTORIZED, st));
+    ir_stmt *blocks = NULL;
+    for (int k = 0; k < r->rd.gates; k++) {
+        ir_expr *lo = ir_add(b, ii(b, k * h), rb->j0);
+        blocks = ir_seq2(b, blocks, ir_for(b, g, lo, rb->units, IR_FOR_VECTORIZED, st));
+    }
+    return loop(b, rb->bv, r->rd.batch, blocks);
 }
 
 /* GRU without linear_before_reset: rh = r o H, then G_h += rh Rh^T. */
@@ -382,10 +407,47 @@ static ir_stmt *gru_reset_product(rnn_build *rb)
     return ir_seq2(b, fill, gemm(b, &ga));
 }
 
+/* G[:, the task's units of each gate] += h Rt[:, those columns]. */
+static ir_stmt *split_products(rnn_build *rb)
+{
+    ir_builder *b = rb->b;
+    const rnn_te *r = rb->r;
+    int64_t h = r->rd.hidden, gh = r->rd.gates * h, half = h / 2;
+    ir_stmt *all = NULL;
+    for (int k = 0; k < r->rd.gates; k++) {
+        ir_expr *col = ir_add(b, ii(b, k * h), rb->j0);
+        gemm_args ga = {.c = rb->gates, .a = rb->cur_h, .bm = rb->rt, .c_off = col,
+                        .a_off = ir_mul(b, rb->h_rd, ii(b, h)), .b_off = ir_add(b, rb->rt_off, col),
+                        .m = r->rd.batch, .n = half, .k = h, .ldc = gh, .lda = h, .ldb = gh};
+        all = ir_seq2(b, all, gemm(b, &ga));
+    }
+    return all;
+}
+
+/* The steps with each step's work split over two tasks by hidden unit: per
+ * task its gate columns, their products and its units' update; h
+ * double-buffered (step s reads rows s % 2, writes the other). */
+static ir_stmt *split_time_step(rnn_build *rb)
+{
+    ir_builder *b = rb->b;
+    const rnn_te *r = rb->r;
+    int64_t half = r->rd.hidden / 2, batch = r->rd.batch;
+    ir_var *t = ir_var_new(b, "ut", SMELT_DT_INT64);
+    rnn_build task = *rb;
+    ir_expr *parity = ir_binary(b, IR_MOD, iv(b, rb->s), ii(b, 2));
+    task.h_rd = ir_mul(b, parity, ii(b, batch));
+    task.h_wr = ir_mul(b, ir_sub(b, ii(b, 1), parity), ii(b, batch));
+    task.j0 = ir_mul(b, iv(b, t), ii(b, half));
+    task.units = ii(b, half);
+    ir_stmt *items[3] = {gates_init(&task), split_products(&task), fused_update(&task)};
+    return loop(b, rb->s, r->rd.steps, ir_for(b, t, ii(b, 0), ii(b, 2), IR_FOR_PARALLEL, ir_seq(b, 3, items)));
+}
+
 static ir_stmt *time_step(rnn_build *rb)
 {
     ir_builder *b = rb->b;
     const rnn_te *r = rb->r;
+    if (rb->split_units) return split_time_step(rb);
     int64_t h = r->rd.hidden, gh = r->rd.gates * h;
     bool reset_first = r->a->cell == RNN_CELL_GRU && !r->a->linear_before_reset;
     gemm_args ga = {.c = rb->gates, .a = rb->cur_h, .bm = rb->rt, .c_off = ii(b, 0),
@@ -430,6 +492,8 @@ static ir_stmt *build_direction(rnn_build rb, int dir)
     rb.s = ir_var_new(b, "step", SMELT_DT_INT64);
     rb.bv = ir_var_new(b, "bt", SMELT_DT_INT64);
     rb.jv = ir_var_new(b, "hu", SMELT_DT_INT64);
+    rb.h_rd = rb.h_wr = rb.j0 = ii(b, 0);
+    rb.units = ii(b, r->rd.hidden);
     bool reverse = r->a->reverse || dir == 1;
     step_exprs(&rb, ir_const_int(b, SMELT_DT_BOOL, reverse));
     ir_stmt *w_t = NULL, *r_t = NULL;
@@ -462,7 +526,12 @@ static ir_stmt *build_recurrence(te_graph *g, ir_buffer *out, void *user)
     rb.xw = temp(b, "rnn_xw", r->dt, rd->steps * rd->batch, gh);
     rb.gates = temp(b, "rnn_gates", r->dt, rd->batch, gh);
     rb.rh = temp(b, "rnn_rh", r->dt, rd->batch, rd->hidden);
-    rb.cur_h = temp(b, "rnn_h", r->dt, rd->batch, rd->hidden);
+    /* LSTM steps split over two tasks by hidden unit (each a product of half
+     * the columns: a batch's recurrent product is latency- and cache-bound
+     * on one core), when the halves are whole vectors */
+    rb.split_units = r->a->cell == RNN_CELL_LSTM && r->dt == SMELT_DT_FLOAT32 &&
+                     rd->hidden >= 64 && rd->hidden % 16 == 0;
+    rb.cur_h = temp(b, "rnn_h", r->dt, rb.split_units ? 2 * rd->batch : rd->batch, rd->hidden);
     rb.cur_c = temp(b, "rnn_c", r->dt, rd->batch, rd->hidden);
     ir_stmt *body = NULL;
     for (int dir = 0; dir < rd->dirs; dir++) body = ir_seq2(b, body, build_direction(rb, dir));

@@ -157,7 +157,12 @@ def main():
              activation_alpha=[0.1])
     rnn_case(args.out, "rnn_layout1_reverse_clip", "RNN", rng, direction="reverse", layout=1,
              lens=[4, 2, 5], clip=0.5, activations=["Tanh"])
-    print("gen_rnn_cases: wrote 9 cases to %s" % args.out)
+    # hidden 64: each step's work split over two tasks by hidden unit (h double-buffered)
+    rnn_case(args.out, "lstm_split_units_bidir_lens", "LSTM", rng, T=6, N=3, I=5, H=64,
+             direction="bidirectional", lens=[6, 2, 1], init=True, peep=True, clip=3.0)
+    rnn_case(args.out, "lstm_split_units_layout1", "LSTM", rng, T=4, N=2, I=3, H=96, layout=1,
+             lens=[1, 4], init=True)
+    print("gen_rnn_cases: wrote 11 cases to %s" % args.out)
 
 
 if __name__ == "__main__":
