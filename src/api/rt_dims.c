@@ -25,6 +25,8 @@
  *     shape (Reshape's and Expand's shape, ConstantOfShape, Slice's ends),
  *     whose outputs the comparison checks in turn.
  * Ops' own use of extents is checked when lowering (lower/rt_check.c). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "frontend/onnx.h"
@@ -102,25 +104,37 @@ static bool is_prefix(const smelt_tensor *a, const smelt_tensor *b)
     return true;
 }
 
+/* A refusal about value v, naming the node that computes it when one does. */
+static smelt_status value_refusal(smelt_ctx *ctx, const gr_value *v, smelt_status code,
+                                  const char *fmt, ...)
+{
+    char msg[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return v->producer ? op_errf(ctx, v->producer, code, "%s", msg) : smelt_errf(ctx, code, "%s", msg);
+}
+
 static smelt_status add_distance(smelt_ctx *ctx, gr_rt_dim *r, const gr_value *va, int d,
                                  int64_t a, int64_t b)
 {
     int64_t add = a - r->max;
     if (a - b != 1 || add < -GR_RT_ADD_LIMIT || add > GR_RT_ADD_LIMIT)
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+        return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                           "value '%s' dim %d is %lld with '%s' = %lld and %lld with %lld: "
                           "compiled code takes at run time only dims that are '%s' plus a "
                           "constant (at most %d); give the dim one value (--dim %s=N)",
                           va->name, d, (long long)a, r->name, (long long)r->max, (long long)b,
                           (long long)(r->max - 1), r->name, GR_RT_ADD_LIMIT, r->name);
     if (r->min + add < (r->data ? 0 : 1)) /* a count may be 0, nothing below */
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+        return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                           "value '%s' dim %d is '%s' %lld, below 1 at the range's minimum %lld; "
                           "raise the minimum", va->name, d, r->name, (long long)add,
                           (long long)r->min);
     if (add == 0 || gr_rt_dim_matches(r, a, NULL)) return SMELT_OK;
     if (r->n_adds == GR_MAX_RT_ADDS)
-        return smelt_errf(ctx, SMELT_ERR_LIMIT, "value '%s' dim %d: more than %d distinct dims "
+        return value_refusal(ctx, va, SMELT_ERR_LIMIT, "value '%s' dim %d: more than %d distinct dims "
                           "follow the run-time dim '%s'", va->name, d, GR_MAX_RT_ADDS, r->name);
     r->adds[r->n_adds++] = add;
     return SMELT_OK;
@@ -168,7 +182,7 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
     *varies_out = false;
     if (va->rank < 0 || vb->rank < 0) return SMELT_OK; /* unknown: compiling refuses it */
     if (va->rank != vb->rank || !va->constant != !vb->constant)
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+        return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                           "value '%s' changes rank or kind with the run-time dim '%s'; give "
                           "the dim one value (--dim %s=N)", va->name, dim, dim);
     bool varies = false;
@@ -176,7 +190,7 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
         int64_t a = va->dims[d], b = vb->dims[d];
         if (a < 0 || b < 0) continue;
         if (a == b && !va->constant && gr_rt_dim_matches(r, a, NULL))
-            return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+            return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                               "value '%s' dim %d is %lld whatever the run-time dim '%s' is: "
                               "it would be taken for '%s' (plus %lld); choose another maximum",
                               va->name, d, (long long)a, dim, dim, (long long)(a - r->max));
@@ -186,7 +200,7 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
     *varies_out = true;
     if (varies) {
         if (!is_prefix(va->constant, vb->constant))
-            return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
+            return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                               "constant '%s' is computed from the run-time dim '%s' and is not "
                               "the prefix of its value at %lld; give the dim one value "
                               "(--dim %s=N)", va->name, dim, (long long)r->max, dim);

@@ -47,6 +47,7 @@ struct smelt_specialization {
     int n_counts;       /* data-dependent dims given sizes (bind_counts) */
     gr_data_bind counts[GR_MAX_DATA_BINDS]; /* values: smelt_strdup */
     int count_sym[GR_MAX_DATA_BINDS];       /* the count each is (dims of one share it) */
+    char count_why[400]; /* why the counts could not be taken at run time, when they could not */
 };
 
 bool smelt_graph_is_static(const gr_graph *g)
@@ -386,12 +387,18 @@ static smelt_status bind_with_counts(smelt_ctx *ctx, smelt_model *m, const smelt
                                      gr_graph **g)
 {
     reset_counts(sp);
+    sp->count_why[0] = '\0';
     gr_graph_free(*g);
     *g = NULL;
     SMELT_TRY(try_bind(ctx, m, inputs, n, bind, sp, g));
     if (smelt_graph_is_static(*g)) return SMELT_OK;
     smelt_status s = bind_counts(ctx, m, inputs, n, bind, sp, g);
     if (s != SMELT_ERR_UNSUPPORTED) return s;
+    snprintf(sp->count_why, sizeof sp->count_why, "%s", smelt_ctx_message(ctx));
+    /* rt_dims.c's refusals end with a hint for dims a user names (--dim N); a
+     * count has no value to give */
+    char *hint = strstr(sp->count_why, "; give the dim one value");
+    if (hint) *hint = '\0';
     smelt_ctx_clear(ctx);
     reset_counts(sp);
     return SMELT_OK;
@@ -471,7 +478,8 @@ smelt_status smelt_model_with_counts(smelt_ctx *ctx, smelt_model *m, smelt_model
     reset_counts(&sp);
     pass_unroll_layout_fini(&sp.layout);
     if (s == SMELT_OK && (!smelt_graph_is_static(g) || g->n_rt_dims == 0))
-        s = smelt_graph_refuse_dynamic(ctx, g0);
+        s = sp.count_why[0] ? smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "%s", sp.count_why)
+                            : smelt_graph_refuse_dynamic(ctx, g0);
     if (s == SMELT_OK && !(*out = smelt_model_from_graph(g)))
         s = smelt_errf(ctx, SMELT_ERR_NOMEM, "out of memory");
     if (s != SMELT_OK) {
@@ -487,9 +495,10 @@ static smelt_status compile_bound(smelt_ctx *ctx, smelt_model *m, gr_graph *g,
                                   struct smelt_specialization *sp)
 {
     if (!smelt_graph_is_static(g)) {
-        smelt_status s = sp->why[0] ? smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "%s; the reference "
-                                                 "executor runs it (--reference)", sp->why)
-                                    : smelt_graph_refuse_dynamic(ctx, g);
+        const char *why = sp->why[0] ? sp->why : sp->count_why;
+        smelt_status s = why[0] ? smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "%s; the reference "
+                                             "executor runs it (--reference)", why)
+                                : smelt_graph_refuse_dynamic(ctx, g);
         gr_graph_free(g);
         return s;
     }

@@ -376,6 +376,20 @@ def _(d):
                    inits=limits))
 
 
+# a value of twice the count (Concat of the selection with itself) is not the
+# count plus a constant: refused naming the node, with no --dim hint
+@case("nms_count_doubled", "runc", "unsupported",
+      "node 'cat0' (Concat): value 'twice' dim 0 is", "the reference executor runs it")
+def _(d):
+    limits = [numpy_helper.from_array(np.array([100], np.int64), "m"),
+              numpy_helper.from_array(np.array([0.5], np.float32), "iou")]
+    write(d, model([helper.make_node("NonMaxSuppression", ["b", "s", "m", "iou"], ["sel"],
+                                     name="nms0"),
+                    helper.make_node("Concat", ["sel", "sel"], ["twice"], name="cat0", axis=0)],
+                   [vi("b", [1, 100, 4]), vi("s", [1, 1, 100])],
+                   [vi("twice", None, TensorProto.INT64)], inits=limits))
+
+
 def grow_loop_body():
     """A Loop body that appends a column to its carried value: the value's
     shape changes per iteration."""
