@@ -401,8 +401,9 @@ static smelt_status lower_scan_steps(prog_builder *pb, loop_lowering *L)
     const ctl_attrs *a = L->a;
     if (a->scan8)
         return op_errf(pb->ctx, n, SMELT_ERR_UNSUPPORTED,
-                       "Scan-8 (batch axis) compiles unrolled only without sequence_lens and "
-                       "with at most 256 steps in all; the reference executor runs it");
+                       "Scan-8 (batch axis) compiles unrolled only with at most 256 steps in "
+                       "all and a sequence_lens known when compiling (an initializer); the "
+                       "reference executor runs it");
     L->n_state = a->n_state;
     for (int k = 0; k < a->n_state; k++) L->state_in[k] = a->body->inputs.items[k];
     SMELT_TRY(node_output_slots(pb, L, "scan inputs of unknown length"));

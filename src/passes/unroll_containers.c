@@ -624,11 +624,29 @@ static smelt_status loop_unroll(unroll *u, gr_node *n)
     return s;
 }
 
+/* A zero tensor like v (static dims), for a scan output past a short
+ * sequence; NULL after an error. */
+static gr_value *zeros_like(unroll *u, const gr_value *v)
+{
+    int64_t numel = gr_value_numel(v);
+    size_t es = smelt_dtype_size(v->dtype);
+    if (numel < 0 || !es) {
+        give_up(u, v->producer, "a scan output past a short sequence has no known shape");
+        return NULL;
+    }
+    void *zero = smelt_calloc((size_t)numel * es + 1, 1);
+    gr_value *z = zero ? pu_const(u->ctx, u->g, "scan_zero", v->dtype, v->rank, v->dims, zero) : NULL;
+    smelt_free(zero);
+    if (!z) oom(u);
+    return z;
+}
+
 /* One batch entry of a Scan-8: its states and scan inputs picked, the
- * body copied per step; states[k] gets the final state, scans[j] the
- * stacked scan output j. */
-static smelt_status scan8_entry(unroll *u, gr_node *n, int64_t b, int64_t steps, gr_value **states,
-                                gr_value **scans)
+ * body copied for each of its len steps (reversed inputs read from len - 1
+ * down, as the reference does); states[k] gets the final state, scans[j]
+ * the stacked scan output j, zeros past len. */
+static smelt_status scan8_entry(unroll *u, gr_node *n, int64_t b, int64_t steps, int64_t len,
+                                gr_value **states, gr_value **scans)
 {
     const ctl_attrs *a = ctl_attrs_of(n);
     const gr_graph *body = a->body;
@@ -636,13 +654,13 @@ static smelt_status scan8_entry(unroll *u, gr_node *n, int64_t b, int64_t steps,
     gr_value **outs = smelt_calloc((size_t)(steps * a->n_scan_out) + 1, sizeof *outs);
     smelt_status s = map && outs ? SMELT_OK : oom(u);
     for (int k = 0; s == SMELT_OK && k < a->n_state; k++) s = pick(u, n->inputs[1 + k], b, &states[k]);
-    for (int64_t t = 0; s == SMELT_OK && !u->unresolved && t < steps; t++) {
+    for (int64_t t = 0; s == SMELT_OK && !u->unresolved && t < len; t++) {
         memset(map, 0, sizeof *map * (size_t)body->values.len);
         for (int k = 0; k < a->n_state; k++) map[((gr_value *)body->inputs.items[k])->id] = states[k];
         for (int j = 0; s == SMELT_OK && j < a->n_scan_in; j++) {
             gr_value *row;
             s = pick(u, n->inputs[1 + a->n_state + j], b, &row);
-            if (s == SMELT_OK) s = pick(u, row, a->in_rev[j] ? steps - 1 - t : t, &row);
+            if (s == SMELT_OK) s = pick(u, row, a->in_rev[j] ? len - 1 - t : t, &row);
             map[((gr_value *)body->inputs.items[a->n_state + j])->id] = row;
         }
         for (int k = body->n_formal; k < body->inputs.len; k++)
@@ -655,6 +673,11 @@ static smelt_status scan8_entry(unroll *u, gr_node *n, int64_t b, int64_t steps,
             s = pu_body_value(u->ctx, u->g, n, prefix, map, body->outputs.items[k], at);
         }
     }
+    for (int64_t t = len; s == SMELT_OK && !u->unresolved && t < steps; t++)
+        for (int j = 0; j < a->n_scan_out && !u->unresolved; j++) {
+            const gr_value *like = len ? outs[j] : body->outputs.items[a->n_state + j];
+            if (!(outs[t * a->n_scan_out + j] = zeros_like(u, like)) && !u->unresolved) s = oom(u);
+        }
     gr_value **column = smelt_calloc((size_t)steps + 1, sizeof *column);
     for (int j = 0; s == SMELT_OK && !u->unresolved && j < a->n_scan_out; j++) {
         gr_node *cat = NULL;
@@ -669,23 +692,33 @@ static smelt_status scan8_entry(unroll *u, gr_node *n, int64_t b, int64_t steps,
 }
 
 /* Scan-8 (a batch axis 0 on every state and scan input, the sequence on
- * axis 1 of the scan inputs, no sequence_lens): the body copied per batch
- * entry and step, the entries' results stacked along axis 0. */
+ * axis 1 of the scan inputs; sequence_lens, when given, known when the
+ * model is specialised): the body copied per batch entry and step, the
+ * entries' results stacked along axis 0. */
 static smelt_status scan8_unroll(unroll *u, gr_node *n)
 {
     const ctl_attrs *a = ctl_attrs_of(n);
-    if (n->inputs[0]) return give_up(u, n, "its sequence_lens may end entries early");
+    const smelt_tensor *lens = n->inputs[0] ? const_of(n->inputs[0]) : NULL;
+    if (n->inputs[0] && !lens) return give_up(u, n, "its sequence_lens is not known when compiling");
     const gr_value *x = a->n_scan_in ? n->inputs[1 + a->n_state] : NULL;
     if (!x || gr_value_numel(x) < 0 || x->rank < 2)
         return give_up(u, n, "its scan inputs' shapes are not known");
     int64_t batch = x->dims[0], steps = x->dims[1];
     if (batch * steps > UNROLL_MAX_ITEMS || batch < 1 || steps < 1)
         return give_up(u, n, "it runs more than 256 steps in all, or none");
+    if (lens && op_numel(lens) != batch)
+        return op_errf(u->ctx, n, SMELT_ERR_MODEL, "sequence_lens has %lld entries for a batch of "
+                       "%lld", (long long)op_numel(lens), (long long)batch);
+    for (int64_t b = 0; lens && b < batch; b++)
+        if (op_get_i64(lens, b) < 0 || op_get_i64(lens, b) > steps)
+            return op_errf(u->ctx, n, SMELT_ERR_MODEL, "sequence_lens[%lld] = %lld is not in 0..%lld",
+                           (long long)b, (long long)op_get_i64(lens, b), (long long)steps);
     int n_out = a->n_state + a->n_scan_out;
     gr_value **per = smelt_calloc((size_t)(batch * n_out) + 1, sizeof *per);
     smelt_status s = per ? SMELT_OK : oom(u);
     for (int64_t b = 0; s == SMELT_OK && !u->unresolved && b < batch; b++)
-        s = scan8_entry(u, n, b, steps, per + b * n_out, per + b * n_out + a->n_state);
+        s = scan8_entry(u, n, b, steps, lens ? op_get_i64(lens, b) : steps, per + b * n_out,
+                        per + b * n_out + a->n_state);
     gr_value **column = smelt_calloc((size_t)batch + 1, sizeof *column);
     for (int k = 0; s == SMELT_OK && !u->unresolved && k < n_out; k++) {
         for (int64_t b = 0; column && b < batch; b++) column[b] = per[b * n_out + k];

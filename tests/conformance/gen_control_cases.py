@@ -199,10 +199,11 @@ def if_constant_cond(out):
     save(out, "control_if_constant_cond", g, {"x": RNG.standard_normal((2, 3)).astype(np.float32)})
 
 
-def scan8(out, name, lens):
+def scan8(out, name, lens, lens_const=False):
     """Scan-8 (opset 8): a batch axis on every input, the sequence at axis 1,
     the second scan input read in reverse; with sequence_lens, shorter
-    entries stop early and their scan outputs are padded with zeros."""
+    entries stop early and their scan outputs are padded with zeros
+    (lens_const: sequence_lens an initializer, not an input)."""
     body = helper.make_graph(
         [helper.make_node("Add", ["s_in", "a_t"], ["s1"]),
          helper.make_node("Mul", ["s1", "b_t"], ["s_out"]),
@@ -213,15 +214,18 @@ def scan8(out, name, lens):
     feeds = {"s0": RNG.standard_normal((3, 2)).astype(np.float32),
              "a": RNG.standard_normal((3, 4, 2)).astype(np.float32),
              "b": RNG.uniform(0.5, 1.5, (3, 4, 2)).astype(np.float32)}
-    first = ""
-    if lens is not None:
+    first, inits = "", []
+    if lens is not None and lens_const:
+        inits = [numpy_helper.from_array(np.array(lens, np.int64), "lens")]
+        first = "lens"
+    elif lens is not None:
         ins = [vi("lens", TP.INT64, [3])] + ins
         feeds = {"lens": np.array(lens, np.int64), **feeds}
         first = "lens"
     g = helper.make_graph(
         [helper.make_node("Scan", [first, "s0", "a", "b"], ["s", "y"], body=body,
                           num_scan_inputs=2, directions=[0, 1])],
-        name, ins, [vi("s", TP.FLOAT, [3, 2]), vi("y", TP.FLOAT, [3, 4, 2])])
+        name, ins, [vi("s", TP.FLOAT, [3, 2]), vi("y", TP.FLOAT, [3, 4, 2])], initializer=inits)
     save(out, name, g, feeds, opset=8)
 
 
@@ -240,6 +244,7 @@ def main():
     if_constant_cond(out)
     scan8(out, "control_scan8", None)
     scan8(out, "control_scan8_lens", [4, 2, 1])
+    scan8(out, "control_scan8_lens_const", [1, 4, 3], lens_const=True)
 
 
 if __name__ == "__main__":
