@@ -14,7 +14,8 @@
  * elements, and container outputs are rebuilt from theirs.
  *
  * Data-dependent counts.  An op whose output's row count depends on the
- * data (NonMaxSuppression) and that knows a bound for it (op_def.count_bound)
+ * data (NonMaxSuppression, NonZero, Compress, Unique) and that knows a bound
+ * for it (op_def.count_bound)
  * leaves the graph static but for that count: the graph is inferred with
  * the count at its bound, and the count becomes a run-time dim
  * (api/rt_dims.c) whose value the op's kernel writes mid-run
