@@ -106,6 +106,9 @@ static bool is_prefix(const smelt_tensor *a, const smelt_tensor *b)
 
 /* A refusal about value v, naming the node that computes it when one does. */
 static smelt_status value_refusal(smelt_ctx *ctx, const gr_value *v, smelt_status code,
+                                  const char *fmt, ...) SMELT_PRINTF(4, 5);
+
+static smelt_status value_refusal(smelt_ctx *ctx, const gr_value *v, smelt_status code,
                                   const char *fmt, ...)
 {
     char msg[700];
