@@ -69,8 +69,8 @@ static void smelt_uk_roialign_f32(float *y, const float *x, const float *roi, do
                 double py = ry.start + (double)ph * ry.bin + ((double)iy + 0.5) * ry.bin / (double)ry.grid;
                 for (int64_t ix = 0; ix < rx.grid; ix++) {
                     double px = rx.start + (double)pw * rx.bin + ((double)ix + 0.5) * rx.bin / (double)rx.grid;
-                    int64_t y0, y1, x0, x1;
-                    double ly, lx;
+                    int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;
+                    double ly = 0.0, lx = 0.0;
                     int in = smelt_ukroi_sample(py, H, &y0, &y1, &ly) &&
                              smelt_ukroi_sample(px, W, &x0, &x1, &lx);
                     double hy = 1.0 - ly, hx = 1.0 - lx;

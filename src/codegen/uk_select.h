@@ -13,9 +13,17 @@
 #ifndef SMELT_UK_SELECT_H
 #define SMELT_UK_SELECT_H
 
+/* the file carries every kernel; a module calls some (AOT packages build
+ * with -Wall -Werror) */
+#if defined(__GNUC__)
+#define SMELT_UKSEL_FN static __attribute__((unused))
+#else
+#define SMELT_UKSEL_FN static
+#endif
+
 /* kind: 0 any type compared byte by byte, 1 float32, 2 float64, 3 a 16-bit
  * float (float16, bfloat16: the sign bit ignored, so -0 is zero) */
-static int smelt_uksel_nonzero_at(const unsigned char *p, int64_t kind, int64_t es)
+SMELT_UKSEL_FN int smelt_uksel_nonzero_at(const unsigned char *p, int64_t kind, int64_t es)
 {
     if (kind == 1) {
         float f;
@@ -39,7 +47,7 @@ static int smelt_uksel_nonzero_at(const unsigned char *p, int64_t kind, int64_t 
 
 /* NonZero: the row-major indices of x's non-zero elements (n of them, dims
  * dims[0..rank)) as columns of y [rank, bound]. */
-static void smelt_uk_nonzero(int64_t *y, const int64_t *count, const void *x, const int64_t *dims,
+SMELT_UKSEL_FN void smelt_uk_nonzero(int64_t *y, const int64_t *count, const void *x, const int64_t *dims,
                              int64_t kind, int64_t es, int64_t n, int64_t rank, int64_t bound)
 {
     const unsigned char *p = (const unsigned char *)x;
@@ -61,7 +69,7 @@ static void smelt_uk_nonzero(int64_t *y, const int64_t *count, const void *x, co
 /* Compress: x as outer x n x inner elements of es bytes; the slices i < n
  * whose cond[i] is true (ncond entries; the check stage refused true ones
  * past n) go to y, outer x bound x inner. */
-static void smelt_uk_compress(void *y, const int64_t *count, const void *x, const void *cond,
+SMELT_UKSEL_FN void smelt_uk_compress(void *y, const int64_t *count, const void *x, const void *cond,
                               int64_t ncond, int64_t outer, int64_t n, int64_t inner, int64_t es,
                               int64_t bound)
 {
@@ -83,7 +91,7 @@ static void smelt_uk_compress(void *y, const int64_t *count, const void *x, cons
  * element as the reference compares them (kind 1 float32, 2 float64: NaN
  * last, NaNs equal; 4 signed, 5 unsigned integers of es bytes, compared as
  * int64 values) */
-static int64_t smelt_uksel_elem_i64(const unsigned char *p, int64_t kind, int64_t es)
+SMELT_UKSEL_FN int64_t smelt_uksel_elem_i64(const unsigned char *p, int64_t kind, int64_t es)
 {
     if (es == 1) return kind == 4 ? (int64_t)*(const int8_t *)p : (int64_t)*p;
     if (es == 2) {
@@ -101,7 +109,7 @@ static int64_t smelt_uksel_elem_i64(const unsigned char *p, int64_t kind, int64_
     return (int64_t)u;
 }
 
-static int smelt_uksel_slice_cmp(const unsigned char *x, int64_t kind, int64_t es, int64_t outer,
+SMELT_UKSEL_FN int smelt_uksel_slice_cmp(const unsigned char *x, int64_t kind, int64_t es, int64_t outer,
                                  int64_t n, int64_t inner, int64_t i, int64_t j)
 {
     for (int64_t o = 0; o < outer; o++)
@@ -139,7 +147,7 @@ static int smelt_uksel_slice_cmp(const unsigned char *x, int64_t kind, int64_t e
  * the counts [bound], then each slice's position in Y [n].  Scratch idx,
  * tmp, grp: n entries each.  A stable merge sort of the slices by value
  * puts equal ones together, first occurrence first. */
-static void smelt_uk_unique(void *y, const int64_t *count, const void *x, int64_t want,
+SMELT_UKSEL_FN void smelt_uk_unique(void *y, const int64_t *count, const void *x, int64_t want,
                             int64_t kind, int64_t es, int64_t outer, int64_t n, int64_t inner,
                             int64_t sorted, int64_t bound, int64_t *idx, int64_t *tmp, int64_t *grp)
 {
