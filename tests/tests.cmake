@@ -644,7 +644,12 @@ add_test(NAME aarch64/gpt2_tiny_decoder_rt_dims
 add_test(NAME aarch64/bert_tiny_dynseq_specialized
   COMMAND smelt_cli check --target aarch64 --expected-failures /dev/null --rtol 1e-3 --atol 1e-4
           ${SMELT_MODEL_DIR}/bert_tiny_dynseq)
+# NonMaxSuppression's count written by the program, the outputs' rows from its size
+add_test(NAME aarch64/detect_head
+  COMMAND smelt_cli check --target aarch64 --expected-failures /dev/null --rtol 1e-3 --atol 1e-4
+          ${SMELT_MODEL_DIR}/detect_head)
 set_tests_properties(aarch64/gpt2_tiny_decoder_rt_dims aarch64/bert_tiny_dynseq_specialized
+  aarch64/detect_head
   PROPERTIES FIXTURES_REQUIRED torch_models PASS_REGULAR_EXPRESSION "\n1 passed, 0 failed, 0 skipped"
   TIMEOUT 300)
 # the aarch64 AOT package's model.c, cross-built with -Wall -Wextra -Werror, run under

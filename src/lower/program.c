@@ -599,6 +599,10 @@ static smelt_status rt_begin(prog_builder *pb)
     ir_program *p = &pb->lp->prog;
     pb->n_rt = root->n_rt_dims;
     if (pb->n_rt == 0) return SMELT_OK;
+    if (pb->opts->hw->gpu_threads > 0 && root->rt_dims[0].data)
+        return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED, "a data-dependent count ('%s') is not "
+                          "supported on GPU targets yet; the host target or the reference "
+                          "executor runs the model", root->rt_dims[0].name);
     if (pb->opts->hw->gpu_threads > 0)
         return smelt_errf(pb->ctx, SMELT_ERR_UNSUPPORTED, "run-time dims ('%s') are not "
                           "supported on GPU targets yet; give the dim one value (--dim %s=N)",
