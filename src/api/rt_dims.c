@@ -70,17 +70,27 @@ static bool shape_input(const gr_node *n, int k)
     }
 }
 
-static smelt_status check_feeds(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
-                                const char *dim)
+/* The end of a refusal about run-time dim r: a dim the user names can be
+ * given one value; a data-dependent count has none to give. */
+static const char *one_value_hint(const gr_rt_dim *r, char *buf, size_t size)
 {
+    if (r->data) return "";
+    snprintf(buf, size, "; give the dim one value (--dim %s=N)", r->name);
+    return buf;
+}
+
+static smelt_status check_feeds(smelt_ctx *ctx, const gr_graph *g, const gr_value *v,
+                                const gr_rt_dim *r)
+{
+    char hint[160];
     for (int i = 0; i < g->nodes.len; i++) {
         const gr_node *n = g->nodes.items[i];
         for (int k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] == v && !shape_input(n, k))
                 return op_errf(ctx, n, SMELT_ERR_UNSUPPORTED,
                                "input %d ('%s') is computed from the run-time dim '%s' and "
-                               "compiled code cannot take it at run time; give the dim one "
-                               "value (--dim %s=N)", k, v->name, dim, dim);
+                               "compiled code cannot take it at run time%s", k, v->name,
+                               r->name, one_value_hint(r, hint, sizeof hint));
     }
     return SMELT_OK;
 }
@@ -123,13 +133,15 @@ static smelt_status add_distance(smelt_ctx *ctx, gr_rt_dim *r, const gr_value *v
                                  int64_t a, int64_t b)
 {
     int64_t add = a - r->max;
+    char hint[160];
     if (a - b != 1 || add < -GR_RT_ADD_LIMIT || add > GR_RT_ADD_LIMIT)
         return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                           "value '%s' dim %d is %lld with '%s' = %lld and %lld with %lld: "
                           "compiled code takes at run time only dims that are '%s' plus a "
-                          "constant (at most %d); give the dim one value (--dim %s=N)",
+                          "constant (at most %d)%s",
                           va->name, d, (long long)a, r->name, (long long)r->max, (long long)b,
-                          (long long)(r->max - 1), r->name, GR_RT_ADD_LIMIT, r->name);
+                          (long long)(r->max - 1), r->name, GR_RT_ADD_LIMIT,
+                          one_value_hint(r, hint, sizeof hint));
     if (r->min + add < (r->data ? 0 : 1)) /* a count may be 0, nothing below */
         return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                           "value '%s' dim %d is '%s' %lld, below 1 at the range's minimum %lld; "
@@ -148,10 +160,10 @@ static smelt_status add_distance(smelt_ctx *ctx, gr_rt_dim *r, const gr_value *v
 static smelt_status collect_adds(smelt_ctx *ctx, const gr_graph *a, const gr_graph *b,
                                  gr_rt_dim *r)
 {
+    char hint[160];
     if (a->values.len != b->values.len)
-        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED,
-                          "the graph's values change with the run-time dim '%s'; give the dim "
-                          "one value (--dim %s=N)", r->name, r->name);
+        return smelt_errf(ctx, SMELT_ERR_UNSUPPORTED, "the graph's values change with the "
+                          "run-time dim '%s'%s", r->name, one_value_hint(r, hint, sizeof hint));
     for (int i = 0; i < a->values.len; i++) {
         const gr_value *va = a->values.items[i], *vb = b->values.items[i];
         if (va->rank < 0 || va->rank != vb->rank) continue; /* compare_value reports it */
@@ -182,12 +194,13 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
                                   const gr_value *vb, const gr_rt_dim *r, bool *varies_out)
 {
     const char *dim = r->name;
+    char hint[160];
     *varies_out = false;
     if (va->rank < 0 || vb->rank < 0) return SMELT_OK; /* unknown: compiling refuses it */
     if (va->rank != vb->rank || !va->constant != !vb->constant)
         return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
-                          "value '%s' changes rank or kind with the run-time dim '%s'; give "
-                          "the dim one value (--dim %s=N)", va->name, dim, dim);
+                          "value '%s' changes rank or kind with the run-time dim '%s'%s",
+                          va->name, dim, one_value_hint(r, hint, sizeof hint));
     bool varies = false;
     for (int d = 0; d < va->rank; d++) {
         int64_t a = va->dims[d], b = vb->dims[d];
@@ -205,8 +218,8 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
         if (!is_prefix(va->constant, vb->constant))
             return value_refusal(ctx, va, SMELT_ERR_UNSUPPORTED,
                               "constant '%s' is computed from the run-time dim '%s' and is not "
-                              "the prefix of its value at %lld; give the dim one value "
-                              "(--dim %s=N)", va->name, dim, (long long)r->max, dim);
+                              "the prefix of its value at %lld%s", va->name, dim,
+                              (long long)r->max, one_value_hint(r, hint, sizeof hint));
         return SMELT_OK;
     }
     size_t nb = smelt_tensor_nbytes(va->constant);
@@ -214,7 +227,7 @@ static smelt_status compare_value(smelt_ctx *ctx, const gr_graph *ga, const gr_v
         *varies_out = false;
         return SMELT_OK;
     }
-    return check_feeds(ctx, ga, va, dim);
+    return check_feeds(ctx, ga, va, r);
 }
 
 /* varies[i]: value i of a is a constant computed from the dim; r gets the

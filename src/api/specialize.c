@@ -396,10 +396,6 @@ static smelt_status bind_with_counts(smelt_ctx *ctx, smelt_model *m, const smelt
     smelt_status s = bind_counts(ctx, m, inputs, n, bind, sp, g);
     if (s != SMELT_ERR_UNSUPPORTED) return s;
     snprintf(sp->count_why, sizeof sp->count_why, "%s", smelt_ctx_message(ctx));
-    /* rt_dims.c's refusals end with a hint for dims a user names (--dim N); a
-     * count has no value to give */
-    char *hint = strstr(sp->count_why, "; give the dim one value");
-    if (hint) *hint = '\0';
     smelt_ctx_clear(ctx);
     reset_counts(sp);
     return SMELT_OK;

@@ -9,7 +9,8 @@
 # (compiled) and requires:
 #   - exit status 1 (0 for status "ok"); anything else (a signal, a sanitizer
 #     abort, a usage error) fails the case;
-#   - stderr holding "smelt: <status>: " and every substring;
+#   - stderr holding "smelt: <status>: " and every substring (one written
+#     "!TEXT": stderr must not hold TEXT);
 #   - no sanitizer report on stderr.
 # Last line: "N passed, N failed".  Exits non-zero if any case failed.
 set -u
@@ -63,11 +64,15 @@ while IFS=$'\t' read -r name mode status subs_line; do
         grep -qF -e "smelt: $status: " -e "smelt: $model: $status: " "$err" ||
             missing="'smelt: [$model: ]$status: '"
         for s in "${subs[@]}"; do
-            grep -qF -- "$s" "$err" || missing="$missing '$s'"
+            if [ "${s:0:1}" = "!" ]; then
+                grep -qF -- "${s:1}" "$err" && missing="$missing (holds '${s:1}')"
+            else
+                grep -qF -- "$s" "$err" || missing="$missing '$s'"
+            fi
         done
     fi
     if [ -n "$missing" ]; then
-        fail "$name" "stderr lacks$missing"
+        fail "$name" "stderr lacks or holds:$missing"
         continue
     fi
     passed=$((passed + 1))
