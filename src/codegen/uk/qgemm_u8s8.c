@@ -77,90 +77,108 @@ typedef struct smelt_ukq_taps {
     int valid[4];
 } smelt_ukq_taps;
 
-/* One pixel panel (16 pixels from p0) of one k4 step, element by element:
- * x at the window's tap, x_zp in padding, past K or past P. */
-SMELT_UKQ_INLINE void smelt_ukq_pack_panel_c(uint8_t *dst, const smelt_ukq_taps *tp, int64_t p0,
-                                             int64_t P, int64_t H, int64_t W, int64_t Wo,
-                                             int64_t sh, int64_t sw, int64_t ph, int64_t pw,
-                                             int64_t dh, int64_t dw, uint8_t z, uint8_t f)
-{
-    int64_t oh = p0 / Wo, ow = p0 % Wo; /* stepped, not divided, per pixel */
-    for (int64_t j = 0; j < 16; j++, ow++) {
-        if (ow == Wo) ow = 0, oh++;
-        for (int e = 0; e < 4; e++) {
-            uint8_t v = z;
-            if (tp->valid[e] && p0 + j < P) {
-                int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow * sw - pw + tp->kw[e] * dw;
-                if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = (uint8_t)(tp->plane[e][ih * W + iw] ^ f);
-            }
-            dst[j * 4 + e] = v;
-        }
-    }
-}
+/* Pixels the pack reads per tap before interleaving them (a multiple of
+ * 16: whole panels). */
+#define SMELT_UKQ_RUN 256
 
-/* The source of 16 pixels from p0 for tap e when they are 16 consecutive
- * bytes of x (a 1x1 window over the whole image, or one output row read
- * with stride 1 inside the image), else NULL. */
-SMELT_UKQ_INLINE const uint8_t *smelt_ukq_run16(const smelt_ukq_taps *tp, int e, int64_t p0,
-                                                int64_t P, int64_t H, int64_t W, int64_t Ho,
-                                                int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
-                                                int64_t pw, int64_t dh, int64_t dw)
+/* dst[0, n) = src[0, n) (n at most a few hundred): 16 bytes at a time, the
+ * last 16 overlapping; a libc call per row segment cost more than the copy. */
+SMELT_UKQ_INLINE void smelt_ukq_copy(uint8_t *dst, const uint8_t *src, int64_t n)
 {
-    if (!tp->valid[e] || p0 + 16 > P) return NULL;
-    if (Ho == H && Wo == W && sh == 1 && sw == 1 && ph == 0 && pw == 0 && tp->kh[e] == 0 &&
-        tp->kw[e] == 0)
-        return tp->plane[e] + p0; /* pixel p reads x[p] */
-    int64_t oh = p0 / Wo, ow = p0 % Wo;
-    int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow - pw + tp->kw[e] * dw;
-    if (sw != 1 || ow + 16 > Wo || ih < 0 || ih >= H || iw < 0 || iw + 16 > W) return NULL;
-    return tp->plane[e] + ih * W + iw;
-}
-
 #if defined(__SSE2__)
-/* Tap e's bytes (flipped) of the 16 pixels from p0, one output-row segment at
- * a time (no division per pixel): x_zp where the window reads padding, past
- * K or past P. */
-SMELT_UKQ_INLINE void smelt_ukq_gather16(uint8_t *tmp, const smelt_ukq_taps *tp, int e, int64_t p0,
-                                         int64_t P, int64_t H, int64_t W, int64_t Wo, int64_t sh,
-                                         int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw,
-                                         uint8_t z, uint8_t f)
+    if (n >= 16) {
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            _mm_storeu_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
+        if (i < n)
+            _mm_storeu_si128((__m128i *)(dst + n - 16), _mm_loadu_si128((const __m128i *)(src + n - 16)));
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+/* Tap e's bytes of output pixels [p, p + n) into s, not yet flipped:
+ * whole output-row segments at a time, the part inside the image copied in
+ * one piece at stride 1; zf (x_zp unflipped) where the window reads
+ * padding, past K or past P. */
+SMELT_UKQ_INLINE void smelt_ukq_tap_run(uint8_t *s, const smelt_ukq_taps *tp, int e, int64_t p,
+                                        int64_t n, int64_t P, int64_t H, int64_t W, int64_t Wo,
+                                        int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                        int64_t dh, int64_t dw, uint8_t zf)
 {
-    int64_t j = 0, oh = p0 / Wo, ow = p0 % Wo;
-    if (!tp->valid[e]) j = 16;
-    while (j < 16 && p0 + j < P) {
-        int64_t n = Wo - ow < 16 - j ? Wo - ow : 16 - j;
-        if (n > P - p0 - j) n = P - p0 - j;
+    int64_t j = tp->valid[e] ? 0 : n, oh = p / Wo, ow = p % Wo;
+    while (j < n && p + j < P) {
+        int64_t m = Wo - ow < n - j ? Wo - ow : n - j;
+        if (m > P - p - j) m = P - p - j;
         int64_t ih = oh * sh - ph + tp->kh[e] * dh, iw = ow * sw - pw + tp->kw[e] * dw;
         if (ih < 0 || ih >= H) {
-            memset(tmp + j, z, (size_t)n);
+            memset(s + j, zf, (size_t)m);
+        } else if (sw == 1) { /* inside the image: i in [a, b) */
+            const uint8_t *row = tp->plane[e] + ih * W;
+            int64_t a = iw < 0 ? (-iw < m ? -iw : m) : 0;
+            int64_t b = W - iw < m ? W - iw : m;
+            if (b < a) b = a;
+            for (int64_t i = 0; i < a; i++) s[j + i] = zf;
+            smelt_ukq_copy(s + j + a, row + iw + a, b - a);
+            for (int64_t i = b; i < m; i++) s[j + i] = zf;
         } else {
             const uint8_t *row = tp->plane[e] + ih * W;
-            for (int64_t i = 0; i < n; i++, iw += sw) tmp[j + i] = iw >= 0 && iw < W ? (uint8_t)(row[iw] ^ f) : z;
+            for (int64_t i = 0; i < m; i++, iw += sw) s[j + i] = iw >= 0 && iw < W ? row[iw] : zf;
         }
-        j += n;
+        j += m;
         ow = 0;
         oh++;
     }
-    if (j < 16) memset(tmp + j, z, (size_t)(16 - j));
+    if (j < n) memset(s + j, zf, (size_t)(n - j));
+    if (!tp->valid[e]) memset(s, zf, (size_t)n); /* past K */
 }
+
+/* 16 pixels of four taps (runs t0..t3, flipped by f) interleaved into one
+ * panel row: dst[j * 4 + e] = te[j] ^ f. */
+SMELT_UKQ_INLINE void smelt_ukq_interleave16(uint8_t *dst, const uint8_t *t0, const uint8_t *t1,
+                                             const uint8_t *t2, const uint8_t *t3, uint8_t f)
+{
+#if defined(__SSE2__)
+    const __m128i fl = _mm_set1_epi8((char)f);
+    __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)t0), fl);
+    __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)t1), fl);
+    __m128i a2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)t2), fl);
+    __m128i a3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)t3), fl);
+    __m128i u0 = _mm_unpacklo_epi8(a0, a1), u1 = _mm_unpackhi_epi8(a0, a1);
+    __m128i u2 = _mm_unpacklo_epi8(a2, a3), u3 = _mm_unpackhi_epi8(a2, a3);
+    _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(u0, u2));
+    _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(u0, u2));
+    _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(u1, u3));
+    _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(u1, u3));
+#else
+    for (int j = 0; j < 16; j++) {
+        dst[j * 4 + 0] = (uint8_t)(t0[j] ^ f);
+        dst[j * 4 + 1] = (uint8_t)(t1[j] ^ f);
+        dst[j * 4 + 2] = (uint8_t)(t2[j] ^ f);
+        dst[j * 4 + 3] = (uint8_t)(t3[j] ^ f);
+    }
 #endif
+}
 
 /* Bp at (k4, p, e) = SMELT_UKQ_AT(k4, p, e) for k4 in [t * KT, t * KT + KT)
  * (clipped to K4): x at k = 4 * k4 + e of output pixel p = oh * Wo + ow,
  * x_zp where the window reads padding, past K or past P (the weights are 0
  * there or the pixel is not stored).  flip = 0x80 turns s8 into u8 (x_zp
- * flipped too).  Panels whose four taps read 16 consecutive bytes each are
- * interleaved with SSE2 shuffles; the others element by element. */
+ * flipped too).  Each tap's bytes for SMELT_UKQ_RUN pixels are gathered
+ * first (row segments, copied whole at stride 1), then interleaved panel
+ * by panel: gathering each panel's 16 bytes element by element wherever a
+ * panel met padding or a row's end made the pack of a 3x3 conv half as
+ * long as its product. */
 SMELT_UKQ_KERNEL void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, int64_t KT, int64_t K4,
                               int64_t K, int64_t P, int64_t Pp, int64_t H, int64_t W, int64_t KH,
                               int64_t KW, int64_t Wo, int64_t sh, int64_t sw, int64_t ph,
                               int64_t pw, int64_t dh, int64_t dw, int64_t xz, int64_t flip)
 {
     const uint8_t *x = (const uint8_t *)X;
-    const uint8_t z = (uint8_t)xz, f = (uint8_t)flip;
-    int64_t Ho = P / Wo;
-    (void)Ho; /* used by the SSE2 panels only */
+    const uint8_t f = (uint8_t)flip, zf = (uint8_t)((uint8_t)xz ^ f);
     int64_t k4_end = t * KT + KT < K4 ? t * KT + KT : K4;
+    uint8_t run[4][SMELT_UKQ_RUN];
     for (int64_t k4 = t * KT; k4 < k4_end; k4++) {
         smelt_ukq_taps tp;
         for (int e = 0; e < 4; e++) {
@@ -170,35 +188,13 @@ SMELT_UKQ_KERNEL void smelt_uk_qpack_u8(uint8_t *Bp, const void *X, int64_t t, i
             tp.kh[e] = k / KW % KH;
             tp.kw[e] = k % KW;
         }
-        for (int64_t p0 = 0; p0 < Pp; p0 += 16) {
-            uint8_t *dst = Bp + SMELT_UKQ_AT(k4, p0, 0);
-#if defined(__SSE2__)
-            /* each tap's 16 bytes: read in place when contiguous, else
-             * gathered row segment by row segment */
-            uint8_t tmp[4][16];
-            const uint8_t *src[4];
-            for (int e = 0; e < 4; e++) {
-                src[e] = smelt_ukq_run16(&tp, e, p0, P, H, W, Ho, Wo, sh, sw, ph, pw, dh, dw);
-                if (!src[e]) {
-                    smelt_ukq_gather16(tmp[e], &tp, e, p0, P, H, W, Wo, sh, sw, ph, pw, dh, dw, z, f);
-                    src[e] = tmp[e];
-                }
-            }
-            const __m128i fl = _mm_set1_epi8((char)f), zero = _mm_setzero_si128();
-            /* runs read in place still need the flip; gathered bytes have it */
-            __m128i a0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[0]), src[0] == tmp[0] ? zero : fl);
-            __m128i a1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[1]), src[1] == tmp[1] ? zero : fl);
-            __m128i a2 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[2]), src[2] == tmp[2] ? zero : fl);
-            __m128i a3 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src[3]), src[3] == tmp[3] ? zero : fl);
-            __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
-            __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
-            _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(t0, t2));
-            _mm_storeu_si128((__m128i *)(dst + 16), _mm_unpackhi_epi16(t0, t2));
-            _mm_storeu_si128((__m128i *)(dst + 32), _mm_unpacklo_epi16(t1, t3));
-            _mm_storeu_si128((__m128i *)(dst + 48), _mm_unpackhi_epi16(t1, t3));
-#else
-            smelt_ukq_pack_panel_c(dst, &tp, p0, P, H, W, Wo, sh, sw, ph, pw, dh, dw, z, f);
-#endif
+        for (int64_t pc = 0; pc < Pp; pc += SMELT_UKQ_RUN) {
+            int64_t n = Pp - pc < SMELT_UKQ_RUN ? Pp - pc : SMELT_UKQ_RUN;
+            for (int e = 0; e < 4; e++)
+                smelt_ukq_tap_run(run[e], &tp, e, pc, n, P, H, W, Wo, sh, sw, ph, pw, dh, dw, zf);
+            for (int64_t q = 0; q < n; q += 16)
+                smelt_ukq_interleave16(Bp + SMELT_UKQ_AT(k4, pc + q, 0), run[0] + q, run[1] + q,
+                                       run[2] + q, run[3] + q, f);
         }
     }
 }
