@@ -142,7 +142,8 @@ if(SMELT_PYTHON)
             fused_s8_groups_stride2
             mm_k_tail_7bit mm_no_zero_points mm_s8_8bit_runtime_zp mm_s8_zp_max mm_u8_weights_zp_tasks
             qmm_per_column_tasks qmm_s8_saturate qmm_u8_weights_s8_out qmm_yz_max
-            dw_3x3_pad dw_s8_stride2_asym dw_u8_weights_dilated dw_s8_2x2_zp_max)
+            dw_3x3_pad dw_s8_stride2_asym dw_u8_weights_dilated dw_s8_2x2_zp_max
+            dw_s8_stride2_wide dw_u8_stride2_wide_pad2)
     list(APPEND quant_kernel_dirs ${CMAKE_BINARY_DIR}/tests/quant_cases/quant_kernel_${c})
   endforeach()
   add_test(NAME conformance/quant_kernel_cases_generic

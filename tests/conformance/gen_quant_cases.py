@@ -251,6 +251,15 @@ def qdwconv_kernel_cases(out):
                       dilations=[2, 2], pads=[4, 4, 4, 4])
     qconv_kernel_case(out, "quant_kernel_dw_s8_2x2_zp_max", ints(np.int8, (1, 3, 6, 9)), i8(127),
                       ints(np.int8, (3, 1, 2, 2)), i8(0), 0.01, i8(-128), group=3, bias=False)
+    # stride 2 over rows of 77 and 70: the phases split 32 columns at a time
+    # (SSE2) from column 1 (odd left padding, s8 flipped) or 0 (even), the
+    # rest byte by byte
+    qconv_kernel_case(out, "quant_kernel_dw_s8_stride2_wide", ints(np.int8, (1, 5, 7, 77)), i8(-3),
+                      ints(np.int8, (5, 1, 3, 3), -100, 100), np.zeros(5, np.int8),
+                      RNG.uniform(0.002, 0.02, 5), i8(4), group=5, strides=[2, 2], pads=[1, 1, 1, 1])
+    qconv_kernel_case(out, "quant_kernel_dw_u8_stride2_wide_pad2", ints(np.uint8, (1, 4, 6, 70)), u8(7),
+                      ints(np.int8, (4, 1, 5, 5)), np.zeros(4, np.int8), RNG.uniform(0.002, 0.02, 4),
+                      u8(120), group=4, strides=[2, 2], pads=[2, 2, 2, 2])
 
 
 def qmatmul_kernel_cases(out):

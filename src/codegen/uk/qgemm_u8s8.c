@@ -626,6 +626,46 @@ SMELT_UKQ_KERNEL void smelt_uk_qmatmul_u8s8(void *Y, const void *A, const int8_t
 #define SMELT_UKQ_DW_HP ((Ho - 1) * sh + (KH - 1) * dh + 1)
 #define SMELT_UKQ_DW_WQ (Wo + 16 + (KW - 1) * dw / sw)
 
+/* Stride 2: input columns from pw & 1 (whose phase column is even) split 32
+ * at a time into the two phases (even and odd bytes, SSE2) while both phase
+ * rows have room; returns the end of the columns written, from pw & 1 (the
+ * caller writes the others byte by byte, as it did all of them when that
+ * was most of a stride-2 depthwise conv's time). */
+SMELT_UKQ_INLINE int64_t smelt_ukq_dw_split2(uint8_t *ph0, uint8_t *ph1, const uint8_t *row,
+                                             int64_t W, int64_t Wq, int64_t pw, uint8_t f)
+{
+#if defined(__SSE2__)
+    int64_t c = pw & 1, c_end = c; /* column c goes to phase 0, c + 1 to phase 1, at (c + pw) / 2 */
+    const __m128i m = _mm_set1_epi16(0x00ff), fl = _mm_set1_epi8((char)f);
+    for (; c + 32 <= W && (c + pw) / 2 + 16 <= Wq; c += 32) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(row + c));
+        __m128i b = _mm_loadu_si128((const __m128i *)(row + c + 16));
+        __m128i ev = _mm_packus_epi16(_mm_and_si128(a, m), _mm_and_si128(b, m));
+        __m128i od = _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8));
+        int64_t q = (c + pw) / 2;
+        _mm_storeu_si128((__m128i *)(ph0 + q), _mm_xor_si128(ev, fl));
+        _mm_storeu_si128((__m128i *)(ph1 + q), _mm_xor_si128(od, fl));
+        c_end = c + 32;
+    }
+    return c_end;
+#else
+    (void)ph0, (void)ph1, (void)row, (void)W, (void)Wq, (void)f;
+    return pw & 1;
+#endif
+}
+
+/* Phase p's columns q < Wq that read input columns [c_lo, c_hi) (c_lo >= 0):
+ * phase column q reads input column q * sw + p - pw. */
+SMELT_UKQ_INLINE void smelt_ukq_dw_phase_cols(uint8_t *dst, const uint8_t *row, int64_t c_lo,
+                                              int64_t c_hi, int64_t p, int64_t sw, int64_t pw,
+                                              int64_t Wq, uint8_t f)
+{
+    int64_t q = c_lo + pw - p;
+    q = q <= 0 ? 0 : (q + sw - 1) / sw;
+    for (int64_t col = q * sw + p - pw; q < Wq && col < c_hi; q++, col += sw)
+        dst[q] = (uint8_t)(row[col] ^ f);
+}
+
 /* The phases of channel plane x (flipped) into tmp. */
 SMELT_UKQ_INLINE void smelt_ukq_dw_phases(uint8_t *tmp, const uint8_t *x, int64_t H, int64_t W,
                                           int64_t Hp, int64_t Wq, int64_t sw, int64_t ph, int64_t pw,
@@ -644,12 +684,12 @@ SMELT_UKQ_INLINE void smelt_ukq_dw_phases(uint8_t *tmp, const uint8_t *x, int64_
                 for (int64_t q = 0; q < cnt; q++) dst[q] = (uint8_t)(row[c0 + q] ^ f);
             continue;
         }
+        int64_t s_lo = pw & 1, s_hi = sw == 2 ? smelt_ukq_dw_split2(tmp + r * Wq, tmp + (Hp + r) * Wq,
+                                                                   row, W, Wq, pw, f) : s_lo;
         for (int64_t p = 0; p < sw; p++) {
             uint8_t *dst = tmp + (p * Hp + r) * Wq;
-            /* phase column q reads input column q * sw + p - pw */
-            int64_t q0 = (pw - p + sw - 1) / sw, col = q0 * sw + p - pw;
-            if (q0 < 0) q0 = 0, col = p - pw;
-            for (int64_t q = q0; q < Wq && col < W; q++, col += sw) dst[q] = (uint8_t)(row[col] ^ f);
+            smelt_ukq_dw_phase_cols(dst, row, 0, s_lo, p, sw, pw, Wq, f);
+            smelt_ukq_dw_phase_cols(dst, row, s_hi, W, p, sw, pw, Wq, f);
         }
     }
 }
