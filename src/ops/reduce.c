@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/op.h"
+#include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "te/te.h"
 
@@ -609,7 +610,8 @@ typedef struct reduce_stage {
 typedef struct reduce_finish {
     const te_tensor *acc, *shift;
     reduce_kind kind;
-    int64_t count; /* elements folded into each output */
+    int64_t count;   /* elements folded into each output */
+    smelt_dtype out; /* the output's dtype */
 } reduce_finish;
 
 /* Integers accumulate in their own dtype (wrapping as the reference does),
@@ -664,9 +666,8 @@ static ir_expr *reduce_body(te_graph *g, ir_expr *const *idx, void *user)
     return n ? te_reduce(g, s->op, term, n, red) : term;
 }
 
-static ir_expr *reduce_finish_body(te_graph *g, ir_expr *const *idx, void *user)
+static ir_expr *reduce_finish_value(te_graph *g, const reduce_finish *f, ir_expr *const *idx)
 {
-    const reduce_finish *f = user;
     ir_builder *b = &g->b;
     ir_expr *a = te_read(g, f->acc, idx);
     if (!a) return NULL;
@@ -688,6 +689,19 @@ static ir_expr *reduce_finish_body(te_graph *g, ir_expr *const *idx, void *user)
     }
 }
 
+/* The finished value in the output's dtype: a float64 result (L2, logs of
+ * integers) converts as the reference's does (saturating to int64, then
+ * wrapping; NaN 0), not as a cast, which saturates to the narrow type
+ * (ReduceLogSum of int8 zeros, log 0 = -inf, gave -128 against 0). */
+static ir_expr *reduce_finish_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const reduce_finish *f = user;
+    ir_expr *v = reduce_finish_value(g, f, idx);
+    if (v && op_dtype_is_float(v->dtype) && !op_dtype_is_float(f->out))
+        return op_float_to_int_expr(&g->b, f->out, v);
+    return v;
+}
+
 /* The stages of one reduction of x under map; the last is named "y"+suffix. */
 static te_tensor *reduce_build(op_compute_args *a, const reduce_map *map, const char *suffix)
 {
@@ -697,7 +711,7 @@ static te_tensor *reduce_build(op_compute_args *a, const reduce_map *map, const 
     reduce_kind k = reduce_kind_of(a->node->op);
     smelt_dtype acc = reduce_acc_dtype(k, x->buf->dtype);
     reduce_stage st = {x, map, k, reduce_op_of(k), acc, NULL};
-    reduce_finish fin = {NULL, NULL, k, 1};
+    reduce_finish fin = {NULL, NULL, k, 1, ot->dtype};
     const char *tag = "reduce";
     char name[32];
     if (k == RK_LOG_SUM_EXP) {
