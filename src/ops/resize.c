@@ -624,13 +624,37 @@ static double resize_sum_any(const smelt_tensor *x, const resize_row *row,
     return acc;
 }
 
+/* The values of integer dtype dt, as doubles it can hold; false for other
+ * dtypes. */
+static bool int_range(smelt_dtype dt, double *lo, double *hi)
+{
+    switch (dt) {
+    case SMELT_DT_INT8: *lo = -128.0, *hi = 127.0; return true;
+    case SMELT_DT_UINT8: *lo = 0.0, *hi = 255.0; return true;
+    case SMELT_DT_INT16: *lo = -32768.0, *hi = 32767.0; return true;
+    case SMELT_DT_UINT16: *lo = 0.0, *hi = 65535.0; return true;
+    case SMELT_DT_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
+    case SMELT_DT_UINT32: *lo = 0.0, *hi = 4294967295.0; return true;
+    case SMELT_DT_INT64: *lo = -0x1p63, *hi = 0x1p63 - 1024.0; return true;
+    case SMELT_DT_UINT64: *lo = 0.0, *hi = 0x1p64 - 2048.0; return true;
+    default: return false;
+    }
+}
+
+/* Integer outputs round half to even and saturate to their dtype, as ONNX's
+ * reference (numpy_helper.saturate_cast: np.round, np.clip): a cubic
+ * overshoot below 0 gave 255 in uint8 (wrapped), and a linear tie at .5
+ * rounded away from zero. */
 static void store(smelt_tensor *y, int64_t i, double v)
 {
+    double lo, hi;
     if (y->dtype == SMELT_DT_FLOAT32) {
         ((float *)y->data)[i] = (float)v;
+    } else if (int_range(y->dtype, &lo, &hi)) {
+        v = rint(v); /* the default rounding mode: half to even */
+        op_set_f64(y, i, v < lo ? lo : v > hi ? hi : v);
     } else {
-        /* integer outputs round to nearest rather than truncate */
-        op_set_f64(y, i, op_dtype_is_float(y->dtype) ? v : round(v));
+        op_set_f64(y, i, op_dtype_is_float(y->dtype) ? v : rint(v));
     }
 }
 
@@ -969,17 +993,17 @@ static ir_expr *resize_te_inside(ir_builder *b, const resize_te *r, ir_expr *con
     return all;
 }
 
-/* Integer outputs round half away from zero, like the reference's round(),
- * then convert through int64 as op_set_f64 does. */
+/* Integer outputs as store() makes them: half to even, saturated to the
+ * dtype (other dtypes through int64, as op_set_f64 converts). */
 static ir_expr *resize_te_to_int(ir_builder *b, ir_expr *v, smelt_dtype dt)
 {
-    ir_expr *half = f64(b, 0.5);
-    ir_expr *pos = f_call(b, IR_CALL_FLOOR, ir_add(b, v, half));
-    ir_expr *neg = ir_sub(b, f64(b, 0.0), f_call(b, IR_CALL_FLOOR, ir_sub(b, half, v)));
-    ir_expr *rounded = ir_select(b, ir_binary(b, IR_LT, v, f64(b, 0.0)), neg, pos);
-    rounded = ir_binary(b, IR_MAX, rounded, f64(b, -0x1p63));
-    rounded = ir_binary(b, IR_MIN, rounded, f64(b, 0x1p63 - 1024.0));
-    return ir_cast(b, dt, ir_cast(b, SMELT_DT_INT64, rounded));
+    ir_expr *rounded = f_call(b, IR_CALL_ROUND, v);
+    double lo, hi;
+    bool ranged = int_range(dt, &lo, &hi);
+    if (!ranged) lo = -0x1p63, hi = 0x1p63 - 1024.0;
+    rounded = ir_binary(b, IR_MAX, rounded, f64(b, lo));
+    rounded = ir_binary(b, IR_MIN, rounded, f64(b, hi));
+    return ranged ? ir_cast(b, dt, rounded) : ir_cast(b, dt, ir_cast(b, SMELT_DT_INT64, rounded));
 }
 
 /* w * v, or v when the weight is the implicit 1. */
