@@ -135,8 +135,9 @@ if(SMELT_PYTHON)
   # ---- Quantization ops (issue #10): node tests the ONNX ones leave out, expected
   # values from onnx's reference implementation (pyenv python3, onnx 1.23.2) ----
   smelt_generated_cases(quant ${SMELT_PYTHON} gen_quant_cases.py)
-  # ---- integer outputs rounded from float math (Resize), values from onnx's reference ----
-  smelt_generated_cases(int_rounding ${SMELT_PYTHON} gen_int_rounding_cases.py)
+  # ---- ops at edge values (integer Resize rounding, ArgMax/ArgMin over NaNs), values
+  # from onnx's reference ----
+  smelt_generated_cases(edge_value ${SMELT_PYTHON} gen_edge_value_cases.py)
   # the int8 micro-kernel cases (quant_kernel_*) also built for the generic
   # target (the kernels' plain C branch), and the kernels must be what runs
   set(quant_kernel_dirs)

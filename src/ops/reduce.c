@@ -962,12 +962,27 @@ static smelt_status arg_eval(smelt_ctx *ctx, const gr_node *node,
 
 /* ArgMax/ArgMin in two reductions: the best value along the axis, then the
  * first (or last) position holding it, as a min (max) over
- * select(x == best, k, past-the-end). */
+ * select(x == best, k, past-the-end).  A NaN is the best for both, as in
+ * the reference (and numpy): for floats a third reduction says whether the
+ * axis holds one, and then the positions sought are the NaNs' (no x equals
+ * a NaN best, so the past-the-end index came out: 4 of 4, or -1). */
 typedef struct arg_stage {
-    const te_tensor *x, *best;
+    const te_tensor *x, *best, *any_nan;
     reduce_map map;
     bool is_max, last;
 } arg_stage;
+
+static ir_expr *arg_nan_body(te_graph *g, ir_expr *const *idx, void *user)
+{
+    const arg_stage *s = user;
+    ir_builder *b = &g->b;
+    ir_axis red[1];
+    reduce_map_axes(g, &s->map, s->x->buf->shape, red);
+    ir_expr *v = reduce_map_read(g, s->x, &s->map, idx, red);
+    ir_expr *nan = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &v);
+    ir_expr *flag = ir_select(b, nan, ir_const_int(b, SMELT_DT_INT32, 1), ir_const_int(b, SMELT_DT_INT32, 0));
+    return te_reduce(g, IR_REDUCE_MAX, flag, 1, red);
+}
 
 static ir_expr *arg_best_body(te_graph *g, ir_expr *const *idx, void *user)
 {
@@ -986,6 +1001,12 @@ static ir_expr *arg_index_body(te_graph *g, ir_expr *const *idx, void *user)
     reduce_map_axes(g, &s->map, s->x->buf->shape, red);
     ir_expr *v = reduce_map_read(g, s->x, &s->map, idx, red);
     ir_expr *hit = ir_binary(b, IR_EQ, v, te_read(g, s->best, idx));
+    if (s->any_nan) {
+        ir_expr *nan = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &v);
+        ir_expr *any = ir_binary(b, IR_NE, te_read(g, s->any_nan, idx),
+                                 ir_const_int(b, SMELT_DT_INT32, 0));
+        hit = ir_select(b, any, nan, hit);
+    }
     ir_expr *none = ir_int(b, s->last ? -1 : red[0].extent);
     ir_expr *k = ir_select(b, hit, ir_var_ref(b, red[0].var), none);
     return te_reduce(g, s->last ? IR_REDUCE_MAX : IR_REDUCE_MIN, k, 1, red);
@@ -1005,6 +1026,11 @@ static smelt_status arg_compute(op_compute_args *a)
     s.best = te_compute(a->te, "y_best", x->buf->dtype, ot->rank, ot->dims, arg_best_body, &s,
                         "reduce");
     if (!s.best) return compute_status(a, NULL);
+    if (op_dtype_is_float(x->buf->dtype)) {
+        s.any_nan = te_compute(a->te, "y_nan", SMELT_DT_INT32, ot->rank, ot->dims, arg_nan_body, &s,
+                               "reduce");
+        if (!s.any_nan) return compute_status(a, NULL);
+    }
     a->out[0] = te_compute(a->te, "y", SMELT_DT_INT64, ot->rank, ot->dims, arg_index_body, &s,
                            "reduce");
     return compute_status(a, a->out[0]);
