@@ -1175,8 +1175,11 @@ static smelt_status topk_eval(smelt_ctx *ctx, const gr_node *node,
 /* TopK as tensor expressions, without sorting: an element's rank is the
  * number of elements that come before it (greater, or equal at a lower
  * index); output j is the element whose rank is j.  O(n^2) along the axis,
- * which is fine for the short axes TopK sees in practice.  (NaN ordering
- * differs from the reference, which sorts NaN highest.) */
+ * which is fine for the short axes TopK sees in practice.  The order is the
+ * reference's total order: NaN above everything (first when largest, last
+ * otherwise), NaNs equal to each other; with IEEE comparisons NaNs took
+ * ranks twice or never, and a rank held by several elements summed their
+ * indices (an index of 6 along an axis of 4). */
 typedef struct topk_args {
     te_tensor *x, *rank, *idx;
     int axis;
@@ -1194,9 +1197,18 @@ static ir_expr *topk_rank_body(te_graph *g, ir_expr *const *idx, void *user)
     ir_expr *mv = ir_var_ref(b, m.var);
     other[a->axis] = mv;
     ir_expr *xo = te_read(g, a->x, other), *xs = te_read(g, a->x, idx);
-    ir_expr *before = ir_binary(b, IR_OR, ir_binary(b, a->largest ? IR_GT : IR_LT, xo, xs),
-                                ir_binary(b, IR_AND, ir_binary(b, IR_EQ, xo, xs),
-                                          ir_binary(b, IR_LT, mv, idx[a->axis])));
+    ir_expr *better = ir_binary(b, a->largest ? IR_GT : IR_LT, xo, xs);
+    ir_expr *equal = ir_binary(b, IR_EQ, xo, xs);
+    if (xo && op_dtype_is_float(xo->dtype)) {
+        ir_expr *nan_o = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &xo);
+        ir_expr *nan_s = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &xs);
+        ir_expr *nan_wins = a->largest ? ir_binary(b, IR_AND, nan_o, ir_not(b, nan_s))
+                                       : ir_binary(b, IR_AND, nan_s, ir_not(b, nan_o));
+        better = ir_binary(b, IR_OR, better, nan_wins);
+        equal = ir_binary(b, IR_OR, equal, ir_binary(b, IR_AND, nan_o, nan_s));
+    }
+    ir_expr *before = ir_binary(b, IR_OR, better,
+                                ir_binary(b, IR_AND, equal, ir_binary(b, IR_LT, mv, idx[a->axis])));
     ir_expr *one = ir_select(b, before, ir_int(b, 1), ir_int(b, 0));
     return te_reduce(g, IR_REDUCE_SUM, one, 1, &m);
 }

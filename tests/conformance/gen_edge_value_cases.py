@@ -7,7 +7,9 @@ expected outputs from onnx's reference implementation (ReferenceEvaluator):
   half to even and saturates; smelt rounded half away from zero and
   wrapped, so a cubic undershoot in uint8 gave 255;
 - ArgMax/ArgMin over NaNs (a NaN is the best for both, first or last
-  index): compiled code returned the past-the-end index (4 of 4, or -1).
+  index): compiled code returned the past-the-end index (4 of 4, or -1);
+- TopK over NaNs, signed zeros and ties (NaN above everything): compiled
+  ranks collided and an index of 6 came out along an axis of 4.
 
 Run by ctest (conformance/edge_value_cases_*) with the pyenv python3 (onnx
 from scripts/setup.sh).
@@ -47,6 +49,22 @@ def arg_cases(out):
                                [("x", rows.astype(dt))])
 
 
+def topk_cases(out):
+    """The arg_cases rows, largest and smallest, k of 1, 2 and 4, both axes."""
+    nan, inf = np.nan, np.inf
+    rows = np.array([[nan, 1, 2, 3], [1, nan, 3, nan], [5, 4, nan, 2], [nan, nan, nan, nan],
+                     [-inf, nan, inf, 0], [-0.0, 0.0, -1, 0.0], [3, 1, 3, 1]], np.float32)
+    for largest in (1, 0):
+        for k in (1, 2, 4):
+            for axis in (1, 0):
+                for dt in (np.float32, np.float16):
+                    name = "topk_nan_%s_k%d_axis%d_%s" % ("largest" if largest else "smallest", k, axis,
+                                                          dt.__name__)
+                    write_case(out, name, 13, helper.make_node("TopK", ["x", "k"], ["v", "i"],
+                                                               largest=largest, axis=axis),
+                               [("x", rows.astype(dt)), ("k", np.array([k], np.int64))], consts=("k",))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
@@ -59,6 +77,7 @@ def main():
     resize_case(a.out, "resize_cubic_half_pixel_uint8", np.uint8, "cubic", [1, 1, 2.5, 2.0],
                 coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.5)
     arg_cases(a.out)
+    topk_cases(a.out)
     print("gen_edge_value_cases: wrote the cases to %s" % a.out)
 
 
