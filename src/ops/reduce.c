@@ -972,15 +972,22 @@ typedef struct arg_stage {
     bool is_max, last;
 } arg_stage;
 
+/* x along the reduced axis at output idx; red: that axis. */
+static ir_expr *arg_read(te_graph *g, const arg_stage *s, ir_expr *const *idx, ir_axis *red)
+{
+    reduce_map_axes(g, &s->map, s->x->buf->shape, red);
+    return reduce_map_read(g, s->x, &s->map, idx, red);
+}
+
 static ir_expr *arg_nan_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const arg_stage *s = user;
     ir_builder *b = &g->b;
     ir_axis red[1];
-    reduce_map_axes(g, &s->map, s->x->buf->shape, red);
-    ir_expr *v = reduce_map_read(g, s->x, &s->map, idx, red);
+    ir_expr *v = arg_read(g, s, idx, red);
     ir_expr *nan = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &v);
-    ir_expr *flag = ir_select(b, nan, ir_const_int(b, SMELT_DT_INT32, 1), ir_const_int(b, SMELT_DT_INT32, 0));
+    ir_expr *flag = ir_select(b, nan, ir_const_int(b, SMELT_DT_INT32, 1),
+                              ir_const_int(b, SMELT_DT_INT32, 0));
     return te_reduce(g, IR_REDUCE_MAX, flag, 1, red);
 }
 
@@ -988,8 +995,7 @@ static ir_expr *arg_best_body(te_graph *g, ir_expr *const *idx, void *user)
 {
     const arg_stage *s = user;
     ir_axis red[1];
-    reduce_map_axes(g, &s->map, s->x->buf->shape, red);
-    ir_expr *v = reduce_map_read(g, s->x, &s->map, idx, red);
+    ir_expr *v = arg_read(g, s, idx, red);
     return te_reduce(g, s->is_max ? IR_REDUCE_MAX : IR_REDUCE_MIN, v, 1, red);
 }
 
@@ -998,8 +1004,7 @@ static ir_expr *arg_index_body(te_graph *g, ir_expr *const *idx, void *user)
     const arg_stage *s = user;
     ir_builder *b = &g->b;
     ir_axis red[1];
-    reduce_map_axes(g, &s->map, s->x->buf->shape, red);
-    ir_expr *v = reduce_map_read(g, s->x, &s->map, idx, red);
+    ir_expr *v = arg_read(g, s, idx, red);
     ir_expr *hit = ir_binary(b, IR_EQ, v, te_read(g, s->best, idx));
     if (s->any_nan) {
         ir_expr *nan = ir_call(b, IR_CALL_ISNAN, SMELT_DT_BOOL, 1, &v);
