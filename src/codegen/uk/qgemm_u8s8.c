@@ -107,7 +107,11 @@ SMELT_UKQ_INLINE void smelt_ukq_tap_run(uint8_t *s, const smelt_ukq_taps *tp, in
                                         int64_t sh, int64_t sw, int64_t ph, int64_t pw,
                                         int64_t dh, int64_t dw, uint8_t zf)
 {
-    int64_t j = tp->valid[e] ? 0 : n, oh = p / Wo, ow = p % Wo;
+    if (!tp->valid[e]) { /* past K */
+        memset(s, zf, (size_t)n);
+        return;
+    }
+    int64_t j = 0, oh = p / Wo, ow = p % Wo;
     while (j < n && p + j < P) {
         int64_t m = Wo - ow < n - j ? Wo - ow : n - j;
         if (m > P - p - j) m = P - p - j;
@@ -130,8 +134,7 @@ SMELT_UKQ_INLINE void smelt_ukq_tap_run(uint8_t *s, const smelt_ukq_taps *tp, in
         ow = 0;
         oh++;
     }
-    if (j < n) memset(s + j, zf, (size_t)(n - j));
-    if (!tp->valid[e]) memset(s, zf, (size_t)n); /* past K */
+    if (j < n) memset(s + j, zf, (size_t)(n - j)); /* past P */
 }
 
 /* 16 pixels of four taps (runs t0..t3, flipped by f) interleaved into one
