@@ -142,7 +142,7 @@ if(SMELT_PYTHON)
   # target (the kernels' plain C branch), and the kernels must be what runs
   set(quant_kernel_dirs)
   foreach(c k_tail_7bit 8bit_stride_dilation s8_groups s8_zp_max u8_weights_zp wide_rows tasks_batch
-            fused_s8_groups_stride2
+            s8_groups_stride2_tasks
             mm_k_tail_7bit mm_no_zero_points mm_s8_8bit_runtime_zp mm_s8_zp_max mm_u8_weights_zp_tasks
             qmm_per_column_tasks qmm_s8_saturate qmm_u8_weights_s8_out qmm_yz_max
             dw_3x3_pad dw_s8_stride2_asym dw_u8_weights_dilated dw_s8_2x2_zp_max

@@ -15,6 +15,7 @@
 #include "ops/op.h"
 #include "ops/resize.h"
 #include "te/te.h"
+#include "tir/scalar.h"
 
 /* 4 without antialiasing; antialiasing a shrink by scale s takes about
  * 2 / s (linear) or 4 / s (cubic) taps, refused beyond this */
@@ -624,21 +625,15 @@ static double resize_sum_any(const smelt_tensor *x, const resize_row *row,
     return acc;
 }
 
-/* The values of integer dtype dt, as doubles it can hold; false for other
- * dtypes. */
+/* The range of an integer dtype (not bool or the 4/2-bit ones) as doubles;
+ * false for other dtypes.  The ends of the 64-bit types round up to 2^63 and
+ * 2^64, which the saturating conversions after the clamp take. */
 static bool int_range(smelt_dtype dt, double *lo, double *hi)
 {
-    switch (dt) {
-    case SMELT_DT_INT8: *lo = -128.0, *hi = 127.0; return true;
-    case SMELT_DT_UINT8: *lo = 0.0, *hi = 255.0; return true;
-    case SMELT_DT_INT16: *lo = -32768.0, *hi = 32767.0; return true;
-    case SMELT_DT_UINT16: *lo = 0.0, *hi = 65535.0; return true;
-    case SMELT_DT_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
-    case SMELT_DT_UINT32: *lo = 0.0, *hi = 4294967295.0; return true;
-    case SMELT_DT_INT64: *lo = -0x1p63, *hi = 0x1p63 - 1024.0; return true;
-    case SMELT_DT_UINT64: *lo = 0.0, *hi = 0x1p64 - 2048.0; return true;
-    default: return false;
-    }
+    if (!tir_dtype_is_int(dt) || dt == SMELT_DT_BOOL || smelt_dtype_is_lowbit(dt)) return false;
+    *lo = dt == SMELT_DT_UINT64 ? 0.0 : (double)tir_dtype_min(dt);
+    *hi = dt == SMELT_DT_UINT64 ? 0x1p64 : (double)tir_dtype_max(dt);
+    return true;
 }
 
 /* Integer outputs round half to even and saturate to their dtype, as ONNX's

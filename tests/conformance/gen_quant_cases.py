@@ -222,7 +222,7 @@ def kernel_cases(out):
     # many pixel tasks over two row chunks per group (65 rows), s8 activations
     # (flipped), stride 2, padding on two sides only: the pack's row runs
     # start and end in padding
-    qconv_kernel_case(out, "quant_kernel_fused_s8_groups_stride2", ints(np.int8, (1, 8, 40, 36)),
+    qconv_kernel_case(out, "quant_kernel_s8_groups_stride2_tasks", ints(np.int8, (1, 8, 40, 36)),
                       i8(-5), ints(np.int8, (130, 4, 3, 3), -64, 63), np.zeros(130, np.int8),
                       RNG.uniform(0.002, 0.02, 130), i8(3), group=2, strides=[2, 2],
                       pads=[1, 0, 1, 2])
